@@ -1,0 +1,205 @@
+"""``backward()`` and ``grad()``: argument checks in PyTorch's words, then the engine."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._engine import get_engine
+from ._node import Edge, edge_of, grad_accumulator
+from ._tensor import Tensor
+
+__all__ = ["backward", "grad"]
+
+TensorOrTensors = Tensor | Sequence[Tensor]
+
+_warned_create_graph = False
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    if isinstance(value, Tensor) or value is None:
+        return (value,)
+    return tuple(value)
+
+
+def _make_grads(outputs: tuple[Tensor, ...], grads: tuple[Any, ...]) -> list[Tensor | None]:
+    if len(grads) != len(outputs):
+        raise RuntimeError(
+            f"got {len(outputs)} tensors and {len(grads)} gradients: pass one gradient per tensor"
+        )
+    new_grads: list[Tensor | None] = []
+    for i, (out, g) in enumerate(zip(outputs, grads)):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"expected a Tensor as element {i} of tensors, but got {type(out).__name__}")
+        if g is None:
+            if out._requires_grad:
+                if out.data.size != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if out.data.dtype.kind != "f":
+                    raise RuntimeError(
+                        "grad can be implicitly created only for real scalar outputs but got "
+                        f"{out.data.dtype}"
+                    )
+                new_grads.append(Tensor._wrap(np.ones_like(out.data)))
+            else:
+                new_grads.append(None)
+            continue
+        if not isinstance(g, Tensor):
+            if isinstance(g, (int, float, np.ndarray, np.generic)):
+                g = Tensor(np.asarray(g, dtype=out.data.dtype))
+            else:
+                raise TypeError(
+                    f"gradients can be either Tensors or None, but got {type(g).__name__}"
+                )
+        if g.data.shape != out.data.shape:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of {g.data.shape} and "
+                f"output[{i}] has a shape of {out.data.shape}."
+            )
+        if g.data.dtype != out.data.dtype and g.data.dtype.kind == "f" and out.data.dtype.kind == "f":
+            g = g.to(out.data.dtype)  # PyTorch casts silently (validate_outputs)
+        new_grads.append(g)
+    return new_grads
+
+
+def _input_edges(inputs: tuple[Any, ...]) -> list[Edge]:
+    edges: list[Edge] = []
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensors as inputs, but got {type(t).__name__}")
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        fn = t.grad_fn
+        edges.append((fn, t.output_nr) if fn is not None else (grad_accumulator(t), 0))
+    return edges
+
+
+async def _run_backward(
+    outputs: tuple[Tensor, ...],
+    grads: list[Tensor | None],
+    keep_graph: bool,
+    create_graph: bool,
+    inputs: tuple[Any, ...] | None,
+    accumulate_grad: bool,
+) -> list[Tensor | None]:
+    root_edges: list[Edge] = []
+    root_grads: list[Tensor] = []
+    for i, (out, g) in enumerate(zip(outputs, grads)):
+        edge = edge_of(out)
+        if edge is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        assert g is not None
+        root_edges.append(edge)
+        root_grads.append(g)
+    output_edges = None
+    if inputs is not None:
+        output_edges = _input_edges(inputs)
+        if accumulate_grad:
+            for t in inputs:
+                t.retain_grad()  # how non-leaf inputs get their .grad (PyTorch does the same)
+    return await get_engine().execute(
+        root_edges,
+        root_grads,
+        keep_graph=keep_graph,
+        create_graph=create_graph,
+        accumulate_grad=accumulate_grad,
+        output_edges=output_edges,
+    )
+
+
+async def backward(
+    tensors: TensorOrTensors,
+    grad_tensors: TensorOrTensors | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: TensorOrTensors | None = None,
+) -> None:
+    """Accumulate the gradients of ``tensors`` into the ``.grad`` of the graph's leaves.
+
+    Awaitable, with ``torch.autograd.backward``'s arguments: ``grad_tensors`` (one per tensor;
+    None for scalars), ``retain_graph`` (defaults to ``create_graph``), ``create_graph`` (record the
+    backward for higher-order gradients) and ``inputs`` (accumulate only into these).
+    """
+    global _warned_create_graph
+    outputs = _as_tuple(tensors)
+    input_tuple = None
+    if inputs is not None:
+        input_tuple = _as_tuple(inputs)
+        if len(input_tuple) == 0:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    if grad_tensors is None:
+        grad_tuple: tuple[Any, ...] = (None,) * len(outputs)
+    else:
+        grad_tuple = _as_tuple(grad_tensors)
+    grads = _make_grads(outputs, grad_tuple)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if create_graph and not _warned_create_graph:
+        _warned_create_graph = True
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the "
+            "parameter and its gradient which can cause a memory leak. We recommend using "
+            "autograd.grad when creating the graph to avoid this. If you have to use this "
+            "function, make sure to reset the .grad fields of your parameters to None after use "
+            "to break the cycle and avoid the leak.",
+            UserWarning,
+            stacklevel=2,
+        )
+    await _run_backward(outputs, grads, retain_graph, create_graph, input_tuple, accumulate_grad=True)
+
+
+async def grad(
+    outputs: TensorOrTensors,
+    inputs: TensorOrTensors,
+    grad_outputs: TensorOrTensors | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    only_inputs: bool = True,
+    allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
+) -> tuple[Tensor | None, ...]:
+    """Return the gradients of ``outputs`` with respect to ``inputs``; ``.grad`` is untouched.
+
+    Awaitable, with ``torch.autograd.grad``'s arguments. Unused inputs raise unless
+    ``allow_unused=True`` (their result is None) or ``materialize_grads=True`` (zeros).
+    """
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, "
+            "but got: allow_unused=False."
+        )
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if is_grads_batched:
+        raise NotImplementedError("is_grads_batched=True is not supported by aiograd yet")
+    output_tuple = _as_tuple(outputs)
+    input_tuple = _as_tuple(inputs)
+    if len(input_tuple) == 0:
+        raise ValueError("grad requires non-empty inputs.")
+    if grad_outputs is None:
+        grad_tuple: tuple[Any, ...] = (None,) * len(output_tuple)
+    else:
+        grad_tuple = _as_tuple(grad_outputs)
+    grads = _make_grads(output_tuple, grad_tuple)
+    if retain_graph is None:
+        retain_graph = create_graph
+    result = await _run_backward(
+        output_tuple, grads, retain_graph, create_graph, input_tuple, accumulate_grad=False
+    )
+    if not allow_unused and any(r is None for r in result):
+        raise RuntimeError(
+            "One of the differentiated Tensors appears to not have been used in the graph. "
+            "Set allow_unused=True if this is the desired behavior."
+        )
+    if materialize_grads:
+        from ._factories import zeros_like
+
+        result = [
+            r if r is not None else zeros_like(t, requires_grad=create_graph)
+            for r, t in zip(result, input_tuple)
+        ]
+    return tuple(result)

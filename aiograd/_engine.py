@@ -1,0 +1,331 @@
+"""The backward engine: PyTorch's Engine::execute as coroutines on one event loop.
+
+One GraphTask per ``backward()``/``grad()`` call. Its CPU work is driven by the coroutine that
+awaits it, from a ready queue ordered like PyTorch's (reentrant depth, then sequence number), and
+that coroutine drains every ready NodeTask without awaiting. All GraphTask state is touched only on
+the loop, so nothing here takes a lock.
+
+A NodeTask is a plain tuple, ``(kind, -reentrant_depth, -sequence_nr, tie, graph_task, node,
+buffer)``: the heap compares the first four fields (``tie`` is unique, so comparison never reaches
+the objects behind it) and allocating a tuple is the cheapest way to carry the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import itertools
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from ._grad_mode import _grad_enabled
+from ._hooks import run_retains_grad
+from ._node import Edge, GraphRoot, Node, owns
+
+if TYPE_CHECKING:
+    from ._tensor import Tensor
+
+__all__ = ["Engine", "GraphTask", "get_engine"]
+
+#: NodeTask kinds, in the order the queue serves them.
+SHUTDOWN, WAKE_UP, RUN = 0, 1, 2
+
+_tie = itertools.count()
+
+#: The GraphTask whose nodes the current context is running (None outside backward).
+current_graph_task: contextvars.ContextVar[GraphTask | None] = contextvars.ContextVar(
+    "aiograd_current_graph_task", default=None
+)
+
+
+class ExecInfo:
+    """Why a node runs under ``grad()``/``backward(inputs=)``: it leads to an input
+    (``needed``), or it is one whose gradient is captured (``captures``)."""
+
+    __slots__ = ("needed", "captures")
+
+    def __init__(self) -> None:
+        self.needed = False
+        self.captures: list[tuple[int, int]] = []  # (input_nr at the node, index in the result)
+
+    def should_execute(self) -> bool:
+        return self.needed or bool(self.captures)
+
+
+class GraphTask:
+    """The state of one backward call (see ENGINE.md, "Objects")."""
+
+    __slots__ = (
+        "keep_graph",
+        "create_graph",
+        "reentrant_depth",
+        "dependencies",
+        "not_ready",
+        "exec_info",
+        "captured",
+        "outstanding",
+        "error",
+        "future",
+        "queue",
+        "__weakref__",
+    )
+
+    def __init__(
+        self, keep_graph: bool, create_graph: bool, reentrant_depth: int, queue: ReadyQueue
+    ) -> None:
+        self.keep_graph = keep_graph
+        self.create_graph = create_graph
+        self.reentrant_depth = reentrant_depth
+        self.dependencies: dict[Node, int] = {}
+        self.not_ready: dict[Node, list[Any]] = {}
+        self.exec_info: dict[Node, ExecInfo] | None = None
+        self.captured: list[Tensor | None] = []
+        self.outstanding = 0
+        self.error: BaseException | None = None
+        self.future: asyncio.Future[list[Tensor | None]] = asyncio.get_running_loop().create_future()
+        self.queue = queue
+
+
+class ReadyQueue(asyncio.PriorityQueue):  # type: ignore[type-arg]
+    """NodeTasks waiting to run, most urgent first."""
+
+
+class Engine:
+    """Runs GraphTasks on one event loop; ``get_engine()`` returns the running loop's."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.nodes_executed = 0
+
+    # ------------------------------------------------------------------------------- entry
+    async def execute(
+        self,
+        root_edges: list[Edge],
+        root_grads: list[Tensor],
+        *,
+        keep_graph: bool,
+        create_graph: bool,
+        accumulate_grad: bool,
+        output_edges: list[Edge] | None,
+    ) -> list[Tensor | None]:
+        """Run one backward and return the captured gradients (``grad()``'s results)."""
+        graph_task = GraphTask(keep_graph, create_graph, 0, ReadyQueue())
+        if len(root_edges) == 1:
+            root, input_nr = root_edges[0]
+            buffer: list[Any] = [None] * root.num_inputs
+            buffer[input_nr] = root_grads[0]
+        else:
+            root = GraphRoot(tuple(root_edges), root_grads)
+            buffer = []
+        min_topo_nr = min((e[0].topological_nr for e in output_edges), default=0) if output_edges else 0
+        graph_task.dependencies = compute_dependencies(root, min_topo_nr)
+        if output_edges is not None:
+            graph_task.exec_info = init_to_execute(root, output_edges, accumulate_grad, min_topo_nr)
+            graph_task.captured = [None] * len(output_edges)
+        self._push(graph_task, root, buffer)
+        return await self._drive(graph_task)
+
+    # ------------------------------------------------------------------------------- workers
+    def _push(self, graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
+        graph_task.outstanding += 1
+        graph_task.queue.put_nowait(
+            (RUN, -graph_task.reentrant_depth, -node.sequence_nr, next(_tie), graph_task, node, buffer)
+        )
+
+    async def _drive(self, graph_task: GraphTask) -> list[Tensor | None]:
+        """The owner's loop: run ready NodeTasks until the GraphTask completes."""
+        queue = graph_task.queue
+        future = graph_task.future
+        evaluate = self._evaluate
+        # Nodes run with grad mode = create_graph; set once for the whole drain, not per node.
+        mode_token = _grad_enabled.set(graph_task.create_graph)
+        task_token = current_graph_task.set(graph_task)
+        try:
+            while not future.done():
+                task = queue.get_nowait() if queue.qsize() else await queue.get()
+                if task[0] != RUN:
+                    continue
+                owner = task[4]
+                if owner.error is None:
+                    try:
+                        evaluate(owner, task[5], task[6])
+                    except Exception as exc:  # noqa: BLE001 - the GraphTask reports it
+                        self._fail(owner, exc, task[5])
+                owner.outstanding -= 1
+                if owner.outstanding == 0 and not owner.future.done():
+                    self._complete(owner)
+        except BaseException as exc:
+            # Cancelled (or interrupted) while driving: the GraphTask dies with its driver.
+            if not future.done():
+                graph_task.error = exc
+                future.cancel()
+            raise
+        finally:
+            current_graph_task.reset(task_token)
+            _grad_enabled.reset(mode_token)
+        return future.result()
+
+    def _complete(self, graph_task: GraphTask) -> None:
+        if graph_task.not_ready:
+            names = ", ".join(sorted({n.name() for n in graph_task.not_ready}))
+            self._fail(
+                graph_task, RuntimeError(f"could not compute gradients for some functions ({names})"),
+                None,
+            )
+            return
+        graph_task.future.set_result(graph_task.captured)
+
+    def _fail(self, graph_task: GraphTask, exc: BaseException, node: Node | None) -> None:
+        """First error wins: the GraphTask's remaining NodeTasks are dropped as they come up."""
+        if graph_task.error is not None:
+            return
+        if node is not None:
+            exc.add_note(f"while running {node.name()}")
+        graph_task.error = exc
+        if not graph_task.future.done():
+            graph_task.future.set_exception(exc)
+
+    def _evaluate(self, graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
+        """Run one node and hand its gradients to the nodes its edges lead to."""
+        exec_info = graph_task.exec_info
+        if exec_info is not None:
+            info = exec_info.get(node)
+            if info is not None and info.captures:
+                captured = graph_task.captured
+                for input_nr, index in info.captures:
+                    captured[index] = buffer[input_nr]
+            if info is None or not info.needed:
+                return
+        hooks = node._hooks
+        if hooks is not None:
+            run_retains_grad(hooks, buffer)
+        outputs = node.apply(buffer)
+        if not graph_task.keep_graph:
+            node.release_variables()
+        self.nodes_executed += 1
+
+        dependencies = graph_task.dependencies
+        not_ready = graph_task.not_ready
+        for i, edge in enumerate(node.next_edges):
+            if edge is None:
+                continue
+            next_node, input_nr = edge
+            remaining = dependencies[next_node] - 1
+            dependencies[next_node] = remaining
+            if exec_info is not None:
+                info = exec_info.get(next_node)
+                if info is None or not (info.needed or info.captures):
+                    continue
+            grad = outputs[i]
+            if remaining:
+                next_buffer = not_ready.get(next_node)
+                if next_buffer is None:
+                    next_buffer = not_ready[next_node] = [None] * next_node.num_inputs
+            else:
+                next_buffer = not_ready.pop(next_node, None)
+                if next_buffer is None:
+                    next_buffer = [None] * next_node.num_inputs
+            if grad is not None:
+                if next_buffer[input_nr] is None:
+                    next_buffer[input_nr] = grad
+                else:
+                    accumulate(next_buffer, input_nr, grad, graph_task.create_graph)
+            if not remaining:
+                self._push(graph_task, next_node, next_buffer)
+
+
+def accumulate(buffer: list[Any], i: int, grad: Tensor, create_graph: bool) -> None:
+    """InputBuffer accumulation: in place only when the buffer's tensor is ours alone."""
+    if (
+        not create_graph
+        and owns(buffer, i)
+        and buffer[i].data.shape == grad.data.shape
+        and buffer[i].data.dtype == grad.data.dtype
+    ):
+        buffer[i].data += grad.data
+    else:
+        buffer[i] = buffer[i] + grad
+
+
+def compute_dependencies(root: Node, min_topo_nr: int) -> dict[Node, int]:
+    """Count the edges into each node reachable from ``root`` (iteratively: no recursion)."""
+    dependencies: dict[Node, int] = {}
+    seen = {root}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.topological_nr < min_topo_nr:
+            continue
+        for edge in node.next_edges:
+            if edge is None:
+                continue
+            child = edge[0]
+            dependencies[child] = dependencies.get(child, 0) + 1
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return dependencies
+
+
+def init_to_execute(
+    root: Node, output_edges: list[Edge], accumulate_grad: bool, min_topo_nr: int
+) -> dict[Node, ExecInfo]:
+    """Mark the nodes that lead to the requested inputs (PyTorch's ``init_to_execute``)."""
+    exec_info: dict[Node, ExecInfo] = {}
+    exec_info[root] = ExecInfo()
+    exec_info[root].needed = True
+    for index, (node, input_nr) in enumerate(output_edges):
+        info = exec_info.get(node)
+        if info is None:
+            info = exec_info[node] = ExecInfo()
+        if accumulate_grad:
+            info.needed = True
+        else:
+            info.captures.append((input_nr, index))
+
+    def should_execute(node: Node) -> bool:
+        info = exec_info.get(node)
+        return info is not None and (info.needed or bool(info.captures))
+
+    def mark_needed(node: Node) -> None:
+        info = exec_info.get(node)
+        if info is None:
+            info = exec_info[node] = ExecInfo()
+        info.needed = True
+
+    # Post-order DFS with explicit frames: a node is needed if any child should execute.
+    seen: set[Node] = set()
+    stack: list[tuple[Node, Any]] = [(root, iter(root.next_edges))]
+    while stack:
+        node, children = stack[-1]
+        child = None
+        for edge in children:
+            if edge is None:
+                continue
+            if edge[0] in seen:
+                if should_execute(edge[0]):
+                    mark_needed(node)
+                continue
+            seen.add(edge[0])
+            child = edge[0]
+            break
+        if child is not None:
+            if child.topological_nr >= min_topo_nr:
+                stack.append((child, iter(child.next_edges)))
+            continue
+        stack.pop()
+        if stack and should_execute(node):
+            mark_needed(stack[-1][0])
+    return exec_info
+
+
+_engines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Engine] = weakref.WeakKeyDictionary()
+
+
+def get_engine() -> Engine:
+    """The engine of the running event loop, created on first use."""
+    loop = asyncio.get_running_loop()
+    engine = _engines.get(loop)
+    if engine is None:
+        engine = _engines[loop] = Engine(loop)
+    return engine

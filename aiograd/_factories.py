@@ -1,0 +1,117 @@
+"""Tensor factories with torch's names; dtypes are numpy's (Python floats give float64)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._device import device as Device
+from ._tensor import Tensor
+
+__all__ = [
+    "tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "rand",
+    "randn", "zeros_like", "ones_like", "randn_like", "manual_seed",
+]
+
+_rng = np.random.default_rng()
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the generator behind ``rand``, ``randn`` and ``randn_like``."""
+    global _rng
+    _rng = np.random.default_rng(seed)
+
+
+def _finish(data: np.ndarray[Any, Any], requires_grad: bool, device: Any) -> Tensor:
+    if device is not None:
+        Device(device)  # validates the name; only the CPU exists for now
+    return Tensor(data, requires_grad=requires_grad)
+
+
+def _size(size: Sequence[Any]) -> tuple[int, ...]:
+    if len(size) == 1 and not isinstance(size[0], (int, np.integer)):
+        size = tuple(size[0])
+    return tuple(int(s) for s in size)
+
+
+def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A new leaf tensor holding a copy of ``data`` (numbers, nested lists, arrays, tensors)."""
+    if isinstance(data, Tensor):
+        data = data.data
+    return _finish(np.array(data, dtype=dtype), requires_grad, device)
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A tensor sharing ``data``'s memory where possible (tensors are returned as they are)."""
+    if isinstance(data, Tensor) and (dtype is None or np.dtype(dtype) == data.data.dtype):
+        return data
+    if isinstance(data, Tensor):
+        data = data.data
+    return _finish(np.asarray(data, dtype=dtype), False, device)
+
+
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros (float64 unless ``dtype`` says otherwise)."""
+    return _finish(np.zeros(_size(size), dtype=dtype or np.float64), requires_grad, device)
+
+
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones."""
+    return _finish(np.ones(_size(size), dtype=dtype or np.float64), requires_grad, device)
+
+
+def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor filled with ``fill_value`` (its dtype follows the value, as in numpy)."""
+    return _finish(np.full(tuple(size), fill_value, dtype=dtype), requires_grad, device)
+
+
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor."""
+    return _finish(np.empty(_size(size), dtype=dtype or np.float64), requires_grad, device)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Values from ``start`` (default 0) up to ``end`` (excluded) by ``step``."""
+    if end is None:
+        start, end = 0, start
+    return _finish(np.arange(start, end, step, dtype=dtype), requires_grad, device)
+
+
+def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    return _finish(np.linspace(start, end, steps, dtype=dtype), requires_grad, device)
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """An ``n`` x ``m`` identity matrix."""
+    return _finish(np.eye(n, m, dtype=dtype or np.float64), requires_grad, device)
+
+
+def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1)."""
+    data = _rng.random(_size(size)).astype(dtype or np.float64, copy=False)
+    return _finish(data, requires_grad, device)
+
+
+def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples."""
+    data = _rng.standard_normal(_size(size)).astype(dtype or np.float64, copy=False)
+    return _finish(data, requires_grad, device)
+
+
+def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Zeros with ``input``'s shape and dtype."""
+    return _finish(np.zeros_like(input.data, dtype=dtype), requires_grad, device)
+
+
+def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Ones with ``input``'s shape and dtype."""
+    return _finish(np.ones_like(input.data, dtype=dtype), requires_grad, device)
+
+
+def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Standard normal samples with ``input``'s shape and dtype."""
+    data = _rng.standard_normal(input.data.shape).astype(dtype or input.data.dtype, copy=False)
+    return _finish(data, requires_grad, device)

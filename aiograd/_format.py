@@ -1,0 +1,40 @@
+"""``repr`` in PyTorch's style: ``tensor([1., 2.], requires_grad=True)``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ._tensor import Tensor
+
+# Dtypes a reader can infer from the printed values; any other dtype is spelled out.
+_IMPLIED = {np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_)}
+
+
+def format_tensor(t: Tensor) -> str:
+    data = t.data
+    prefix = "tensor("
+    if data.size == 0:
+        extras = [] if data.ndim == 1 else [f"size={tuple(data.shape)}"]
+        body = "[]"
+    else:
+        extras = []
+        body = np.array2string(
+            data,
+            separator=", ",
+            prefix=prefix,
+            precision=4,
+            floatmode="maxprec_equal",
+            threshold=1000,
+            edgeitems=3,
+            max_line_width=80,
+        )
+    if data.dtype not in _IMPLIED:
+        extras.append(f"dtype={data.dtype}")
+    if t.grad_fn is not None:
+        extras.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t._requires_grad:
+        extras.append("requires_grad=True")
+    return prefix + ", ".join([body, *extras]) + ")"

@@ -1,0 +1,226 @@
+"""Graph recording: Nodes, edges, AccumulateGrad and GraphRoot.
+
+A Node is the backward of one forward op. Its ``next_edges`` hold one ``(node, input_nr)`` pair
+(or None) per forward input: where the gradient for that input goes. ``apply`` takes the list of
+gradients for the node's forward outputs and returns one gradient (or None) per next edge.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._grad_mode import grad_enabled
+from ._saved import FREED, SavedTensor
+
+if TYPE_CHECKING:
+    from ._tensor import Tensor
+
+Edge = tuple["Node", int]
+
+# Ops created later run first in backward; AccumulateGrad runs as soon as it is ready.
+_sequence = itertools.count()
+MAX_SEQUENCE_NR = sys.maxsize
+
+
+class Node:
+    """The backward function of one recorded op."""
+
+    __slots__ = ("next_edges", "sequence_nr", "topological_nr", "_metadata", "_hooks", "__weakref__")
+
+    #: Number of gradients the node receives (its forward op's outputs).
+    num_inputs = 1
+    #: Names of SavedTensor attributes that ``release_variables`` frees.
+    _saved: tuple[str, ...] = ()
+
+    def __init__(self, next_edges: tuple[Edge | None, ...]) -> None:
+        self.next_edges = next_edges
+        self.sequence_nr = next(_sequence)
+        topo = 0
+        for edge in next_edges:
+            if edge is not None and edge[0].topological_nr >= topo:
+                topo = edge[0].topological_nr + 1
+        self.topological_nr = topo
+        self._metadata: dict[str, Any] | None = None
+        self._hooks: Any = None
+
+    def name(self) -> str:
+        """The node's name as PyTorch spells it, e.g. ``"MulBackward0"``."""
+        return type(self).__name__
+
+    @property
+    def next_functions(self) -> tuple[tuple[Node | None, int], ...]:
+        """One ``(node, input_nr)`` per forward input, ``(None, 0)`` where no gradient flows."""
+        return tuple((None, 0) if e is None else e for e in self.next_edges)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """A dict for the user's own annotations, created on first use."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def apply(self, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
+        """Map the gradients of the op's outputs to gradients of its inputs."""
+        raise NotImplementedError
+
+    def release_variables(self) -> None:
+        """Free the saved tensors; unpacking them afterwards raises the backward-twice error."""
+        for name in self._saved:
+            if isinstance(getattr(self, name), SavedTensor):
+                setattr(self, name, FREED)
+
+    def __call__(self, *grads: Tensor | None) -> Any:
+        out = self.apply(list(grads))
+        return out[0] if len(out) == 1 else tuple(out)
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+
+class GraphRoot(Node):
+    """Starts a backward with several roots: hands each root its gradient."""
+
+    __slots__ = ("grads",)
+
+    def __init__(self, edges: tuple[Edge, ...], grads: list[Tensor]) -> None:
+        super().__init__(edges)
+        self.grads = grads
+        self.num_inputs = 0  # type: ignore[misc]
+
+    def apply(self, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
+        return self.grads
+
+
+class AccumulateGrad(Node):
+    """Sink of a leaf: adds the gradient it receives into ``leaf.grad``.
+
+    One per leaf, shared by every graph that reaches it (the leaf holds it weakly, graphs hold it
+    strongly). The lock makes concurrent backward calls from several threads add up exactly.
+    """
+
+    __slots__ = ("variable", "_lock")
+
+    def __init__(self, variable: Tensor) -> None:
+        super().__init__(())
+        self.sequence_nr = MAX_SEQUENCE_NR
+        self.variable = variable
+        self._lock = threading.Lock()
+
+    def apply(self, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
+        if grads[0] is None:
+            return ()
+        variable = self.variable
+        if variable.grad_fn is not None:
+            raise RuntimeError("leaf variable has been moved into the graph interior")
+        if not variable._requires_grad:
+            return ()
+        with self._lock:
+            _accumulate_into_grad(variable, grads)
+        return ()
+
+
+def _slot_refs(slots: list[Any], i: int) -> int:
+    return sys.getrefcount(slots[i])
+
+
+def _data_refs(tensor: Tensor) -> int:
+    return sys.getrefcount(tensor.data)
+
+
+def _calibrate() -> tuple[int, int]:
+    # The refcounts a sole owner sees depend on the interpreter; measure them through the very
+    # functions that test them, instead of hard-coding numbers.
+    import numpy as np
+
+    from ._tensor import Tensor
+
+    probe = [Tensor._wrap(np.zeros(1))]
+    return _slot_refs(probe, 0), _data_refs(probe[0])
+
+
+_SOLE_SLOT = -1
+_SOLE_DATA = -1
+
+
+def owns(slots: list[Any], i: int) -> bool:
+    """True if ``slots[i]`` is a tensor that nothing but this list refers to, and whose array
+    nothing else refers to either, so it may be modified in place (PyTorch's use_count == 1)."""
+    global _SOLE_SLOT, _SOLE_DATA
+    if _SOLE_SLOT < 0:
+        _SOLE_SLOT, _SOLE_DATA = _calibrate()
+    # Count references before binding any local to the tensor or its array.
+    if _slot_refs(slots, i) != _SOLE_SLOT or _data_refs(slots[i]) != _SOLE_DATA:
+        return False
+    data = slots[i].data
+    return data.base is None and data.flags.writeable and data.flags.c_contiguous
+
+
+def _accumulate_into_grad(variable: Tensor, grads: list[Tensor | None]) -> None:
+    """PyTorch's AccumulateGrad rules (pytorch-semantics.md, section G)."""
+    from ._tensor import Tensor
+
+    first = grads[0]
+    assert first is not None
+    if first.data.dtype != variable.data.dtype or first.data.shape != variable.data.shape:
+        grads[0] = _conform(first, variable)
+    del first  # a local reference would make the buffer look shared to ``owns``
+    old = variable.grad
+    if old is None:
+        if grad_enabled():
+            variable.grad = grads[0].clone()  # type: ignore[union-attr]
+        elif owns(grads, 0):
+            variable.grad = Tensor._wrap(grads[0].data)  # type: ignore[union-attr]  (stolen)
+        else:
+            variable.grad = Tensor._wrap(grads[0].data.copy())  # type: ignore[union-attr]
+    elif not grad_enabled() and old.data.flags.writeable and old.data.shape == variable.data.shape:
+        # In place keeps the .grad object (and its array) that the user may hold.
+        old.data += grads[0].data  # type: ignore[union-attr]
+        if old._vc is not None:
+            old._vc[0] += 1
+    else:
+        variable.grad = old + grads[0]
+
+
+def _conform(grad: Tensor, like: Tensor) -> Tensor:
+    """Cast a gradient to its input's dtype and sum away broadcast dimensions."""
+    from ._ops.shape import sum_to_size
+
+    if grad.data.shape != like.data.shape:
+        grad = sum_to_size(grad, like.data.shape)
+    if grad.data.dtype != like.data.dtype:
+        grad = grad.to(like.data.dtype)
+    return grad
+
+
+# ---------------------------------------------------------------------------------------------
+# Recording helpers used by the ops.
+
+
+def grad_accumulator(tensor: Tensor) -> AccumulateGrad:
+    """The leaf's AccumulateGrad, created on first use and shared while any graph holds it."""
+    ref = tensor._acc_ref
+    acc = ref() if ref is not None else None
+    if acc is None:
+        acc = AccumulateGrad(tensor)
+        tensor._acc_ref = weakref.ref(acc)
+    return acc
+
+
+def edge_of(tensor: Any) -> Edge | None:
+    """Where the gradient for ``tensor`` goes, or None if it needs none."""
+    fn = getattr(tensor, "grad_fn", None)
+    if fn is not None:
+        return (fn, tensor.output_nr)
+    if getattr(tensor, "_requires_grad", False):
+        return (grad_accumulator(tensor), 0)
+    return None
+
+
+def save(tensor: Tensor, is_output: bool = False) -> SavedTensor:
+    """Save ``tensor`` for backward (see SavedTensor)."""
+    return SavedTensor(tensor, is_output)

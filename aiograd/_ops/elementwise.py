@@ -1,0 +1,563 @@
+"""Elementwise ops: arithmetic with broadcasting, unary math, comparisons, where, clamp, casts.
+
+Gradients of broadcast operands are summed back to each operand's shape (``reduce_grad``).
+Python numbers stay Python numbers, so numpy's weak typing keeps a float32 tensor float32.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._util import (
+    Node,
+    Tensor,
+    attach,
+    data_of,
+    edge_of,
+    needs_grad,
+    save,
+    saved,
+    to_tensor,
+    wrap,
+)
+from .shape import reduce_grad
+
+__all__ = [
+    "add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "log1p", "sqrt", "abs",
+    "sign", "sin", "cos", "tanh", "sigmoid", "relu", "clamp", "clip", "maximum", "minimum", "where",
+    "clone", "eq", "ne", "lt", "le", "gt", "ge",
+]
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return x.data.shape if isinstance(x, Tensor) else np.shape(x)
+
+
+def _binary_edges(a: Any, b: Any) -> tuple[Any, Any]:
+    return (edge_of(a), edge_of(b))
+
+
+# ------------------------------------------------------------------------------ arithmetic
+class AddBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        ea, eb = self.next_edges
+        gb = None
+        if eb is not None:
+            gb = reduce_grad(g if self.alpha == 1 else g * self.alpha, self.b_shape)
+        return (reduce_grad(g, self.a_shape) if ea is not None else None, gb)
+
+
+def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
+    """``input + alpha * other`` with broadcasting."""
+    b = data_of(other)
+    out = wrap(data_of(input) + (b if alpha == 1 else alpha * b))
+    if needs_grad(input, other):
+        node = attach(AddBackward0(_binary_edges(input, other)), out)
+        node.a_shape, node.b_shape, node.alpha = _shape(input), _shape(other), alpha
+    return out
+
+
+class SubBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        ea, eb = self.next_edges
+        gb = None
+        if eb is not None:
+            gb = reduce_grad(-g if self.alpha == 1 else g * -self.alpha, self.b_shape)
+        return (reduce_grad(g, self.a_shape) if ea is not None else None, gb)
+
+
+def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
+    """``input - alpha * other`` with broadcasting."""
+    b = data_of(other)
+    out = wrap(data_of(input) - (b if alpha == 1 else alpha * b))
+    if needs_grad(input, other):
+        node = attach(SubBackward0(_binary_edges(input, other)), out)
+        node.a_shape, node.b_shape, node.alpha = _shape(input), _shape(other), alpha
+    return out
+
+
+class MulBackward0(Node):
+    _saved = ("a", "b")
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        ea, eb = self.next_edges
+        ga = reduce_grad(g * saved(self, self.b), self.a_shape) if ea is not None else None
+        gb = reduce_grad(g * saved(self, self.a), self.b_shape) if eb is not None else None
+        return (ga, gb)
+
+
+def _keep(x: Any) -> Any:
+    """Save a tensor operand for backward; numbers are kept as they are."""
+    return save(x) if isinstance(x, Tensor) else x
+
+
+def mul(input: Any, other: Any) -> Tensor:
+    """Elementwise product with broadcasting."""
+    out = wrap(data_of(input) * data_of(other))
+    if needs_grad(input, other):
+        node = attach(MulBackward0(_binary_edges(input, other)), out)
+        ea, eb = node.next_edges
+        node.a = _keep(input) if eb is not None else None
+        node.b = _keep(other) if ea is not None else None
+        node.a_shape, node.b_shape = _shape(input), _shape(other)
+    return out
+
+
+class DivBackward0(Node):
+    _saved = ("a", "b")
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        ea, eb = self.next_edges
+        b = saved(self, self.b)
+        ga = reduce_grad(g / b, self.a_shape) if ea is not None else None
+        gb = None
+        if eb is not None:
+            gb = reduce_grad(-g * saved(self, self.a) / (b * b), self.b_shape)
+        return (ga, gb)
+
+
+def div(input: Any, other: Any) -> Tensor:
+    """Elementwise true division with broadcasting."""
+    out = wrap(np.true_divide(data_of(input), data_of(other)))
+    if needs_grad(input, other):
+        node = attach(DivBackward0(_binary_edges(input, other)), out)
+        node.a = _keep(input) if node.next_edges[1] is not None else None
+        node.b = _keep(other)
+        node.a_shape, node.b_shape = _shape(input), _shape(other)
+    return out
+
+
+true_divide = div
+
+
+class PowBackward0(Node):
+    """``tensor ** number``."""
+
+    _saved = ("a",)
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        e = self.exponent
+        if e == 0:
+            return (grads[0] * 0.0,)
+        a = self.a.unpack(self)
+        return (grads[0] * e * a ** (e - 1),)
+
+
+class PowBackward1(Node):
+    """``tensor ** tensor``."""
+
+    _saved = ("a", "b", "result")
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        ea, eb = self.next_edges
+        a, b = saved(self, self.a), saved(self, self.b)
+        ga = reduce_grad(g * b * a ** (b - 1), self.a_shape) if ea is not None else None
+        gb = None
+        if eb is not None:
+            a_data = data_of(a)
+            # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0.
+            safe_log = log(where(a_data == 0, 1.0, a) if isinstance(a, Tensor) else np.log(a))
+            gb = g * self.result.unpack(self) * safe_log
+            mask = (a_data == 0) & (data_of(b) >= 0)
+            if np.any(mask):
+                gb = where(mask, 0.0, gb)
+            gb = reduce_grad(gb, self.b_shape)
+        return (ga, gb)
+
+
+def pow(input: Any, exponent: Any) -> Tensor:
+    """``input ** exponent`` with broadcasting; either side may be a number."""
+    a, b = data_of(input), data_of(exponent)
+    out = wrap(np.power(a, b))
+    if not needs_grad(input, exponent):
+        return out
+    if not isinstance(exponent, Tensor):
+        node = attach(PowBackward0((edge_of(input),)), out)
+        node.a, node.exponent = save(input), exponent
+        return out
+    node = attach(PowBackward1(_binary_edges(input, exponent)), out)
+    node.a, node.b = _keep(input), _keep(exponent)
+    node.result = save(out, is_output=True)
+    node.a_shape, node.b_shape = _shape(input), _shape(exponent)
+    return out
+
+
+class NegBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (-grads[0],)
+
+
+def neg(input: Tensor) -> Tensor:
+    """``-input``."""
+    out = wrap(np.negative(input.data))
+    if needs_grad(input):
+        attach(NegBackward0((edge_of(input),)), out)
+    return out
+
+
+# ------------------------------------------------------------------------------ unary math
+class ExpBackward0(Node):
+    _saved = ("result",)
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0] * self.result.unpack(self),)
+
+
+def exp(input: Tensor) -> Tensor:
+    """Elementwise ``e ** input``."""
+    out = wrap(np.exp(input.data))
+    if needs_grad(input):
+        attach(ExpBackward0((edge_of(input),)), out).result = save(out, is_output=True)
+    return out
+
+
+class LogBackward0(Node):
+    _saved = ("x",)
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0] / self.x.unpack(self),)
+
+
+def log(input: Tensor) -> Tensor:
+    """Natural logarithm."""
+    out = wrap(np.log(input.data))
+    if needs_grad(input):
+        attach(LogBackward0((edge_of(input),)), out).x = save(input)
+    return out
+
+
+class Log1PBackward0(Node):
+    _saved = ("x",)
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0] / (self.x.unpack(self) + 1.0),)
+
+
+def log1p(input: Tensor) -> Tensor:
+    """``log(1 + input)``, accurate near zero."""
+    out = wrap(np.log1p(input.data))
+    if needs_grad(input):
+        attach(Log1PBackward0((edge_of(input),)), out).x = save(input)
+    return out
+
+
+class SqrtBackward0(Node):
+    _saved = ("result",)
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0] / (self.result.unpack(self) * 2.0),)
+
+
+def sqrt(input: Tensor) -> Tensor:
+    """Elementwise square root."""
+    out = wrap(np.sqrt(input.data))
+    if needs_grad(input):
+        attach(SqrtBackward0((edge_of(input),)), out).result = save(out, is_output=True)
+    return out
+
+
+class AbsBackward0(Node):
+    _saved = ("x",)
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0] * sign(self.x.unpack(self)),)
+
+
+def abs(input: Tensor) -> Tensor:
+    """Elementwise absolute value (gradient 0 at 0, as PyTorch)."""
+    out = wrap(np.abs(input.data))
+    if needs_grad(input):
+        attach(AbsBackward0((edge_of(input),)), out).x = save(input)
+    return out
+
+
+class SignBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0] * 0.0,)
+
+
+def sign(input: Tensor) -> Tensor:
+    """Elementwise sign: -1, 0 or 1 (gradient zero everywhere)."""
+    out = wrap(np.sign(input.data))
+    if needs_grad(input):
+        attach(SignBackward0((edge_of(input),)), out)
+    return out
+
+
+class SinBackward0(Node):
+    _saved = ("x",)
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0] * cos(self.x.unpack(self)),)
+
+
+def sin(input: Tensor) -> Tensor:
+    """Elementwise sine."""
+    out = wrap(np.sin(input.data))
+    if needs_grad(input):
+        attach(SinBackward0((edge_of(input),)), out).x = save(input)
+    return out
+
+
+class CosBackward0(Node):
+    _saved = ("x",)
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0] * -sin(self.x.unpack(self)),)
+
+
+def cos(input: Tensor) -> Tensor:
+    """Elementwise cosine."""
+    out = wrap(np.cos(input.data))
+    if needs_grad(input):
+        attach(CosBackward0((edge_of(input),)), out).x = save(input)
+    return out
+
+
+class TanhBackward0(Node):
+    _saved = ("result",)
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        y = self.result.unpack(self)
+        return (grads[0] * (1.0 - y * y),)
+
+
+def tanh(input: Tensor) -> Tensor:
+    """Elementwise hyperbolic tangent."""
+    out = wrap(np.tanh(input.data))
+    if needs_grad(input):
+        attach(TanhBackward0((edge_of(input),)), out).result = save(out, is_output=True)
+    return out
+
+
+class SigmoidBackward0(Node):
+    _saved = ("result",)
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        y = self.result.unpack(self)
+        return (grads[0] * (y * (1.0 - y)),)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """Elementwise logistic function ``1 / (1 + exp(-x))``, computed without overflow."""
+    x = input.data
+    # tanh form is stable for large |x| and keeps the dtype.
+    out = wrap(0.5 * np.tanh(0.5 * x) + 0.5)
+    if needs_grad(input):
+        attach(SigmoidBackward0((edge_of(input),)), out).result = save(out, is_output=True)
+    return out
+
+
+class ReluBackward0(Node):
+    _saved = ("result",)
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0] * wrap(self.result.unpack(self).data > 0),)
+
+
+def relu(input: Tensor) -> Tensor:
+    """Elementwise ``max(x, 0)`` (gradient 0 at 0, as PyTorch)."""
+    out = wrap(np.maximum(input.data, 0))
+    if needs_grad(input):
+        attach(ReluBackward0((edge_of(input),)), out).result = save(out, is_output=True)
+    return out
+
+
+class ClampBackward1(Node):
+    _saved = ("x",)
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        x = self.x.unpack(self).data
+        inside = np.ones(x.shape, dtype=bool)
+        if self.min is not None:
+            inside &= x >= self.min
+        if self.max is not None:
+            inside &= x <= self.max
+        return (grads[0] * wrap(inside),)
+
+
+def clamp(input: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
+    """Limit values to ``[min, max]``; the gradient passes where ``min <= x <= max``."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out_t = input if min is None else maximum(input, to_tensor(min))
+        return out_t if max is None else minimum(out_t, to_tensor(max))
+    out = wrap(np.clip(input.data, min, max))
+    if needs_grad(input):
+        node = attach(ClampBackward1((edge_of(input),)), out)
+        node.x, node.min, node.max = save(input), min, max
+    return out
+
+
+clip = clamp
+
+
+class MaximumBackward0(Node):
+    """Shared by maximum and minimum: ``self.pick_a`` says where the gradient goes to ``a``."""
+
+    _saved = ("a", "b")
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        a, b = self.a.unpack(self).data, self.b.unpack(self).data
+        tie = a == b
+        to_a = np.where(tie, 0.5, (a > b) if self.pick_a_larger else (a < b))
+        ea, eb = self.next_edges
+        ga = reduce_grad(g * wrap(to_a.astype(g.data.dtype)), self.a_shape) if ea is not None else None
+        gb = None
+        if eb is not None:
+            gb = reduce_grad(g * wrap((1.0 - to_a).astype(g.data.dtype)), self.b_shape)
+        return (ga, gb)
+
+
+class MinimumBackward0(MaximumBackward0):
+    pass
+
+
+def _extremum(input: Any, other: Any, larger: bool) -> Tensor:
+    a, b = to_tensor(input), to_tensor(other)
+    out = wrap((np.maximum if larger else np.minimum)(a.data, b.data))
+    if needs_grad(a, b):
+        cls = MaximumBackward0 if larger else MinimumBackward0
+        node = attach(cls(_binary_edges(a, b)), out)
+        node.a, node.b, node.pick_a_larger = save(a), save(b), larger
+        node.a_shape, node.b_shape = a.data.shape, b.data.shape
+    return out
+
+
+def maximum(input: Any, other: Any) -> Tensor:
+    """Elementwise maximum; at ties the gradient is split evenly, as in PyTorch."""
+    return _extremum(input, other, True)
+
+
+def minimum(input: Any, other: Any) -> Tensor:
+    """Elementwise minimum; at ties the gradient is split evenly, as in PyTorch."""
+    return _extremum(input, other, False)
+
+
+class WhereBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        _, ea, eb = self.next_edges
+        zero = wrap(np.zeros((), dtype=g.data.dtype))
+        ga = reduce_grad(where(self.cond, g, zero), self.a_shape) if ea is not None else None
+        gb = reduce_grad(where(self.cond, zero, g), self.b_shape) if eb is not None else None
+        return (None, ga, gb)
+
+
+def where(condition: Any, input: Any, other: Any) -> Tensor:
+    """Pick ``input`` where ``condition`` holds, ``other`` elsewhere (broadcasting all three)."""
+    cond = np.asarray(data_of(condition))
+    if cond.dtype != np.bool_:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {cond.dtype}")
+    out = wrap(np.where(cond, data_of(input), data_of(other)))
+    if needs_grad(input, other):
+        node = attach(WhereBackward0((None, edge_of(input), edge_of(other))), out)
+        node.cond, node.a_shape, node.b_shape = cond, _shape(input), _shape(other)
+    return out
+
+
+class CloneBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0],)
+
+
+def clone(input: Tensor) -> Tensor:
+    """A copy of the data, recorded in the graph (its gradient passes through unchanged)."""
+    out = wrap(input.data.copy())
+    if needs_grad(input):
+        attach(CloneBackward0((edge_of(input),)), out)
+    return out
+
+
+class ToCopyBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0].to(self.dtype),)
+
+
+def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """Convert the dtype (``t.to(np.float32)``, ``t.to(dtype=...)``); a device name is checked.
+
+    Returns ``input`` itself when nothing changes, as PyTorch does.
+    """
+    from .._device import device
+
+    dtype = kwargs.pop("dtype", None)
+    for arg in args:
+        if isinstance(arg, (str, device)):
+            device(arg)  # validates; only the CPU exists for now
+        else:
+            dtype = arg
+    if kwargs:
+        device(kwargs.pop("device", "cpu"))
+    if dtype is None or np.dtype(dtype) == input.data.dtype:
+        return input
+    out = wrap(input.data.astype(dtype))
+    if needs_grad(input):
+        attach(ToCopyBackward0((edge_of(input),)), out).dtype = input.data.dtype
+    return out
+
+
+def float_(input: Tensor) -> Tensor:
+    """Cast to float32."""
+    return to(input, np.float32)
+
+
+def double(input: Tensor) -> Tensor:
+    """Cast to float64."""
+    return to(input, np.float64)
+
+
+def long(input: Tensor) -> Tensor:
+    """Cast to int64 (not differentiable)."""
+    return wrap(input.data.astype(np.int64))
+
+
+def bool_(input: Tensor) -> Tensor:
+    """Cast to bool."""
+    return wrap(input.data.astype(np.bool_))
+
+
+# ------------------------------------------------------------------------------ comparisons
+def _compare(ufunc: Any) -> Any:
+    def compare(input: Any, other: Any) -> Tensor:
+        return wrap(ufunc(data_of(input), data_of(other)))
+
+    compare.__name__ = ufunc.__name__
+    compare.__doc__ = f"Elementwise ``{ufunc.__name__}`` comparison; a bool tensor (no gradient)."
+    return compare
+
+
+eq, ne = _compare(np.equal), _compare(np.not_equal)
+lt, le = _compare(np.less), _compare(np.less_equal)
+gt, ge = _compare(np.greater), _compare(np.greater_equal)
+
+
+def _reflected(fn: Any) -> Any:
+    def reflected(self: Tensor, other: Any) -> Tensor:
+        return fn(other, self)
+
+    return reflected
+
+
+TENSOR_METHODS = {
+    "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow, "neg": neg, "exp": exp,
+    "log": log, "log1p": log1p, "sqrt": sqrt, "abs": abs, "sign": sign, "sin": sin, "cos": cos,
+    "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "clamp": clamp, "clip": clip,
+    "maximum": maximum, "minimum": minimum, "clone": clone, "to": to, "float": float_,
+    "double": double, "long": long, "bool": bool_, "eq": eq, "ne": ne, "lt": lt, "le": le,
+    "gt": gt, "ge": ge,
+    "__add__": add, "__radd__": _reflected(add), "__sub__": sub, "__rsub__": _reflected(sub),
+    "__mul__": mul, "__rmul__": _reflected(mul), "__truediv__": div,
+    "__rtruediv__": _reflected(div), "__pow__": pow, "__rpow__": _reflected(pow),
+    "__neg__": neg, "__abs__": abs, "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le,
+    "__gt__": gt, "__ge__": ge,
+}

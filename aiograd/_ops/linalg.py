@@ -1,0 +1,129 @@
+"""Matrix products: ``matmul`` (1-D, 2-D and batched, with broadcasting) and ``linear``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._util import Node, Tensor, attach, edge_of, needs_grad, save, wrap
+from .shape import reduce_grad
+
+__all__ = ["matmul", "mm", "linear"]
+
+
+class MmBackward0(Node):
+    """Backward of a product of two 2-D matrices."""
+
+    _saved = ("a", "b")
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        ea, eb = self.next_edges
+        ga = matmul(g, self.b.unpack(self).mT) if ea is not None else None
+        gb = matmul(self.a.unpack(self).mT, g) if eb is not None else None
+        return (ga, gb)
+
+
+class MatmulBackward0(Node):
+    """Backward of the general case: 1-D operands are promoted, batch dims broadcast."""
+
+    _saved = ("a", "b")
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        a, b = self.a.unpack(self), self.b.unpack(self)
+        a_vec, b_vec = a.data.ndim == 1, b.data.ndim == 1
+        a2 = a.unsqueeze(0) if a_vec else a
+        b2 = b.unsqueeze(-1) if b_vec else b
+        if a_vec:
+            g = g.unsqueeze(-2)
+        if b_vec:
+            g = g.unsqueeze(-1)
+        ea, eb = self.next_edges
+        ga = gb = None
+        if ea is not None:
+            ga = reduce_grad(matmul(g, b2.mT), a2.data.shape)
+            ga = ga.squeeze(0) if a_vec else ga
+        if eb is not None:
+            gb = reduce_grad(matmul(a2.mT, g), b2.data.shape)
+            gb = gb.squeeze(-1) if b_vec else gb
+        return (ga, gb)
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """Matrix product with numpy's ``matmul`` rules (dot, mv, mm, batched mm)."""
+    a, b = input.data, other.data
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D"
+        )
+    try:
+        out = wrap(np.matmul(a, b))
+    except ValueError:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, a.shape))} and "
+            f"{'x'.join(map(str, b.shape))})"
+        ) from None
+    if needs_grad(input, other):
+        cls = MmBackward0 if a.ndim == 2 and b.ndim == 2 else MatmulBackward0
+        node = attach(cls((edge_of(input), edge_of(other))), out)
+        ea, eb = node.next_edges
+        # Each operand is needed only for the other's gradient (the general case needs both shapes).
+        node.a = save(input) if eb is not None or cls is MatmulBackward0 else None
+        node.b = save(other) if ea is not None or cls is MatmulBackward0 else None
+    return out
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Product of two 2-D matrices."""
+    if input.data.ndim != 2 or mat2.data.ndim != 2:
+        raise RuntimeError("self must be a matrix" if input.data.ndim != 2 else "mat2 must be a matrix")
+    return matmul(input, mat2)
+
+
+class LinearBackward0(Node):
+    """Fused ``x @ W.T + b`` for 2-D ``x``: one node instead of three."""
+
+    _saved = ("x", "weight")
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        ex, ew, eb = self.next_edges
+        gx = matmul(g, self.weight.unpack(self)) if ex is not None else None
+        gw = matmul(g.mT, self.x.unpack(self)) if ew is not None else None
+        gb = g.sum(0) if eb is not None else None
+        return (gx, gw, gb)
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias``, as ``torch.nn.functional.linear``."""
+    if input.data.ndim != 2:
+        out = matmul(input, weight.mT)
+        return out if bias is None else out + bias
+    x, w = input.data, weight.data
+    if x.shape[1] != w.shape[-1]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({x.shape[0]}x{x.shape[1]} and "
+            f"{w.shape[-1]}x{w.shape[0]})"
+        )
+    data = x @ w.T
+    if bias is not None:
+        data += bias.data
+    out = wrap(data)
+    if needs_grad(input, weight, bias):
+        node = attach(LinearBackward0((edge_of(input), edge_of(weight), edge_of(bias))), out)
+        ex, ew, _ = node.next_edges
+        node.x = save(input) if ew is not None else None
+        node.weight = save(weight) if ex is not None else None
+    return out
+
+
+TENSOR_METHODS = {"matmul": matmul, "mm": mm, "__matmul__": matmul}
+
+
+def _rmatmul(self: Tensor, other: Any) -> Tensor:
+    return matmul(other if isinstance(other, Tensor) else Tensor(other), self)
+
+
+TENSOR_METHODS["__rmatmul__"] = _rmatmul

@@ -1,0 +1,262 @@
+"""Shape ops: reshape, view, flatten, transpose, permute, squeeze, unsqueeze, expand, sum_to_size.
+
+Each returns a numpy view where numpy can make one; views sharing storage and version counters
+with their base come with the in-place issue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._util import Node, Tensor, attach, edge_of, needs_grad, wrap
+
+__all__ = [
+    "reshape",
+    "view",
+    "flatten",
+    "transpose",
+    "permute",
+    "squeeze",
+    "unsqueeze",
+    "expand",
+    "broadcast_to",
+    "sum_to_size",
+]
+
+
+def _shape_arg(shape: Sequence[Any]) -> tuple[int, ...]:
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+        shape = shape[0]
+    return tuple(int(s) for s in shape)
+
+
+def _dim(dim: int, ndim: int) -> int:
+    """Wrap a negative dim, with PyTorch's message when it is out of range."""
+    lo, hi = -max(ndim, 1), max(ndim, 1) - 1
+    if not lo <= dim <= hi:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{lo}, {hi}], but got {dim})"
+        )
+    return dim % max(ndim, 1)
+
+
+class ViewBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0].reshape(self.shape),)
+
+
+def reshape(input: Tensor, *shape: Any) -> Tensor:
+    """The same data with a new shape (one dim may be -1)."""
+    new_shape = _shape_arg(shape)
+    try:
+        out = wrap(input.data.reshape(new_shape))
+    except ValueError:
+        raise RuntimeError(
+            f"shape '{list(new_shape)}' is invalid for input of size {input.data.size}"
+        ) from None
+    if needs_grad(input):
+        node = attach(ViewBackward0((edge_of(input),)), out)
+        node.shape = input.data.shape
+    return out
+
+
+view = reshape
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dims ``start_dim`` to ``end_dim`` into one."""
+    shape = input.data.shape
+    if not shape:
+        return reshape(input, (1,))
+    start, end = _dim(start_dim, len(shape)), _dim(end_dim, len(shape))
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    merged = int(np.prod(shape[start : end + 1]))
+    return reshape(input, shape[:start] + (merged,) + shape[end + 1 :])
+
+
+class PermuteBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0].permute(*np.argsort(self.dims).tolist()),)
+
+
+def permute(input: Tensor, *dims: Any) -> Tensor:
+    """Reorder the dimensions."""
+    order = _shape_arg(dims)
+    ndim = input.data.ndim
+    if len(order) != ndim:
+        raise RuntimeError(
+            "permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {ndim} is not equal "
+            f"to len(dims) = {len(order)}"
+        )
+    order = tuple(_dim(d, ndim) for d in order)
+    if len(set(order)) != ndim:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    out = wrap(input.data.transpose(order))
+    if needs_grad(input):
+        node = attach(PermuteBackward0((edge_of(input),)), out)
+        node.dims = order
+    return out
+
+
+class TransposeBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0].transpose(self.dim0, self.dim1),)
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swap two dimensions."""
+    ndim = input.data.ndim
+    d0, d1 = _dim(dim0, ndim), _dim(dim1, ndim)
+    out = wrap(np.swapaxes(input.data, d0, d1) if ndim else input.data)
+    if needs_grad(input):
+        node = attach(TransposeBackward0((edge_of(input),)), out)
+        node.dim0, node.dim1 = d0, d1
+    return out
+
+
+def t_property(input: Tensor) -> Tensor:
+    """``Tensor.T``: all dimensions reversed (the transpose, for a matrix)."""
+    ndim = input.data.ndim
+    if ndim < 2:
+        return input
+    return permute(input, *range(ndim - 1, -1, -1))
+
+
+def mT_property(input: Tensor) -> Tensor:
+    """``Tensor.mT``: the last two dimensions swapped."""
+    return transpose(input, -2, -1)
+
+
+class SqueezeBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0].reshape(self.shape),)
+
+
+def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+    """Remove dimensions of size 1 (all, or those in ``dim`` that have size 1)."""
+    shape = input.data.shape
+    if dim is None:
+        axes = tuple(i for i, s in enumerate(shape) if s == 1)
+    else:
+        dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+        axes = tuple(sorted({_dim(d, len(shape)) for d in dims} if shape else ()))
+        axes = tuple(a for a in axes if shape[a] == 1)
+    out = wrap(np.squeeze(input.data, axis=axes) if axes else input.data.view())
+    if needs_grad(input):
+        node = attach(SqueezeBackward0((edge_of(input),)), out)
+        node.shape = shape
+    return out
+
+
+class UnsqueezeBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0].squeeze(self.dim),)
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """Insert a dimension of size 1 at ``dim``."""
+    ndim = input.data.ndim + 1
+    d = _dim(dim, ndim)
+    out = wrap(np.expand_dims(input.data, d))
+    if needs_grad(input):
+        node = attach(UnsqueezeBackward0((edge_of(input),)), out)
+        node.dim = d
+    return out
+
+
+class ExpandBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (sum_to_size(grads[0], self.shape),)
+
+
+def expand(input: Tensor, *sizes: Any) -> Tensor:
+    """Broadcast to ``sizes`` without copying; -1 keeps a dimension's size."""
+    target = _shape_arg(sizes)
+    shape = input.data.shape
+    if len(target) < len(shape):
+        raise RuntimeError(
+            f"expand(aiograd.Tensor{{{list(shape)}}}, size={list(target)}): the number of sizes "
+            f"provided ({len(target)}) must be greater or equal to the number of dimensions in "
+            f"the tensor ({len(shape)})"
+        )
+    lead = len(target) - len(shape)
+    resolved = tuple(
+        (shape[i - lead] if s == -1 and i >= lead else s) for i, s in enumerate(target)
+    )
+    try:
+        data = np.broadcast_to(input.data, resolved)
+    except ValueError:
+        raise RuntimeError(
+            f"The expanded size of the tensor ({list(resolved)}) must match the existing size "
+            f"({list(shape)}) at non-singleton dimensions"
+        ) from None
+    out = wrap(data)
+    if needs_grad(input):
+        node = attach(ExpandBackward0((edge_of(input),)), out)
+        node.shape = shape
+    return out
+
+
+def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
+    """Broadcast to ``shape`` (numpy's rules), as ``expand``."""
+    return expand(input, tuple(shape))
+
+
+class SumToSizeBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (expand(grads[0], self.shape),)
+
+
+def _sum_to(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    lead = data.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, s in enumerate(shape) if s == 1 and data.shape[i + lead] != 1
+    )
+    if axes:
+        data = data.sum(axis=axes, keepdims=True)
+    if lead:
+        data = data.reshape(shape)
+    return data
+
+
+def sum_to_size(input: Tensor, *size: Any) -> Tensor:
+    """Sum broadcast dimensions away so that the result has shape ``size`` (broadcast's adjoint)."""
+    shape = _shape_arg(size)
+    if input.data.shape == shape:
+        return input
+    try:
+        np.broadcast_shapes(shape, input.data.shape)
+        if len(shape) > input.data.ndim:
+            raise ValueError
+    except ValueError:
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(input.data.shape)}}}.") from None
+    out = wrap(_sum_to(input.data, shape))
+    if needs_grad(input):
+        node = attach(SumToSizeBackward0((edge_of(input),)), out)
+        node.shape = input.data.shape
+    return out
+
+
+def reduce_grad(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """A broadcast op's gradient summed back to one input's shape (no-op when equal)."""
+    return grad if grad.data.shape == shape else sum_to_size(grad, shape)
+
+
+TENSOR_METHODS = {
+    "reshape": reshape,
+    "view": view,
+    "flatten": flatten,
+    "transpose": transpose,
+    "permute": permute,
+    "squeeze": squeeze,
+    "unsqueeze": unsqueeze,
+    "expand": expand,
+    "broadcast_to": broadcast_to,
+    "sum_to_size": sum_to_size,
+}
+TENSOR_PROPERTIES = {"T": t_property, "mT": mT_property}

@@ -1,0 +1,222 @@
+"""The Tensor: a numpy array plus what autograd needs to know about it.
+
+Ops live in ``aiograd._ops``; ``_tensor_methods`` binds them as methods and operators. The class
+keeps its per-instance state small: most attributes are class-level defaults, so wrapping an op's
+result costs one allocation and one store.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ._device import CPU, device
+from ._node import Node
+
+__all__ = ["Tensor"]
+
+_FLOAT_ERROR = "Only Tensors of floating point dtype can require gradients"
+
+
+def is_floating(dtype: np.dtype[Any]) -> bool:
+    return dtype.kind == "f"
+
+
+class Tensor:
+    """An n-dimensional array that can record the operations applied to it.
+
+    Create tensors with :func:`aiograd.tensor` and the other factories. ``requires_grad=True``
+    marks a leaf whose gradient ``await loss.backward()`` accumulates into ``.grad``.
+    """
+
+    # Defaults shared by every instance until set (see the module docstring).
+    grad: Tensor | None = None
+    grad_fn: Node | None = None
+    output_nr: int = 0
+    _requires_grad: bool = False
+    _vc: list[int] | None = None  # version counter, shared with views; created on first need
+    _acc_ref: weakref.ref[Any] | None = None  # this leaf's AccumulateGrad, held weakly
+    _retains_grad: bool = False
+
+    # numpy must hand mixed expressions (``array * tensor``) to our reflected operators.
+    __array_ufunc__ = None
+
+    def __init__(self, data: Any, requires_grad: bool = False) -> None:
+        self.data = np.asarray(data)
+        if requires_grad:
+            self.requires_grad = True
+
+    @classmethod
+    def _wrap(cls, data: Any) -> Tensor:
+        """Wrap an op's result without copying; numpy scalars become 0-d arrays."""
+        out = object.__new__(cls)
+        out.data = data if type(data) is np.ndarray else np.asarray(data)
+        return out
+
+    # ----------------------------------------------------------------------------- attributes
+    @property
+    def requires_grad(self) -> bool:
+        """True if gradients are computed for this tensor."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach()."
+            )
+        if value and not is_floating(self.data.dtype):
+            raise RuntimeError(_FLOAT_ERROR)
+        self._requires_grad = bool(value)
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors not produced by a recorded op (user-created, or not requiring grad)."""
+        return self.grad_fn is None
+
+    @property
+    def retains_grad(self) -> bool:
+        """True if ``retain_grad()`` was called on this non-leaf tensor."""
+        return self._retains_grad
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The size of each dimension."""
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return self.data.ndim
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The numpy dtype of the elements."""
+        return self.data.dtype
+
+    @property
+    def device(self) -> device:
+        """The device holding the data."""
+        return CPU
+
+    @property
+    def _version(self) -> int:
+        """How many times the data was modified in place."""
+        return 0 if self._vc is None else self._vc[0]
+
+    def size(self, dim: int | None = None) -> Any:
+        """The shape, or the size of dimension ``dim``."""
+        return self.data.shape if dim is None else self.data.shape[dim]
+
+    def numel(self) -> int:
+        """The number of elements."""
+        return self.data.size
+
+    def dim(self) -> int:
+        """The number of dimensions."""
+        return self.data.ndim
+
+    def __len__(self) -> int:
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if self.data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.data.shape[0]))
+
+    # ----------------------------------------------------------------------------- conversions
+    def numpy(self) -> np.ndarray[Any, Any]:
+        """The underlying array (shared, not copied)."""
+        if self._requires_grad:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+            )
+        return self.data
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
+        data = self.numpy()
+        return data.astype(dtype) if dtype is not None else (data.copy() if copy else data)
+
+    def item(self) -> Any:
+        """The value of a one-element tensor as a Python number."""
+        if self.data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self.data.size} elements cannot be converted to Scalar"
+            )
+        return self.data.item()
+
+    def tolist(self) -> Any:
+        """The data as (nested) Python lists."""
+        return self.data.tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.data.dtype.kind not in "iu" or self.data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.data.item())
+
+    def __bool__(self) -> bool:
+        if self.data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.data.item())
+
+    __hash__ = object.__hash__
+
+    # ----------------------------------------------------------------------------- autograd
+    def detach(self) -> Tensor:
+        """A tensor sharing this one's data and version counter, cut from the graph."""
+        out = Tensor._wrap(self.data)
+        if self._vc is None:
+            self._vc = [0]
+        out._vc = self._vc
+        return out
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set ``requires_grad`` in place and return self."""
+        self.requires_grad = requires_grad
+        return self
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor during backward."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        fn = self.grad_fn
+        if fn is None or self._retains_grad:
+            return
+        from ._hooks import hooks_of
+
+        hooks_of(fn).retains_grad[self.output_nr] = weakref.ref(self)
+        self._retains_grad = True
+
+    def backward(
+        self,
+        gradient: Any = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Any = None,
+    ) -> Any:
+        """Awaitable: accumulate the gradient of this tensor into the leaves' ``.grad``.
+
+        ``await loss.backward()``; see :func:`aiograd.backward`.
+        """
+        from ._autograd import backward
+
+        return backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # ----------------------------------------------------------------------------- display
+    def __repr__(self) -> str:
+        from ._format import format_tensor
+
+        return format_tensor(self)

@@ -1,0 +1,14 @@
+"""Binds the op functions to Tensor as methods, operators and properties (one table per family)."""
+
+from __future__ import annotations
+
+from ._ops import elementwise, linalg, reduction, shape
+from ._tensor import Tensor
+
+_FAMILIES = (elementwise, linalg, reduction, shape)
+
+for _family in _FAMILIES:
+    for _name, _fn in getattr(_family, "TENSOR_METHODS", {}).items():
+        setattr(Tensor, _name, _fn)
+    for _name, _fn in getattr(_family, "TENSOR_PROPERTIES", {}).items():
+        setattr(Tensor, _name, property(_fn, doc=_fn.__doc__))
