@@ -29,5 +29,6 @@ from ._ops.shape import (
 from ._engine import Engine, get_engine
 from ._runner import run
 from ._tensor import Tensor
+from . import nn, testing
 
 __version__ = "0.1.0"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ._ops import elementwise, linalg, reduction, shape
+from ._ops import elementwise, indexing, joining, linalg, reduction, shape
 from ._tensor import Tensor
 
-_FAMILIES = (elementwise, linalg, reduction, shape)
+_FAMILIES = (elementwise, indexing, joining, linalg, reduction, shape)
 
 for _family in _FAMILIES:
     for _name, _fn in getattr(_family, "TENSOR_METHODS", {}).items():

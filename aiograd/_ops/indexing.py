@@ -1,0 +1,7 @@
+"""indexing ops (being written)."""
+
+from __future__ import annotations
+
+__all__: list[str] = []
+
+TENSOR_METHODS: dict = {}
