@@ -20,9 +20,8 @@ _warned_create_graph = False
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
-    if isinstance(value, Tensor) or value is None:
-        return (value,)
-    return tuple(value)
+    """A tensor (or anything that is not a list or tuple) stands for a sequence of one."""
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
 
 def _make_grads(outputs: tuple[Tensor, ...], grads: tuple[Any, ...]) -> list[Tensor | None]:

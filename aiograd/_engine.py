@@ -16,6 +16,7 @@ import asyncio
 import contextvars
 import itertools
 import weakref
+from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any
 
 from ._grad_mode import _grad_enabled
@@ -87,7 +88,20 @@ class GraphTask:
 
 
 class ReadyQueue(asyncio.PriorityQueue):  # type: ignore[type-arg]
-    """NodeTasks waiting to run, most urgent first."""
+    """NodeTasks waiting to run, most urgent first.
+
+    ``push``/``pop`` are the engine's fast path: the heap operations of ``put_nowait``/
+    ``get_nowait`` without their bookkeeping for ``join()`` (never used here). A waiting
+    ``get()`` is still woken, so awaiting an empty queue works as usual.
+    """
+
+    def push(self, task: tuple[Any, ...]) -> None:
+        heappush(self._queue, task)  # type: ignore[attr-defined]
+        if self._getters:  # type: ignore[attr-defined]
+            self._wakeup_next(self._getters)  # type: ignore[attr-defined]
+
+    def pop(self) -> tuple[Any, ...]:
+        return heappop(self._queue)  # type: ignore[attr-defined]
 
 
 class Engine:
@@ -128,13 +142,14 @@ class Engine:
     # ------------------------------------------------------------------------------- workers
     def _push(self, graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
         graph_task.outstanding += 1
-        graph_task.queue.put_nowait(
+        graph_task.queue.push(
             (RUN, -graph_task.reentrant_depth, -node.sequence_nr, next(_tie), graph_task, node, buffer)
         )
 
     async def _drive(self, graph_task: GraphTask) -> list[Tensor | None]:
         """The owner's loop: run ready NodeTasks until the GraphTask completes."""
         queue = graph_task.queue
+        heap = queue._queue  # type: ignore[attr-defined]
         future = graph_task.future
         evaluate = self._evaluate
         # Nodes run with grad mode = create_graph; set once for the whole drain, not per node.
@@ -142,7 +157,7 @@ class Engine:
         task_token = current_graph_task.set(graph_task)
         try:
             while not future.done():
-                task = queue.get_nowait() if queue.qsize() else await queue.get()
+                task = heappop(heap) if heap else await queue.get()
                 if task[0] != RUN:
                     continue
                 owner = task[4]
@@ -200,13 +215,15 @@ class Engine:
         if hooks is not None:
             run_retains_grad(hooks, buffer)
         outputs = node.apply(buffer)
-        if not graph_task.keep_graph:
+        if not graph_task.keep_graph and node._saved:
             node.release_variables()
         self.nodes_executed += 1
 
         dependencies = graph_task.dependencies
         not_ready = graph_task.not_ready
-        for i, edge in enumerate(node.next_edges):
+        i = -1
+        for edge in node.next_edges:
+            i += 1
             if edge is None:
                 continue
             next_node, input_nr = edge
@@ -222,7 +239,7 @@ class Engine:
                 if next_buffer is None:
                     next_buffer = not_ready[next_node] = [None] * next_node.num_inputs
             else:
-                next_buffer = not_ready.pop(next_node, None)
+                next_buffer = not_ready.pop(next_node, None) if not_ready else None
                 if next_buffer is None:
                     next_buffer = [None] * next_node.num_inputs
             if grad is not None:
@@ -231,7 +248,12 @@ class Engine:
                 else:
                     accumulate(next_buffer, input_nr, grad, graph_task.create_graph)
             if not remaining:
-                self._push(graph_task, next_node, next_buffer)
+                # Inlined _push: this is the hottest line of the engine.
+                graph_task.outstanding += 1
+                graph_task.queue.push(
+                    (RUN, -graph_task.reentrant_depth, -next_node.sequence_nr, next(_tie),
+                     graph_task, next_node, next_buffer)
+                )
 
 
 def accumulate(buffer: list[Any], i: int, grad: Tensor, create_graph: bool) -> None:
@@ -250,20 +272,25 @@ def accumulate(buffer: list[Any], i: int, grad: Tensor, create_graph: bool) -> N
 def compute_dependencies(root: Node, min_topo_nr: int) -> dict[Node, int]:
     """Count the edges into each node reachable from ``root`` (iteratively: no recursion)."""
     dependencies: dict[Node, int] = {}
-    seen = {root}
+    get = dependencies.get
     stack = [root]
+    pop, append = stack.pop, stack.append
     while stack:
-        node = stack.pop()
+        node = pop()
         if node.topological_nr < min_topo_nr:
             continue
         for edge in node.next_edges:
             if edge is None:
                 continue
             child = edge[0]
-            dependencies[child] = dependencies.get(child, 0) + 1
-            if child not in seen:
-                seen.add(child)
-                stack.append(child)
+            count = get(child)
+            if count is None:
+                # First edge into ``child``: expand it (the root has no entry, and no edge
+                # leads back to it in a DAG, so it is never expanded twice).
+                dependencies[child] = 1
+                append(child)
+            else:
+                dependencies[child] = count + 1
     return dependencies
 
 

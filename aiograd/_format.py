@@ -21,12 +21,15 @@ def format_tensor(t: Tensor) -> str:
         body = "[]"
     else:
         extras = []
+        finite = data[np.isfinite(data)] if data.dtype.kind == "f" else data
+        integral = data.dtype.kind != "f" or bool(np.all(finite == np.round(finite)))
         body = np.array2string(
             data,
             separator=", ",
             prefix=prefix,
             precision=4,
-            floatmode="maxprec_equal",
+            # PyTorch prints 4 decimals unless every value is a whole number ("1.").
+            floatmode="maxprec_equal" if integral else "fixed",
             threshold=1000,
             edgeitems=3,
             max_line_width=80,

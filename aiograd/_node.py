@@ -86,11 +86,11 @@ class GraphRoot(Node):
     """Starts a backward with several roots: hands each root its gradient."""
 
     __slots__ = ("grads",)
+    num_inputs = 0
 
     def __init__(self, edges: tuple[Edge, ...], grads: list[Tensor]) -> None:
         super().__init__(edges)
         self.grads = grads
-        self.num_inputs = 0  # type: ignore[misc]
 
     def apply(self, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
         return self.grads

@@ -7,7 +7,9 @@ unpack under create_graph it is rebuilt with the node as grad_fn, as PyTorch's S
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from ._grad_mode import grad_enabled
 
 if TYPE_CHECKING:
     from ._node import Node
@@ -19,6 +21,9 @@ ERR_BACKWARD_TWICE = (
     ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
     "graph a second time or if you need to access saved tensors after calling backward."
 )
+
+#: ``Tensor._wrap``, installed by ``_tensor`` once the class exists (it imports this module).
+_wrap: Any = None
 
 _TYPE_NAMES = {"float16": "HalfTensor", "float32": "FloatTensor", "float64": "DoubleTensor"}
 
@@ -49,10 +54,7 @@ class SavedTensor:
         tensor = self.tensor
         if tensor is not None:
             return tensor
-        from ._grad_mode import grad_enabled
-        from ._tensor import Tensor
-
-        out = Tensor._wrap(self.data)
+        out = _wrap(self.data)
         out._vc = self.version_counter
         if self.requires_grad and grad_enabled():
             # Differentiating the formula again must flow through the node that made this output.

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _saved
 from ._device import CPU, device
 from ._node import Node
 
@@ -220,3 +221,6 @@ class Tensor:
         from ._format import format_tensor
 
         return format_tensor(self)
+
+
+_saved._wrap = Tensor._wrap

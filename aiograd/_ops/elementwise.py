@@ -32,7 +32,9 @@ __all__ = [
 
 
 def _shape(x: Any) -> tuple[int, ...]:
-    return x.data.shape if isinstance(x, Tensor) else np.shape(x)
+    if isinstance(x, Tensor):
+        return x.data.shape
+    return x.shape if isinstance(x, np.ndarray) else ()
 
 
 def _binary_edges(a: Any, b: Any) -> tuple[Any, Any]:
@@ -52,8 +54,9 @@ class AddBackward0(Node):
 
 def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     """``input + alpha * other`` with broadcasting."""
-    b = data_of(other)
-    out = wrap(data_of(input) + (b if alpha == 1 else alpha * b))
+    a = input.data if isinstance(input, Tensor) else input
+    b = other.data if isinstance(other, Tensor) else other
+    out = wrap(a + (b if alpha == 1 else alpha * b))
     if needs_grad(input, other):
         node = attach(AddBackward0(_binary_edges(input, other)), out)
         node.a_shape, node.b_shape, node.alpha = _shape(input), _shape(other), alpha
@@ -72,8 +75,9 @@ class SubBackward0(Node):
 
 def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     """``input - alpha * other`` with broadcasting."""
-    b = data_of(other)
-    out = wrap(data_of(input) - (b if alpha == 1 else alpha * b))
+    a = input.data if isinstance(input, Tensor) else input
+    b = other.data if isinstance(other, Tensor) else other
+    out = wrap(a - (b if alpha == 1 else alpha * b))
     if needs_grad(input, other):
         node = attach(SubBackward0(_binary_edges(input, other)), out)
         node.a_shape, node.b_shape, node.alpha = _shape(input), _shape(other), alpha
@@ -98,7 +102,9 @@ def _keep(x: Any) -> Any:
 
 def mul(input: Any, other: Any) -> Tensor:
     """Elementwise product with broadcasting."""
-    out = wrap(data_of(input) * data_of(other))
+    a = input.data if isinstance(input, Tensor) else input
+    b = other.data if isinstance(other, Tensor) else other
+    out = wrap(a * b)
     if needs_grad(input, other):
         node = attach(MulBackward0(_binary_edges(input, other)), out)
         ea, eb = node.next_edges

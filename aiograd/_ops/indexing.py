@@ -1,7 +1,362 @@
-"""indexing ops (being written)."""
+"""Indexing: ``tensor[index]`` (basic and advanced), ``index_select`` and ``gather``.
+
+An index is normalised once, in forward, to ``(basic, adv, accumulate)``: ``basic`` is a tuple of
+ints, slices and None applied first (a numpy view), ``adv`` the advanced part (integer arrays and
+boolean masks) applied to that view. Splitting it this way gives PyTorch's semantics where they
+differ from numpy's: an int next to an index array selects first, so ``x[:, 0, :, [1, 2]]`` keeps
+the array's dimension in place, as in PyTorch.
+
+The backward scatters the gradient into zeros of the input's shape with the same index: plain
+assignment when no position can repeat, ``np.add.at`` when integer arrays may repeat (duplicate
+indices accumulate, as in PyTorch). The scatter is itself a recorded op whose backward indexes its
+gradient again, so ``create_graph=True`` gives higher-order gradients.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import operator
+import re
+from typing import Any
 
-TENSOR_METHODS: dict = {}
+import numpy as np
+
+from ._util import Node, Tensor, attach, edge_of, needs_grad, wrap
+from .shape import _dim
+
+__all__ = ["getitem", "index_select", "gather"]
+
+# (basic, adv, accumulate): see the module docstring.
+Index = tuple[tuple[Any, ...] | None, tuple[Any, ...] | None, bool]
+
+_FULL = slice(None)
+
+
+# ------------------------------------------------------------------------------ backward nodes
+class _ScatterBackward(Node):
+    """Backward of a scatter (the backward of an indexing op): index the gradient again."""
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (_take(grads[0], self.index, self.take_cls),)
+
+
+class IndexPutBackward0(_ScatterBackward):
+    pass
+
+
+class SliceBackwardBackward0(_ScatterBackward):
+    pass
+
+
+class SelectBackwardBackward0(_ScatterBackward):
+    pass
+
+
+class SqueezeBackward1(_ScatterBackward):
+    pass
+
+
+class IndexAddBackward0(_ScatterBackward):
+    pass
+
+
+class ScatterAddBackward0(_ScatterBackward):
+    pass
+
+
+class _TakeBackward(Node):
+    """Backward of an indexing op: scatter (add) the gradient into zeros of the input's shape."""
+
+    scatter_cls: type[_ScatterBackward] = IndexPutBackward0
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (_scatter(grads[0], self.shape, self.index, type(self)),)
+
+
+class IndexBackward0(_TakeBackward):
+    scatter_cls = IndexPutBackward0
+
+
+class SliceBackward0(_TakeBackward):
+    scatter_cls = SliceBackwardBackward0
+
+
+class SelectBackward0(_TakeBackward):
+    scatter_cls = SelectBackwardBackward0
+
+
+class UnsqueezeBackward0(_TakeBackward):
+    scatter_cls = SqueezeBackward1
+
+
+class AliasBackward0(_TakeBackward):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return (grads[0],)
+
+
+class IndexSelectBackward0(_TakeBackward):
+    scatter_cls = IndexAddBackward0
+
+
+class GatherBackward0(_TakeBackward):
+    scatter_cls = ScatterAddBackward0
+
+
+# ------------------------------------------------------------------------------ the two kernels
+def _take(input: Tensor, index: Index, cls: type[_TakeBackward]) -> Tensor:
+    """``input`` indexed by a normalised index, recorded as ``cls``."""
+    basic, adv, _ = index
+    data = input.data
+    if basic is not None:
+        data = data[basic]
+    if adv is not None:
+        data = data[adv]
+    out = wrap(data)
+    if needs_grad(input):
+        node = attach(cls((edge_of(input),)), out)
+        node.shape, node.index = input.data.shape, index
+    return out
+
+
+def _scatter(grad: Tensor, shape: tuple[int, ...], index: Index, take_cls: type[_TakeBackward]) -> Tensor:
+    """Zeros of ``shape`` with ``grad`` added at ``index`` (the adjoint of ``_take``)."""
+    basic, adv, accumulate = index
+    g = grad.data
+    z = np.zeros(shape, dtype=g.dtype)
+    if adv is None:
+        z[basic if basic is not None else ()] = g
+    else:
+        view = z if basic is None else z[basic]  # ``basic`` ends in Ellipsis: always a view
+        if accumulate:
+            np.add.at(view, adv, g)
+        else:
+            view[adv] = g
+    out = wrap(z)
+    if needs_grad(grad):
+        node = attach(take_cls.scatter_cls((edge_of(grad),)), out)
+        node.index, node.take_cls = index, take_cls
+    return out
+
+
+# ------------------------------------------------------------------------------ __getitem__
+_INDEX_DTYPE_ERROR = "tensors used as indices must be long, int, byte or bool tensors"
+
+
+def _item(item: Any) -> Any:
+    """One index entry as an int, slice, None, Ellipsis or ndarray (bool or intp)."""
+    if item is None or item is Ellipsis or isinstance(item, slice):
+        return item
+    if isinstance(item, (bool, np.bool_)):
+        return np.asarray(item, dtype=bool)
+    if isinstance(item, (int, np.integer)):
+        return int(item)
+    if isinstance(item, Tensor):
+        arr = item.data
+    elif isinstance(item, np.ndarray):
+        arr = item
+    elif isinstance(item, (list, tuple)):
+        arr = np.asarray([x.data if isinstance(x, Tensor) else x for x in item])
+        if arr.size == 0 and arr.dtype.kind == "f":
+            arr = arr.astype(np.intp)
+    else:
+        try:
+            return operator.index(item)
+        except TypeError:
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
+                f"are valid tensor indices (got {type(item).__name__})"
+            ) from None
+    if arr.dtype.kind == "b":
+        return arr
+    if arr.dtype.kind in "iu":
+        return int(arr) if arr.ndim == 0 else arr.astype(np.intp, copy=False)
+    raise IndexError(_INDEX_DTYPE_ERROR)
+
+
+def _basic_name(items: tuple[Any, ...], is_tuple: bool, shape: tuple[int, ...]) -> type[_TakeBackward]:
+    """PyTorch's node for a basic index: the last view op its slicing applies."""
+    if not is_tuple:
+        item = items[0]
+        if isinstance(item, slice):
+            return SliceBackward0
+        return AliasBackward0 if item is Ellipsis else SelectBackward0 if item is not None else UnsqueezeBackward0
+    cls: type[_TakeBackward] = AliasBackward0
+    n_consuming = sum(1 for it in items if it is not None and it is not Ellipsis)
+    d = 0
+    for it in items:
+        if it is Ellipsis:
+            d += len(shape) - n_consuming
+        elif it is None:
+            cls = UnsqueezeBackward0
+        elif isinstance(it, slice):
+            if d < len(shape) and it.indices(shape[d]) != (0, shape[d], 1):
+                cls = SliceBackward0
+            d += 1
+        else:
+            cls = SelectBackward0
+            d += 1
+    return cls
+
+
+def _check_masks(adv: tuple[Any, ...], shape: tuple[int, ...]) -> None:
+    """PyTorch's message for a boolean mask whose shape does not match the indexed dims."""
+    consumed = sum(
+        (it.ndim if it.dtype.kind == "b" else 1) if isinstance(it, np.ndarray) else 1
+        for it in adv if it is not Ellipsis
+    )
+    d = 0
+    for it in adv:
+        if it is Ellipsis:
+            d += max(len(shape) - consumed, 0)
+            continue
+        if isinstance(it, np.ndarray) and it.dtype.kind == "b":
+            for j, size in enumerate(it.shape):
+                if d + j < len(shape) and shape[d + j] != size:
+                    raise IndexError(
+                        f"The shape of the mask {list(it.shape)} at index {j} does not match the "
+                        f"shape of the indexed tensor {list(shape)} at index {d + j}"
+                    )
+            d += it.ndim
+        else:
+            d += 1
+
+
+def _normalize(data: np.ndarray[Any, Any], index: Any) -> tuple[Index, type[_TakeBackward]]:
+    is_tuple = isinstance(index, tuple)
+    items = tuple(_item(it) for it in (index if is_tuple else (index,)))
+    if not any(isinstance(it, np.ndarray) for it in items):
+        return (items, None, False), _basic_name(items, is_tuple, data.shape)
+    # Advanced: ints, slices and None go first (a view); arrays then index that view.
+    basic: list[Any] = []
+    adv: list[Any] = []
+    for it in items:
+        if isinstance(it, np.ndarray):
+            basic.extend([_FULL] * (it.ndim if it.dtype.kind == "b" else 1))
+            adv.append(it)
+        elif isinstance(it, int):
+            basic.append(it)
+        else:
+            basic.append(it)
+            adv.append(it if it is Ellipsis else _FULL)
+    trivial = all(it is Ellipsis or (isinstance(it, slice) and it == _FULL) for it in basic)
+    basic_t = None
+    view_shape = data.shape
+    if not trivial:
+        if not any(it is Ellipsis for it in basic):
+            basic.append(Ellipsis)
+        basic_t = tuple(basic)
+        view_shape = data[basic_t].shape
+    _check_masks(tuple(adv), view_shape)
+    accumulate = any(isinstance(it, np.ndarray) and it.dtype.kind != "b" for it in adv)
+    if accumulate:
+        # np.add.at wants integer arrays: a mask is the same as its nonzero() arrays.
+        expanded: list[Any] = []
+        for it in adv:
+            if isinstance(it, np.ndarray) and it.dtype.kind == "b" and it.ndim:
+                expanded.extend(np.nonzero(it))
+            else:
+                expanded.append(it)
+        adv = expanded
+    return (basic_t, tuple(adv), accumulate), IndexBackward0
+
+
+_TOO_MANY = re.compile(r"too many indices for array: array is \d+-dimensional, but \d+ were indexed")
+_BOUNDS = re.compile(r"index (-?\d+) is out of bounds for axis (\d+) with size (\d+)")
+_SHAPES = re.compile(r"\(([\d, ]*)\)")
+
+
+def _torch_message(msg: str, ndim: int) -> str:
+    """numpy's IndexError messages in PyTorch's words."""
+    if _TOO_MANY.search(msg):
+        return f"too many indices for tensor of dimension {ndim}"
+    m = _BOUNDS.search(msg)
+    if m:
+        return f"index {m[1]} is out of bounds for dimension {m[2]} with size {m[3]}"
+    if msg.startswith("shape mismatch: indexing arrays could not be broadcast"):
+        shapes = ", ".join(
+            "[" + ", ".join(s for s in g.replace(" ", "").split(",") if s) + "]"
+            for g in _SHAPES.findall(msg)
+        )
+        return f"shape mismatch: indexing tensors could not be broadcast together with shapes {shapes}"
+    return msg
+
+
+def getitem(input: Tensor, index: Any) -> Tensor:
+    """``input[index]``: ints, slices (any step), None, Ellipsis, boolean masks, integer arrays,
+    lists or tensors, and tuples of them, with PyTorch's (= numpy's) semantics."""
+    data = input.data
+    try:
+        norm, cls = _normalize(data, index)
+        return _take(input, norm, cls)
+    except IndexError as e:
+        msg = _torch_message(str(e), data.ndim)
+        if msg == str(e):
+            raise
+        raise IndexError(msg) from None
+
+
+# ------------------------------------------------------------------------------ index_select
+def _index_array(index: Any) -> np.ndarray[Any, Any]:
+    arr = index.data if isinstance(index, Tensor) else np.asarray(index)
+    if arr.size == 0 and arr.dtype.kind == "f" and not isinstance(index, Tensor):
+        arr = arr.astype(np.int64)
+    return arr
+
+
+def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
+    """The entries of ``input`` at positions ``index`` (a vector of ints) along ``dim``."""
+    idx = _index_array(index)
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    if idx.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    data = input.data
+    d = _dim(dim, data.ndim)
+    size = data.shape[d] if data.ndim else 1
+    idx = idx.reshape(-1).astype(np.intp, copy=False)
+    if idx.size and (idx.min() < 0 or idx.max() >= size):
+        raise IndexError("index out of range in self")
+    if data.ndim == 0:
+        return _take(input, (None, (idx[0],) if idx.size else (), False), IndexSelectBackward0)
+    adv = (_FULL,) * d + (idx,)
+    return _take(input, (None, adv, True), IndexSelectBackward0)
+
+
+# ------------------------------------------------------------------------------ gather
+def gather(input: Tensor, dim: int, index: Any, *, sparse_grad: bool = False) -> Tensor:
+    """``out[i][j][k] = input[index[i][j][k]][j][k]`` for ``dim=0`` (and so on for other dims)."""
+    idx = _index_array(index)
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+    data = input.data
+    ndim = data.ndim
+    d = _dim(dim, ndim)
+    if idx.ndim != ndim and not (idx.ndim <= 1 and ndim <= 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    if ndim == 0:
+        return gather(input.reshape(1), 0, idx.reshape(-1)).reshape(idx.shape)
+    for k in range(ndim):
+        if k != d and idx.shape[k] > data.shape[k]:
+            raise RuntimeError(
+                f"Size does not match at dimension {k} expected index {list(idx.shape)} to be no "
+                f"larger than self {list(data.shape)} apart from dimension {d}"
+            )
+    size = data.shape[d]
+    if idx.size:
+        bad = (idx < 0) | (idx >= size)
+        if bad.any():
+            raise RuntimeError(
+                f"index {int(idx[bad].flat[0])} is out of bounds for dimension {d} with size {size}"
+            )
+    adv = tuple(
+        idx.astype(np.intp, copy=False) if k == d
+        else np.arange(idx.shape[k]).reshape((-1,) + (1,) * (ndim - 1 - k))
+        for k in range(ndim)
+    )
+    return _take(input, (None, adv, True), GatherBackward0)
+
+
+TENSOR_METHODS = {
+    "__getitem__": getitem,
+    "index_select": index_select,
+    "gather": gather,
+}

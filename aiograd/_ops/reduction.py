@@ -1,16 +1,24 @@
-"""Reductions: sum, mean (more come with var, max, min, prod, logsumexp, softmax)."""
+"""Reductions: sum, mean, var, max, min, prod, logsumexp, softmax, log_softmax, argmax, argmin.
+
+Forward passes are plain numpy; backward formulas are aiograd ops (with constant numpy masks where
+a selection is needed), so ``create_graph=True`` differentiates them again.
+"""
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ._util import Node, Tensor, attach, edge_of, needs_grad, wrap
+from ._util import Node, Tensor, attach, edge_of, grad_enabled, needs_grad, save, wrap
 from .shape import _dim
 
-__all__ = ["sum", "mean"]
+__all__ = [
+    "sum", "mean", "var", "max", "min", "prod", "logsumexp", "softmax", "log_softmax", "argmax",
+    "argmin",
+]
 
 
 def axes_of(dim: int | Sequence[int] | None, ndim: int) -> tuple[int, ...] | None:
@@ -76,4 +84,403 @@ def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = 
     return out
 
 
-TENSOR_METHODS = {"sum": sum, "mean": mean}
+
+
+# ------------------------------------------------------------------------------ helpers
+_TORCH_DTYPE_NAMES = {
+    "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+    "int64": "Long", "float16": "Half", "float32": "Float", "float64": "Double",
+}
+
+
+def _dtype_name(dtype: Any) -> str:
+    """PyTorch's name for a numpy dtype (``Long`` for int64, ...)."""
+    return _TORCH_DTYPE_NAMES.get(str(dtype), str(dtype))
+
+
+def _one_dim(dim: Any, ndim: int, fname: str) -> tuple[int, ...]:
+    """A single reduction dim as a 1-tuple of axes (empty for a 0-d tensor, where 0 and -1 work)."""
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{fname}(): argument 'dim' must be int, not {type(dim).__name__}")
+    d = _dim(int(dim), ndim)
+    return (d,) if ndim else ()
+
+
+def _reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...] | None, keepdim: bool) -> tuple[int, ...]:
+    if axes is None:
+        axes = tuple(range(len(shape)))
+    if keepdim:
+        return tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def _check_nonempty(data: np.ndarray[Any, Any], axes: tuple[int, ...] | None, fname: str) -> None:
+    """PyTorch's errors for an arg-reduction over nothing."""
+    if axes is None:
+        if data.size == 0:
+            extra = "" if fname.startswith("arg") else (
+                " Specify the reduction dim with the 'dim' argument."
+            )
+            err = IndexError if fname.startswith("arg") else RuntimeError
+            raise err(
+                f"{fname}(): Expected reduction dim to be specified for input.numel() == 0.{extra}"
+            )
+        return
+    for a in axes:
+        if data.shape[a] == 0:
+            raise IndexError(f"{fname}(): Expected reduction dim {a} to have non-zero size.")
+
+
+# ------------------------------------------------------------------------------ var
+class VarBackward0(Node):
+    _saved = ("x",)
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        x = self.x.unpack(self)
+        g = expand_reduced(grads[0], self.shape, self.axes, self.keepdim)
+        centered = x - x.mean(self.axes, keepdim=True)
+        return (g * centered * self.scale,)
+
+
+def var(
+    input: Tensor,
+    dim: int | Sequence[int] | bool | None = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: float | None = None,
+) -> Tensor:
+    """Variance over ``dim`` (int, tuple, or None for all) with Bessel's ``correction`` (default 1).
+
+    As ``torch.var``: ``var(x, dim, unbiased, keepdim)``, ``var(x, dim, correction=c,
+    keepdim=...)`` or ``var(x, unbiased)``; ``unbiased=False`` means ``correction=0``.
+    """
+    if isinstance(dim, bool):  # var(input, unbiased)
+        if unbiased is not None:
+            raise TypeError("var(): argument 'unbiased' given twice")
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError("var(): cannot specify both 'unbiased' and 'correction'")
+    corr = (1 if unbiased else 0) if unbiased is not None else (1 if correction is None else correction)
+    data = input.data
+    if data.dtype.kind != "f":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    axes = axes_of(dim, data.ndim)
+    count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
+    dof = count - corr
+    if dof <= 0:
+        import warnings
+
+        warnings.warn(
+            "var(): degrees of freedom is <= 0. Correction should be strictly less than the "
+            "reduction factor (input numel divided by output numel).",
+            UserWarning,
+            stacklevel=2,
+        )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        centered = data - data.mean(axis=axes, keepdims=True)
+        sq = np.square(centered).sum(axis=axes, keepdims=keepdim)
+        out = wrap(sq / data.dtype.type(dof if dof > 0 else 0))
+    if needs_grad(input):
+        node = attach(VarBackward0((edge_of(input),)), out)
+        node.x, node.shape, node.axes, node.keepdim = save(input), data.shape, axes, keepdim
+        node.scale = 2.0 / dof if dof > 0 else float("inf")
+    return out
+
+
+# ------------------------------------------------------------------------------ max, min
+def _return_type(name: str) -> Any:
+    cls = namedtuple(name, ["values", "indices"])  # type: ignore[misc]
+    cls.__module__ = "aiograd.return_types"
+    cls.__doc__ = f"The ``(values, indices)`` pair returned by ``{name}(input, dim)``."
+    return cls
+
+
+MaxResult = _return_type("max")
+MinResult = _return_type("min")
+
+
+class MaxBackward1(Node):
+    """Full max: the gradient is shared evenly among the elements equal to the maximum."""
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        return (g.expand(self.mask.shape) * wrap(self.mask.astype(g.data.dtype)),)
+
+
+class MinBackward1(MaxBackward1):
+    pass
+
+
+class MaxBackward0(Node):
+    """Max over a dim: the gradient goes to the element at the returned index only."""
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = expand_reduced(grads[0], self.mask.shape, self.axes, self.keepdim)
+        return (g * wrap(self.mask.astype(g.data.dtype)),)
+
+
+class MinBackward0(MaxBackward0):
+    pass
+
+
+def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
+    from .elementwise import maximum, minimum
+
+    fname = "max" if largest else "min"
+    if isinstance(dim, Tensor):  # max(input, other): elementwise, as torch.max
+        return (maximum if largest else minimum)(input, dim)
+    data = input.data
+    if dim is None:
+        if keepdim:
+            raise TypeError(f"{fname}(): 'keepdim' needs 'dim'")
+        _check_nonempty(data, None, fname)
+        value = data.max() if largest else data.min()
+        out = wrap(value)
+        if needs_grad(input):
+            mask = np.isnan(data) if np.isnan(value) else (data == value)
+            share = mask / np.count_nonzero(mask)
+            node = attach((MaxBackward1 if largest else MinBackward1)((edge_of(input),)), out)
+            node.mask = share
+        return out
+    axes = _one_dim(dim, data.ndim, fname)
+    _check_nonempty(data, axes, fname)
+    if axes:
+        idx = (np.argmax if largest else np.argmin)(data, axis=axes[0], keepdims=True)
+        values = np.take_along_axis(data, idx, axis=axes[0])
+        if not keepdim:
+            idx, values = idx.squeeze(axes[0]), values.squeeze(axes[0])
+    else:
+        idx, values = np.zeros((), dtype=np.int64), data.copy()
+    out = wrap(values)
+    if needs_grad(input):
+        mask = np.zeros(data.shape, dtype=bool)
+        if axes:
+            full_idx = idx if keepdim else np.expand_dims(idx, axes[0])
+            np.put_along_axis(mask, full_idx, True, axis=axes[0])
+        else:
+            mask[...] = True
+        node = attach((MaxBackward0 if largest else MinBackward0)((edge_of(input),)), out)
+        node.mask, node.axes, node.keepdim = mask, axes, keepdim
+    return (MaxResult if largest else MinResult)(out, wrap(idx.astype(np.int64)))
+
+
+def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """Maximum, as ``torch.max``.
+
+    ``max(input)``: the largest element (its gradient is split evenly among ties).
+    ``max(input, dim, keepdim=False)``: a ``(values, indices)`` namedtuple; the gradient goes to
+    the element at each returned index (the first maximum). ``max(input, other)`` with a tensor
+    ``other`` is the elementwise ``maximum``.
+    """
+    return _extreme(input, dim, keepdim, True)
+
+
+def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """Minimum, as ``torch.min``: see :func:`max`."""
+    return _extreme(input, dim, keepdim, False)
+
+
+def _arg_extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Tensor:
+    fname = "argmax" if largest else "argmin"
+    data = input.data
+    find = np.argmax if largest else np.argmin
+    if dim is None:
+        _check_nonempty(data, None, fname)
+        idx = np.asarray(find(data.reshape(-1)))
+        if keepdim:
+            idx = idx.reshape((1,) * data.ndim)
+        return wrap(idx.astype(np.int64))
+    axes = _one_dim(dim, data.ndim, fname)
+    _check_nonempty(data, axes, fname)
+    if not axes:
+        return wrap(np.zeros((), dtype=np.int64))
+    return wrap(np.asarray(find(data, axis=axes[0], keepdims=keepdim)).astype(np.int64))
+
+
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the (first) maximum, flattened when ``dim`` is None; int64, not differentiable."""
+    return _arg_extreme(input, dim, keepdim, True)
+
+
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Index of the (first) minimum, flattened when ``dim`` is None; int64, not differentiable."""
+    return _arg_extreme(input, dim, keepdim, False)
+
+
+# ------------------------------------------------------------------------------ prod
+def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdim: bool) -> Tensor:
+    """For each element, the product of the other elements of its slice, as aiograd ops.
+
+    Without zeros that is ``result / x``. With zeros, the non-zero factors ``q`` and the zero
+    factors are kept apart, so nothing is divided by zero and the formula stays exact when it is
+    differentiated again: an element off the zeros gets ``q / x * (product of the zeros)``; a
+    zero gets ``q * (product of the other zeros)``, which is 1 for a lone zero and 0 for several
+    (built one rank of zeros at a time when grad mode is on, so that higher orders are right).
+    """
+    from .elementwise import where
+
+    data = x.data
+    shape = data.shape
+    zero = data == 0
+    if not zero.any():
+        return expand_reduced(result, shape, axes, keepdim) / x
+    x_nonzero = where(zero, 1.0, x)
+    q = _prod(x_nonzero, axes, keepdim=True).expand(shape)
+    r = _prod(where(zero, x, 1.0), axes, keepdim=True).expand(shape)
+    if axes is None:
+        rank = (np.cumsum(zero.reshape(-1)) - 1).reshape(shape)
+    else:
+        rank = np.cumsum(zero, axis=axes[0]) - 1
+    counts = zero.sum(axis=axes, keepdims=True)
+    if grad_enabled():
+        other_zeros: Tensor = wrap(np.zeros(shape, dtype=data.dtype))
+        for k in range(int(counts.max())):
+            this = zero & (rank == k)
+            excl = _prod(where(zero & ~this, x, 1.0), axes, keepdim=True).expand(shape)
+            other_zeros = where(this, excl, other_zeros)
+    else:
+        other_zeros = wrap(np.broadcast_to(counts == 1, shape).astype(data.dtype))
+    return where(zero, q * other_zeros, q / x_nonzero * r)
+
+
+class ProdBackward0(Node):
+    """Product of all elements."""
+
+    _saved = ("x", "result")
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        x, result = self.x.unpack(self), self.result.unpack(self)
+        g = expand_reduced(grads[0], x.data.shape, self.axes, self.keepdim)
+        return (g * _prod_others(x, result, self.axes, self.keepdim),)
+
+
+class ProdBackward1(ProdBackward0):
+    """Product over one dim."""
+
+
+def _prod(input: Tensor, axes: tuple[int, ...] | None, keepdim: bool, dtype: Any = None) -> Tensor:
+    data = input.data
+    if dtype is None and data.dtype.kind in "bui":
+        dtype = np.int64
+    out = wrap(np.asarray(data.prod(axis=axes, keepdims=keepdim, dtype=dtype)))
+    if needs_grad(input) and out.data.dtype.kind == "f":
+        cls = ProdBackward0 if axes is None else ProdBackward1
+        node = attach(cls((edge_of(input),)), out)
+        node.x, node.result = save(input), save(out, is_output=True)
+        node.axes, node.keepdim = axes, keepdim
+        if out.data.dtype != data.dtype:
+            raise RuntimeError("prod(): a dtype change of a tensor that requires grad is not supported")
+    return out
+
+
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """Product of all elements, or over ``dim`` (an int); exact gradients also with zeros.
+
+    Integer and bool inputs give int64, as ``torch.prod``.
+    """
+    if dim is None:
+        if keepdim:
+            raise TypeError("prod(): 'keepdim' needs 'dim'")
+        return _prod(input, None, False, dtype)
+    axes = _one_dim(dim, input.data.ndim, "prod")
+    return _prod(input, axes, keepdim, dtype)
+
+
+# ------------------------------------------------------------------------------ logsumexp
+class LogsumexpBackward0(Node):
+    _saved = ("x", "result")
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        x, result = self.x.unpack(self), self.result.unpack(self)
+        shape = x.data.shape
+        g = expand_reduced(grads[0], shape, self.axes, self.keepdim)
+        return (g * (x - expand_reduced(result, shape, self.axes, self.keepdim)).exp(),)
+
+
+def _stable_max(data: np.ndarray[Any, Any], axes: tuple[int, ...] | None) -> np.ndarray[Any, Any]:
+    """The max over ``axes`` (kept), with infinities replaced by 0 so that shifting is safe."""
+    if data.size == 0:
+        return np.zeros(_reduced_shape(data.shape, axes, True), dtype=data.dtype)
+    m = data.max(axis=axes, keepdims=True)
+    return np.where(np.isinf(m), 0, m).astype(data.dtype, copy=False)
+
+
+def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(input), dim))``, computed without overflow; integer inputs give float32."""
+    if input.data.dtype.kind != "f":
+        input = wrap(input.data.astype(np.float32))
+    data = input.data
+    axes = axes_of(dim, data.ndim)
+    m = _stable_max(data, axes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.exp(data - m).sum(axis=axes, keepdims=True)
+        res = np.log(s) + m
+    out = wrap(res if keepdim else res.reshape(_reduced_shape(data.shape, axes, False)))
+    if needs_grad(input):
+        node = attach(LogsumexpBackward0((edge_of(input),)), out)
+        node.x, node.result = save(input), save(out, is_output=True)
+        node.axes, node.keepdim = axes, keepdim
+    return out
+
+
+# ------------------------------------------------------------------------------ softmax
+def _softmax_input(input: Tensor, dim: Any, dtype: Any, fname: str) -> tuple[Tensor, tuple[int, ...]]:
+    if dtype is not None:
+        input = input.to(dtype)
+    data = input.data
+    if data.dtype.kind != "f":
+        raise RuntimeError(f'"{fname}" not implemented for \'{_dtype_name(data.dtype)}\'')
+    return input, _one_dim(dim, data.ndim, fname)
+
+
+class SoftmaxBackward0(Node):
+    _saved = ("result",)
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        y, g = self.result.unpack(self), grads[0]
+        return (y * (g - (g * y).sum(self.axes, keepdim=True)),)
+
+
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """``exp(x) / sum(exp(x), dim)``, computed without overflow (``dtype`` casts first)."""
+    input, axes = _softmax_input(input, dim, dtype, "softmax")
+    data = input.data
+    with np.errstate(invalid="ignore"):
+        e = np.exp(data - data.max(axis=axes, keepdims=True)) if data.size else data.copy()
+        out = wrap(e / e.sum(axis=axes, keepdims=True))
+    if needs_grad(input):
+        node = attach(SoftmaxBackward0((edge_of(input),)), out)
+        node.result, node.axes = save(out, is_output=True), axes
+    return out
+
+
+class LogSoftmaxBackward0(Node):
+    _saved = ("result",)
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        y, g = self.result.unpack(self), grads[0]
+        return (g - y.exp() * g.sum(self.axes, keepdim=True),)
+
+
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """``x - logsumexp(x, dim)``, computed without overflow (``dtype`` casts first)."""
+    input, axes = _softmax_input(input, dim, dtype, "log_softmax")
+    data = input.data
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if data.size:
+            shifted = data - data.max(axis=axes, keepdims=True)
+            out = wrap(shifted - np.log(np.exp(shifted).sum(axis=axes, keepdims=True)))
+        else:
+            out = wrap(data.copy())
+    if needs_grad(input):
+        node = attach(LogSoftmaxBackward0((edge_of(input),)), out)
+        node.result, node.axes = save(out, is_output=True), axes
+    return out
+
+
+TENSOR_METHODS = {
+    "sum": sum, "mean": mean, "var": var, "max": max, "min": min, "prod": prod,
+    "logsumexp": logsumexp, "softmax": softmax, "log_softmax": log_softmax, "argmax": argmax,
+    "argmin": argmin,
+}

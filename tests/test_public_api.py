@@ -1,0 +1,34 @@
+"""The public surface: explicit exports, each documented, no internal names leaking."""
+
+from __future__ import annotations
+
+import inspect
+
+import aiograd
+import aiograd.nn.functional
+import aiograd.testing
+
+
+def _public(module) -> list[str]:
+    return list(module.__all__)
+
+
+def test_every_public_name_is_documented():
+    for module in (aiograd, aiograd.nn.functional, aiograd.testing):
+        for name in _public(module):
+            obj = getattr(module, name)
+            if inspect.ismodule(obj) or not callable(obj):
+                continue
+            assert inspect.getdoc(obj), f"{module.__name__}.{name} has no docstring"
+
+
+def test_no_internal_module_leaks_into_the_top_level():
+    modules = {n for n in dir(aiograd) if not n.startswith("_") and inspect.ismodule(getattr(aiograd, n))}
+    assert modules <= {"nn", "testing"}, modules
+
+
+def test_all_lists_exactly_the_public_names():
+    for module in (aiograd, aiograd.nn.functional, aiograd.testing):
+        public = {n for n in dir(module) if not n.startswith("_") and not inspect.ismodule(getattr(module, n))}
+        public -= {"annotations"}  # from __future__
+        assert set(module.__all__) == public, (module.__name__, public ^ set(module.__all__))

@@ -1,0 +1,101 @@
+"""Tensor attributes, factories, repr and dtype rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import aiograd as ag
+
+
+def test_dtype_follows_numpy():
+    assert ag.tensor([1.0, 2.0]).dtype == np.float64
+    assert ag.tensor(np.ones(2, dtype=np.float32)).dtype == np.float32
+    x = ag.tensor([1.0], dtype=np.float32, requires_grad=True)
+    assert (x * 2.0 + 1.0).dtype == np.float32
+
+
+def test_requires_grad_needs_floating_point():
+    message = "Only Tensors of floating point dtype can require gradients"
+    with pytest.raises(RuntimeError, match=message):
+        ag.tensor([1, 2], requires_grad=True)
+    with pytest.raises(RuntimeError, match=message):
+        ag.tensor([1, 2]).requires_grad_()
+
+
+def test_requires_grad_only_on_leaves():
+    y = ag.tensor([1.0], requires_grad=True) * 2.0
+    with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf variables"):
+        y.requires_grad = False
+
+
+def test_attributes():
+    x = ag.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    assert x.shape == (2, 3) and x.size() == (2, 3) and x.size(1) == 3
+    assert x.ndim == 2 and x.dim() == 2 and x.numel() == 6
+    assert x.is_leaf and x.grad is None and x.grad_fn is None and x.output_nr == 0
+    assert x.device == ag.device("cpu") and str(x.device) == "cpu"
+    assert x._version == 0
+    y = x * 2.0
+    assert not y.is_leaf and y.requires_grad and y.grad_fn.name() == "MulBackward0"
+    assert y.detach().requires_grad is False and y.detach().data is y.data
+    assert ag.tensor(2.5).item() == 2.5 and x.tolist()[1] == [4.0, 5.0, 6.0]
+
+
+def test_numpy_refuses_tensors_that_require_grad():
+    x = ag.tensor([1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires grad"):
+        x.numpy()
+    assert x.detach().numpy() is x.data
+
+
+def test_repr_in_torch_style():
+    assert repr(ag.tensor([1.0, 2.0], requires_grad=True)) == "tensor([1., 2.], requires_grad=True)"
+    assert repr(ag.tensor([1.0, 2.0], requires_grad=True) * 2.0) == "tensor([2., 4.], grad_fn=<MulBackward0>)"
+    assert repr(ag.tensor(3.0)) == "tensor(3.)"
+    assert repr(ag.tensor([1, 2])) == "tensor([1, 2])"
+    assert repr(ag.tensor([0.5], dtype=np.float32)) == "tensor([0.5000], dtype=float32)"
+    assert repr(ag.tensor([0.123456, 2.0])) == "tensor([0.1235, 2.0000])"
+
+
+def test_factories():
+    assert ag.zeros(2, 3).shape == (2, 3) and ag.ones((2,)).tolist() == [1.0, 1.0]
+    assert ag.full((2,), 7.0).tolist() == [7.0, 7.0]
+    assert ag.empty(3).shape == (3,)
+    assert ag.arange(3).tolist() == [0, 1, 2] and ag.arange(1, 2, 0.5).tolist() == [1.0, 1.5]
+    assert ag.linspace(0, 1, 3).tolist() == [0.0, 0.5, 1.0]
+    assert ag.eye(2).tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    x = ag.randn(2, 2, dtype=np.float32)
+    assert ag.zeros_like(x).dtype == np.float32 and ag.ones_like(x).tolist() == [[1, 1], [1, 1]]
+    assert ag.randn_like(x).dtype == np.float32
+    ag.manual_seed(0)
+    a = ag.rand(3).tolist()
+    ag.manual_seed(0)
+    assert ag.rand(3).tolist() == a
+    assert ag.zeros(2, requires_grad=True).requires_grad
+    t = ag.tensor([1.0, 2.0])
+    assert ag.as_tensor(t) is t and ag.tensor(t).data is not t.data
+
+
+def test_retain_grad_errors_and_flags():
+    with pytest.raises(RuntimeError, match="can't retain_grad on Tensor that has requires_grad=False"):
+        ag.tensor([1.0]).retain_grad()
+    y = ag.tensor([1.0], requires_grad=True) * 2.0
+    y.retain_grad()
+    assert y.retains_grad
+
+
+async def test_retain_grad_on_non_leaf():
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 2.0
+    h.retain_grad()
+    await (h * h).sum().backward()
+    np.testing.assert_allclose(h.grad.numpy(), [4.0, 8.0])
+    await (h * h).sum().backward()  # h's MulBackward saved nothing it needs from h's graph
+    np.testing.assert_allclose(h.grad.numpy(), [8.0, 16.0])
+
+
+def test_numpy_arrays_defer_to_tensor_operators():
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    out = np.array([2.0, 3.0]) * x
+    assert isinstance(out, ag.Tensor) and out.grad_fn.name() == "MulBackward0"
