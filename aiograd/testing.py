@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ._autograd import grad
-from ._grad_mode import no_grad
+from ._grad_mode import enable_grad, no_grad
 from ._tensor import Tensor
 
 __all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
@@ -130,10 +130,12 @@ async def gradgradcheck(
     n = len(inputs)
 
     async def vjp(*args: Any) -> tuple[Tensor, ...]:
-        outs = await _call(fn, args[:n])
-        grads = await grad(
-            outs, [args[i] for i in diff], list(args[n:]), create_graph=True, allow_unused=True
-        )
+        # The numerical pass calls this under no_grad; the vjp itself needs a graph.
+        with enable_grad():
+            outs = await _call(fn, args[:n])
+            grads = await grad(
+                outs, [args[i] for i in diff], list(args[n:]), create_graph=True, allow_unused=True
+            )
         return tuple(g for g in grads if g is not None)
 
     return await gradcheck(
