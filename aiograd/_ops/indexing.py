@@ -221,6 +221,11 @@ def _check_masks(adv: tuple[Any, ...], shape: tuple[int, ...]) -> None:
 
 
 def _normalize(data: np.ndarray[Any, Any], index: Any) -> tuple[Index, type[_TakeBackward]]:
+    kind = type(index)
+    if kind is int:  # fast paths for the commonest indices
+        return ((index,), None, False), SelectBackward0
+    if kind is slice:
+        return ((index,), None, False), SliceBackward0
     is_tuple = isinstance(index, tuple)
     items = tuple(_item(it) for it in (index if is_tuple else (index,)))
     if not any(isinstance(it, np.ndarray) for it in items):
@@ -264,9 +269,21 @@ _BOUNDS = re.compile(r"index (-?\d+) is out of bounds for axis (\d+) with size (
 _SHAPES = re.compile(r"\(([\d, ]*)\)")
 
 
-def _torch_message(msg: str, ndim: int) -> str:
+def _torch_message(msg: str, ndim: int, index: Any) -> str:
     """numpy's IndexError messages in PyTorch's words."""
     if _TOO_MANY.search(msg):
+        if ndim == 0:
+            first = next(
+                (it for it in (index if isinstance(index, tuple) else (index,))
+                 if it is not None and it is not Ellipsis),
+                None,
+            )
+            if isinstance(first, slice):
+                return "slice() cannot be applied to a 0-dim tensor."
+            return (
+                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number"
+            )
         return f"too many indices for tensor of dimension {ndim}"
     m = _BOUNDS.search(msg)
     if m:
@@ -288,7 +305,7 @@ def getitem(input: Tensor, index: Any) -> Tensor:
         norm, cls = _normalize(data, index)
         return _take(input, norm, cls)
     except IndexError as e:
-        msg = _torch_message(str(e), data.ndim)
+        msg = _torch_message(str(e), data.ndim, index)
         if msg == str(e):
             raise
         raise IndexError(msg) from None
@@ -316,7 +333,7 @@ def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
     if idx.size and (idx.min() < 0 or idx.max() >= size):
         raise IndexError("index out of range in self")
     if data.ndim == 0:
-        return _take(input, (None, (idx[0],) if idx.size else (), False), IndexSelectBackward0)
+        return _take(input, (None, (), False), IndexSelectBackward0)
     adv = (_FULL,) * d + (idx,)
     return _take(input, (None, adv, True), IndexSelectBackward0)
 

@@ -1,7 +1,251 @@
-"""joining ops (being written)."""
+"""Joining and splitting: cat (concat), stack, split, chunk, unbind.
+
+cat and stack accept tensors that need no gradient next to ones that do; their backward hands
+each input that needs one its part of the gradient. split, chunk and unbind record ONE node with
+several outputs (``output_nr`` 0..k-1); its backward joins the outputs' gradients again, with
+zeros for outputs that received none.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from collections.abc import Sequence
+from typing import Any
 
-TENSOR_METHODS: dict = {}
+import numpy as np
+
+from ._util import Node, Tensor, attach, edge_of, needs_grad, wrap
+from .indexing import getitem
+from .shape import _dim
+
+__all__ = ["cat", "concat", "concatenate", "stack", "split", "split_with_sizes", "chunk", "unbind"]
+
+_FULL = slice(None)
+
+
+def _tensor_list(tensors: Any, fn: str) -> list[Tensor]:
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
+    tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+    return tensors
+
+
+def _as_dtype(grad: Tensor, dtype: np.dtype[Any]) -> Tensor:
+    """A gradient cast back to its input's dtype (after type promotion in forward)."""
+    return grad if grad.data.dtype == dtype else grad.to(dtype)
+
+
+# ------------------------------------------------------------------------------ cat
+class CatBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        lead = (_FULL,) * self.dim
+        out: list[Tensor | None] = []
+        offset = 0
+        for edge, size, dtype in zip(self.next_edges, self.sizes, self.dtypes):
+            if size is None:  # a legacy empty 1-D input, skipped in forward
+                out.append(wrap(np.zeros((0,), dtype=dtype)) if edge is not None else None)
+                continue
+            if edge is not None:
+                out.append(_as_dtype(getitem(g, lead + (slice(offset, offset + size),)), dtype))
+            else:
+                out.append(None)
+            offset += size
+        return tuple(out)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Concatenate tensors along an existing dimension ``dim``."""
+    tensors = _tensor_list(tensors, "cat")
+    if not tensors:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if t.data.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    # PyTorch skips 1-D empty tensors (legacy behaviour), whatever the other tensors' shapes.
+    skip = [t.data.shape == (0,) for t in tensors]
+    if all(skip):
+        skip = [False] * len(tensors)
+    used = [(i, t.data) for i, t in enumerate(tensors) if not skip[i]]
+    ref = used[0][1]
+    d = _dim(dim, ref.ndim)
+    for i, a in used[1:]:
+        if a.ndim != ref.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {a.ndim}")
+        for k in range(ref.ndim):
+            if k != d and a.shape[k] != ref.shape[k]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected size "
+                    f"{ref.shape[k]} but got size {a.shape[k]} for tensor number {i} in the list."
+                )
+    out = wrap(np.concatenate([a for _, a in used], axis=d))
+    if needs_grad(*tensors):
+        node = attach(CatBackward0(tuple(edge_of(t) for t in tensors)), out)
+        node.dim = d
+        node.sizes = [None if s else t.data.shape[d] for t, s in zip(tensors, skip)]
+        node.dtypes = [t.data.dtype for t in tensors]
+    return out
+
+
+concat = cat
+concatenate = cat
+
+
+# ------------------------------------------------------------------------------ stack
+class StackBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        pieces = unbind(grads[0], self.dim)
+        return tuple(
+            _as_dtype(p, dtype) if edge is not None else None
+            for p, edge, dtype in zip(pieces, self.next_edges, self.dtypes)
+        )
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join equally shaped tensors along a new dimension ``dim``."""
+    tensors = _tensor_list(tensors, "stack")
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    shape = tensors[0].data.shape
+    for i, t in enumerate(tensors):
+        if t.data.shape != shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
+                f"and {list(t.data.shape)} at entry {i}"
+            )
+    d = _dim(dim, len(shape) + 1)
+    out = wrap(np.stack([t.data for t in tensors], axis=d))
+    if needs_grad(*tensors):
+        node = attach(StackBackward0(tuple(edge_of(t) for t in tensors)), out)
+        node.dim = d
+        node.dtypes = [t.data.dtype for t in tensors]
+    return out
+
+
+# ------------------------------------------------------------------------------ split, chunk
+class _JoinGradsBackward(Node):
+    """A multi-output node: joins its outputs' gradients, zeros for those that got none."""
+
+    def _filled(self, grads: list[Tensor | None]) -> list[Tensor] | None:
+        dtype = next((g.data.dtype for g in grads if g is not None), None)
+        if dtype is None:
+            return None
+        return [
+            g if g is not None else wrap(np.zeros(shape, dtype=dtype))
+            for g, shape in zip(grads, self.shapes)
+        ]
+
+
+class SplitBackward0(_JoinGradsBackward):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        filled = self._filled(grads)
+        return (None if filled is None else cat(filled, self.dim),)
+
+
+class SplitWithSizesBackward0(SplitBackward0):
+    pass
+
+
+class UnbindBackward0(_JoinGradsBackward):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        filled = self._filled(grads)
+        return (None if filled is None else stack(filled, self.dim),)
+
+
+def _record(input: Tensor, outs: tuple[Tensor, ...], cls: type[_JoinGradsBackward], d: int) -> tuple[Tensor, ...]:
+    if needs_grad(input):
+        node = cls((edge_of(input),))
+        node.num_inputs = len(outs)  # type: ignore[misc]
+        node.dim = d
+        node.shapes = [o.data.shape for o in outs]
+        attach(node, *outs)
+    return outs
+
+
+def _split_sizes(input: Tensor, sizes: list[int], d: int, cls: type[_JoinGradsBackward]) -> tuple[Tensor, ...]:
+    data = input.data
+    lead = (_FULL,) * d
+    outs = []
+    start = 0
+    for s in sizes:
+        outs.append(wrap(data[lead + (slice(start, start + s),)]))
+        start += s
+    return _record(input, tuple(outs), cls, d)
+
+
+def _check_1d(input: Tensor, fn: str) -> None:
+    if input.data.ndim == 0:
+        raise RuntimeError(f"{fn} expects at least a 1-dimensional tensor")
+
+
+def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into pieces of the given sizes along ``dim`` (they must add up to its size)."""
+    _check_1d(input, "split")
+    sizes = [int(s) for s in split_sizes]
+    d = _dim(dim, input.data.ndim)
+    n = input.data.shape[d]
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={sizes}"
+        )
+    if sum(sizes) != n:
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+            f"dimension {d}), but got split_sizes={sizes}"
+        )
+    return _split_sizes(input, sizes, d, SplitWithSizesBackward0)
+
+
+def split(input: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into chunks of ``split_size`` along ``dim`` (the last may be smaller), or into
+    pieces of the sizes in a list."""
+    if not isinstance(split_size_or_sections, (int, np.integer)):
+        return split_with_sizes(input, split_size_or_sections, dim)
+    _check_1d(input, "split")
+    size = int(split_size_or_sections)
+    d = _dim(dim, input.data.ndim)
+    n = input.data.shape[d]
+    if size < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={size}")
+    if size == 0 and n != 0:
+        raise RuntimeError(
+            f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
+        )
+    num = max(-(-n // size), 1) if size else 1
+    sizes = [size] * (num - 1) + [n - size * (num - 1)]
+    return _split_sizes(input, sizes, d, SplitBackward0)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into at most ``chunks`` equal pieces along ``dim`` (the last may be smaller, and
+    there may be fewer pieces, as in PyTorch)."""
+    _check_1d(input, "chunk")
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = _dim(dim, input.data.ndim)
+    n = input.data.shape[d]
+    size = -(-n // chunks)
+    if size == 0 and n == 0:
+        return _split_sizes(input, [0] * chunks, d, SplitWithSizesBackward0)
+    return split(input, size, d)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """The slices along ``dim``, that dimension removed."""
+    data = input.data
+    if data.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    d = _dim(dim, data.ndim)
+    lead = (_FULL,) * d
+    outs = tuple(wrap(data[lead + (i, Ellipsis)]) for i in range(data.shape[d]))
+    return _record(input, outs, UnbindBackward0, d)
+
+
+TENSOR_METHODS = {
+    "split": split,
+    "split_with_sizes": split_with_sizes,
+    "chunk": chunk,
+    "unbind": unbind,
+}
