@@ -6,6 +6,7 @@ a selection is needed), so ``create_graph=True`` differentiates them again.
 
 from __future__ import annotations
 
+import warnings
 from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
@@ -28,10 +29,17 @@ def axes_of(dim: int | Sequence[int] | None, ndim: int) -> tuple[int, ...] | Non
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     if not dims:
         return None
-    axes = sorted({_dim(int(d), ndim) for d in dims}) if ndim else []
-    if ndim and len(axes) != len(dims):
-        raise RuntimeError("dim appears multiple times in the list of dims")
-    return tuple(axes)
+    if not ndim:
+        for d in dims:
+            _dim(int(d), ndim)
+        return ()
+    seen: set[int] = set()
+    for d in dims:
+        a = _dim(int(d), ndim)
+        if a in seen:
+            raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
+        seen.add(a)
+    return tuple(sorted(seen))
 
 
 def expand_reduced(grad: Tensor, shape: tuple[int, ...], axes: tuple[int, ...] | None, keepdim: bool) -> Tensor:
@@ -82,8 +90,6 @@ def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = 
         count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
         node.shape, node.axes, node.keepdim, node.count = data.shape, axes, keepdim, float(count)
     return out
-
-
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -169,8 +175,6 @@ def var(
     count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
     dof = count - corr
     if dof <= 0:
-        import warnings
-
         warnings.warn(
             "var(): degrees of freedom is <= 0. Correction should be strictly less than the "
             "reduction factor (input numel divided by output numel).",
@@ -322,6 +326,8 @@ def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdi
 
     data = x.data
     shape = data.shape
+    if axes == ():  # a 0-d input is its own product
+        return wrap(np.ones(shape, dtype=data.dtype))
     zero = data == 0
     if not zero.any():
         return expand_reduced(result, shape, axes, keepdim) / x
@@ -360,17 +366,16 @@ class ProdBackward1(ProdBackward0):
 
 
 def _prod(input: Tensor, axes: tuple[int, ...] | None, keepdim: bool, dtype: Any = None) -> Tensor:
+    if dtype is not None:
+        input = input.to(dtype)
     data = input.data
-    if dtype is None and data.dtype.kind in "bui":
-        dtype = np.int64
-    out = wrap(np.asarray(data.prod(axis=axes, keepdims=keepdim, dtype=dtype)))
-    if needs_grad(input) and out.data.dtype.kind == "f":
+    acc = np.int64 if data.dtype.kind in "bui" else None
+    out = wrap(np.asarray(data.prod(axis=axes, keepdims=keepdim, dtype=acc)))
+    if needs_grad(input):
         cls = ProdBackward0 if axes is None else ProdBackward1
         node = attach(cls((edge_of(input),)), out)
         node.x, node.result = save(input), save(out, is_output=True)
         node.axes, node.keepdim = axes, keepdim
-        if out.data.dtype != data.dtype:
-            raise RuntimeError("prod(): a dtype change of a tensor that requires grad is not supported")
     return out
 
 

@@ -1,5 +1,390 @@
-"""``aiograd.nn.functional``: torch.nn.functional's names (being written)."""
+"""``aiograd.nn.functional``: torch.nn.functional's activations, ``linear`` and losses.
+
+Losses record one node each (``MseLossBackward0``, ``NllLossBackward0``), whose backward is built
+from aiograd ops and constant masks, so it can be differentiated again. ``cross_entropy`` is
+``nll_loss(log_softmax(input, 1), ...)``, as in PyTorch.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import typing
+import warnings
+
+import numpy as np
+
+from .._ops._util import Node as _Node
+from .._ops._util import Tensor as _Tensor
+from .._ops._util import attach as _attach
+from .._ops._util import edge_of as _edge_of
+from .._ops._util import needs_grad as _needs_grad
+from .._ops._util import save as _save
+from .._ops._util import to_tensor as _to_tensor
+from .._ops._util import wrap as _wrap
+from .._ops.elementwise import relu, sigmoid, tanh
+from .._ops.linalg import linear
+from .._ops.reduction import _dtype_name
+from .._ops.reduction import log_softmax as _log_softmax
+from .._ops.reduction import softmax as _softmax
+from .._ops.shape import reduce_grad as _reduce_grad
+
+if typing.TYPE_CHECKING:
+    from typing import Any
+
+    from .._tensor import Tensor
+
+__all__ = [
+    "relu",
+    "sigmoid",
+    "tanh",
+    "softmax",
+    "log_softmax",
+    "linear",
+    "mse_loss",
+    "nll_loss",
+    "cross_entropy",
+]
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _torch_name(cls: type) -> type:
+    """Name a private node class as PyTorch names it (``_MseLossBackward0`` -> ``MseLossBackward0``)."""
+    cls.__name__ = cls.__qualname__ = cls.__name__.lstrip("_")
+    return cls
+
+
+def _reduction(size_average: Any, reduce: Any, reduction: str) -> str:
+    """Check ``reduction``; map the deprecated ``size_average``/``reduce`` flags as PyTorch does."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = ("mean" if size_average else "sum") if reduce else "none"
+        warnings.warn(
+            "size_average and reduce args will be deprecated, please use "
+            f"reduction='{reduction}' instead.",
+            UserWarning,
+            stacklevel=3,
+        )
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
+        "dim=X as an argument.",
+        UserWarning,
+        stacklevel=stacklevel,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    """Softmax over ``dim``: ``exp(x) / exp(x).sum(dim)``, computed without overflow.
+
+    Leaving ``dim`` out picks one as PyTorch's deprecated implicit rule does, with its warning.
+    """
+    if dim is None:
+        dim = _softmax_dim("softmax", input.data.ndim, _stacklevel)
+    return _softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(
+    input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
+) -> Tensor:
+    """Log of the softmax over ``dim``: ``x - logsumexp(x, dim)``, computed without overflow.
+
+    Leaving ``dim`` out picks one as PyTorch's deprecated implicit rule does, with its warning.
+    """
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.data.ndim, _stacklevel)
+    return _log_softmax(input, dim, dtype=dtype)
+
+
+# ------------------------------------------------------------------------------ mse_loss
+@_torch_name
+class _MseLossBackward0(_Node):
+    _saved = ("input", "target")
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        x, y = self.input.unpack(self), self.target.unpack(self)
+        diff = x - y
+        if self.reduction == "none":
+            scaled = g * 2.0
+        else:
+            scale = 2.0 / diff.data.size if self.reduction == "mean" and diff.data.size else 2.0
+            scaled = (g * scale).expand(diff.data.shape)
+        d = scaled * diff
+        ex, ey = self.next_edges
+        gx = _reduce_grad(d, x.data.shape) if ex is not None else None
+        gy = _reduce_grad(-d, y.data.shape) if ey is not None else None
+        return (gx, gy)
+
+
+def mse_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Squared error ``(input - target) ** 2``, averaged (``'mean'``), summed or kept (``'none'``).
+
+    Both ``input`` and ``target`` may require grad. Shapes that differ are broadcast, with
+    PyTorch's warning.
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    target = _to_tensor(target)
+    if input.data.shape != target.data.shape:
+        warnings.warn(
+            f"Using a target size ({_size(target)}) that is different to the input size "
+            f"({_size(input)}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=2,
+        )
+    diff = input.data - target.data
+    sq = diff * diff
+    if reduction == "mean":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            data = np.asarray(sq.mean() if sq.size else sq.sum() / 0.0)
+    elif reduction == "sum":
+        data = np.asarray(sq.sum())
+    else:
+        data = sq
+    out = _wrap(data.astype(sq.dtype, copy=False))
+    if _needs_grad(input, target):
+        node = _attach(_MseLossBackward0((_edge_of(input), _edge_of(target))), out)
+        node.input, node.target, node.reduction = _save(input), _save(target), reduction
+    return out
+
+
+def _size(t: Tensor) -> str:
+    return f"aiograd.Size({list(t.data.shape)})"
+
+
+# ------------------------------------------------------------------------------ nll_loss
+@_torch_name
+class _NllLossBackward0(_Node):
+    """Gradient of the picked log-probabilities: ``-weight[target]`` at each target, 0 elsewhere.
+
+    ``self.coef`` is that constant mask (divided by the total weight for ``'mean'``), shaped as
+    the input; ``self.class_dim`` is where the class dimension sits.
+    """
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        coef = _wrap(self.coef.astype(g.data.dtype, copy=False))
+        if self.reduction == "none" and coef.data.ndim > 1:
+            g = g.unsqueeze(self.class_dim)
+        return (g * coef,)
+
+
+@_torch_name
+class _NllLoss2DBackward0(_NllLossBackward0):
+    """``nll_loss`` with spatial dims ``(N, C, d1, ...)``."""
+
+
+def _check_nll(input: Tensor, target: Tensor, weight: Any) -> tuple[Any, Any, Any]:
+    """PyTorch's argument checks, in its order; returns the arrays (target as int64)."""
+    x, t = input.data, np.asarray(target.data)
+    if x.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {x.ndim})")
+    if t.dtype not in (np.int64, np.uint8):
+        raise RuntimeError(
+            f"expected target dtype to be Long or Byte, but got {_dtype_name(t.dtype)}"
+        )
+    if x.ndim != 1 and (t.ndim == 0 or t.shape[0] != x.shape[0]):
+        raise ValueError(
+            f"Expected input batch_size ({x.shape[0]}) to match target batch_size "
+            f"({t.shape[0] if t.ndim else 0})."
+        )
+    if x.ndim <= 2:
+        if t.ndim > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if x.ndim == 1 and t.ndim == 1 and t.shape[0] != 1:
+            raise ValueError(
+                f"For 1D input, 1D target must have size 1, but got target size: {t.shape[0]}"
+            )
+    else:
+        expected = (x.shape[0],) + x.shape[2:]
+        if t.shape != expected:
+            raise RuntimeError(f"Expected target size {list(expected)}, got {list(t.shape)}")
+    n_classes = x.shape[0] if x.ndim == 1 else x.shape[1]
+    w = None
+    if weight is not None:
+        if _needs_grad(weight):
+            raise RuntimeError(
+                "The function 'nll_loss_forward' is not differentiable with respect to argument "
+                "'weight'. This input cannot have requires_grad True."
+            )
+        w = np.asarray(weight.data if isinstance(weight, _Tensor) else weight)
+        if w.shape != (n_classes,):
+            raise RuntimeError(
+                f"weight tensor should be defined either for all {n_classes} classes or no "
+                f"classes but got weight tensor of shape: {list(w.shape)}"
+            )
+    return x, t.astype(np.int64), w
+
+
+def nll_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    ignore_index: int = -100,
+    reduce: Any = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Negative log-likelihood of the ``target`` classes, given log-probabilities ``input``.
+
+    ``input`` is ``(N, C)`` with an ``(N,)`` integer target, ``(C,)`` with a 0-d target, or
+    ``(N, C, d1, ...)`` with an ``(N, d1, ...)`` target. ``loss_n = -weight[t_n] * input[n, t_n]``;
+    targets equal to ``ignore_index`` count 0. ``'mean'`` divides the sum by the total weight of
+    the counted targets (``nan`` if there are none), as PyTorch. ``weight`` gets no gradient.
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    target = _to_tensor(target)
+    x, t, w = _check_nll(input, target, weight)
+    class_dim = 0 if x.ndim == 1 else 1
+    n_classes = x.shape[class_dim]
+    if x.ndim == 1:
+        t = t.reshape(())
+    ignored = t == ignore_index
+    bad = ~ignored & ((t < 0) | (t >= n_classes))
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
+    safe_t = np.where(ignored, 0, t)
+    w_t = (np.ones(t.shape, dtype=x.dtype) if w is None else w.astype(x.dtype)[safe_t])
+    w_t = np.where(ignored, 0, w_t).astype(x.dtype, copy=False)
+    idx = np.expand_dims(safe_t, class_dim)
+    picked = np.take_along_axis(x, idx, axis=class_dim).squeeze(class_dim)
+    losses = -(w_t * picked)
+    total = None
+    if reduction == "none":
+        data = losses
+    elif reduction == "sum":
+        data = np.asarray(losses.sum())
+    else:
+        total = w_t.sum()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            data = np.asarray(losses.sum() / total)
+    out = _wrap(np.asarray(data).astype(x.dtype, copy=False))
+    if _needs_grad(input):
+        cls = _NllLoss2DBackward0 if x.ndim > 2 else _NllLossBackward0
+        node = _attach(cls((_edge_of(input),)), out)
+        coef = np.zeros(x.shape, dtype=x.dtype)
+        np.put_along_axis(coef, idx, np.expand_dims(-w_t, class_dim), axis=class_dim)
+        if total is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                coef = coef / total
+        node.coef, node.reduction, node.class_dim = coef, reduction, class_dim
+    return out
+
+
+# ------------------------------------------------------------------------------ cross_entropy
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    ignore_index: int = -100,
+    reduce: Any = None,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    """Cross entropy between the logits ``input`` and the ``target`` classes.
+
+    With class indices (``target`` shaped as for :func:`nll_loss`) it is
+    ``nll_loss(log_softmax(input, class_dim), target, ...)``, the class dim being 1 (0 for a 1-D
+    input). A floating ``target`` shaped like ``input`` holds class probabilities instead (it may
+    require grad): ``loss_n = -sum_c weight[c] * target[n, c] * logp[n, c]``, and ``'mean'``
+    divides by the number of samples. ``label_smoothing`` ``e`` mixes each target with the
+    uniform distribution, weighting ``(1 - e)`` and ``e / C``, reduced as PyTorch does.
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if input.data.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.data.ndim})")
+    class_dim = 0 if input.data.ndim == 1 else 1
+    n_classes = input.data.shape[class_dim]
+    target = _to_tensor(target)
+    if target.data.shape == input.data.shape:
+        return _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(
+            f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing:g}"
+        )
+    logp = _log_softmax(input, class_dim)
+    loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing == 0.0:
+        return loss
+    t = np.asarray(target.data)
+    if input.data.ndim == 1:
+        t = t.reshape(())
+    kept = t != ignore_index
+    w = _class_weight(weight, input)
+    smooth = -(logp if w is None else logp * w).sum(class_dim)
+    smooth = smooth * _wrap(kept.astype(input.data.dtype))
+    if reduction == "none":
+        smooth_red = smooth
+    elif reduction == "sum":
+        smooth_red = smooth.sum()
+    else:
+        if w is None:
+            denom = float(kept.sum())
+        else:
+            w_data = w.data.reshape(-1)
+            denom = float(w_data[np.where(kept, t, 0)][kept].sum())
+        smooth_red = smooth.sum() / denom if denom else smooth.sum() * float("nan")
+    return loss * (1.0 - label_smoothing) + smooth_red * (label_smoothing / n_classes)
+
+
+def _class_weight(weight: Any, input: Tensor) -> Tensor | None:
+    """``weight`` as a constant shaped to broadcast along the class dim of ``input``."""
+    if weight is None:
+        return None
+    ndim = input.data.ndim
+    class_dim = 0 if ndim == 1 else 1
+    shape = [1] * ndim
+    shape[class_dim] = input.data.shape[class_dim]
+    w = np.asarray(weight.data if isinstance(weight, _Tensor) else weight)
+    return _wrap(w.astype(input.data.dtype).reshape(shape))
+
+
+def _cross_entropy_probs(
+    input: Tensor, target: Tensor, weight: Any, ignore_index: int, reduction: str, label_smoothing: float
+) -> Tensor:
+    """Cross entropy with class probabilities as targets (PyTorch's ``_prob_target`` path)."""
+    class_dim = 0 if input.data.ndim == 1 else 1
+    n_classes = input.data.shape[class_dim]
+    if target.data.dtype.kind != "f":
+        raise RuntimeError(
+            "Expected floating point type for target with class probabilities, got "
+            f"{_dtype_name(target.data.dtype)}"
+        )
+    if ignore_index >= 0:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    if weight is not None:
+        w_shape = np.shape(weight.data if isinstance(weight, _Tensor) else weight)
+        if w_shape != (n_classes,):
+            raise RuntimeError(
+                f"cross_entropy: weight tensor should be defined either for all {n_classes} "
+                f"classes or no classes but got weight tensor of shape: {list(w_shape)}"
+            )
+    logp = _log_softmax(input, class_dim)
+    if label_smoothing > 0.0:
+        if label_smoothing > 1.0:
+            raise RuntimeError(
+                f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing:g}"
+            )
+        target = target * (1.0 - label_smoothing) + label_smoothing / n_classes
+    w = _class_weight(weight, input)
+    terms = logp * target if w is None else logp * target * w
+    if reduction == "none":
+        return -terms.sum(class_dim)
+    if reduction == "sum":
+        return -terms.sum()
+    count = input.data.size // n_classes if n_classes else 0
+    return -terms.sum() / float(count) if count else -terms.sum() * float("nan")
