@@ -4,31 +4,121 @@
     await loss.backward()
 
 Layers, bottom up: the Tensor and graph recording (``_tensor``, ``_node``, ``_saved``), the ops
-(``_ops``, one module per family), the engine (``_engine``) and the API that checks arguments in
-PyTorch's words (``_autograd``). Everything public is re-exported here by name.
+(``_ops``, one module per family, each with a table binding its Tensor methods), the engine
+(``_engine``), and the API that checks arguments in PyTorch's words (``_autograd``). Public
+submodules: ``aiograd.nn.functional`` and ``aiograd.testing``. Every public name is re-exported
+here explicitly and listed in ``__all__``; everything else is internal.
 """
 
-from . import _tensor_methods  # noqa: F401  (binds ops as Tensor methods)
+from . import (
+    _tensor_methods,  # noqa: F401  (binds the ops as Tensor methods and operators)
+    nn,
+    testing,
+)
 from ._autograd import backward, grad
 from ._device import device
+from ._engine import Engine, get_engine
 from ._factories import (
-    arange, as_tensor, empty, eye, full, linspace, manual_seed, ones, ones_like, rand, randn,
-    randn_like, tensor, zeros, zeros_like,
+    arange,
+    as_tensor,
+    empty,
+    eye,
+    full,
+    linspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    randn,
+    randn_like,
+    tensor,
+    zeros,
+    zeros_like,
 )
 from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._node import Node
 from ._ops.elementwise import (
-    abs, add, clamp, clip, clone, cos, div, eq, exp, ge, gt, le, log, log1p, lt, maximum, minimum,
-    mul, ne, neg, pow, relu, sigmoid, sign, sin, sqrt, sub, tanh, true_divide, where,
+    abs,
+    add,
+    clamp,
+    clip,
+    clone,
+    cos,
+    div,
+    eq,
+    exp,
+    ge,
+    gt,
+    le,
+    log,
+    log1p,
+    lt,
+    maximum,
+    minimum,
+    mul,
+    ne,
+    neg,
+    pow,
+    relu,
+    sigmoid,
+    sign,
+    sin,
+    sqrt,
+    sub,
+    tanh,
+    true_divide,
+    where,
 )
+from ._ops.indexing import gather, index_select
+from ._ops.joining import cat, chunk, concat, concatenate, split, split_with_sizes, stack, unbind
 from ._ops.linalg import matmul, mm
-from ._ops.reduction import mean, sum
-from ._ops.shape import (
-    broadcast_to, expand, flatten, permute, reshape, squeeze, sum_to_size, transpose, unsqueeze,
+from ._ops.reduction import (
+    argmax,
+    argmin,
+    log_softmax,
+    logsumexp,
+    max,
+    mean,
+    min,
+    prod,
+    softmax,
+    sum,
+    var,
 )
-from ._engine import Engine, get_engine
+from ._ops.shape import (
+    broadcast_to,
+    expand,
+    flatten,
+    permute,
+    reshape,
+    squeeze,
+    sum_to_size,
+    transpose,
+    unsqueeze,
+)
 from ._runner import run
 from ._tensor import Tensor
-from . import nn, testing
 
 __version__ = "0.1.0"
+
+__all__ = [
+    # tensors and factories
+    "Tensor", "device", "tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange",
+    "linspace", "eye", "rand", "randn", "zeros_like", "ones_like", "randn_like", "manual_seed",
+    # autograd
+    "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Node",
+    "Engine", "get_engine", "run",
+    # elementwise
+    "add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "log1p", "sqrt", "abs",
+    "sign", "sin", "cos", "tanh", "sigmoid", "relu", "clamp", "clip", "maximum", "minimum", "where",
+    "clone", "eq", "ne", "lt", "le", "gt", "ge",
+    # reductions
+    "sum", "mean", "var", "max", "min", "prod", "logsumexp", "softmax", "log_softmax", "argmax",
+    "argmin",
+    # shape, indexing, joining, linear algebra
+    "reshape", "flatten", "transpose", "permute", "squeeze", "unsqueeze", "expand", "broadcast_to",
+    "sum_to_size", "index_select", "gather", "cat", "concat", "concatenate", "stack", "split",
+    "split_with_sizes", "chunk", "unbind", "matmul", "mm",
+    # submodules
+    "nn", "testing",
+]

@@ -332,7 +332,7 @@ async def test_execution_order_follows_sequence_numbers():
 @requires_torch
 async def test_random_graph_matches_torch():
     rng = np.random.default_rng(3)
-    for trial in range(20):
+    for _ in range(20):
         xs = [rng.standard_normal(4) for _ in range(3)]
         ours = [ag.tensor(v, requires_grad=True) for v in xs]
         theirs = [torch.tensor(v, requires_grad=True) for v in xs]
