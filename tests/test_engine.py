@@ -8,10 +8,10 @@ import weakref
 
 import numpy as np
 import pytest
+from helpers import requires_torch, torch
 
 import aiograd as ag
 from aiograd._engine import compute_dependencies
-from tests.helpers import requires_torch, torch
 
 
 def leaf(*values: float) -> ag.Tensor:

@@ -11,11 +11,11 @@ import re
 
 import numpy as np
 import pytest
+from helpers import requires_torch, rng, to_torch, torch
 
 import aiograd as ag
 from aiograd._ops.indexing import gather, getitem, index_select
 from aiograd.testing import gradcheck, gradgradcheck
-from tests.helpers import requires_torch, rng, to_torch, torch
 
 MASK3 = np.array([True, False, True])
 MASK34 = np.array([[True, False, False, True], [False, False, False, False], [True, True, False, True]])

@@ -10,11 +10,11 @@ import re
 
 import numpy as np
 import pytest
+from helpers import rng, to_torch, torch
 
 import aiograd as ag
 from aiograd._ops.joining import cat, chunk, concat, split, stack, unbind
 from aiograd.testing import gradcheck, gradgradcheck
-from tests.helpers import rng, to_torch, torch
 
 
 def _t(shape, seed=0, requires_grad=True, dtype=np.float64):

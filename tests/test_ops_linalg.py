@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers import torch
-from test_ops_elementwise import OpSpec, const, make_op_tests
+from op_factory import OpSpec, const, make_op_tests
 
 import aiograd as ag
 from aiograd._ops.linalg import linear as ag_linear

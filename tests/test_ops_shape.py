@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers import torch
-from test_ops_elementwise import OpSpec, make_op_tests
+from op_factory import OpSpec, make_op_tests
 
 import aiograd as ag
 

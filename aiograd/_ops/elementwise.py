@@ -73,13 +73,18 @@ class SubBackward0(Node):
         return (reduce_grad(g, self.a_shape) if ea is not None else None, gb)
 
 
+class RsubBackward1(SubBackward0):
+    """``number - tensor`` (the reflected form), named as PyTorch names it."""
+
+
 def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     """``input - alpha * other`` with broadcasting."""
     a = input.data if isinstance(input, Tensor) else input
     b = other.data if isinstance(other, Tensor) else other
     out = wrap(a - (b if alpha == 1 else alpha * b))
     if needs_grad(input, other):
-        node = attach(SubBackward0(_binary_edges(input, other)), out)
+        cls = SubBackward0 if isinstance(input, Tensor) else RsubBackward1
+        node = attach(cls(_binary_edges(input, other)), out)
         node.a_shape, node.b_shape, node.alpha = _shape(input), _shape(other), alpha
     return out
 
@@ -164,18 +169,34 @@ class PowBackward1(Node):
         g = grads[0]
         ea, eb = self.next_edges
         a, b = saved(self, self.a), saved(self, self.b)
-        ga = reduce_grad(g * b * a ** (b - 1), self.a_shape) if ea is not None else None
-        gb = None
+        ga = gb = None
+        if ea is not None:
+            # PyTorch defines d/da a**b as 0 where b == 0 (at a == 0 too, where it is 0 * inf);
+            # the exponent is patched there so that no 0 ** -1 is computed.
+            b_zero = data_of(b) == 0
+            if np.any(b_zero):
+                ga = where(b_zero, 0.0, g * b * a ** (where(b_zero, 1.0, b) - 1))
+            else:
+                ga = g * b * a ** (b - 1)
+            ga = reduce_grad(ga, self.a_shape)
         if eb is not None:
             a_data = data_of(a)
+            result = self.result.unpack(self)
             # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0.
-            safe_log = log(where(a_data == 0, 1.0, a) if isinstance(a, Tensor) else np.log(a))
-            gb = g * self.result.unpack(self) * safe_log
+            if isinstance(a, Tensor):
+                safe_log = log(where(a_data == 0, 1.0, a))
+            else:  # a number or array base is a constant: log it in the result's dtype
+                safe_log = np.log(np.where(a_data == 0, 1, a_data)).astype(result.data.dtype)
+            gb = g * result * safe_log
             mask = (a_data == 0) & (data_of(b) >= 0)
             if np.any(mask):
                 gb = where(mask, 0.0, gb)
             gb = reduce_grad(gb, self.b_shape)
         return (ga, gb)
+
+
+class PowBackward2(PowBackward1):
+    """``number ** tensor``, named as PyTorch names it."""
 
 
 def pow(input: Any, exponent: Any) -> Tensor:
@@ -184,11 +205,13 @@ def pow(input: Any, exponent: Any) -> Tensor:
     out = wrap(np.power(a, b))
     if not needs_grad(input, exponent):
         return out
-    if not isinstance(exponent, Tensor):
+    if not isinstance(exponent, Tensor) and np.ndim(exponent) == 0:
         node = attach(PowBackward0((edge_of(input),)), out)
         node.a, node.exponent = save(input), exponent
         return out
-    node = attach(PowBackward1(_binary_edges(input, exponent)), out)
+    # An array exponent is a constant operand, as a tensor that needs no grad.
+    cls = PowBackward1 if isinstance(input, Tensor) else PowBackward2
+    node = attach(cls(_binary_edges(input, exponent)), out)
     node.a, node.b = _keep(input), _keep(exponent)
     node.result = save(out, is_output=True)
     node.a_shape, node.b_shape = _shape(input), _shape(exponent)
@@ -220,7 +243,9 @@ def exp(input: Tensor) -> Tensor:
     """Elementwise ``e ** input``."""
     out = wrap(np.exp(input.data))
     if needs_grad(input):
-        attach(ExpBackward0((edge_of(input),)), out).result = save(out, is_output=True)
+        # attach, then save: a saved output must already require grad (for create_graph)
+        node = attach(ExpBackward0((edge_of(input),)), out)
+        node.result = save(out, is_output=True)
     return out
 
 
@@ -265,7 +290,8 @@ def sqrt(input: Tensor) -> Tensor:
     """Elementwise square root."""
     out = wrap(np.sqrt(input.data))
     if needs_grad(input):
-        attach(SqrtBackward0((edge_of(input),)), out).result = save(out, is_output=True)
+        node = attach(SqrtBackward0((edge_of(input),)), out)
+        node.result = save(out, is_output=True)
     return out
 
 
@@ -339,7 +365,8 @@ def tanh(input: Tensor) -> Tensor:
     """Elementwise hyperbolic tangent."""
     out = wrap(np.tanh(input.data))
     if needs_grad(input):
-        attach(TanhBackward0((edge_of(input),)), out).result = save(out, is_output=True)
+        node = attach(TanhBackward0((edge_of(input),)), out)
+        node.result = save(out, is_output=True)
     return out
 
 
@@ -354,10 +381,13 @@ class SigmoidBackward0(Node):
 def sigmoid(input: Tensor) -> Tensor:
     """Elementwise logistic function ``1 / (1 + exp(-x))``, computed without overflow."""
     x = input.data
-    # tanh form is stable for large |x| and keeps the dtype.
-    out = wrap(0.5 * np.tanh(0.5 * x) + 0.5)
+    # exp(-|x|) cannot overflow, and for x < 0 the form z / (1 + z) keeps tiny results accurate
+    # (0.5 * tanh(x / 2) + 0.5 rounds sigmoid(-40) to 0); Python numbers keep the dtype.
+    z = np.exp(-np.abs(x))
+    out = wrap(np.where(x >= 0, 1.0, z) / (1.0 + z))
     if needs_grad(input):
-        attach(SigmoidBackward0((edge_of(input),)), out).result = save(out, is_output=True)
+        node = attach(SigmoidBackward0((edge_of(input),)), out)
+        node.result = save(out, is_output=True)
     return out
 
 
@@ -372,7 +402,8 @@ def relu(input: Tensor) -> Tensor:
     """Elementwise ``max(x, 0)`` (gradient 0 at 0, as PyTorch)."""
     out = wrap(np.maximum(input.data, 0))
     if needs_grad(input):
-        attach(ReluBackward0((edge_of(input),)), out).result = save(out, is_output=True)
+        node = attach(ReluBackward0((edge_of(input),)), out)
+        node.result = save(out, is_output=True)
     return out
 
 
@@ -413,7 +444,7 @@ class MaximumBackward0(Node):
 
     def apply(self, grads):  # type: ignore[no-untyped-def]
         g = grads[0]
-        a, b = self.a.unpack(self).data, self.b.unpack(self).data
+        a, b = data_of(saved(self, self.a)), data_of(saved(self, self.b))
         tie = a == b
         to_a = np.where(tie, 0.5, (a > b) if self.pick_a_larger else (a < b))
         ea, eb = self.next_edges
@@ -429,13 +460,13 @@ class MinimumBackward0(MaximumBackward0):
 
 
 def _extremum(input: Any, other: Any, larger: bool) -> Tensor:
-    a, b = to_tensor(input), to_tensor(other)
-    out = wrap((np.maximum if larger else np.minimum)(a.data, b.data))
-    if needs_grad(a, b):
+    # Numbers stay numbers, as in mul: a 0-d float64 array would make a float32 result float64.
+    out = wrap((np.maximum if larger else np.minimum)(data_of(input), data_of(other)))
+    if needs_grad(input, other):
         cls = MaximumBackward0 if larger else MinimumBackward0
-        node = attach(cls(_binary_edges(a, b)), out)
-        node.a, node.b, node.pick_a_larger = save(a), save(b), larger
-        node.a_shape, node.b_shape = a.data.shape, b.data.shape
+        node = attach(cls(_binary_edges(input, other)), out)
+        node.a, node.b, node.pick_a_larger = _keep(input), _keep(other), larger
+        node.a_shape, node.b_shape = _shape(input), _shape(other)
     return out
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ._util import Node, Tensor, attach, edge_of, needs_grad, save, wrap
+from ._util import Node, Tensor, attach, edge_of, needs_grad, save, to_tensor, wrap
 from .shape import reduce_grad
 
 __all__ = ["matmul", "mm", "linear"]
@@ -36,10 +36,11 @@ class MatmulBackward0(Node):
         a_vec, b_vec = a.data.ndim == 1, b.data.ndim == 1
         a2 = a.unsqueeze(0) if a_vec else a
         b2 = b.unsqueeze(-1) if b_vec else b
-        if a_vec:
-            g = g.unsqueeze(-2)
+        # Column first: for a dot product the gradient is 0-d, and () -> (1,) -> (1, 1).
         if b_vec:
             g = g.unsqueeze(-1)
+        if a_vec:
+            g = g.unsqueeze(-2)
         ea, eb = self.next_edges
         ga = gb = None
         if ea is not None:
@@ -51,8 +52,23 @@ class MatmulBackward0(Node):
         return (ga, gb)
 
 
+def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
+    """PyTorch's message for operands whose inner sizes differ (dot, mv, mm; else mm's)."""
+    if len(a) == 1 and len(b) == 1:
+        return (
+            f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have the same "
+            f"number of elements, but got {a[0]} and {b[0]} elements respectively"
+        )
+    if len(a) == 2 and len(b) == 1:
+        return f"size mismatch, got input ({a[0]}), mat ({a[0]}x{a[1]}), vec ({b[0]})"
+    a = (1, *a) if len(a) == 1 else a  # a vector multiplies as a 1-row matrix
+    return f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, a))} and {'x'.join(map(str, b))})"
+
+
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with numpy's ``matmul`` rules (dot, mv, mm, batched mm)."""
+    # An array operand (``x @ array``) is a constant: a tensor that needs no grad, so it can be saved.
+    input, other = to_tensor(input), to_tensor(other)
     a, b = input.data, other.data
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(
@@ -61,10 +77,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     try:
         out = wrap(np.matmul(a, b))
     except ValueError:
-        raise RuntimeError(
-            f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, a.shape))} and "
-            f"{'x'.join(map(str, b.shape))})"
-        ) from None
+        raise RuntimeError(_mismatch(a.shape, b.shape)) from None
     if needs_grad(input, other):
         cls = MmBackward0 if a.ndim == 2 and b.ndim == 2 else MatmulBackward0
         node = attach(cls((edge_of(input), edge_of(other))), out)
@@ -92,7 +105,7 @@ class LinearBackward0(Node):
         ex, ew, eb = self.next_edges
         gx = matmul(g, self.weight.unpack(self)) if ex is not None else None
         gw = matmul(g.mT, self.x.unpack(self)) if ew is not None else None
-        gb = g.sum(0) if eb is not None else None
+        gb = reduce_grad(g, self.bias_shape) if eb is not None else None
         return (gx, gw, gb)
 
 
@@ -116,6 +129,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         ex, ew, _ = node.next_edges
         node.x = save(input) if ew is not None else None
         node.weight = save(weight) if ex is not None else None
+        node.bias_shape = None if bias is None else bias.data.shape
     return out
 
 

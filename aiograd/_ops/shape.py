@@ -51,6 +51,8 @@ class ViewBackward0(Node):
 def reshape(input: Tensor, *shape: Any) -> Tensor:
     """The same data with a new shape (one dim may be -1)."""
     new_shape = _shape_arg(shape)
+    if new_shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
     try:
         out = wrap(input.data.reshape(new_shape))
     except ValueError:
@@ -129,26 +131,46 @@ def t_property(input: Tensor) -> Tensor:
 
 def mT_property(input: Tensor) -> Tensor:
     """``Tensor.mT``: the last two dimensions swapped."""
+    if input.data.ndim < 2:
+        raise RuntimeError(
+            "tensor.mT is only supported on matrices or batches of matrices. Got "
+            f"{input.data.ndim}-D tensor."
+        )
     return transpose(input, -2, -1)
 
 
 class SqueezeBackward0(Node):
+    """``squeeze()``; its subclasses name ``squeeze(dim)`` and ``squeeze(dims)`` as PyTorch does."""
+
     def apply(self, grads):  # type: ignore[no-untyped-def]
         return (grads[0].reshape(self.shape),)
+
+
+class SqueezeBackward1(SqueezeBackward0):
+    pass
+
+
+class SqueezeBackward2(SqueezeBackward0):
+    pass
 
 
 def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Remove dimensions of size 1 (all, or those in ``dim`` that have size 1)."""
     shape = input.data.shape
     if dim is None:
+        cls: type[SqueezeBackward0] = SqueezeBackward0
         axes = tuple(i for i, s in enumerate(shape) if s == 1)
     else:
-        dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
-        axes = tuple(sorted({_dim(d, len(shape)) for d in dims} if shape else ()))
-        axes = tuple(a for a in axes if shape[a] == 1)
+        single = isinstance(dim, (int, np.integer))
+        cls = SqueezeBackward1 if single else SqueezeBackward2
+        wrapped = [_dim(int(d), len(shape)) for d in ((dim,) if single else dim)]
+        for i, d in enumerate(wrapped):
+            if d in wrapped[:i]:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        axes = tuple(sorted(d for d in wrapped if shape and shape[d] == 1))
     out = wrap(np.squeeze(input.data, axis=axes) if axes else input.data.view())
     if needs_grad(input):
-        node = attach(SqueezeBackward0((edge_of(input),)), out)
+        node = attach(cls((edge_of(input),)), out)
         node.shape = shape
     return out
 
@@ -185,17 +207,22 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
             f"the tensor ({len(shape)})"
         )
     lead = len(target) - len(shape)
+    for i, s in enumerate(target):
+        if i < lead and s < 0:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({s}) isn't allowed in a leading, non-existing "
+                f"dimension {i}"
+            )
+        if i >= lead and s != -1 and shape[i - lead] not in (1, s):
+            raise RuntimeError(
+                f"The expanded size of the tensor ({s}) must match the existing size "
+                f"({shape[i - lead]}) at non-singleton dimension {i}.  Target sizes: "
+                f"{list(target)}.  Tensor sizes: {list(shape)}"
+            )
     resolved = tuple(
         (shape[i - lead] if s == -1 and i >= lead else s) for i, s in enumerate(target)
     )
-    try:
-        data = np.broadcast_to(input.data, resolved)
-    except ValueError:
-        raise RuntimeError(
-            f"The expanded size of the tensor ({list(resolved)}) must match the existing size "
-            f"({list(shape)}) at non-singleton dimensions"
-        ) from None
-    out = wrap(data)
+    out = wrap(np.broadcast_to(input.data, resolved))
     if needs_grad(input):
         node = attach(ExpandBackward0((edge_of(input),)), out)
         node.shape = shape
@@ -229,9 +256,9 @@ def sum_to_size(input: Tensor, *size: Any) -> Tensor:
     shape = _shape_arg(size)
     if input.data.shape == shape:
         return input
+    # ``shape`` must broadcast to the input's shape, not merely with it: (1, 4) vs (3, 1) fails.
     try:
-        np.broadcast_shapes(shape, input.data.shape)
-        if len(shape) > input.data.ndim:
+        if np.broadcast_shapes(shape, input.data.shape) != input.data.shape:
             raise ValueError
     except ValueError:
         raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(input.data.shape)}}}.") from None
