@@ -42,7 +42,7 @@ def _make_grads(outputs: tuple[Tensor, ...], grads: tuple[Any, ...]) -> list[Ten
                         "grad can be implicitly created only for real scalar outputs but got "
                         f"{out.data.dtype}"
                     )
-                new_grads.append(Tensor._wrap(np.ones_like(out.data)))
+                new_grads.append(Tensor._wrap(np.ones(out.data.shape, out.data.dtype)))
             else:
                 new_grads.append(None)
             continue
@@ -202,3 +202,17 @@ async def grad(
             for r, t in zip(result, input_tuple)
         ]
     return tuple(result)
+
+
+def tensor_backward(
+    self: Tensor,
+    gradient: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: TensorOrTensors | None = None,
+) -> Any:
+    """Awaitable: accumulate the gradient of this tensor into the leaves' ``.grad``.
+
+    ``await loss.backward()`` is ``await aiograd.backward(loss, ...)``; see :func:`backward`.
+    """
+    return backward(self, gradient, retain_graph, create_graph, inputs=inputs)

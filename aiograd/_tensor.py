@@ -201,21 +201,6 @@ class Tensor:
         hooks_of(fn).retains_grad[self.output_nr] = weakref.ref(self)
         self._retains_grad = True
 
-    def backward(
-        self,
-        gradient: Any = None,
-        retain_graph: bool | None = None,
-        create_graph: bool = False,
-        inputs: Any = None,
-    ) -> Any:
-        """Awaitable: accumulate the gradient of this tensor into the leaves' ``.grad``.
-
-        ``await loss.backward()``; see :func:`aiograd.backward`.
-        """
-        from ._autograd import backward
-
-        return backward(self, gradient, retain_graph, create_graph, inputs=inputs)
-
     # ----------------------------------------------------------------------------- display
     def __repr__(self) -> str:
         from ._format import format_tensor

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._ops import elementwise, indexing, joining, linalg, reduction, shape
+from ._autograd import tensor_backward
 from ._tensor import Tensor
 
 _FAMILIES = (elementwise, indexing, joining, linalg, reduction, shape)
@@ -12,3 +13,5 @@ for _family in _FAMILIES:
         setattr(Tensor, _name, _fn)
     for _name, _fn in getattr(_family, "TENSOR_PROPERTIES", {}).items():
         setattr(Tensor, _name, property(_fn, doc=_fn.__doc__))
+
+Tensor.backward = tensor_backward  # type: ignore[attr-defined]

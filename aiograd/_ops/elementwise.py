@@ -16,13 +16,14 @@ from ._util import (
     attach,
     data_of,
     edge_of,
+    grad_enabled,
     needs_grad,
     save,
     saved,
     to_tensor,
     wrap,
 )
-from .shape import reduce_grad
+from .shape import _sum_to, reduce_grad
 
 __all__ = [
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "log1p", "sqrt", "abs",
@@ -46,6 +47,12 @@ class AddBackward0(Node):
     def apply(self, grads):  # type: ignore[no-untyped-def]
         g = grads[0]
         ea, eb = self.next_edges
+        if self.alpha == 1 and not grad_enabled():
+            gd = g.data
+            return (
+                (g if gd.shape == self.a_shape else wrap(_sum_to(gd, self.a_shape))) if ea is not None else None,
+                (g if gd.shape == self.b_shape else wrap(_sum_to(gd, self.b_shape))) if eb is not None else None,
+            )
         gb = None
         if eb is not None:
             gb = reduce_grad(g if self.alpha == 1 else g * self.alpha, self.b_shape)
@@ -95,6 +102,14 @@ class MulBackward0(Node):
     def apply(self, grads):  # type: ignore[no-untyped-def]
         g = grads[0]
         ea, eb = self.next_edges
+        if not grad_enabled():
+            gd = g.data
+            ga = gb = None
+            if ea is not None:
+                ga = wrap(_sum_to(gd * data_of(saved(self, self.b)), self.a_shape))
+            if eb is not None:
+                gb = wrap(_sum_to(gd * data_of(saved(self, self.a)), self.b_shape))
+            return (ga, gb)
         ga = reduce_grad(g * saved(self, self.b), self.a_shape) if ea is not None else None
         gb = reduce_grad(g * saved(self, self.a), self.b_shape) if eb is not None else None
         return (ga, gb)
@@ -236,6 +251,8 @@ class ExpBackward0(Node):
     _saved = ("result",)
 
     def apply(self, grads):  # type: ignore[no-untyped-def]
+        if not grad_enabled():
+            return (wrap(grads[0].data * self.result.unpack(self).data),)
         return (grads[0] * self.result.unpack(self),)
 
 
@@ -358,6 +375,9 @@ class TanhBackward0(Node):
 
     def apply(self, grads):  # type: ignore[no-untyped-def]
         y = self.result.unpack(self)
+        if not grad_enabled():
+            yd = y.data
+            return (wrap(grads[0].data * (1.0 - yd * yd)),)
         return (grads[0] * (1.0 - y * y),)
 
 
@@ -375,6 +395,9 @@ class SigmoidBackward0(Node):
 
     def apply(self, grads):  # type: ignore[no-untyped-def]
         y = self.result.unpack(self)
+        if not grad_enabled():
+            yd = y.data
+            return (wrap(grads[0].data * (yd * (1.0 - yd))),)
         return (grads[0] * (y * (1.0 - y)),)
 
 
@@ -395,7 +418,10 @@ class ReluBackward0(Node):
     _saved = ("result",)
 
     def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (grads[0] * wrap(self.result.unpack(self).data > 0),)
+        positive = self.result.unpack(self).data > 0
+        if not grad_enabled():
+            return (wrap(grads[0].data * positive),)
+        return (grads[0] * wrap(positive),)
 
 
 def relu(input: Tensor) -> Tensor:

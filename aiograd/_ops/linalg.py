@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ._util import Node, Tensor, attach, edge_of, needs_grad, save, to_tensor, wrap
-from .shape import reduce_grad
+from ._util import Node, Tensor, attach, edge_of, grad_enabled, needs_grad, save, to_tensor, wrap
+from .shape import _sum_to, reduce_grad
 
 __all__ = ["matmul", "mm", "linear"]
 
@@ -20,6 +20,11 @@ class MmBackward0(Node):
     def apply(self, grads):  # type: ignore[no-untyped-def]
         g = grads[0]
         ea, eb = self.next_edges
+        if not grad_enabled():
+            gd = g.data
+            ga = wrap(gd @ self.b.unpack(self).data.T) if ea is not None else None
+            gb = wrap(self.a.unpack(self).data.T @ gd) if eb is not None else None
+            return (ga, gb)
         ga = matmul(g, self.b.unpack(self).mT) if ea is not None else None
         gb = matmul(self.a.unpack(self).mT, g) if eb is not None else None
         return (ga, gb)
@@ -103,6 +108,14 @@ class LinearBackward0(Node):
     def apply(self, grads):  # type: ignore[no-untyped-def]
         g = grads[0]
         ex, ew, eb = self.next_edges
+        if not grad_enabled():
+            gd = g.data
+            gx = wrap(gd @ self.weight.unpack(self).data) if ex is not None else None
+            gw = wrap(gd.T @ self.x.unpack(self).data) if ew is not None else None
+            gb = None
+            if eb is not None:
+                gb = wrap(_sum_to(gd, self.bias_shape))
+            return (gx, gw, gb)
         gx = matmul(g, self.weight.unpack(self)) if ex is not None else None
         gw = matmul(g.mT, self.x.unpack(self)) if ew is not None else None
         gb = reduce_grad(g, self.bias_shape) if eb is not None else None

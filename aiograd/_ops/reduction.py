@@ -52,8 +52,23 @@ def expand_reduced(grad: Tensor, shape: tuple[int, ...], axes: tuple[int, ...] |
     return grad.expand(shape)
 
 
+def _expand_reduced_array(grad: Any, shape: tuple[int, ...], axes: tuple[int, ...] | None, keepdim: bool) -> Any:
+    """``expand_reduced`` on the array (the no-create_graph fast path).
+
+    Materialised rather than a broadcast view: ``np.broadcast_to`` costs more than filling a small
+    array, and an owned, writable gradient can be stolen or accumulated in place downstream.
+    """
+    if axes is not None and not keepdim:
+        grad = np.expand_dims(grad, axes)
+    out = np.empty(shape, dtype=grad.dtype)
+    out[...] = grad
+    return out
+
+
 class SumBackward0(Node):
     def apply(self, grads):  # type: ignore[no-untyped-def]
+        if not grad_enabled():
+            return (wrap(_expand_reduced_array(grads[0].data, self.shape, self.axes, self.keepdim)),)
         return (expand_reduced(grads[0], self.shape, self.axes, self.keepdim),)
 
 
@@ -72,6 +87,9 @@ def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = F
 
 class MeanBackward0(Node):
     def apply(self, grads):  # type: ignore[no-untyped-def]
+        if not grad_enabled():
+            g = grads[0].data / self.count
+            return (wrap(_expand_reduced_array(g, self.shape, self.axes, self.keepdim)),)
         return (expand_reduced(grads[0] / self.count, self.shape, self.axes, self.keepdim),)
 
 
@@ -465,6 +483,9 @@ class LogSoftmaxBackward0(Node):
 
     def apply(self, grads):  # type: ignore[no-untyped-def]
         y, g = self.result.unpack(self), grads[0]
+        if not grad_enabled():
+            gd = g.data
+            return (wrap(gd - np.exp(y.data) * gd.sum(self.axes, keepdims=True)),)
         return (g - y.exp() * g.sum(self.axes, keepdim=True),)
 
 
@@ -472,12 +493,18 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """``x - logsumexp(x, dim)``, computed without overflow (``dtype`` casts first)."""
     input, axes = _softmax_input(input, dim, dtype, "log_softmax")
     data = input.data
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if data.size:
-            shifted = data - data.max(axis=axes, keepdims=True)
+    if not data.size:
+        out = wrap(data.copy())
+    else:
+        peak = data.max(axis=axes, keepdims=True)
+        if np.isfinite(peak).all():
+            # The common case needs no errstate (entering one costs more than the math here).
+            shifted = data - peak
             out = wrap(shifted - np.log(np.exp(shifted).sum(axis=axes, keepdims=True)))
         else:
-            out = wrap(data.copy())
+            with np.errstate(divide="ignore", invalid="ignore"):
+                shifted = data - peak
+                out = wrap(shifted - np.log(np.exp(shifted).sum(axis=axes, keepdims=True)))
     if needs_grad(input):
         node = attach(LogSoftmaxBackward0((edge_of(input),)), out)
         node.result, node.axes = save(out, is_output=True), axes

@@ -240,7 +240,11 @@ class SumToSizeBackward0(Node):
 
 
 def _sum_to(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    if data.shape == shape:
+        return data
     lead = data.ndim - len(shape)
+    if lead == 1 and data.shape[1:] == shape:
+        return data.sum(0)  # a bias's gradient: the most common broadcast by far
     axes = tuple(range(lead)) + tuple(
         i + lead for i, s in enumerate(shape) if s == 1 and data.shape[i + lead] != 1
     )

@@ -16,6 +16,7 @@ from .._ops._util import Node as _Node
 from .._ops._util import Tensor as _Tensor
 from .._ops._util import attach as _attach
 from .._ops._util import edge_of as _edge_of
+from .._ops._util import grad_enabled as _grad_enabled
 from .._ops._util import needs_grad as _needs_grad
 from .._ops._util import save as _save
 from .._ops._util import to_tensor as _to_tensor
@@ -176,6 +177,8 @@ class _NllLossBackward0(_Node):
 
     def apply(self, grads):  # type: ignore[no-untyped-def]
         g = grads[0]
+        if self.reduction != "none" and not _grad_enabled():
+            return (_wrap(g.data * self.coef),)
         coef = _wrap(self.coef.astype(g.data.dtype, copy=False))
         if self.reduction == "none" and coef.data.ndim > 1:
             g = g.unsqueeze(self.class_dim)
@@ -229,6 +232,29 @@ def _check_nll(input: Tensor, target: Tensor, weight: Any) -> tuple[Any, Any, An
     return x, t.astype(np.int64), w
 
 
+def _nll_loss_plain(input: Tensor, t: Any, ignore_index: int, mean: bool) -> Tensor | None:
+    """The training-loop case, in a handful of numpy calls: (N, C) input, (N,) int64 targets all
+    in range and none ignored, no weight, reduced. None sends anything else to the general path."""
+    x = input.data
+    if x.ndim != 2 or t.dtype != np.int64 or t.shape != (x.shape[0],) or not t.size:
+        return None
+    n_classes = x.shape[1]
+    # Viewed as unsigned, a negative target is huge: one comparison checks both bounds.
+    if not (t.view(np.uint64) < n_classes).all():
+        return None
+    if 0 <= ignore_index < n_classes and (t == ignore_index).any():
+        return None
+    rows = np.arange(t.size)
+    scale = 1.0 / t.size if mean else 1.0
+    out = _wrap(np.asarray(-x[rows, t].sum() * scale, dtype=x.dtype))
+    if _needs_grad(input):
+        node = _attach(_NllLossBackward0((_edge_of(input),)), out)
+        coef = np.zeros(x.shape, x.dtype)
+        coef[rows, t] = -scale
+        node.coef, node.reduction, node.class_dim = coef, "mean" if mean else "sum", 1
+    return out
+
+
 def nll_loss(
     input: Tensor,
     target: Tensor,
@@ -247,6 +273,10 @@ def nll_loss(
     """
     reduction = _reduction(size_average, reduce, reduction)
     target = _to_tensor(target)
+    if weight is None and reduction != "none":
+        fast = _nll_loss_plain(input, target.data, ignore_index, reduction == "mean")
+        if fast is not None:
+            return fast
     x, t, w = _check_nll(input, target, weight)
     class_dim = 0 if x.ndim == 1 else 1
     n_classes = x.shape[class_dim]
