@@ -17,6 +17,7 @@ from . import (
 )
 from ._autograd import backward, grad
 from ._device import device
+from ._dtypes import bool_, double, float16, float32, float64, half, int32, int64, uint8
 from ._engine import Engine, get_engine
 from ._factories import (
     arange,
@@ -37,6 +38,7 @@ from ._factories import (
 )
 from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from ._node import Node
+from ._ops.convenience import norm, square, std, t
 from ._ops.elementwise import (
     abs,
     add,
@@ -97,26 +99,28 @@ from ._ops.shape import (
     unsqueeze,
 )
 from ._runner import run
-from ._tensor import Tensor
+from ._tensor import Tensor, is_tensor
 
 __version__ = "0.1.0"
 
 __all__ = [
     # tensors and factories
-    "Tensor", "device", "tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange",
+    "Tensor", "device", "is_tensor", "tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange",
     "linspace", "eye", "rand", "randn", "zeros_like", "ones_like", "randn_like", "manual_seed",
+    # dtypes (numpy dtypes, with torch's names)
+    "float16", "half", "float32", "float64", "double", "int32", "int64", "uint8", "bool_",
     # autograd
     "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Node",
     "Engine", "get_engine", "run",
     # elementwise
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "log1p", "sqrt", "abs",
     "sign", "sin", "cos", "tanh", "sigmoid", "relu", "clamp", "clip", "maximum", "minimum", "where",
-    "clone", "eq", "ne", "lt", "le", "gt", "ge",
+    "clone", "square", "eq", "ne", "lt", "le", "gt", "ge",
     # reductions
-    "sum", "mean", "var", "max", "min", "prod", "logsumexp", "softmax", "log_softmax", "argmax",
+    "sum", "mean", "var", "std", "norm", "max", "min", "prod", "logsumexp", "softmax", "log_softmax", "argmax",
     "argmin",
     # shape, indexing, joining, linear algebra
-    "reshape", "flatten", "transpose", "permute", "squeeze", "unsqueeze", "expand", "broadcast_to",
+    "reshape", "t", "flatten", "transpose", "permute", "squeeze", "unsqueeze", "expand", "broadcast_to",
     "sum_to_size", "index_select", "gather", "cat", "concat", "concatenate", "stack", "split",
     "split_with_sizes", "chunk", "unbind", "matmul", "mm",
     # submodules

@@ -22,6 +22,11 @@ __all__ = ["Tensor"]
 _FLOAT_ERROR = "Only Tensors of floating point dtype can require gradients"
 
 
+def is_tensor(obj: Any) -> bool:
+    """True if ``obj`` is an aiograd Tensor."""
+    return isinstance(obj, Tensor)
+
+
 def is_floating(dtype: np.dtype[Any]) -> bool:
     return dtype.kind == "f"
 

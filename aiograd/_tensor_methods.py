@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ._ops import elementwise, indexing, joining, linalg, reduction, shape
 from ._autograd import tensor_backward
+from ._ops import convenience, elementwise, indexing, joining, linalg, reduction, shape
 from ._tensor import Tensor
 
-_FAMILIES = (elementwise, indexing, joining, linalg, reduction, shape)
+_FAMILIES = (elementwise, indexing, joining, linalg, reduction, shape, convenience)
 
 for _family in _FAMILIES:
     for _name, _fn in getattr(_family, "TENSOR_METHODS", {}).items():

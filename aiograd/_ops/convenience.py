@@ -1,0 +1,151 @@
+"""Small torch conveniences built from the other families: ``t``, ``*_as``, ``square``, ``std``,
+``norm``, ``contiguous``. Composites are differentiable (to any order) through their parts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._util import Node, Tensor, attach, edge_of, grad_enabled, needs_grad, save, wrap
+from .elementwise import sqrt, where
+from .reduction import axes_of, expand_reduced, var
+from .shape import expand, reshape, transpose
+
+__all__ = ["t", "square", "std", "norm"]
+
+
+def t(input: Tensor) -> Tensor:
+    """Transpose a tensor of at most 2 dimensions (``input.t()``)."""
+    if input.data.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.data.ndim}D")
+    return transpose(input, 0, 1) if input.data.ndim == 2 else input
+
+
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    """``input.expand(other.shape)``."""
+    return expand(input, other.data.shape)
+
+
+def view_as(input: Tensor, other: Tensor) -> Tensor:
+    """``input.view(other.shape)``."""
+    return reshape(input, other.data.shape)
+
+
+reshape_as = view_as
+
+
+def contiguous(input: Tensor) -> Tensor:
+    """``input`` itself when its array is C-contiguous, else a recorded contiguous copy."""
+    if input.data.flags.c_contiguous:
+        return input
+    from .elementwise import clone
+
+    out = clone(input)
+    out.data = np.ascontiguousarray(out.data)
+    return out
+
+
+def is_contiguous(input: Tensor) -> bool:
+    """True if the array is C-contiguous."""
+    return bool(input.data.flags.c_contiguous)
+
+
+def is_floating_point(input: Tensor) -> bool:
+    """True for floating point dtypes."""
+    return input.data.dtype.kind == "f"
+
+
+def type_as(input: Tensor, other: Tensor) -> Tensor:
+    """``input`` cast to ``other``'s dtype (differentiable)."""
+    return input.to(other.data.dtype)
+
+
+def square(input: Tensor) -> Tensor:
+    """Elementwise ``input ** 2``."""
+    return input**2
+
+
+def std(
+    input: Tensor,
+    dim: int | Sequence[int] | bool | None = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: float | None = None,
+) -> Tensor:
+    """Standard deviation: ``sqrt(var(...))`` with ``var``'s arguments."""
+    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+
+
+class LinalgVectorNormBackward0(Node):
+    """Backward of the 2-norm: ``g * x / norm``, and 0 where the norm is 0 (as PyTorch)."""
+
+    _saved = ("x", "result")
+
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        x, result = self.x.unpack(self), self.result.unpack(self)
+        if not grad_enabled():
+            with np.errstate(divide="ignore", invalid="ignore"):
+                scale = np.where(result.data == 0, 0.0, g.data / result.data).astype(g.data.dtype)
+            if self.axes is not None and not self.keepdim:
+                scale = np.expand_dims(scale, self.axes)
+            return (wrap(x.data * scale),)
+        safe = where(wrap(result.data == 0), 1.0, result)
+        scale = where(wrap(result.data == 0), 0.0, g / safe)
+        return (x * expand_reduced(scale, x.data.shape, self.axes, self.keepdim),)
+
+
+def norm(
+    input: Tensor, p: float | str = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False
+) -> Tensor:
+    """The vector p-norm over ``dim`` (all elements by default); ``p`` = 2, 1, inf or any p > 0."""
+    data = input.data
+    if data.dtype.kind != "f":
+        raise RuntimeError(
+            f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {data.dtype}"
+        )
+    if p == "fro":
+        p = 2
+    axes = axes_of(dim, data.ndim)
+    if p == 2:
+        out = wrap(np.sqrt(np.square(data).sum(axis=axes, keepdims=keepdim)))
+        if needs_grad(input):
+            node = attach(LinalgVectorNormBackward0((edge_of(input),)), out)
+            node.x, node.result = save(input), save(out, is_output=True)
+            node.axes, node.keepdim = axes, keepdim
+        return out
+    magnitude = input.abs()
+    if p == float("inf"):
+        if axes is None:
+            return magnitude.max()
+        for axis in reversed(axes):  # max is associative: reduce one dim at a time
+            magnitude = magnitude.max(axis, keepdim=True).values
+        return magnitude if keepdim else magnitude.squeeze(axes)
+    if p == 1:
+        return magnitude.sum(dim, keepdim)
+    if not isinstance(p, (int, float)) or p <= 0:
+        raise RuntimeError(f"norm(): p must be a positive number, 'fro' or inf, but got {p}")
+    return (magnitude**p).sum(dim, keepdim) ** (1.0 / p)
+
+
+def _pos(input: Tensor) -> Tensor:
+    return input
+
+
+TENSOR_METHODS: dict[str, Any] = {
+    "t": t,
+    "expand_as": expand_as,
+    "view_as": view_as,
+    "reshape_as": reshape_as,
+    "contiguous": contiguous,
+    "is_contiguous": is_contiguous,
+    "is_floating_point": is_floating_point,
+    "type_as": type_as,
+    "square": square,
+    "std": std,
+    "norm": norm,
+    "__pos__": _pos,
+}
