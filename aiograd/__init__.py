@@ -23,20 +23,30 @@ from ._factories import (
     arange,
     as_tensor,
     empty,
+    empty_like,
     eye,
     full,
+    full_like,
     linspace,
     manual_seed,
     ones,
     ones_like,
     rand,
+    rand_like,
     randn,
     randn_like,
     tensor,
     zeros,
     zeros_like,
 )
-from ._grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from ._grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from ._node import Node
 from ._ops.convenience import norm, square, std, t
 from ._ops.elementwise import (
@@ -106,11 +116,13 @@ __version__ = "0.1.0"
 __all__ = [
     # tensors and factories
     "Tensor", "device", "is_tensor", "tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange",
-    "linspace", "eye", "rand", "randn", "zeros_like", "ones_like", "randn_like", "manual_seed",
+    "linspace", "eye", "rand", "randn", "zeros_like", "ones_like", "full_like", "empty_like",
+    "rand_like", "randn_like", "manual_seed",
     # dtypes (numpy dtypes, with torch's names)
     "float16", "half", "float32", "float64", "double", "int32", "int64", "uint8", "bool_",
     # autograd
-    "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "Node",
+    "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "inference_mode", "is_inference_mode_enabled", "Node",
     "Engine", "get_engine", "run",
     # elementwise
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "log1p", "sqrt", "abs",

@@ -12,7 +12,8 @@ from ._tensor import Tensor
 
 __all__ = [
     "tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "rand",
-    "randn", "zeros_like", "ones_like", "randn_like", "manual_seed",
+    "randn", "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
+    "manual_seed",
 ]
 
 _rng = np.random.default_rng()
@@ -114,4 +115,20 @@ def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_
 def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples with ``input``'s shape and dtype."""
     data = _rng.standard_normal(input.data.shape).astype(dtype or input.data.dtype, copy=False)
+    return _finish(data, requires_grad, device)
+
+
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """``fill_value`` everywhere, with ``input``'s shape and dtype."""
+    return _finish(np.full_like(input.data, fill_value, dtype=dtype), requires_grad, device)
+
+
+def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor with ``input``'s shape and dtype."""
+    return _finish(np.empty_like(input.data, dtype=dtype), requires_grad, device)
+
+
+def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1) with ``input``'s shape and dtype."""
+    data = _rng.random(input.data.shape).astype(dtype or input.data.dtype, copy=False)
     return _finish(data, requires_grad, device)

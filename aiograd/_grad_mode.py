@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode", "is_inference_mode_enabled"]
 
 _grad_enabled: contextvars.ContextVar[bool] = contextvars.ContextVar("aiograd_grad_enabled", default=True)
 
@@ -165,3 +165,19 @@ class set_grad_enabled(_GradModeBase):
         clone = object.__new__(no_grad if not self._mode else enable_grad)
         clone._tokens = []
         return clone
+
+
+class inference_mode(_GradModeBase):
+    """``no_grad`` under PyTorch's other name (``inference_mode(False)`` enables grad).
+
+    numpy tensors have no view/version bookkeeping to skip, so this is exactly ``no_grad``.
+    """
+
+    def __init__(self, mode: bool = True) -> None:
+        super().__init__()
+        self._mode = not mode
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside ``inference_mode()`` (and ``no_grad``): no graph is recorded."""
+    return not _grad_enabled.get()

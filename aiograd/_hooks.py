@@ -33,7 +33,7 @@ def run_retains_grad(hooks: NodeHooks, grads: list[Any]) -> None:
         grad = grads[output_nr]
         if tensor is None or grad is None:
             continue
-        if tensor.grad is None:
-            tensor.grad = grad.clone()
+        if tensor._grad is None:
+            tensor._grad = grad.clone()
         else:
-            tensor.grad = tensor.grad + grad
+            tensor._grad = tensor._grad + grad

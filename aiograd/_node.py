@@ -169,21 +169,21 @@ def _accumulate_into_grad(variable: Tensor, grads: list[Tensor | None]) -> None:
     if first.data.dtype != variable.data.dtype or first.data.shape != variable.data.shape:
         grads[0] = _conform(first, variable)
     del first  # a local reference would make the buffer look shared to ``owns``
-    old = variable.grad
+    old = variable._grad
     if old is None:
         if grad_enabled():
-            variable.grad = grads[0].clone()  # type: ignore[union-attr]
+            variable._grad = grads[0].clone()  # type: ignore[union-attr]
         elif owns(grads, 0):
-            variable.grad = Tensor._wrap(grads[0].data)  # type: ignore[union-attr]  (stolen)
+            variable._grad = Tensor._wrap(grads[0].data)  # type: ignore[union-attr]  (stolen)
         else:
-            variable.grad = Tensor._wrap(grads[0].data.copy())  # type: ignore[union-attr]
+            variable._grad = Tensor._wrap(grads[0].data.copy())  # type: ignore[union-attr]
     elif not grad_enabled() and old.data.flags.writeable and old.data.shape == variable.data.shape:
         # In place keeps the .grad object (and its array) that the user may hold.
         old.data += grads[0].data  # type: ignore[union-attr]
         if old._vc is not None:
             old._vc[0] += 1
     else:
-        variable.grad = old + grads[0]
+        variable._grad = old + grads[0]
 
 
 def _conform(grad: Tensor, like: Tensor) -> Tensor:
@@ -201,13 +201,22 @@ def _conform(grad: Tensor, like: Tensor) -> Tensor:
 # Recording helpers used by the ops.
 
 
+_accumulator_creation = threading.Lock()
+
+
 def grad_accumulator(tensor: Tensor) -> AccumulateGrad:
     """The leaf's AccumulateGrad, created on first use and shared while any graph holds it."""
     ref = tensor._acc_ref
     acc = ref() if ref is not None else None
     if acc is None:
-        acc = AccumulateGrad(tensor)
-        tensor._acc_ref = weakref.ref(acc)
+        # Graphs built in several threads at once must still share one accumulator (and its
+        # lock) per leaf; the lock is taken only to create one.
+        with _accumulator_creation:
+            ref = tensor._acc_ref
+            acc = ref() if ref is not None else None
+            if acc is None:
+                acc = AccumulateGrad(tensor)
+                tensor._acc_ref = weakref.ref(acc)
     return acc
 
 

@@ -7,6 +7,7 @@ result costs one allocation and one store.
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -39,7 +40,7 @@ class Tensor:
     """
 
     # Defaults shared by every instance until set (see the module docstring).
-    grad: Tensor | None = None
+    _grad: Tensor | None = None  # ``.grad``; the engine writes it directly, users via the setter
     grad_fn: Node | None = None
     output_nr: int = 0
     _requires_grad: bool = False
@@ -79,6 +80,40 @@ class Tensor:
         if value and not is_floating(self.data.dtype):
             raise RuntimeError(_FLOAT_ERROR)
         self._requires_grad = bool(value)
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient accumulated by ``backward()``; None until one arrives.
+
+        Only leaves (and non-leaves that ``retain_grad()``) get one; reading it on another
+        non-leaf warns, as in PyTorch.
+        """
+        grad = self._grad
+        if grad is None and self.grad_fn is not None and not self._retains_grad:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
+                ".grad attribute won't be populated during autograd.backward(). If you indeed want "
+                "the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the "
+                "non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access "
+                "the leaf Tensor instead.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    "assigned grad expected to be a Tensor or None but got grad of type "
+                    f"{type(value).__name__}"
+                )
+            if value.data.dtype != self.data.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value.data.shape != self.data.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self._grad = value
 
     @property
     def is_leaf(self) -> bool:

@@ -358,3 +358,40 @@ async def test_random_graph_matches_torch():
             assert (a.grad is None) == (t.grad is None)
             if a.grad is not None:
                 np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_concurrent_backward_from_threads_with_their_own_loops_adds_up_exactly():
+    import threading
+
+    x = ag.tensor(np.arange(4.0), requires_grad=True)
+    n_threads, calls = 4, 25
+    errors: list[BaseException] = []
+    start = threading.Barrier(n_threads)
+
+    def worker() -> None:
+        async def main() -> None:
+            for _ in range(calls):
+                await ((x * x).sum() * 0.5).backward()
+
+        try:
+            start.wait()
+            asyncio.run(main())
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    np.testing.assert_array_equal(x.grad.numpy(), n_threads * calls * np.arange(4.0))
+
+
+async def test_grad_wrt_every_output_of_a_multi_output_node():
+    x = ag.randn(4, 2, requires_grad=True)
+    a, b = x.chunk(2)
+    go = ag.randn(2, 2)
+    ga, gb = await ag.grad(a + 2 * b, [a, b], grad_outputs=go, create_graph=True)
+    np.testing.assert_allclose(ga.detach().numpy(), go.numpy())
+    np.testing.assert_allclose(gb.detach().numpy(), 2 * go.numpy())

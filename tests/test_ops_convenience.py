@@ -70,3 +70,16 @@ def test_dtype_names_and_predicates():
     assert ag.is_tensor(x) and not ag.is_tensor(x.data)
     assert x.type_as(ag.zeros(1)).dtype == ag.float64
     assert x.contiguous() is x and x.is_contiguous()
+
+
+REPEAT_SPECS = [
+    OpSpec("repeat", lambda lib, x: x.repeat(2, 3), ((2, 3),), grad_fn="RepeatBackward0"),
+    OpSpec("repeat_new_dims", lambda lib, x: x.repeat(2, 1, 3), ((3,),), grad_fn="RepeatBackward0"),
+    OpSpec("repeat_ones", lambda lib, x: x.repeat(1, 1) * 2.0, ((2, 2),)),
+]
+globals().update({f"{k}_repeat": v for k, v in make_op_tests(REPEAT_SPECS).items()})
+
+
+def test_repeat_rejects_fewer_dims():
+    with pytest.raises(RuntimeError, match="Number of dimensions of repeat dims can not be smaller"):
+        ag.zeros(2, 2).repeat(2)

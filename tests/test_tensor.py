@@ -99,3 +99,40 @@ def test_numpy_arrays_defer_to_tensor_operators():
     x = ag.tensor([1.0, 2.0], requires_grad=True)
     out = np.array([2.0, 3.0]) * x
     assert isinstance(out, ag.Tensor) and out.grad_fn.name() == "MulBackward0"
+
+
+def test_grad_assignment_is_checked_like_pytorch():
+    x = ag.zeros(2, 2, requires_grad=True)
+    with pytest.raises(TypeError, match="assigned grad expected to be a Tensor or None but got grad of type int"):
+        x.grad = 3
+    with pytest.raises(RuntimeError, match="assigned grad has data of a different size"):
+        x.grad = ag.zeros(3)
+    with pytest.raises(RuntimeError, match="assigned grad has data of a different type"):
+        x.grad = ag.zeros(2, 2, dtype=np.float32)
+    g = ag.ones(2, 2)
+    x.grad = g
+    assert x.grad is g
+    x.grad = None
+    assert x.grad is None
+
+
+def test_reading_grad_of_a_non_leaf_warns():
+    y = ag.tensor([1.0], requires_grad=True) * 2.0
+    with pytest.warns(UserWarning, match="The .grad attribute of a Tensor that is not a leaf Tensor is being accessed"):
+        assert y.grad is None
+    y.retain_grad()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert y.grad is None
+
+
+def test_inference_mode_and_like_factories():
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    with ag.inference_mode():
+        assert not (x * 2.0).requires_grad and ag.is_inference_mode_enabled()
+    with ag.inference_mode(False):
+        assert (x * 2.0).requires_grad
+    assert ag.full_like(x, 7.0).tolist() == [7.0, 7.0]
+    assert ag.empty_like(x).shape == (2,) and ag.rand_like(x).dtype == np.float64

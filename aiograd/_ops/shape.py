@@ -24,6 +24,7 @@ __all__ = [
     "expand",
     "broadcast_to",
     "sum_to_size",
+    "repeat",
 ]
 
 
@@ -273,6 +274,31 @@ def sum_to_size(input: Tensor, *size: Any) -> Tensor:
     return out
 
 
+class RepeatBackward0(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        # Each input element appears once per tile: split every dim into (tiles, size), sum tiles.
+        shape, reps = self.padded_shape, self.repeats
+        split = tuple(x for pair in zip(reps, shape) for x in pair)
+        summed = grads[0].reshape(split).sum(tuple(range(0, 2 * len(shape), 2)))
+        return (summed.reshape(self.shape),)
+
+
+def repeat(input: Tensor, *sizes: Any) -> Tensor:
+    """Tile the tensor ``sizes[i]`` times along dim ``i`` (torch's ``Tensor.repeat``)."""
+    reps = _shape_arg(sizes)
+    shape = input.data.shape
+    if len(reps) < len(shape):
+        raise RuntimeError(
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
+        )
+    padded = (1,) * (len(reps) - len(shape)) + shape
+    out = wrap(np.tile(input.data.reshape(padded), reps))
+    if needs_grad(input):
+        node = attach(RepeatBackward0((edge_of(input),)), out)
+        node.shape, node.padded_shape, node.repeats = shape, padded, reps
+    return out
+
+
 def reduce_grad(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
     """A broadcast op's gradient summed back to one input's shape (no-op when equal)."""
     return grad if grad.data.shape == shape else sum_to_size(grad, shape)
@@ -289,5 +315,6 @@ TENSOR_METHODS = {
     "expand": expand,
     "broadcast_to": broadcast_to,
     "sum_to_size": sum_to_size,
+    "repeat": repeat,
 }
 TENSOR_PROPERTIES = {"T": t_property, "mT": mT_property}
