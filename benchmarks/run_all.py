@@ -18,7 +18,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BENCHMARKS = ("bench_chain.py", "bench_mlp.py")
+BENCHMARKS = ("bench_engine.py", "bench_chain.py", "bench_mlp.py")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 

@@ -1,0 +1,86 @@
+"""The engine's own cost per node, with the math taken out.
+
+A 100,000-node chain of identity nodes (``apply`` returns its input list) is backwarded; what is
+left is the bookkeeping ENGINE.md budgets at "a few microseconds": the ready-queue push and pop,
+the dependency update, the InputBuffer, the saved-tensor release check. It also times the fixed
+cost of one small ``backward()`` call (argument checks, GraphTask, root gradient), next to torch's
+for the same call when torch is installed.
+
+    python benchmarks/bench_engine.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+import aiograd as ag
+from aiograd._node import Node, grad_accumulator
+
+CHAIN = 100_000
+REPEATS = 5
+CALLS = 5_000
+
+
+class Identity(Node):
+    def apply(self, grads):  # type: ignore[no-untyped-def]
+        return grads
+
+
+def identity_chain() -> ag.Tensor:
+    x = ag.tensor([1.0], requires_grad=True)
+    node: Node = Identity(((grad_accumulator(x), 0),))
+    for _ in range(CHAIN - 1):
+        node = Identity(((node, 0),))
+    root = ag.Tensor._wrap(np.ones(1))
+    root._requires_grad, root.grad_fn = True, node
+    return root
+
+
+async def engine_us_per_node() -> float:
+    times = []
+    for _ in range(REPEATS):
+        root = identity_chain()
+        start = time.perf_counter()
+        await root.backward(ag.tensor([1.0]))
+        times.append((time.perf_counter() - start) / (CHAIN + 1) * 1e6)
+    return statistics.median(times)
+
+
+async def small_call_us() -> float:
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    outputs = [x.sum() for _ in range(CALLS)]
+    start = time.perf_counter()
+    for y in outputs:
+        await y.backward()
+    return (time.perf_counter() - start) / CALLS * 1e6
+
+
+def torch_small_call_us() -> float | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    outputs = [x.sum() for _ in range(CALLS)]
+    start = time.perf_counter()
+    for y in outputs:
+        y.backward()
+    return (time.perf_counter() - start) / CALLS * 1e6
+
+
+async def main() -> None:
+    per_node = await engine_us_per_node()
+    call = await small_call_us()
+    theirs = torch_small_call_us()
+    print(f"engine bookkeeping, {CHAIN:,}-node identity chain: {per_node:.2f} us/node (median of {REPEATS})")
+    line = f"one x.sum().backward() call (2 nodes): aiograd {call:.1f} us"
+    if theirs is not None:
+        line += f", torch {theirs:.1f} us (ratio {call / theirs:.2f})"
+    print(line)
+
+
+if __name__ == "__main__":
+    ag.run(main())
