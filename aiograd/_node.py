@@ -160,10 +160,12 @@ def owns(slots: list[Any], i: int) -> bool:
     return data.base is None and data.flags.writeable and data.flags.c_contiguous
 
 
+#: ``Tensor._wrap``, installed by ``_tensor`` once the class exists (it imports this module).
+_wrap: Any = None
+
+
 def _accumulate_into_grad(variable: Tensor, grads: list[Tensor | None]) -> None:
     """PyTorch's AccumulateGrad rules (pytorch-semantics.md, section G)."""
-    from ._tensor import Tensor
-
     first = grads[0]
     assert first is not None
     if first.data.dtype != variable.data.dtype or first.data.shape != variable.data.shape:
@@ -174,9 +176,9 @@ def _accumulate_into_grad(variable: Tensor, grads: list[Tensor | None]) -> None:
         if grad_enabled():
             variable._grad = grads[0].clone()  # type: ignore[union-attr]
         elif owns(grads, 0):
-            variable._grad = Tensor._wrap(grads[0].data)  # type: ignore[union-attr]  (stolen)
+            variable._grad = _wrap(grads[0].data)  # type: ignore[union-attr]  (stolen)
         else:
-            variable._grad = Tensor._wrap(grads[0].data.copy())  # type: ignore[union-attr]
+            variable._grad = _wrap(grads[0].data.copy())  # type: ignore[union-attr]
     elif not grad_enabled() and old.data.flags.writeable and old.data.shape == variable.data.shape:
         # In place keeps the .grad object (and its array) that the user may hold.
         old.data += grads[0].data  # type: ignore[union-attr]

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _saved
+from . import _node, _saved
 from ._device import CPU, device
 from ._node import Node
 
@@ -248,4 +248,4 @@ class Tensor:
         return format_tensor(self)
 
 
-_saved._wrap = Tensor._wrap
+_saved._wrap = _node._wrap = Tensor._wrap
