@@ -99,22 +99,33 @@ class GraphRoot(Node):
 class AccumulateGrad(Node):
     """Sink of a leaf: adds the gradient it receives into ``leaf.grad``.
 
-    One per leaf, shared by every graph that reaches it (the leaf holds it weakly, graphs hold it
-    strongly). The lock makes concurrent backward calls from several threads add up exactly.
+    One per leaf for the leaf's whole life, shared by every graph that reaches it. The leaf holds
+    it strongly and it holds the leaf weakly (PyTorch has it the other way round): in C++ making
+    a new accumulator for every graph is free, in Python it would cost each parameter a few
+    microseconds per training step. No cycle either way; a graph whose leaf is gone accumulates
+    nothing, since nothing could read that ``.grad``. The lock makes concurrent backward calls
+    from several threads add up exactly.
     """
 
-    __slots__ = ("variable", "_lock")
+    __slots__ = ("_variable", "_lock")
 
     def __init__(self, variable: Tensor) -> None:
         super().__init__(())
         self.sequence_nr = MAX_SEQUENCE_NR
-        self.variable = variable
+        self._variable = weakref.ref(variable)
         self._lock = threading.Lock()
+
+    @property
+    def variable(self) -> Tensor | None:
+        """The leaf this node accumulates into (None once the leaf is gone)."""
+        return self._variable()
 
     def apply(self, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
         if grads[0] is None:
             return ()
-        variable = self.variable
+        variable = self._variable()
+        if variable is None:
+            return ()
         if variable.grad_fn is not None:
             raise RuntimeError("leaf variable has been moved into the graph interior")
         if not variable._requires_grad:
@@ -207,18 +218,15 @@ _accumulator_creation = threading.Lock()
 
 
 def grad_accumulator(tensor: Tensor) -> AccumulateGrad:
-    """The leaf's AccumulateGrad, created on first use and shared while any graph holds it."""
-    ref = tensor._acc_ref
-    acc = ref() if ref is not None else None
+    """The leaf's AccumulateGrad, created on first use and kept for the leaf's life."""
+    acc = tensor._accumulator
     if acc is None:
         # Graphs built in several threads at once must still share one accumulator (and its
         # lock) per leaf; the lock is taken only to create one.
         with _accumulator_creation:
-            ref = tensor._acc_ref
-            acc = ref() if ref is not None else None
+            acc = tensor._accumulator
             if acc is None:
-                acc = AccumulateGrad(tensor)
-                tensor._acc_ref = weakref.ref(acc)
+                acc = tensor._accumulator = AccumulateGrad(tensor)
     return acc
 
 

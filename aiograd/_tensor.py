@@ -45,7 +45,7 @@ class Tensor:
     output_nr: int = 0
     _requires_grad: bool = False
     _vc: list[int] | None = None  # version counter, shared with views; created on first need
-    _acc_ref: weakref.ref[Any] | None = None  # this leaf's AccumulateGrad, held weakly
+    _accumulator: Any = None  # this leaf's AccumulateGrad, created on first use (see _node)
     _retains_grad: bool = False
 
     # numpy must hand mixed expressions (``array * tensor``) to our reflected operators.

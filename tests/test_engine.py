@@ -282,16 +282,21 @@ async def test_graph_memory_is_released_after_backward():
     assert node() is None
 
 
-async def test_accumulate_grad_is_shared_by_graphs_and_dies_with_them():
+async def test_accumulate_grad_is_one_per_leaf_and_does_not_keep_it_alive():
     x = leaf(1.0)
     y1, y2 = x * 2.0, x * 3.0
     acc = y1.grad_fn.next_functions[0][0]
     assert acc is y2.grad_fn.next_functions[0][0]
     assert acc.name() == "AccumulateGrad" and acc.variable is x
-    ref = weakref.ref(acc)
-    del y1, y2, acc
+    del y1, y2
     gc.collect()
-    assert ref() is None
+    assert (x * 4.0).grad_fn.next_functions[0][0] is acc  # the same node for later graphs
+    ref = weakref.ref(x)
+    y = x * 5.0
+    del x, acc
+    gc.collect()
+    assert ref() is None  # a live graph does not keep a dropped leaf alive: no cycle
+    await y.backward(ag.tensor([1.0]))  # accumulating into a leaf that is gone does nothing
 
 
 def test_node_metadata_and_numbers():
