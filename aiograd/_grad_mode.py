@@ -57,14 +57,14 @@ class _GradModeBase:
 
             @functools.wraps(fn)
             async def run_coroutine(*args: Any, **kwargs: Any) -> Any:
-                return await _drive(fn(*args, **kwargs), self)
+                return await _Stepped(fn(*args, **kwargs), self)
 
             return run_coroutine  # type: ignore[return-value]
         if inspect.isgeneratorfunction(fn):
 
             @functools.wraps(fn)
             def run_generator(*args: Any, **kwargs: Any) -> Any:
-                return (yield from _drive_generator(fn(*args, **kwargs), self))
+                return (yield from _step_with_mode(fn(*args, **kwargs), self))
 
             return run_generator  # type: ignore[return-value]
 
@@ -76,35 +76,20 @@ class _GradModeBase:
         return run  # type: ignore[return-value]
 
 
-async def _drive(coro: Any, mode: _GradModeBase) -> Any:
-    # Step the coroutine by hand so that the mode applies only while it runs, not while the
-    # loop runs other tasks in between (they share nothing, but our caller's frame does).
-    return await _ModeCoroutine(coro, mode)
+class _Stepped:
+    """Awaitable that runs a coroutine with the decorator's mode set only while it runs."""
 
-
-class _ModeCoroutine:
     def __init__(self, coro: Any, mode: _GradModeBase) -> None:
         self._coro = coro
         self._mode = mode
 
     def __await__(self) -> Any:
-        coro = self._coro
-        send_value: Any = None
-        throw: BaseException | None = None
-        while True:
-            with self._mode._fresh():
-                try:
-                    yielded = coro.send(send_value) if throw is None else coro.throw(throw)
-                except StopIteration as stop:
-                    return stop.value
-            try:
-                send_value = yield yielded
-                throw = None
-            except BaseException as exc:  # noqa: BLE001 - forwarded into the coroutine
-                throw = exc
+        return _step_with_mode(self._coro, self._mode)
 
 
-def _drive_generator(gen: Any, mode: _GradModeBase) -> Any:
+def _step_with_mode(gen: Any, mode: _GradModeBase) -> Any:
+    """Step a generator or coroutine by hand, setting ``mode`` around each step, so that the
+    caller's mode is back whenever it is suspended (other code of the task runs meanwhile)."""
     send_value: Any = None
     throw: BaseException | None = None
     while True:

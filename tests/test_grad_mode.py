@@ -87,3 +87,58 @@ async def test_each_task_has_its_own_mode():
     assert ag.is_grad_enabled()  # the other task's no_grad does not leak here
     release.set()
     assert await task is False
+
+
+async def test_decorated_coroutine_propagates_errors_and_cancellation():
+    @ag.no_grad()
+    async def fails() -> None:
+        await asyncio.sleep(0)
+        raise ValueError("inside")
+
+    try:
+        await fails()
+    except ValueError as exc:
+        assert str(exc) == "inside"
+    assert ag.is_grad_enabled()
+
+    entered = asyncio.Event()
+    modes: list[bool] = []
+
+    @ag.no_grad()
+    async def waits() -> None:
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            modes.append(ag.is_grad_enabled())  # still its own mode while handling it
+            raise
+
+    task = asyncio.create_task(waits())
+    await entered.wait()
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    assert modes == [False] and task.cancelled()
+    assert ag.is_grad_enabled()
+
+
+def test_decorated_generator_forwards_send_and_close():
+    closed: list[bool] = []
+
+    @ag.no_grad()
+    def echo():
+        try:
+            value = yield ag.is_grad_enabled()
+            while True:
+                value = yield (value, ag.is_grad_enabled())
+        finally:
+            closed.append(True)
+
+    gen = echo()
+    assert next(gen) is False
+    assert gen.send(5) == (5, False)
+    assert ag.is_grad_enabled()
+    gen.close()
+    assert closed == [True]
