@@ -34,6 +34,9 @@ class Node:
 
     #: Number of gradients the node receives (its forward op's outputs).
     num_inputs = 1
+    #: True when ``apply`` returns an awaitable (a custom Function with ``async def backward``):
+    #: the engine awaits it.
+    is_async = False
     #: Names of SavedTensor attributes that ``release_variables`` frees.
     _saved: tuple[str, ...] = ()
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from . import _hooks
 from ._autograd import tensor_backward
-from ._ops import convenience, elementwise, indexing, joining, linalg, reduction, shape
+from ._ops import convenience, elementwise, indexing, inplace, joining, linalg, reduction, shape
 from ._tensor import Tensor
 
-_FAMILIES = (elementwise, indexing, joining, linalg, reduction, shape, convenience)
+_FAMILIES = (elementwise, indexing, joining, linalg, reduction, shape, convenience, inplace, _hooks)
 
 for _family in _FAMILIES:
     for _name, _fn in getattr(_family, "TENSOR_METHODS", {}).items():
