@@ -15,10 +15,16 @@ from . import (
     nn,
     testing,
 )
+from ._anomaly import (
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
 from ._autograd import backward, grad
 from ._device import device
 from ._dtypes import bool_, double, float16, float32, float64, half, int32, int64, uint8
-from ._engine import Engine, get_engine
+from ._engine import Engine, get_engine, queue_callback
 from ._factories import (
     arange,
     as_tensor,
@@ -122,7 +128,8 @@ __all__ = [
     "float16", "half", "float32", "float64", "double", "int32", "int64", "uint8", "bool_",
     # autograd
     "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-    "inference_mode", "is_inference_mode_enabled", "Node",
+    "inference_mode", "is_inference_mode_enabled", "Node", "queue_callback", "detect_anomaly",
+    "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "Engine", "get_engine", "run",
     # elementwise
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "log1p", "sqrt", "abs",

@@ -14,19 +14,30 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import itertools
 import weakref
+from collections.abc import Callable
 from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from ._anomaly import anomaly_state, current_node, warn_with_history
 from ._grad_mode import _grad_enabled
-from ._hooks import run_retains_grad
+from ._hooks import (
+    run_post_accumulate_hooks,
+    run_post_hooks,
+    run_pre_hooks,
+    run_retains_grad,
+    run_tensor_pre_hooks,
+)
 from ._node import Edge, GraphRoot, Node, owns
 
 if TYPE_CHECKING:
     from ._tensor import Tensor
 
-__all__ = ["Engine", "GraphTask", "get_engine"]
+__all__ = ["Engine", "GraphTask", "get_engine", "queue_callback"]
 
 #: NodeTask kinds, in the order the queue serves them.
 SHUTDOWN, WAKE_UP, RUN = 0, 1, 2
@@ -68,6 +79,9 @@ class GraphTask:
         "error",
         "future",
         "queue",
+        "final_callbacks",
+        "anomaly",
+        "check_nan",
         "__weakref__",
     )
 
@@ -85,6 +99,11 @@ class GraphTask:
         self.error: BaseException | None = None
         self.future: asyncio.Future[list[Tensor | None]] = asyncio.get_running_loop().create_future()
         self.queue = queue
+        self.final_callbacks: list[Callable[[], Any]] = []
+        # Anomaly mode of the caller: every node then takes the slow path, which checks NaNs and
+        # reports the forward history of a failing node.
+        self.anomaly, check_nan = anomaly_state()
+        self.check_nan = self.anomaly and check_nan
 
 
 class ReadyQueue(asyncio.PriorityQueue):  # type: ignore[type-arg]
@@ -163,12 +182,16 @@ class Engine:
                 owner = task[4]
                 if owner.error is None:
                     try:
-                        evaluate(owner, task[5], task[6])
+                        # A node with hooks, an async apply, or anomaly mode needs awaiting:
+                        # _evaluate hands back that work instead of doing it.
+                        slow = evaluate(owner, task[5], task[6])
+                        if slow is not None:
+                            await slow
                     except Exception as exc:  # noqa: BLE001 - the GraphTask reports it
                         self._fail(owner, exc, task[5])
                 owner.outstanding -= 1
                 if owner.outstanding == 0 and not owner.future.done():
-                    self._complete(owner)
+                    await self._complete(owner)
         except BaseException as exc:
             # Cancelled (or interrupted) while driving: the GraphTask dies with its driver.
             if not future.done():
@@ -180,7 +203,19 @@ class Engine:
             _grad_enabled.reset(mode_token)
         return future.result()
 
-    def _complete(self, graph_task: GraphTask) -> None:
+    async def _complete(self, graph_task: GraphTask) -> None:
+        """All nodes ran: final callbacks (FIFO; they may queue more), then the result."""
+        callbacks = graph_task.final_callbacks
+        i = 0
+        while i < len(callbacks):
+            try:
+                result = callbacks[i]()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:  # noqa: BLE001 - the GraphTask reports it
+                self._fail(graph_task, exc, None)
+                return
+            i += 1
         if graph_task.not_ready:
             names = ", ".join(sorted({n.name() for n in graph_task.not_ready}))
             self._fail(
@@ -188,7 +223,8 @@ class Engine:
                 None,
             )
             return
-        graph_task.future.set_result(graph_task.captured)
+        if not graph_task.future.done():
+            graph_task.future.set_result(graph_task.captured)
 
     def _fail(self, graph_task: GraphTask, exc: BaseException, node: Node | None) -> None:
         """First error wins: the GraphTask's remaining NodeTasks are dropped as they come up."""
@@ -196,12 +232,17 @@ class Engine:
             return
         if node is not None:
             exc.add_note(f"while running {node.name()}")
+            if graph_task.anomaly:
+                warn_with_history(node)
         graph_task.error = exc
         if not graph_task.future.done():
             graph_task.future.set_exception(exc)
 
-    def _evaluate(self, graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
-        """Run one node and hand its gradients to the nodes its edges lead to."""
+    def _evaluate(self, graph_task: GraphTask, node: Node, buffer: list[Any]) -> Any:
+        """Run one node and hand its gradients on; returns a coroutine instead when the node
+        needs awaiting (hooks, an async apply, anomaly mode), which the caller awaits."""
+        if node._hooks is not None or node.is_async or graph_task.anomaly:
+            return self._evaluate_slow(graph_task, node, buffer)
         exec_info = graph_task.exec_info
         if exec_info is not None:
             info = exec_info.get(node)
@@ -210,15 +251,73 @@ class Engine:
                 for input_nr, index in info.captures:
                     captured[index] = buffer[input_nr]
             if info is None or not info.needed:
-                return
-        hooks = node._hooks
-        if hooks is not None:
-            run_retains_grad(hooks, buffer)
+                return None
         outputs = node.apply(buffer)
         if not graph_task.keep_graph and node._saved:
             node.release_variables()
-        self.nodes_executed += 1
+        self._propagate(graph_task, node, outputs)
+        return None
 
+    async def _evaluate_slow(self, graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
+        """``_evaluate`` with everything around ``apply`` (pytorch-semantics.md, D and H)."""
+        hooks = node._hooks
+        exec_info = graph_task.exec_info
+        if exec_info is not None:
+            info = exec_info.get(node)
+            needed = info is not None and info.needed
+            captures = info.captures if info is not None else ()
+            if needed:
+                # Captured before the hooks run, as PyTorch does for a node that also runs.
+                self._capture(graph_task, captures, buffer)
+            else:
+                # Reached but not run: only tensor hooks and retains-grad see the gradient,
+                # and the capture takes what they leave.
+                if hooks is not None:
+                    await run_tensor_pre_hooks(hooks, buffer)
+                    run_retains_grad(hooks, buffer)
+                self._capture(graph_task, captures, buffer)
+                return
+        if hooks is not None:
+            if hooks.tensor_pre:
+                await run_tensor_pre_hooks(hooks, buffer)
+            if hooks.retains_grad:
+                run_retains_grad(hooks, buffer)
+            if hooks.pre:
+                buffer = await run_pre_hooks(hooks, buffer)
+        anomaly_token = current_node.set(node) if graph_task.anomaly else None
+        try:
+            outputs = node.apply(buffer)
+            if node.is_async:
+                outputs = await outputs
+        finally:
+            if anomaly_token is not None:
+                current_node.reset(anomaly_token)
+        if not graph_task.keep_graph and node._saved:
+            node.release_variables()
+        if hooks is not None:
+            if hooks.post:
+                outputs = await run_post_hooks(hooks, outputs, buffer)
+            if hooks.post_accumulate and buffer[0] is not None:
+                variable = node.variable  # type: ignore[attr-defined]  (AccumulateGrad)
+                if variable is not None:
+                    await run_post_accumulate_hooks(hooks, variable)
+        if graph_task.check_nan:
+            for i, out in enumerate(outputs):
+                if out is not None and np.isnan(out.data).any():
+                    raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+        self._propagate(graph_task, node, outputs)
+
+    @staticmethod
+    def _capture(graph_task: GraphTask, captures: Any, buffer: list[Any]) -> None:
+        captured = graph_task.captured
+        for input_nr, index in captures:
+            captured[index] = buffer[input_nr]
+
+    def _propagate(self, graph_task: GraphTask, node: Node, outputs: Any) -> None:
+        """Hand each output gradient to the InputBuffer of the node its edge leads to, and push
+        the nodes that became ready."""
+        self.nodes_executed += 1
+        exec_info = graph_task.exec_info
         dependencies = graph_task.dependencies
         not_ready = graph_task.not_ready
         i = -1
@@ -344,6 +443,15 @@ def init_to_execute(
         if stack and should_execute(node):
             mark_needed(stack[-1][0])
     return exec_info
+
+
+def queue_callback(callback: Callable[[], Any]) -> None:
+    """Run ``callback()`` (sync or ``async def``) once when the current backward's nodes have all
+    run, before it returns; callbacks run in the order queued and may queue more."""
+    graph_task = current_graph_task.get()
+    if graph_task is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    graph_task.final_callbacks.append(callback)
 
 
 _engines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Engine] = weakref.WeakKeyDictionary()

@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._anomaly import anomaly_state, record_creation
 from ._grad_mode import grad_enabled
 from ._saved import FREED, SavedTensor
 
@@ -50,6 +51,8 @@ class Node:
         self.topological_nr = topo
         self._metadata: dict[str, Any] | None = None
         self._hooks: Any = None
+        if anomaly_state()[0]:
+            record_creation(self)
 
     def name(self) -> str:
         """The node's name as PyTorch spells it, e.g. ``"MulBackward0"``."""
@@ -70,6 +73,20 @@ class Node:
     def apply(self, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
         """Map the gradients of the op's outputs to gradients of its inputs."""
         raise NotImplementedError
+
+    def register_prehook(self, fn: Any) -> Any:
+        """Call ``fn(grad_outputs)`` before the node runs (only if it runs); a returned tuple
+        replaces the gradients. ``fn`` may be ``async def``. Returns a removable handle."""
+        from ._hooks import add_hook, hooks_of
+
+        return add_hook(hooks_of(self).pre, fn)
+
+    def register_hook(self, fn: Any) -> Any:
+        """Call ``fn(grad_inputs, grad_outputs)`` after the node ran; a returned tuple replaces
+        ``grad_inputs``. ``fn`` may be ``async def``. Returns a removable handle."""
+        from ._hooks import add_hook, hooks_of
+
+        return add_hook(hooks_of(self).post, fn)
 
     def release_variables(self) -> None:
         """Free the saved tensors; unpacking them afterwards raises the backward-twice error."""

@@ -76,10 +76,22 @@ class SavedTensor:
         return (
             "one of the variables needed for gradient computation has been modified by an inplace "
             f"operation: [aiograd.{kind} [{shape}]]{which} is at version {self.version_counter[0]}; "
-            f"expected version {self.version} instead. Hint: enable anomaly detection to find the "
-            "operation that failed to compute its gradient, with "
-            "aiograd.set_detect_anomaly(True)."
+            f"expected version {self.version} instead. {_hint()}"
         )
+
+
+def _hint() -> str:
+    from ._anomaly import is_anomaly_enabled
+
+    if is_anomaly_enabled():
+        return (
+            "Hint: the backtrace further above shows the operation that failed to compute its "
+            "gradient. The variable in question was changed in there or anywhere later. Good luck!"
+        )
+    return (
+        "Hint: enable anomaly detection to find the operation that failed to compute its "
+        "gradient, with aiograd.set_detect_anomaly(True)."
+    )
 
 
 class _Freed(SavedTensor):
