@@ -114,6 +114,10 @@ def _checked_hook_result(result: Any, grad: Tensor) -> Tensor:
             f"hook 'hook' has changed the size of value: expected {list(grad.data.shape)} but got "
             f"{list(result.data.shape)}"
         )
+    if result.data.dtype != grad.data.dtype:
+        raise RuntimeError(
+            f"hook 'hook' has changed the type of value (was {grad.data.dtype} got {result.data.dtype})"
+        )
     return result
 
 
