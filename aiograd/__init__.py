@@ -6,12 +6,14 @@
 Layers, bottom up: the Tensor and graph recording (``_tensor``, ``_node``, ``_saved``), the ops
 (``_ops``, one module per family, each with a table binding its Tensor methods), the engine
 (``_engine``), and the API that checks arguments in PyTorch's words (``_autograd``). Public
-submodules: ``aiograd.nn.functional`` and ``aiograd.testing``. Every public name is re-exported
+submodules: ``aiograd.nn.functional``, ``aiograd.testing`` and ``aiograd.function`` (custom
+Functions). Every public name is re-exported
 here explicitly and listed in ``__all__``; everything else is internal.
 """
 
 from . import (
     _tensor_methods,  # noqa: F401  (binds the ops as Tensor methods and operators)
+    function,
     nn,
     testing,
 )
@@ -116,6 +118,7 @@ from ._ops.shape import (
 )
 from ._runner import run
 from ._tensor import Tensor, is_tensor
+from .function import Function
 
 __version__ = "0.1.0"
 
@@ -130,7 +133,7 @@ __all__ = [
     "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
     "inference_mode", "is_inference_mode_enabled", "Node", "queue_callback", "detect_anomaly",
     "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
-    "Engine", "get_engine", "run",
+    "Engine", "get_engine", "run", "Function",
     # elementwise
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "log1p", "sqrt", "abs",
     "sign", "sin", "cos", "tanh", "sigmoid", "relu", "clamp", "clip", "maximum", "minimum", "where",
@@ -143,5 +146,5 @@ __all__ = [
     "sum_to_size", "index_select", "gather", "cat", "concat", "concatenate", "stack", "split",
     "split_with_sizes", "chunk", "unbind", "matmul", "mm",
     # submodules
-    "nn", "testing",
+    "function", "nn", "testing",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 
 import aiograd
+import aiograd.function
 import aiograd.nn.functional
 import aiograd.testing
 
@@ -14,7 +15,7 @@ def _public(module) -> list[str]:
 
 
 def test_every_public_name_is_documented():
-    for module in (aiograd, aiograd.nn.functional, aiograd.testing):
+    for module in (aiograd, aiograd.function, aiograd.nn.functional, aiograd.testing):
         for name in _public(module):
             obj = getattr(module, name)
             if inspect.ismodule(obj) or not callable(obj):
@@ -24,11 +25,11 @@ def test_every_public_name_is_documented():
 
 def test_no_internal_module_leaks_into_the_top_level():
     modules = {n for n in dir(aiograd) if not n.startswith("_") and inspect.ismodule(getattr(aiograd, n))}
-    assert modules <= {"nn", "testing"}, modules
+    assert modules <= {"function", "nn", "testing"}, modules
 
 
 def test_all_lists_exactly_the_public_names():
-    for module in (aiograd, aiograd.nn.functional, aiograd.testing):
+    for module in (aiograd, aiograd.function, aiograd.nn.functional, aiograd.testing):
         public = {
             n
             for n in dir(module)

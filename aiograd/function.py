@@ -1,0 +1,470 @@
+"""Custom differentiable operations: subclass :class:`Function`, as with ``torch.autograd.Function``.
+
+    class Exp(aiograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        async def backward(ctx, grad):  # a plain ``def`` works too
+            (y,) = ctx.saved_tensors
+            return grad * y
+
+    y = Exp.apply(x)
+
+``apply`` runs ``forward`` under no_grad and records one node, an instance of ``ExpBackward``
+(made once per subclass). That node *is* the ``ctx`` that ``forward`` and ``backward`` receive,
+as in PyTorch, so ``y.grad_fn.saved_tensors`` and the attributes set on ``ctx`` can be read from
+the graph. The engine calls ``backward`` with grad mode equal to ``create_graph``, so a backward
+written with aiograd ops is itself differentiable; ``@once_differentiable`` opts out. What
+``backward`` returns is checked and conformed with PyTorch's rules and messages
+(pytorch-semantics.md, D 47-48 and F).
+"""
+
+from __future__ import annotations
+
+import functools as _functools
+import inspect as _inspect
+import warnings as _warnings
+from collections.abc import Callable as _Callable
+from collections.abc import Sequence as _Sequence
+from typing import Any as _Any
+
+import numpy as _np
+
+from ._grad_mode import _grad_enabled
+from ._grad_mode import grad_enabled as _grad_enabled_now
+from ._grad_mode import no_grad as _no_grad
+from ._node import Node as _Node
+from ._node import edge_of as _edge_of
+from ._saved import ERR_BACKWARD_TWICE as _ERR_BACKWARD_TWICE
+from ._saved import SavedTensor as _SavedTensor
+from ._tensor import Tensor as _Tensor
+
+__all__ = ["Function", "FunctionCtx", "once_differentiable"]
+
+_ONCE_DIFFERENTIABLE_ERROR = (
+    "trying to differentiate twice a function that was marked with @once_differentiable"
+)
+
+
+class FunctionCtx:
+    """The ``ctx`` of a custom :class:`Function`: what ``forward`` tells ``backward``.
+
+    Besides the methods below, any attribute may be set on it in ``forward`` and read in
+    ``backward`` (``ctx.k = k``). Keep tensors in ``save_for_backward`` instead: saved tensors are
+    checked against in-place changes, and saving an output does not make a reference cycle.
+    """
+
+    #: One bool per forward argument: True where it is a tensor that requires grad.
+    needs_input_grad: tuple[bool, ...] = ()
+    #: Whether None gradients reach ``backward`` as zeros (see ``set_materialize_grads``).
+    materialize_grads = True
+
+    _to_save: tuple[_Any, ...] = ()
+    _dirty: tuple[_Any, ...] = ()
+    _non_differentiable: tuple[_Any, ...] = ()
+    _saved_variables: tuple[_SavedTensor | None, ...] = ()
+    _freed = False
+
+    def save_for_backward(self, *tensors: _Tensor | None) -> None:
+        """Keep tensors (inputs, outputs or intermediates; None allowed) for ``backward``.
+
+        Call it once, in ``forward``; ``ctx.saved_tensors`` returns them. An in-place change to a
+        saved tensor before backward makes ``saved_tensors`` raise; they are freed after backward
+        unless the graph is retained.
+        """
+        self._to_save = tensors
+
+    @property
+    def saved_tensors(self) -> tuple[_Tensor | None, ...]:
+        """The tensors given to ``save_for_backward``, checked against in-place changes.
+
+        Raises the "backward through the graph a second time" error once backward freed them.
+        """
+        if self._freed:
+            raise RuntimeError(_ERR_BACKWARD_TWICE)
+        node: _Any = self
+        return tuple(None if s is None else s.unpack(node) for s in self._saved_variables)
+
+    def mark_dirty(self, *tensors: _Tensor) -> None:
+        """Declare the inputs that ``forward`` modified in place; it must return them.
+
+        Their version counters are bumped and they become outputs of this Function's node.
+        """
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors: _Tensor) -> None:
+        """Declare outputs that are not differentiable: they do not require grad, and their
+        gradients reach ``backward`` as zeros (or None without materialized grads)."""
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """Whether ``backward`` gets zeros (True, the default) or None for outputs that received
+        no gradient. Call it in ``forward``."""
+        self.materialize_grads = bool(value)
+
+
+class _FunctionBackward(_Node, FunctionCtx):
+    """The node of one ``Function.apply`` call, and the ``ctx`` of that call.
+
+    Each Function subclass gets its own subclass of this, named ``<Function>Backward``.
+    """
+
+    _forward_cls: type[Function]
+    _saved = ("saved_tensors",)  # non-empty: the engine calls release_variables after backward
+
+    def __init__(self, next_edges: tuple[_Any, ...]) -> None:
+        super().__init__(next_edges)
+        #: Per forward argument: is it a tensor (only tensors get gradients)?
+        self._is_tensor_input: tuple[bool, ...] = ()
+        #: Per tensor input needing a gradient: its (shape, dtype), else None.
+        self._input_meta: tuple[_Any, ...] = ()
+        #: Per forward output: (shape, dtype) of a tensor output, else None.
+        self._output_meta: tuple[_Any, ...] = ()
+
+    def release_variables(self) -> None:
+        """Free the saved tensors; ``saved_tensors`` then raises the backward-twice error."""
+        self._saved_variables = ()
+        self._freed = True
+
+    # --------------------------------------------------------------------------- backward
+    def apply(self, grads: list[_Tensor | None]) -> _Any:
+        """Call the user's ``backward`` and check what it returns (a coroutine if it is async)."""
+        result = self._forward_cls._backward_fn()(self, *self._grad_outputs(grads))
+        if self.is_async:
+            return self._finish(result)
+        if _inspect.iscoroutine(result):
+            result.close()
+            raise TypeError(
+                f"{self.name()}: backward returned a coroutine; define it with `async def` so "
+                "that the engine awaits it"
+            )
+        return self._validate(result)
+
+    async def _finish(self, pending: _Any) -> list[_Tensor | None]:
+        return self._validate(await pending)
+
+    def __call__(self, *grads: _Tensor | None) -> _Any:
+        if not self.is_async:
+            return super().__call__(*grads)
+
+        async def call() -> _Any:
+            out = await self.apply(list(grads))
+            return out[0] if len(out) == 1 else tuple(out)
+
+        return call()
+
+    def _grad_outputs(self, grads: list[_Tensor | None]) -> list[_Tensor | None]:
+        if not self.materialize_grads:
+            return grads
+        return [
+            _Tensor._wrap(_np.zeros(meta[0], meta[1])) if g is None and meta is not None else g
+            for g, meta in zip(grads, self._output_meta)
+        ]
+
+    def _validate(self, result: _Any) -> list[_Tensor | None]:
+        """PyTorch's checks of a custom backward's result (PyNode::apply, validate_outputs)."""
+        if not isinstance(result, tuple):
+            result = (result,)
+        is_tensor_input = self._is_tensor_input
+        expected = len(is_tensor_input)
+        if len(result) > expected and all(r is None for r in result[expected:]):
+            result = result[:expected]
+        if len(result) != expected:
+            raise RuntimeError(
+                f"function {self.name()} returned an incorrect number of gradients "
+                f"(expected {expected}, got {len(result)})"
+            )
+        grads: list[_Tensor | None] = []
+        for position, (grad, is_tensor) in enumerate(zip(result, is_tensor_input), 1):
+            if not is_tensor:
+                if grad is not None:
+                    raise RuntimeError(
+                        f"function {self.name()} returned a gradient different than None at "
+                        f"position {position}, but the corresponding forward input was not a "
+                        "Variable"
+                    )
+                continue
+            if grad is not None and not isinstance(grad, _Tensor):
+                raise RuntimeError(f"expected Variable or None (got {type(grad).__name__})")
+            grads.append(grad)
+        for i, meta in enumerate(self._input_meta):
+            grad = grads[i]
+            if grad is None:
+                continue
+            if meta is None:  # the input needs no gradient: whatever came back is dropped
+                grads[i] = None
+                continue
+            shape, dtype = meta
+            if grad.data.shape != shape:
+                if not _expandable(shape, grad.data.shape):
+                    raise RuntimeError(
+                        f"Function {self.name()} returned an invalid gradient at index {i} - got "
+                        f"{list(grad.data.shape)} but expected shape compatible with {list(shape)}"
+                    )
+                grad = grad.sum_to_size(shape)  # type: ignore[attr-defined]
+            if grad.data.dtype != dtype:
+                grad = grad.to(dtype)  # type: ignore[attr-defined]
+            grads[i] = grad
+        return grads
+
+
+def _expandable(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """True if ``shape`` broadcasts to ``target`` (PyTorch's ``is_expandable_to``)."""
+    if len(shape) > len(target):
+        return False
+    return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))
+
+
+class Function:
+    """Base class of custom differentiable operations (``torch.autograd.Function``'s API).
+
+    Define the static methods ``forward(ctx, *args, **kwargs)`` and ``backward(ctx,
+    *grad_outputs)`` (or ``async def backward``), then call ``F.apply(*args, **kwargs)``.
+    ``backward`` gets one gradient per output of ``forward`` and returns one per argument of
+    ``forward`` (None for non-tensors and inputs needing none; extra trailing Nones are fine).
+    Gradients of a broadcast shape are summed to the input's shape and cast to its dtype. See
+    :class:`FunctionCtx` for what ``ctx`` offers.
+    """
+
+    _backward_cls: type[_FunctionBackward]
+
+    def __init_subclass__(cls, **kwargs: _Any) -> None:
+        super().__init_subclass__(**kwargs)
+        user_fn = cls.vjp if cls.backward is Function.backward else cls.backward
+        cls._backward_cls = type(
+            f"{cls.__name__}Backward",
+            (_FunctionBackward,),
+            {
+                "_forward_cls": cls,
+                "is_async": _inspect.iscoroutinefunction(user_fn),
+                "__module__": cls.__module__,
+                "__doc__": f"The backward of the custom Function {cls.__qualname__}.",
+            },
+        )
+
+    @staticmethod
+    def forward(ctx: _Any, *args: _Any, **kwargs: _Any) -> _Any:
+        """Compute the outputs (a tensor or a tuple) from the inputs; runs under no_grad."""
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx: _Any, *grad_outputs: _Any) -> _Any:
+        """Map the gradients of the outputs to the gradients of the inputs (may be async)."""
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for your custom "
+            "autograd.Function to use it with backward mode AD."
+        )
+
+    #: Another name for ``backward``: define one or the other.
+    vjp = backward
+
+    @classmethod
+    def _backward_fn(cls) -> _Callable[..., _Any]:
+        if cls.backward is not Function.backward and cls.vjp is not Function.vjp:
+            raise RuntimeError(
+                "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. "
+                "You should only implement one of them."
+            )
+        return cls.vjp if cls.backward is Function.backward else cls.backward
+
+    @classmethod
+    def apply(cls, *args: _Any, **kwargs: _Any) -> _Any:
+        """Run ``forward`` and record the node that calls ``backward`` during backward.
+
+        Keyword arguments that ``forward`` also accepts positionally count as inputs (like
+        PyTorch, which binds them); keyword-only ones are passed through as constants.
+        """
+        if kwargs:
+            bound = _inspect.signature(cls.forward).bind(None, *args, **kwargs)
+            args, kwargs = bound.args[1:], bound.kwargs
+        is_tensor_input = tuple(isinstance(a, _Tensor) for a in args)
+        needs_input_grad = tuple(t and a._requires_grad for t, a in zip(is_tensor_input, args))
+        executable = any(needs_input_grad) and _grad_enabled_now()
+        tensor_inputs = [a for a in args if isinstance(a, _Tensor)]
+        ctx = cls._backward_cls(tuple(_edge_of(a) for a in tensor_inputs) if executable else ())
+        ctx.needs_input_grad = needs_input_grad
+        if executable:
+            ctx._is_tensor_input = is_tensor_input
+            ctx._input_meta = tuple(
+                (a.data.shape, a.data.dtype) if e is not None else None
+                for a, e in zip(tensor_inputs, ctx.next_edges)
+            )
+        token = _grad_enabled.set(False)
+        try:
+            raw = cls.forward(ctx, *args, **kwargs)
+        finally:
+            _grad_enabled.reset(token)
+        return _wrap_outputs(ctx, tensor_inputs, raw, executable)
+
+
+def _wrap_outputs(ctx: _FunctionBackward, inputs: list[_Tensor], raw: _Any, executable: bool) -> _Any:
+    """Give the outputs their history (PyTorch's ``_wrap_outputs``/``set_history``), then save."""
+    is_tuple = isinstance(raw, tuple)
+    outputs = list(raw) if is_tuple else [raw]
+    input_ids = {id(t) for t in inputs}
+    output_ids = {id(o) for o in outputs if isinstance(o, _Tensor)}
+
+    dirty_ids: set[int] = set()
+    for i, t in enumerate(ctx._dirty):
+        if not isinstance(t, _Tensor):
+            raise TypeError(
+                f"mark_dirty can only accept variables, but argument {i} is of type {type(t).__name__}"
+            )
+        if id(t) not in dirty_ids:
+            dirty_ids.add(id(t))
+            _bump_version(t)
+    ctx._dirty = ()
+    if not dirty_ids <= output_ids:
+        raise RuntimeError(
+            "Some elements marked as dirty during the forward method were not returned as output. "
+            "The inputs that are modified inplace must all be outputs of the Function."
+        )
+    non_diff_ids = set()
+    for i, t in enumerate(ctx._non_differentiable):
+        if not isinstance(t, _Tensor):
+            raise TypeError(
+                f"mark_non_differentiable can only accept variables, but argument {i} is of type "
+                f"{type(t).__name__}"
+            )
+        non_diff_ids.add(id(t))
+    ctx._non_differentiable = ()
+
+    for i, var in enumerate(outputs):
+        if not isinstance(var, _Tensor):
+            continue
+        is_input = id(var) in input_ids
+        is_modified = id(var) in dirty_ids
+        differentiable = executable and id(var) not in non_diff_ids and var.data.dtype.kind == "f"
+        if not differentiable:
+            if not var._requires_grad:
+                if is_input and not is_modified:
+                    var = var.detach()  # a new tensor sharing the data, as PyTorch's view_as_self
+            elif is_input:
+                var = var.detach()
+            else:
+                var.grad_fn = None
+                var._requires_grad = False
+        elif is_modified:
+            if var.grad_fn is None and var._requires_grad:
+                raise RuntimeError(
+                    "a leaf Variable that requires grad has been used in an in-place operation."
+                )
+            if not is_input:
+                _warnings.warn(
+                    "Only input Tensors should be given to ctx.mark_dirty(). If a Tensor is not an "
+                    "input, there is no need to pass it to mark_dirty().",
+                    UserWarning,
+                    stacklevel=3,
+                )
+            _rebase(var, ctx, i)
+        else:
+            if is_input:
+                var = var.detach()
+            var._requires_grad = True
+            var.grad_fn = ctx
+            var.output_nr = i
+        outputs[i] = var
+
+    if executable:
+        ctx.num_inputs = len(outputs)
+        ctx._output_meta = tuple(
+            (o.data.shape, o.data.dtype) if isinstance(o, _Tensor) else None for o in outputs
+        )
+        saved: list[_SavedTensor | None] = []
+        for i, t in enumerate(ctx._to_save):
+            if t is None:
+                saved.append(None)
+            elif not isinstance(t, _Tensor):
+                raise TypeError(
+                    f"save_for_backward can only save variables, but argument {i} is of type "
+                    f"{type(t).__name__}"
+                )
+            else:
+                saved.append(_SavedTensor(t, t.grad_fn is ctx))
+        ctx._saved_variables = tuple(saved)
+    ctx._to_save = ()
+    return tuple(outputs) if is_tuple else outputs[0]
+
+
+def _bump_version(tensor: _Tensor) -> None:
+    if tensor._vc is None:
+        tensor._vc = [1]
+    else:
+        tensor._vc[0] += 1
+
+
+def _rebase(tensor: _Tensor, node: _Node, output_nr: int) -> None:
+    """Make ``node`` the grad_fn of a tensor that ``forward`` modified in place."""
+    from ._ops import inplace
+
+    rebase = getattr(inplace, "rebase_inplace", None)
+    if rebase is not None:
+        rebase(tensor, node, output_nr)
+    else:
+        tensor._requires_grad = True
+        tensor.grad_fn = node
+        tensor.output_nr = output_nr
+
+
+class _Error(_Node):
+    """Stands in for the graph of a ``@once_differentiable`` backward: differentiating its
+    outputs raises (PyTorch's ``DelayedError``)."""
+
+    __slots__ = ("message", "num_inputs")
+
+    def __init__(self, message: str, num_inputs: int) -> None:
+        super().__init__(())
+        self.message = message
+        self.num_inputs = num_inputs
+
+    def name(self) -> str:
+        return "Error"
+
+    def apply(self, grads: list[_Tensor | None]) -> _Sequence[_Tensor | None]:
+        raise RuntimeError(self.message)
+
+
+def _delay_error(args: tuple[_Any, ...], outputs: _Any) -> _Any:
+    """Under create_graph, give the outputs of a once-differentiable backward an error node."""
+    if not _grad_enabled_now():
+        return outputs
+    if not any(isinstance(a, _Tensor) and a._requires_grad for a in args):
+        return outputs
+    outs = outputs if isinstance(outputs, tuple) else (outputs,)
+    err = _Error(_ONCE_DIFFERENTIABLE_ERROR, len(outs))
+    wrapped = []
+    for i, out in enumerate(outs):
+        if isinstance(out, _Tensor):
+            out = out.detach()
+            out._requires_grad = True
+            out.grad_fn = err
+            out.output_nr = i
+        wrapped.append(out)
+    return tuple(wrapped) if len(wrapped) != 1 else wrapped[0]
+
+
+def once_differentiable(fn: _Callable[..., _Any]) -> _Callable[..., _Any]:
+    """Decorate a ``backward`` that cannot be differentiated (``@staticmethod`` goes outside).
+
+    It runs under no_grad, so it may use any code, numpy included. Under ``create_graph=True`` its
+    results get a node that raises "trying to differentiate twice a function that was marked with
+    @once_differentiable" if a higher-order gradient ever reaches it. Works on ``async def``.
+    """
+    without_grad = _no_grad()(fn)
+    if _inspect.iscoroutinefunction(fn):
+
+        @_functools.wraps(fn)
+        async def async_wrapper(ctx: _Any, *args: _Any) -> _Any:
+            return _delay_error(args, await without_grad(ctx, *args))
+
+        return async_wrapper
+
+    @_functools.wraps(fn)
+    def wrapper(ctx: _Any, *args: _Any) -> _Any:
+        return _delay_error(args, without_grad(ctx, *args))
+
+    return wrapper
