@@ -3,6 +3,10 @@
 A saved input is kept as the tensor itself. A saved output is kept as its array and version
 counter only (the node *is* its grad_fn, so keeping the tensor would be a reference cycle); on
 unpack under create_graph it is rebuilt with the node as grad_fn, as PyTorch's SavedVariable does.
+
+Unpacking checks, in PyTorch's order: freed (ERR_BACKWARD_TWICE), a saved non-leaf input since
+detached in place (``detach_()`` marks the tensor; ERR_DETACHED_INPLACE), then the version. The
+counter is shared by a tensor, its views and its ``detach()`` results (aiograd/_views.py).
 """
 
 from __future__ import annotations
@@ -20,6 +24,11 @@ ERR_BACKWARD_TWICE = (
     "they have already been freed). Saved intermediate values of the graph are freed when you call "
     ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
     "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+ERR_DETACHED_INPLACE = (
+    "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
+    "This is not supported, please use out-of-place `.detach()` instead"
 )
 
 #: ``Tensor._wrap``, installed by ``_tensor`` once the class exists (it imports this module).
@@ -49,9 +58,11 @@ class SavedTensor:
 
     def unpack(self, node: Node) -> Tensor:
         """Return the saved tensor, raising PyTorch's errors if it was freed or modified."""
+        tensor = self.tensor
+        if tensor is not None and tensor._detached_inplace and tensor.grad_fn is None:
+            raise RuntimeError(ERR_DETACHED_INPLACE)
         if self.version_counter[0] != self.version:
             raise RuntimeError(self._version_message(node))
-        tensor = self.tensor
         if tensor is not None:
             return tensor
         out = _wrap(self.data)

@@ -47,6 +47,10 @@ class Tensor:
     _vc: list[int] | None = None  # version counter, shared with views; created on first need
     _accumulator: Any = None  # this leaf's AccumulateGrad, created on first use (see _node)
     _retains_grad: bool = False
+    #: The tensor whose array this one views (the root one, never itself a view), or None; set by
+    #: the view ops, whose outputs are ``_views.View`` instances (see aiograd/_views.py).
+    _base: Tensor | None = None
+    _detached_inplace: bool = False  # set by detach_() on a non-leaf (checked by SavedTensor)
 
     # numpy must hand mixed expressions (``array * tensor``) to our reflected operators.
     __array_ufunc__ = None
@@ -223,6 +227,26 @@ class Tensor:
             self._vc = [0]
         out._vc = self._vc
         return out
+
+    def detach_(self) -> Tensor:
+        """Cut this tensor from the graph in place: it becomes a leaf that does not require grad.
+
+        Views cannot be detached in place. Saved tensors of the graph it leaves stay valid, except
+        that a node which saved this non-leaf as an input refuses to unpack it (as in PyTorch).
+        """
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        if self.grad_fn is not None:
+            self._detached_inplace = True
+            self.grad_fn = None
+        self.output_nr = 0
+        self._requires_grad = False
+        self._retains_grad = False
+        return self
+
+    def _is_view(self) -> bool:
+        """True if this tensor is a view of another one (``_base``)."""
+        return self._base is not None
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set ``requires_grad`` in place and return self."""

@@ -332,6 +332,9 @@ def _wrap_outputs(ctx: _FunctionBackward, inputs: list[_Tensor], raw: _Any, exec
             )
         non_diff_ids.add(id(t))
     ctx._non_differentiable = ()
+    if executable:
+        # Before any rebase: rebase_inplace refuses a view modified by a multi-output node.
+        ctx.num_inputs = len(outputs)
 
     for i, var in enumerate(outputs):
         if not isinstance(var, _Tensor):
@@ -370,7 +373,6 @@ def _wrap_outputs(ctx: _FunctionBackward, inputs: list[_Tensor], raw: _Any, exec
         outputs[i] = var
 
     if executable:
-        ctx.num_inputs = len(outputs)
         ctx._output_meta = tuple(
             (o.data.shape, o.data.dtype) if isinstance(o, _Tensor) else None for o in outputs
         )
@@ -399,15 +401,9 @@ def _bump_version(tensor: _Tensor) -> None:
 
 def _rebase(tensor: _Tensor, node: _Node, output_nr: int) -> None:
     """Make ``node`` the grad_fn of a tensor that ``forward`` modified in place."""
-    from ._ops import inplace
+    from ._ops.inplace import rebase_inplace
 
-    rebase = getattr(inplace, "rebase_inplace", None)
-    if rebase is not None:
-        rebase(tensor, node, output_nr)
-    else:
-        tensor._requires_grad = True
-        tensor.grad_fn = node
-        tensor.output_nr = output_nr
+    rebase_inplace(tensor, node, output_nr)
 
 
 class _Error(_Node):

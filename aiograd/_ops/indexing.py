@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .._views import make_view
 from ._util import Node, Tensor, attach, edge_of, needs_grad, wrap
 from .shape import _dim
 
@@ -106,14 +107,22 @@ def _take(input: Tensor, index: Index, cls: type[_TakeBackward]) -> Tensor:
     """``input`` indexed by a normalised index, recorded as ``cls``."""
     basic, adv, _ = index
     data = input.data
-    if basic is not None:
+    if adv is None:
+        # A basic index is a view. numpy gives a scalar (a copy) for an int per dimension: the
+        # Ellipsis makes it a 0-d view instead, as in PyTorch.
         data = data[basic]
-    if adv is not None:
-        data = data[adv]
-    out = wrap(data)
+        if type(data) is not np.ndarray:
+            data = input.data[basic + (Ellipsis,)]
+        out = make_view(input, data)
+    else:
+        if basic is not None:
+            data = data[basic]
+        out = wrap(data[adv])
     if needs_grad(input):
         node = attach(cls((edge_of(input),)), out)
         node.shape, node.index = input.data.shape, index
+    elif adv is None and input._requires_grad:
+        out._no_grad_view = True
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .._views import make_view
 from ._util import Node, Tensor, attach, edge_of, needs_grad, wrap
 from .indexing import getitem
 from .shape import _dim
@@ -154,13 +155,18 @@ class UnbindBackward0(_JoinGradsBackward):
         return (None if filled is None else stack(filled, self.dim),)
 
 
-def _record(input: Tensor, outs: tuple[Tensor, ...], cls: type[_JoinGradsBackward], d: int) -> tuple[Tensor, ...]:
+def _record(input: Tensor, pieces: list[Any], cls: type[_JoinGradsBackward], d: int) -> tuple[Tensor, ...]:
+    """The pieces are views of ``input`` (they share its version counter); with a graph they are
+    outputs of one node, and PyTorch refuses in-place ops on such views (``_multi_output``)."""
+    outs = tuple(make_view(input, p) for p in pieces)
     if needs_grad(input):
         node = cls((edge_of(input),))
         node.num_inputs = len(outs)  # type: ignore[misc]
         node.dim = d
         node.shapes = [o.data.shape for o in outs]
         attach(node, *outs)
+        for i, out in enumerate(outs):
+            out._multi_output = f"Output {i} of {node.name()}"  # type: ignore[attr-defined]
     return outs
 
 
@@ -170,9 +176,9 @@ def _split_sizes(input: Tensor, sizes: list[int], d: int, cls: type[_JoinGradsBa
     outs = []
     start = 0
     for s in sizes:
-        outs.append(wrap(data[lead + (slice(start, start + s),)]))
+        outs.append(data[lead + (slice(start, start + s),)])
         start += s
-    return _record(input, tuple(outs), cls, d)
+    return _record(input, outs, cls, d)
 
 
 def _check_1d(input: Tensor, fn: str) -> None:
@@ -239,8 +245,8 @@ def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = _dim(dim, data.ndim)
     lead = (_FULL,) * d
-    outs = tuple(wrap(data[lead + (i, Ellipsis)]) for i in range(data.shape[d]))
-    return _record(input, outs, UnbindBackward0, d)
+    pieces = [data[lead + (i, Ellipsis)] for i in range(data.shape[d])]
+    return _record(input, pieces, UnbindBackward0, d)
 
 
 TENSOR_METHODS = {

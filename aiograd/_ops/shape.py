@@ -1,7 +1,7 @@
 """Shape ops: reshape, view, flatten, transpose, permute, squeeze, unsqueeze, expand, sum_to_size.
 
-Each returns a numpy view where numpy can make one; views sharing storage and version counters
-with their base come with the in-place issue.
+The view ops (all but ``sum_to_size`` and ``repeat``; ``reshape`` when numpy can view) return
+``_views.View`` tensors: they share their base's array and version counter (aiograd/_views.py).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._views import make_view
 from ._util import Node, Tensor, attach, edge_of, needs_grad, wrap
 
 __all__ = [
@@ -49,24 +50,45 @@ class ViewBackward0(Node):
         return (grads[0].reshape(self.shape),)
 
 
-def reshape(input: Tensor, *shape: Any) -> Tensor:
-    """The same data with a new shape (one dim may be -1)."""
+def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Tensor:
     new_shape = _shape_arg(shape)
     if new_shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
+    data = input.data
     try:
-        out = wrap(input.data.reshape(new_shape))
+        out_data = data.reshape(new_shape)
     except ValueError:
         raise RuntimeError(
             f"shape '{list(new_shape)}' is invalid for input of size {input.data.size}"
         ) from None
+    # numpy collapses ``.base`` to the array owning the memory: a view has data's owner.
+    owner = out_data.base
+    if owner is not None and (owner is data or owner is data.base):
+        out = make_view(input, out_data)
+    elif must_view:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+        )
+    else:
+        out = wrap(out_data)
     if needs_grad(input):
         node = attach(ViewBackward0((edge_of(input),)), out)
         node.shape = input.data.shape
+    elif input._requires_grad and out._base is not None:
+        out._no_grad_view = True
     return out
 
 
-view = reshape
+def reshape(input: Tensor, *shape: Any) -> Tensor:
+    """The same data with a new shape (one dim may be -1): a view when numpy can make one,
+    else a copy."""
+    return _view_or_copy(input, shape, False)
+
+
+def view(input: Tensor, *shape: Any) -> Tensor:
+    """A view with a new shape (one dim may be -1); RuntimeError if the strides do not allow one."""
+    return _view_or_copy(input, shape, True)
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -99,10 +121,12 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
     order = tuple(_dim(d, ndim) for d in order)
     if len(set(order)) != ndim:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    out = wrap(input.data.transpose(order))
+    out = make_view(input, input.data.transpose(order))
     if needs_grad(input):
         node = attach(PermuteBackward0((edge_of(input),)), out)
         node.dims = order
+    elif input._requires_grad:
+        out._no_grad_view = True
     return out
 
 
@@ -115,10 +139,12 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dimensions."""
     ndim = input.data.ndim
     d0, d1 = _dim(dim0, ndim), _dim(dim1, ndim)
-    out = wrap(np.swapaxes(input.data, d0, d1) if ndim else input.data)
+    out = make_view(input, np.swapaxes(input.data, d0, d1) if ndim else input.data.view())
     if needs_grad(input):
         node = attach(TransposeBackward0((edge_of(input),)), out)
         node.dim0, node.dim1 = d0, d1
+    elif input._requires_grad:
+        out._no_grad_view = True
     return out
 
 
@@ -169,10 +195,12 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
             if d in wrapped[:i]:
                 raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         axes = tuple(sorted(d for d in wrapped if shape and shape[d] == 1))
-    out = wrap(np.squeeze(input.data, axis=axes) if axes else input.data.view())
+    out = make_view(input, np.squeeze(input.data, axis=axes) if axes else input.data.view())
     if needs_grad(input):
         node = attach(cls((edge_of(input),)), out)
         node.shape = shape
+    elif input._requires_grad:
+        out._no_grad_view = True
     return out
 
 
@@ -185,10 +213,12 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a dimension of size 1 at ``dim``."""
     ndim = input.data.ndim + 1
     d = _dim(dim, ndim)
-    out = wrap(np.expand_dims(input.data, d))
+    out = make_view(input, np.expand_dims(input.data, d))
     if needs_grad(input):
         node = attach(UnsqueezeBackward0((edge_of(input),)), out)
         node.dim = d
+    elif input._requires_grad:
+        out._no_grad_view = True
     return out
 
 
@@ -223,10 +253,13 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
     resolved = tuple(
         (shape[i - lead] if s == -1 and i >= lead else s) for i, s in enumerate(target)
     )
-    out = wrap(np.broadcast_to(input.data, resolved))
+    # Read-only, as numpy makes broadcasts: an in-place op on it raises PyTorch's overlap error.
+    out = make_view(input, np.broadcast_to(input.data, resolved))
     if needs_grad(input):
         node = attach(ExpandBackward0((edge_of(input),)), out)
         node.shape = shape
+    elif input._requires_grad:
+        out._no_grad_view = True
     return out
 
 

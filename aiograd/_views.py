@@ -1,0 +1,156 @@
+"""Views: tensors that share their base's array and version counter (PyTorch's view tracking).
+
+The view ops (``view``/``reshape`` when numpy can view, ``transpose``, ``permute``, ``T``, ``mT``,
+``squeeze``, ``unsqueeze``, ``expand``, basic indexing) return their numpy view wrapped as a
+:class:`View`, a Tensor subclass, with ``_base`` pointing to the root base (the first tensor of
+the chain that is not itself a view). A plain Tensor keeps ``grad_fn``, ``_requires_grad`` and
+``_vc`` as plain attributes; a View reads them through properties, so that only views pay for
+what views need:
+
+- ``_vc`` is the base's version counter, so that an in-place op on the base or on any of its
+  views bumps them all (and saved views see it).
+- ``grad_fn`` is regenerated lazily, as PyTorch does: the view remembers the base's version at
+  which its ``grad_fn`` was set (``_attr_version``); when the base's version has moved since
+  (an in-place op on the base or on another view changed the data the view shows), the next read
+  makes a fresh ``AsStridedBackward0`` on the base's current ``grad_fn`` (``regenerate``, in
+  ``aiograd/_ops/inplace.py``), so gradients flow through the latest version.
+
+Creating a view costs one store more than a plain op output (``_base``); the base's version is
+stored too only when it is not 0. ``detach()`` shares the counter and the array but is not a view
+(as in PyTorch). An in-place op on a view rebases the base (``CopySlices``, in
+``aiograd/_ops/inplace.py``); ``view_index`` locates the view's elements in the base for it.
+
+Where aiograd differs: a view made under no_grad of a tensor that requires grad does not require
+grad (PyTorch says it does, though it gets no gradient); modifying it in place with grad mode on
+raises PyTorch's error all the same. Views do not follow a ``.data`` reassignment of their base.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._tensor import Tensor
+
+__all__ = ["View", "make_view", "view_index"]
+
+#: ``regenerate(view) -> Node | None``: installed by ``aiograd._ops.inplace`` (which builds the
+#: node), called when a view's base changed version since its grad_fn was set.
+regenerate: Any = None
+
+
+class View(Tensor):
+    """A tensor that views another one's array (see the module docstring)."""
+
+    _fn: Any = None  # the grad_fn as last set or regenerated
+    _rg: bool = False  # requires_grad as set on the view itself
+    _attr_version: int = 0  # the base's version when ``_fn`` was set
+    _no_grad_view: bool = False  # made under no_grad from a tensor that requires grad
+    #: "Output k of XBackward0" for one of several views made by one node (split, chunk,
+    #: unbind): PyTorch refuses to record an in-place op on those.
+    _multi_output: str | None = None
+
+    @property
+    def grad_fn(self) -> Any:  # type: ignore[override]
+        vc = self._base._vc  # type: ignore[union-attr]
+        if vc is None or vc[0] == self._attr_version:
+            return self._fn
+        return regenerate(self)
+
+    @grad_fn.setter
+    def grad_fn(self, fn: Any) -> None:
+        self._fn = fn
+        vc = self._base._vc  # type: ignore[union-attr]
+        if vc is not None and vc[0] != self._attr_version:
+            self._attr_version = vc[0]
+
+    @property
+    def _requires_grad(self) -> bool:  # type: ignore[override]
+        return self._rg or self.grad_fn is not None
+
+    @_requires_grad.setter
+    def _requires_grad(self, value: bool) -> None:
+        self._rg = value
+
+    @property
+    def _vc(self) -> list[int]:  # type: ignore[override]
+        base = self._base
+        vc = base._vc  # type: ignore[union-attr]
+        if vc is None:
+            vc = base._vc = [0]  # type: ignore[union-attr]
+        return vc
+
+    @_vc.setter
+    def _vc(self, value: list[int]) -> None:
+        self._base._vc = value  # type: ignore[union-attr]
+
+
+# ``type(view).__name__`` reads "Tensor" in messages, as for every other tensor.
+View.__name__ = View.__qualname__ = "Tensor"
+
+_new = object.__new__
+
+
+def make_view(input: Tensor, data: np.ndarray[Any, Any]) -> Tensor:
+    """Wrap ``data``, a numpy view of ``input.data``, as a view of ``input``'s root base."""
+    out = _new(View)
+    out.data = data
+    base = input._base
+    if base is None:
+        base = input
+    out._base = base
+    vc = base._vc
+    if vc is not None and vc[0]:
+        out._attr_version = vc[0]
+    return out
+
+
+def view_index(view: np.ndarray[Any, Any], base: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], bool]:
+    """Where each element of ``view`` lies in ``base``: flat (C order) indices into ``base``, in
+    ``view``'s shape, and whether two elements of ``view`` share one (a broadcast view).
+
+    Works from the arrays' memory layout alone, like PyTorch's ``as_strided`` geometry, so any
+    chain of numpy views (slices with any step, transposes, reshapes, broadcasts) is handled.
+    """
+    overlap = any(s == 0 and n > 1 for n, s in zip(view.shape, view.strides))
+    if view.size == 0 or base.size == 0:
+        return np.zeros(view.shape, dtype=np.intp), overlap
+    item = base.itemsize
+    if view.itemsize != item:
+        raise RuntimeError("a view must have its base's dtype")
+
+    def extent(a: np.ndarray[Any, Any]) -> tuple[int, int]:
+        lo = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s < 0)
+        hi = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s > 0)
+        return lo, hi
+
+    base_ptr = base.__array_interface__["data"][0]
+    view_ptr = view.__array_interface__["data"][0]
+    if base.flags.c_contiguous:
+        # The common case: an element's flat index is its byte offset over the itemsize.
+        offset, rem = divmod(view_ptr - base_ptr, item)
+        flat = np.full(view.shape, offset, dtype=np.intp)
+        for d, (n, s) in enumerate(zip(view.shape, view.strides)):
+            step = np.arange(n, dtype=np.intp) * (s // item)
+            flat += step.reshape((n,) + (1,) * (view.ndim - d - 1))
+        if rem or any(s % item for s in view.strides) or flat.min() < 0 or flat.max() >= base.size:
+            raise RuntimeError("a view's memory must lie inside its base's (was .data reassigned?)")
+        return flat, overlap
+    b_lo, b_hi = extent(base)
+    v_lo, v_hi = extent(view)
+    start = base_ptr + b_lo
+    if view_ptr + v_lo < start or view_ptr + v_hi > base_ptr + b_hi or (view_ptr - start) % item:
+        raise RuntimeError("a view's memory must lie inside its base's (was .data reassigned?)")
+    marks = np.full((b_hi - b_lo) // item + 1, -1, dtype=np.intp)
+    scale = marks.itemsize
+
+    def strided(offset: int, a: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        strides = tuple(s // item * scale for s in a.strides)
+        return np.lib.stride_tricks.as_strided(marks[offset:], a.shape, strides)
+
+    strided((base_ptr - start) // item, base)[...] = np.arange(base.size).reshape(base.shape)
+    flat = strided((view_ptr - start) // item, view).copy()
+    if flat.size and flat.min() < 0:
+        raise RuntimeError("a view's memory must lie inside its base's (was .data reassigned?)")
+    return flat, overlap
