@@ -329,3 +329,75 @@ async def test_hook_changing_the_dtype_is_an_error():
     y.register_hook(lambda g: g.float())
     with pytest.raises(RuntimeError, match="has changed the type of value \\(was float64 got float32\\)"):
         await y.sum().backward()
+
+
+async def test_torch_test_hooks_ported():
+    """PyTorch's test_autograd.test_hooks, rewritten for aiograd."""
+    x = ag.ones(5, 5, requires_grad=True)
+    y = ag.ones(5, 5) * 4
+    y.requires_grad_(True)
+    counter = [0]
+
+    def bw_hook(inc, grad):
+        assert isinstance(grad, ag.Tensor)
+        counter[0] += inc
+
+    z = x**2 + x * 2 + x * y + y
+    x.register_hook(lambda *args: bw_hook(0, *args))
+    test = z.register_hook(lambda *args: bw_hook(1, *args))
+    await z.backward(ag.ones(5, 5), retain_graph=True)
+    assert counter[0] == 1
+    test2 = z.register_hook(lambda *args: bw_hook(2, *args))
+    await z.backward(ag.ones(5, 5), retain_graph=True)
+    assert counter[0] == 4
+    test2.remove()
+    await z.backward(ag.ones(5, 5), retain_graph=True)
+    assert counter[0] == 5
+
+    def bw_hook_modify(grad):
+        return grad.mul(2)
+
+    test.remove()
+    z.register_hook(bw_hook_modify)
+    with ag.no_grad():
+        y.grad.zero_()
+    await z.backward(ag.ones(5, 5), retain_graph=True)
+    np.testing.assert_allclose(y.grad.numpy(), (x.detach().numpy() + 1) * 2)
+    y.register_hook(bw_hook_modify)
+    with ag.no_grad():
+        y.grad.zero_()
+    await z.backward(ag.ones(5, 5))
+    np.testing.assert_allclose(y.grad.numpy(), (x.detach().numpy() + 1) * 4)
+
+
+async def test_hook_registered_before_an_inplace_op_stays_with_the_old_grad_fn():
+    seen: list[tuple[str, list[float]]] = []
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1.0
+    old_fn = y.grad_fn
+    y.register_hook(lambda g: seen.append(("before", g.tolist())))
+    y.mul_(3.0)
+    assert y.grad_fn is not old_fn and y.grad_fn.next_functions[0][0] is old_fn
+    y.register_hook(lambda g: seen.append(("after", g.tolist())))
+    y.retain_grad()
+    await y.sum().backward()
+    # The later hook sees the grad of the new version; the earlier one, of the old (times 3).
+    assert seen == [("after", [1.0, 1.0]), ("before", [3.0, 3.0])]
+    assert y.grad.tolist() == [1.0, 1.0]
+    assert x.grad.tolist() == [3.0, 3.0]
+
+
+@requires_torch
+async def test_retain_grad_follows_inplace_ops_like_torch():
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2.0
+        y.retain_grad()
+        y.mul_(3.0)
+        return x, y
+
+    xa, ya = run(ag)
+    xt, yt = run(torch)
+    await ya.sum().backward()
+    yt.sum().backward()
+    assert ya.grad.tolist() == yt.grad.tolist() and xa.grad.tolist() == xt.grad.tolist()
