@@ -121,6 +121,11 @@ class set_detect_anomaly(_AnomalyMode):
         super().__exit__(*exc)
         _anomaly.set(self._prev)
 
+    def __call__(self, fn: F) -> F:
+        # Used as a decorator, the constructor's immediate effect must not outlive the decoration.
+        _anomaly.set(self._prev)
+        return super().__call__(fn)
+
 
 def record_creation(node: Node) -> None:
     """Called for every node created while anomaly mode is on."""
