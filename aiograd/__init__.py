@@ -13,6 +13,7 @@ here explicitly and listed in ``__all__``; everything else is internal.
 
 from . import (
     _tensor_methods,  # noqa: F401  (binds the ops as Tensor methods and operators)
+    executors,
     function,
     nn,
     testing,
@@ -26,7 +27,16 @@ from ._anomaly import (
 from ._autograd import backward, grad
 from ._device import device
 from ._dtypes import bool_, double, float16, float32, float64, half, int32, int64, uint8
-from ._engine import Engine, get_engine, queue_callback
+from ._engine import (
+    Engine,
+    EngineStatistics,
+    are_deterministic_algorithms_enabled,
+    get_engine,
+    get_executor,
+    queue_callback,
+    set_executor,
+    use_deterministic_algorithms,
+)
 from ._factories import (
     arange,
     as_tensor,
@@ -133,7 +143,8 @@ __all__ = [
     "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
     "inference_mode", "is_inference_mode_enabled", "Node", "queue_callback", "detect_anomaly",
     "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
-    "Engine", "get_engine", "run", "Function",
+    "Engine", "EngineStatistics", "get_engine", "run", "Function", "set_executor", "get_executor",
+    "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
     # elementwise
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "log1p", "sqrt", "abs",
     "sign", "sin", "cos", "tanh", "sigmoid", "relu", "clamp", "clip", "maximum", "minimum", "where",
@@ -146,5 +157,5 @@ __all__ = [
     "sum_to_size", "index_select", "gather", "cat", "concat", "concatenate", "stack", "split",
     "split_with_sizes", "chunk", "unbind", "matmul", "mm",
     # submodules
-    "function", "nn", "testing",
+    "executors", "function", "nn", "testing",
 ]

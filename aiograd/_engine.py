@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
+import functools
 import inspect
 import itertools
 import weakref
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._anomaly import anomaly_state, current_node, warn_with_history
+from ._cost import DEFAULT_OFFLOAD_THRESHOLD_NS, DEFAULT_STALL_THRESHOLD_NS
 from ._grad_mode import _grad_enabled
 from ._hooks import (
     run_post_accumulate_hooks,
@@ -33,14 +36,19 @@ from ._hooks import (
     run_tensor_pre_hooks,
 )
 from ._node import Edge, GraphRoot, Node, owns
+from .executors import Executor, ThreadExecutor
 
 if TYPE_CHECKING:
     from ._tensor import Tensor
 
 __all__ = ["Engine", "GraphTask", "get_engine", "queue_callback"]
 
-#: NodeTask kinds, in the order the queue serves them.
-SHUTDOWN, WAKE_UP, RUN = 0, 1, 2
+#: NodeTask kinds, in the order the queue serves them. DONE carries an offloaded node's result
+#: back to the loop: ``(DONE, 0, 0, tie, graph_task, node, (buffer, future))``.
+SHUTDOWN, WAKE_UP, DONE, RUN = 0, 1, 2, 3
+
+#: What ``_evaluate`` returns for a node it handed to an executor.
+OFFLOADED = object()
 
 _tie = itertools.count()
 
@@ -82,6 +90,9 @@ class GraphTask:
         "final_callbacks",
         "anomaly",
         "check_nan",
+        "deterministic",
+        "in_flight",
+        "deferred",
         "__weakref__",
     )
 
@@ -104,6 +115,11 @@ class GraphTask:
         # reports the forward history of a failing node.
         self.anomaly, check_nan = anomaly_state()
         self.check_nan = self.anomaly and check_nan
+        # Accumulate each InputBuffer slot in a fixed order, whatever order offloaded nodes
+        # finish in (use_deterministic_algorithms).
+        self.deterministic = _deterministic
+        self.in_flight = 0  # this task's nodes running in an executor
+        self.deferred: list[tuple[Node, list[Any]]] = []  # heavy nodes waiting for capacity
 
 
 class ReadyQueue(asyncio.PriorityQueue):  # type: ignore[type-arg]
@@ -123,12 +139,105 @@ class ReadyQueue(asyncio.PriorityQueue):  # type: ignore[type-arg]
         return heappop(self._queue)  # type: ignore[attr-defined]
 
 
+@dataclasses.dataclass(frozen=True)
+class EngineStatistics:
+    """A snapshot of ``Engine.statistics()``."""
+
+    graph_tasks_in_flight: int
+    nodes_executed: int
+    nodes_offloaded: int
+    nodes_in_flight: int
+    max_nodes_in_flight: int
+    offload_threshold_ns: float | None
+    executors: dict[str, str]
+
+
+_deterministic = False
+_default_executors: dict[str, Executor] = {}
+
+
+def use_deterministic_algorithms(mode: bool) -> None:
+    """With ``True``, gradients are bitwise identical to a serial run whatever order offloaded
+    nodes finish in: each InputBuffer slot adds its contributions in a fixed order (that of the
+    producing nodes' sequence numbers) once all have arrived."""
+    global _deterministic
+    _deterministic = bool(mode)
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    """True after ``use_deterministic_algorithms(True)``."""
+    return _deterministic
+
+
+def set_executor(device_type: str, executor: Executor | None) -> None:
+    """Use ``executor`` for the heavy nodes of ``device_type`` (e.g. ``"cpu"``) in every engine
+    that was not given its own; None restores the default (a ThreadExecutor for the CPU)."""
+    if executor is None:
+        _default_executors.pop(device_type, None)
+    elif not isinstance(executor, Executor):
+        raise TypeError(f"expected an aiograd.executors.Executor, got {type(executor).__name__}")
+    else:
+        _default_executors[device_type] = executor
+
+
+_shared_thread_executor: Executor | None = None
+
+
+def get_executor(device_type: str) -> Executor:
+    """The executor that engines without their own use for ``device_type``."""
+    global _shared_thread_executor
+    executor = _default_executors.get(device_type)
+    if executor is not None:
+        return executor
+    if _shared_thread_executor is None:
+        _shared_thread_executor = ThreadExecutor()
+    return _shared_thread_executor
+
+
 class Engine:
     """Runs GraphTasks on one event loop; ``get_engine()`` returns the running loop's."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        executors: dict[str, Executor] | None = None,
+        offload_threshold: float | None = DEFAULT_OFFLOAD_THRESHOLD_NS,
+        stall_threshold: float = DEFAULT_STALL_THRESHOLD_NS,
+    ) -> None:
+        """``executors`` maps device types to executors for this engine (others come from
+        ``set_executor``/the defaults). A node whose estimated cost (ns, ``Node.cost``) reaches
+        ``offload_threshold`` runs in the executor when it can overlap with other work of its
+        GraphTask (other ready nodes, or nodes in flight); a node alone leaves the loop only from
+        ``stall_threshold``, when running it inline would hold the loop that long. None as
+        ``offload_threshold`` keeps every node on the loop."""
+        self.loop = loop if loop is not None else asyncio.get_running_loop()
+        self.executors = dict(executors or {})
+        self.offload_threshold = offload_threshold
+        self.stall_threshold = stall_threshold
         self.nodes_executed = 0
+        self.nodes_offloaded = 0
+        self.nodes_in_flight = 0
+        self.max_nodes_in_flight = 0
+        self.graph_tasks_in_flight = 0
+
+    def executor(self, device_type: str = "cpu") -> Executor:
+        """The executor this engine uses for ``device_type``."""
+        executor = self.executors.get(device_type)
+        return executor if executor is not None else get_executor(device_type)
+
+    def statistics(self) -> EngineStatistics:
+        """Counters since the engine was created, and what is running now."""
+        return EngineStatistics(
+            graph_tasks_in_flight=self.graph_tasks_in_flight,
+            nodes_executed=self.nodes_executed,
+            nodes_offloaded=self.nodes_offloaded,
+            nodes_in_flight=self.nodes_in_flight,
+            max_nodes_in_flight=self.max_nodes_in_flight,
+            offload_threshold_ns=self.offload_threshold,
+            executors={"cpu": repr(self.executor("cpu"))},
+        )
+
 
     # ------------------------------------------------------------------------------- entry
     async def execute(
@@ -174,21 +283,29 @@ class Engine:
         # Nodes run with grad mode = create_graph; set once for the whole drain, not per node.
         mode_token = _grad_enabled.set(graph_task.create_graph)
         task_token = current_graph_task.set(graph_task)
+        self.graph_tasks_in_flight += 1
         try:
             while not future.done():
                 task = heappop(heap) if heap else await queue.get()
-                if task[0] != RUN:
-                    continue
+                kind = task[0]
                 owner = task[4]
-                if owner.error is None:
-                    try:
-                        # A node with hooks, an async apply, or anomaly mode needs awaiting:
-                        # _evaluate hands back that work instead of doing it.
-                        slow = evaluate(owner, task[5], task[6])
-                        if slow is not None:
-                            await slow
-                    except Exception as exc:  # noqa: BLE001 - the GraphTask reports it
-                        self._fail(owner, exc, task[5])
+                if kind == RUN:
+                    if owner.error is None:
+                        try:
+                            # A node with hooks, an async apply, or anomaly mode needs awaiting:
+                            # _evaluate hands back that work instead of doing it; a heavy node
+                            # goes to an executor and comes back as a DONE task.
+                            pending = evaluate(owner, task[5], task[6])
+                            if pending is OFFLOADED:
+                                continue
+                            if pending is not None:
+                                await pending
+                        except Exception as exc:  # noqa: BLE001 - the GraphTask reports it
+                            self._fail(owner, exc, task[5])
+                elif kind == DONE:
+                    self._finish_offloaded(owner, task[5], *task[6])
+                else:
+                    continue
                 owner.outstanding -= 1
                 if owner.outstanding == 0 and not owner.future.done():
                     await self._complete(owner)
@@ -199,9 +316,53 @@ class Engine:
                 future.cancel()
             raise
         finally:
+            self.graph_tasks_in_flight -= 1
             current_graph_task.reset(task_token)
             _grad_enabled.reset(mode_token)
         return future.result()
+
+    # ------------------------------------------------------------------------------- executors
+    def _offload(self, graph_task: GraphTask, node: Node, buffer: list[Any], executor: Executor) -> None:
+        """Run ``node.apply(buffer)`` in ``executor``; its result comes back as a DONE task."""
+        if graph_task.in_flight >= executor.capacity:
+            graph_task.deferred.append((node, buffer))
+            return
+        graph_task.in_flight += 1
+        self.nodes_offloaded += 1
+        self.nodes_in_flight += 1
+        if self.nodes_in_flight > self.max_nodes_in_flight:
+            self.max_nodes_in_flight = self.nodes_in_flight
+        # The math runs in a copy of this context: grad mode = create_graph, the user's variables.
+        context = contextvars.copy_context()
+        future = executor.submit(functools.partial(context.run, node.apply, buffer))
+        queue = graph_task.queue
+
+        def done(fut: asyncio.Future[Any]) -> None:
+            queue.push((DONE, 0, 0, next(_tie), graph_task, node, (buffer, fut)))
+
+        future.add_done_callback(done)
+
+    def _finish_offloaded(self, graph_task: GraphTask, node: Node, buffer: list[Any], future: asyncio.Future[Any]) -> None:
+        """Back on the loop: release, propagate, and start what waited for capacity."""
+        graph_task.in_flight -= 1
+        self.nodes_in_flight -= 1
+        if graph_task.error is None:
+            try:
+                outputs = future.result()
+                if not graph_task.keep_graph and node._saved:
+                    node.release_variables()
+                self._propagate(graph_task, node, outputs)
+            except Exception as exc:  # noqa: BLE001 - the GraphTask reports it
+                self._fail(graph_task, exc, node)
+        elif not future.cancelled():
+            future.exception()  # retrieved, so asyncio does not log it: the task already failed
+        deferred = graph_task.deferred
+        if deferred and graph_task.error is None:
+            waiting_node, waiting_buffer = deferred.pop(0)
+            self._offload(graph_task, waiting_node, waiting_buffer, self.executor("cpu"))
+        elif deferred:
+            graph_task.outstanding -= len(deferred)  # dropped with the failed GraphTask
+            deferred.clear()
 
     async def _complete(self, graph_task: GraphTask) -> None:
         """All nodes ran: final callbacks (FIFO; they may queue more), then the result."""
@@ -244,6 +405,19 @@ class Engine:
         if node._hooks is not None or node.is_async or graph_task.anomaly:
             return self._evaluate_slow(graph_task, node, buffer)
         exec_info = graph_task.exec_info
+        threshold = self.offload_threshold
+        if threshold is not None and (exec_info is None or _runs(exec_info, node)):
+            executor = self.executor("cpu")
+            cost = node.cost(buffer) if not executor.inline else 0.0
+            # Offloading pays when the node can overlap with other work (ready nodes, or nodes
+            # already in flight); a lone node leaves the loop only when it would stall it.
+            if cost >= threshold and (
+                graph_task.in_flight or graph_task.queue._queue or cost >= self.stall_threshold  # type: ignore[attr-defined]
+            ):
+                if exec_info is not None:
+                    self._capture(graph_task, exec_info[node].captures, buffer)
+                self._offload(graph_task, node, buffer, executor)
+                return OFFLOADED
         if exec_info is not None:
             info = exec_info.get(node)
             if info is not None and info.captures:
@@ -353,6 +527,11 @@ class Engine:
                     (RUN, -graph_task.reentrant_depth, -next_node.sequence_nr, next(_tie),
                      graph_task, next_node, next_buffer)
                 )
+
+
+def _runs(exec_info: dict[Node, ExecInfo], node: Node) -> bool:
+    info = exec_info.get(node)
+    return info is not None and info.needed
 
 
 def accumulate(buffer: list[Any], i: int, grad: Tensor, create_graph: bool) -> None:

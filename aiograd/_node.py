@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._anomaly import anomaly_state, record_creation
+from ._cost import elementwise_cost
 from ._grad_mode import grad_enabled
 from ._saved import FREED, SavedTensor
 
@@ -73,6 +74,11 @@ class Node:
     def apply(self, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
         """Map the gradients of the op's outputs to gradients of its inputs."""
         raise NotImplementedError
+
+    def cost(self, grads: list[Tensor | None]) -> float:
+        """Estimated nanoseconds of numpy work in ``apply(grads)``; the engine offloads a node
+        to its executor when this reaches the offload threshold (see ``aiograd._cost``)."""
+        return elementwise_cost(grads)
 
     def register_prehook(self, fn: Any) -> Any:
         """Call ``fn(grad_outputs)`` before the node runs (only if it runs); a returned tuple

@@ -6,16 +6,34 @@ from typing import Any
 
 import numpy as np
 
+from .._cost import matmul_cost
 from ._util import Node, Tensor, attach, edge_of, grad_enabled, needs_grad, save, to_tensor, wrap
 from .shape import _sum_to, reduce_grad
 
 __all__ = ["matmul", "mm", "linear"]
 
 
+def _saved_shape(saved: Any) -> tuple[int, ...]:
+    """The shape of a saved operand (empty once freed: the cost no longer matters then)."""
+    tensor = getattr(saved, "tensor", None)
+    data = tensor.data if tensor is not None else getattr(saved, "data", None)
+    return data.shape if data is not None else ()
+
+
 class MmBackward0(Node):
     """Backward of a product of two 2-D matrices."""
 
     _saved = ("a", "b")
+
+    def cost(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        if g is None:
+            return 0.0
+        m, n = g.data.shape
+        inner = _saved_shape(self.b if self.b is not None else self.a)
+        k = inner[0] if self.b is not None and inner else (inner[1] if inner else 0)
+        products = sum(e is not None for e in self.next_edges)
+        return matmul_cost(m, k, n, products)
 
     def apply(self, grads):  # type: ignore[no-untyped-def]
         g = grads[0]
@@ -34,6 +52,14 @@ class MatmulBackward0(Node):
     """Backward of the general case: 1-D operands are promoted, batch dims broadcast."""
 
     _saved = ("a", "b")
+
+    def cost(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        b_shape = _saved_shape(self.b)
+        if g is None or not b_shape:
+            return 0.0
+        k = b_shape[-2] if len(b_shape) > 1 else b_shape[0]
+        return matmul_cost(max(g.data.size, 1), k, 1, sum(e is not None for e in self.next_edges))
 
     def apply(self, grads):  # type: ignore[no-untyped-def]
         g = grads[0]
@@ -104,6 +130,15 @@ class LinearBackward0(Node):
     """Fused ``x @ W.T + b`` for 2-D ``x``: one node instead of three."""
 
     _saved = ("x", "weight")
+
+    def cost(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
+        if g is None:
+            return 0.0
+        batch, out = g.data.shape
+        fan_in = (_saved_shape(self.weight) or _saved_shape(self.x) or (0, 0))[-1]
+        products = sum(e is not None for e in self.next_edges[:2])
+        return matmul_cost(batch, fan_in, out, products)
 
     def apply(self, grads):  # type: ignore[no-untyped-def]
         g = grads[0]

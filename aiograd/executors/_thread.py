@@ -1,0 +1,48 @@
+"""ThreadExecutor: node math in a thread pool (numpy releases the GIL in its kernels)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ._base import Executor
+
+
+class ThreadExecutor(Executor):
+    """A pool of ``max_workers`` threads (default: the number of CPUs, at most 8).
+
+    Threads are started on first use and shared by every engine (event loop) that uses this
+    executor. ``close()`` stops them; a closed executor refuses new work.
+    """
+
+    def __init__(self, max_workers: int | None = None) -> None:
+        if max_workers is None:
+            max_workers = min(8, os.cpu_count() or 1)
+        if max_workers < 1:
+            raise ValueError(f"max_workers must be at least 1, got {max_workers}")
+        self._max_workers = max_workers
+        self._pool: ThreadPoolExecutor | None = None
+
+    @property
+    def capacity(self) -> int:
+        """``max_workers``."""
+        return self._max_workers
+
+    def submit(self, fn: Callable[[], Any]) -> asyncio.Future[Any]:
+        """Run ``fn()`` on a pool thread; the returned future belongs to the running loop."""
+        pool = self._pool
+        if pool is None:
+            pool = self._pool = ThreadPoolExecutor(self._max_workers, thread_name_prefix="aiograd")
+        return asyncio.wrap_future(pool.submit(fn), loop=asyncio.get_running_loop())
+
+    def close(self) -> None:
+        """Stop the threads once the running calls finish; queued calls are cancelled."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def __repr__(self) -> str:
+        return f"ThreadExecutor(max_workers={self._max_workers})"
