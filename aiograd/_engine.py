@@ -91,6 +91,7 @@ class GraphTask:
         "anomaly",
         "check_nan",
         "deterministic",
+        "contributions",
         "in_flight",
         "deferred",
         "__weakref__",
@@ -118,6 +119,8 @@ class GraphTask:
         # Accumulate each InputBuffer slot in a fixed order, whatever order offloaded nodes
         # finish in (use_deterministic_algorithms).
         self.deterministic = _deterministic
+        #: (node, input_nr) -> [(producer key, grad)], summed in key order once the node is ready
+        self.contributions: dict[tuple[Node, int], list[tuple[tuple[int, int], Any]]] = {}
         self.in_flight = 0  # this task's nodes running in an executor
         self.deferred: list[tuple[Node, list[Any]]] = []  # heavy nodes waiting for capacity
 
@@ -338,6 +341,13 @@ class Engine:
         queue = graph_task.queue
 
         def done(fut: asyncio.Future[Any]) -> None:
+            # On the loop. A GraphTask that failed or was cancelled meanwhile is gone: its
+            # result is dropped here (and its exception retrieved, so asyncio does not log it).
+            self.nodes_in_flight -= 1
+            if graph_task.future.done():
+                if not fut.cancelled():
+                    fut.exception()
+                return
             queue.push((DONE, 0, 0, next(_tie), graph_task, node, (buffer, fut)))
 
         future.add_done_callback(done)
@@ -345,7 +355,6 @@ class Engine:
     def _finish_offloaded(self, graph_task: GraphTask, node: Node, buffer: list[Any], future: asyncio.Future[Any]) -> None:
         """Back on the loop: release, propagate, and start what waited for capacity."""
         graph_task.in_flight -= 1
-        self.nodes_in_flight -= 1
         if graph_task.error is None:
             try:
                 outputs = future.result()
@@ -507,6 +516,12 @@ class Engine:
                 if info is None or not (info.needed or info.captures):
                     continue
             grad = outputs[i]
+            if graph_task.deterministic and grad is not None:
+                # Kept aside and summed in a fixed order when the node is ready (below).
+                graph_task.contributions.setdefault((next_node, input_nr), []).append(
+                    ((-node.sequence_nr, i), grad)
+                )
+                grad = None
             if remaining:
                 next_buffer = not_ready.get(next_node)
                 if next_buffer is None:
@@ -521,12 +536,29 @@ class Engine:
                 else:
                     accumulate(next_buffer, input_nr, grad, graph_task.create_graph)
             if not remaining:
+                if graph_task.deterministic:
+                    _sum_in_order(graph_task, next_node, next_buffer)
                 # Inlined _push: this is the hottest line of the engine.
                 graph_task.outstanding += 1
                 graph_task.queue.push(
                     (RUN, -graph_task.reentrant_depth, -next_node.sequence_nr, next(_tie),
                      graph_task, next_node, next_buffer)
                 )
+
+
+def _sum_in_order(graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
+    """Deterministic mode: each slot's contributions, added in the order of their producers'
+    sequence numbers (newest first, the order of a serial run), not in arrival order."""
+    contributions = graph_task.contributions
+    for input_nr in range(node.num_inputs):
+        parts = contributions.pop((node, input_nr), None)
+        if parts is None:
+            continue
+        parts.sort(key=lambda part: part[0])
+        total = parts[0][1]
+        for _, grad in parts[1:]:
+            total = total + grad
+        buffer[input_nr] = total
 
 
 def _runs(exec_info: dict[Node, ExecInfo], node: Node) -> bool:

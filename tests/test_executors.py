@@ -1,0 +1,242 @@
+"""Executors: heavy nodes leave the loop, independent branches overlap, results stay exact."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import random
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import aiograd as ag
+from aiograd.executors import Executor, InlineExecutor, ThreadExecutor
+
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="none")
+
+
+class Heavy(ag.Node):
+    """An identity node that claims to be expensive, and runs ``probe`` in its apply."""
+
+    def __init__(self, edges, probe=None):
+        super().__init__(edges)
+        self.probe = probe
+
+    def cost(self, grads):
+        return 1e12
+
+    def apply(self, grads):
+        if self.probe is not None:
+            self.probe()
+        return [grads[0]] * len(self.next_edges)
+
+
+def heavy_branches(x: ag.Tensor, n: int, probe=None) -> ag.Tensor:
+    """``n`` Heavy nodes side by side between the root and ``x``'s accumulator."""
+    acc = ag._node.grad_accumulator(x)
+    branches = tuple((Heavy(((acc, 0),), probe), 0) for _ in range(n))
+    root = ag.Tensor._wrap(np.ones(x.shape))
+    root._requires_grad, root.grad_fn = True, Heavy(branches)
+    return root
+
+
+def use(executor: Executor, **engine_options) -> ag.Engine:
+    engine = ag.get_engine()
+    engine.executors["cpu"] = executor
+    for name, value in engine_options.items():
+        setattr(engine, name, value)
+    return engine
+
+
+async def test_independent_heavy_branches_run_at_the_same_time():
+    # Each branch waits until the other is running too: a serial engine would time out.
+    both_running = threading.Barrier(2, timeout=10)
+    engine = use(ThreadExecutor(2))
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    await heavy_branches(x, 2, probe=both_running.wait).backward(ag.ones(2))
+    assert x.grad.tolist() == [2.0, 2.0]
+    stats = engine.statistics()
+    assert stats.max_nodes_in_flight >= 2 and stats.nodes_offloaded >= 2
+    assert stats.nodes_in_flight == 0 and stats.graph_tasks_in_flight == 0
+
+
+async def test_capacity_bounds_the_nodes_in_flight():
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def probe():
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.005)
+        with lock:
+            running[0] -= 1
+
+    engine = use(ThreadExecutor(2))
+    x = ag.tensor([1.0], requires_grad=True)
+    await heavy_branches(x, 8, probe=probe).backward(ag.ones(1))
+    assert x.grad.tolist() == [8.0]
+    assert peak[0] <= 2 and engine.statistics().max_nodes_in_flight <= 2
+
+
+async def test_inline_executor_and_no_threshold_keep_everything_on_the_loop():
+    loop_thread = threading.get_ident()
+    threads: list[int] = []
+    engine = use(InlineExecutor())
+    x = ag.tensor([1.0], requires_grad=True)
+    await heavy_branches(x, 3, probe=lambda: threads.append(threading.get_ident())).backward(ag.ones(1))
+    engine = use(ThreadExecutor(2), offload_threshold=None)
+    await heavy_branches(x, 3, probe=lambda: threads.append(threading.get_ident())).backward(ag.ones(1))
+    assert set(threads) == {loop_thread} and engine.statistics().nodes_offloaded == 0
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+async def test_offloaded_math_sees_the_callers_context_and_grad_mode():
+    seen: list[tuple[str, bool, bool]] = []
+    loop_thread = threading.get_ident()
+
+    def probe():
+        seen.append((request_id.get(), ag.is_grad_enabled(), threading.get_ident() != loop_thread))
+
+    use(ThreadExecutor(2))
+    x = ag.tensor([1.0], requires_grad=True)
+    request_id.set("req-7")
+    await heavy_branches(x, 2, probe=probe).backward(ag.ones(1))
+    await heavy_branches(x, 1, probe=probe).backward(ag.ones(1), create_graph=True)
+    assert seen[:2] == [("req-7", False, True)] * 2
+    assert seen[2][:2] == ("req-7", True)  # a lone node: offloaded only as it is over the stall bound
+    x.grad = None
+
+
+async def test_an_error_in_the_executor_fails_the_backward_and_names_the_node():
+    def probe():
+        raise ArithmeticError("bad math in a thread")
+
+    engine = use(ThreadExecutor(2))
+    x = ag.tensor([1.0], requires_grad=True)
+    with pytest.raises(ArithmeticError, match="bad math in a thread") as info:
+        await heavy_branches(x, 2, probe=probe).backward(ag.ones(1))
+    assert "while running Heavy" in info.value.__notes__
+    assert x.grad is None
+    # The other branch may still be running in its thread; its result is dropped on arrival.
+    for _ in range(2000):
+        if engine.statistics().nodes_in_flight == 0:
+            break
+        await asyncio.sleep(0.001)
+    assert engine.statistics().nodes_in_flight == 0
+    await heavy_branches(x, 2).backward(ag.ones(1))  # the engine keeps serving
+    assert x.grad.tolist() == [2.0] and engine.statistics().nodes_in_flight == 0
+
+
+class ShufflingExecutor(Executor):
+    """Runs each call at once on the loop but completes the futures in a seeded random order,
+    so that offloaded nodes finish in an order unrelated to the one they started in."""
+
+    def __init__(self, seed: int) -> None:
+        self._rng = random.Random(seed)
+
+    @property
+    def capacity(self) -> int:
+        return 8
+
+    def submit(self, fn):
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        result = fn()
+
+        def finish(delay: int) -> None:
+            if delay:
+                loop.call_soon(finish, delay - 1)
+            elif not future.done():
+                future.set_result(result)
+
+        finish(self._rng.randrange(6))
+        return future
+
+
+def fan_in_graph(seed: int) -> tuple[list[ag.Tensor], ag.Tensor]:
+    """Many branches whose float64 gradients meet in one leaf: the sum's order shows in the bits."""
+    rng = np.random.default_rng(seed)
+    x = ag.tensor(rng.standard_normal(64), requires_grad=True)
+    w = [ag.tensor(rng.standard_normal(64) * 10.0 ** rng.integers(-8, 8)) for _ in range(12)]
+    parts = [(x * wi).sin() * wi for wi in w]
+    return [x], sum(p.sum() for p in parts[1:]) + parts[0].sum()
+
+
+async def test_deterministic_mode_is_bitwise_stable_under_shuffled_completion():
+    ag.use_deterministic_algorithms(True)
+    try:
+        results = []
+        for seed in range(6):
+            executor = ShufflingExecutor(seed) if seed else InlineExecutor()
+            use(executor, offload_threshold=0.0, stall_threshold=0.0)
+            (x,), loss = fan_in_graph(0)
+            await loss.backward()
+            results.append(x.grad.numpy().tobytes())
+        assert all(r == results[0] for r in results)
+        assert ag.are_deterministic_algorithms_enabled()
+    finally:
+        ag.use_deterministic_algorithms(False)
+
+
+async def test_deterministic_mode_matches_the_plain_serial_values():
+    use(InlineExecutor())
+    (x,), loss = fan_in_graph(1)
+    await loss.backward()
+    plain = x.grad.numpy().copy()
+    ag.use_deterministic_algorithms(True)
+    try:
+        use(ShufflingExecutor(3), offload_threshold=0.0, stall_threshold=0.0)
+        (y,), loss = fan_in_graph(1)
+        await loss.backward()
+    finally:
+        ag.use_deterministic_algorithms(False)
+    np.testing.assert_allclose(y.grad.numpy(), plain, rtol=1e-12)
+
+
+async def test_the_loop_stays_responsive_during_a_heavy_backward():
+    """A ticker keeps running while about a second of matmuls runs in the executor."""
+    rng = np.random.default_rng(0)
+    n = 384
+    a = ag.tensor(rng.standard_normal((n, n)), requires_grad=True)
+    y = a
+    for _ in range(12):
+        y = (y @ a) * (1.0 / n)
+    use(ThreadExecutor(2))
+    gaps: list[float] = []
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while not stop.is_set():
+            await asyncio.sleep(0.001)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    tick = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    start = time.perf_counter()
+    await y.sum().backward()
+    elapsed = time.perf_counter() - start
+    stop.set()
+    await tick
+    assert ag.get_engine().statistics().nodes_offloaded >= 12
+    # Generous bound: each matmul node runs in a thread, the loop only does bookkeeping.
+    assert max(gaps) < max(0.25, elapsed / 4), (max(gaps), elapsed)
+
+
+def test_set_executor_checks_its_argument_and_restores_the_default():
+    with pytest.raises(TypeError, match="expected an aiograd.executors.Executor"):
+        ag.set_executor("cpu", object())  # type: ignore[arg-type]
+    custom = ThreadExecutor(1)
+    ag.set_executor("cpu", custom)
+    try:
+        assert ag.get_executor("cpu") is custom
+    finally:
+        ag.set_executor("cpu", None)
+    assert isinstance(ag.get_executor("cpu"), ThreadExecutor) and ag.get_executor("cpu") is not custom
+    custom.close()
+    with pytest.raises(ValueError, match="max_workers must be at least 1"):
+        ThreadExecutor(0)
