@@ -25,7 +25,7 @@ from ._anomaly import (
     set_detect_anomaly,
 )
 from ._autograd import backward, grad
-from ._device import device
+from ._device import device, get_default_device, set_default_device
 from ._dtypes import bool_, double, float16, float32, float64, half, int32, int64, uint8
 from ._engine import (
     Engine,
@@ -134,7 +134,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     # tensors and factories
-    "Tensor", "device", "is_tensor", "tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange",
+    "Tensor", "device", "set_default_device", "get_default_device", "is_tensor", "tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange",
     "linspace", "eye", "rand", "randn", "zeros_like", "ones_like", "full_like", "empty_like",
     "rand_like", "randn_like", "manual_seed",
     # dtypes (numpy dtypes, with torch's names)

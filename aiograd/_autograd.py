@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ._device import CPU
 from ._engine import get_engine
 from ._node import Edge, edge_of, grad_accumulator
 from ._tensor import Tensor
@@ -42,13 +43,18 @@ def _make_grads(outputs: tuple[Tensor, ...], grads: tuple[Any, ...]) -> list[Ten
                         "grad can be implicitly created only for real scalar outputs but got "
                         f"{out.data.dtype}"
                     )
-                new_grads.append(Tensor._wrap(np.ones(out.data.shape, out.data.dtype)))
+                ones = Tensor._wrap(np.ones(out.data.shape, out.data.dtype))
+                if out._device is not CPU:
+                    ones._device = out._device
+                new_grads.append(ones)
             else:
                 new_grads.append(None)
             continue
         if not isinstance(g, Tensor):
             if isinstance(g, (int, float, np.ndarray, np.generic)):
-                g = Tensor(np.asarray(g, dtype=out.data.dtype))
+                g = Tensor(np.asarray(g, dtype=out.data.dtype))  # a constant: on out's device
+                if out._device is not CPU:
+                    g._device = out._device
             else:
                 raise TypeError(
                     f"gradients can be either Tensors or None, but got {type(g).__name__}"
@@ -60,6 +66,14 @@ def _make_grads(outputs: tuple[Tensor, ...], grads: tuple[Any, ...]) -> list[Ten
             )
         if g.data.dtype != out.data.dtype and g.data.dtype.kind == "f" and out.data.dtype.kind == "f":
             g = g.to(out.data.dtype)  # PyTorch casts silently (validate_outputs)
+        if g._device is not out._device:
+            # validate_outputs again: a 0-dim gradient is moved, any other is an error.
+            if g.data.ndim:
+                raise RuntimeError(
+                    f"invalid gradient at index {i} - expected device {out._device} but got "
+                    f"{g._device}"
+                )
+            g = g.to(out._device)
         new_grads.append(g)
     return new_grads
 

@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import _device
 from ._anomaly import anomaly_state, current_node, warn_with_history
 from ._cost import DEFAULT_OFFLOAD_THRESHOLD_NS, DEFAULT_STALL_THRESHOLD_NS
+from ._device import CPU
 from ._grad_mode import _grad_enabled
 from ._hooks import (
     run_post_accumulate_hooks,
@@ -36,7 +38,7 @@ from ._hooks import (
     run_tensor_pre_hooks,
 )
 from ._node import Edge, GraphRoot, Node, owns
-from .executors import Executor, ThreadExecutor
+from .executors import Executor
 
 if TYPE_CHECKING:
     from ._tensor import Tensor
@@ -51,6 +53,10 @@ SHUTDOWN, WAKE_UP, DONE, RUN = 0, 1, 2, 3
 OFFLOADED = object()
 
 _tie = itertools.count()
+
+#: Becomes True (for good) when the first non-CPU tensor is made; until then no routing cost.
+DEVICES = False
+_device.watch(globals())
 
 #: The GraphTask whose nodes the current context is running (None outside backward).
 current_graph_task: contextvars.ContextVar[GraphTask | None] = contextvars.ContextVar(
@@ -122,7 +128,14 @@ class GraphTask:
         #: (node, input_nr) -> [(producer key, grad)], summed in key order once the node is ready
         self.contributions: dict[tuple[Node, int], list[tuple[tuple[int, int], Any]]] = {}
         self.in_flight = 0  # this task's nodes running in an executor
-        self.deferred: list[tuple[Node, list[Any]]] = []  # heavy nodes waiting for capacity
+        self.deferred: list[tuple[Node, list[Any], Executor]] = []  # waiting for capacity
+
+
+def _device_type(buffer: list[Any]) -> str:
+    for grad in buffer:
+        if grad is not None and grad._device is not CPU:
+            return str(grad._device.type)
+    return "cpu"
 
 
 class ReadyQueue(asyncio.PriorityQueue):  # type: ignore[type-arg]
@@ -183,18 +196,38 @@ def set_executor(device_type: str, executor: Executor | None) -> None:
         _default_executors[device_type] = executor
 
 
-_shared_thread_executor: Executor | None = None
+_registry_executors: dict[str, Executor] = {}
 
 
 def get_executor(device_type: str) -> Executor:
-    """The executor that engines without their own use for ``device_type``."""
-    global _shared_thread_executor
+    """The executor that engines without their own use for ``device_type``: the one given to
+    ``set_executor``, else one instance (shared) of the device type's registered default, a
+    ThreadExecutor for the CPU and an InlineExecutor for ``sim`` devices."""
     executor = _default_executors.get(device_type)
     if executor is not None:
         return executor
-    if _shared_thread_executor is None:
-        _shared_thread_executor = ThreadExecutor()
-    return _shared_thread_executor
+    executor = _registry_executors.get(device_type)
+    if executor is None:
+        executor = _registry_executors[device_type] = _device.device_type(device_type).default_executor()
+    return executor
+
+
+class _DeviceQueue(ReadyQueue):
+    """A device's queue: pushing work starts its worker task if none is running."""
+
+    def __init__(self, engine: Engine, dev: Any) -> None:
+        super().__init__()
+        self._engine = engine
+        self._device = dev
+        self._worker: asyncio.Task[None] | None = None
+
+    def push(self, task: tuple[Any, ...]) -> None:
+        super().push(task)
+        worker = self._worker
+        if worker is None or worker.done():
+            self._worker = self._engine.loop.create_task(
+                self._engine._device_worker(self), name=f"aiograd worker {self._device}"
+            )
 
 
 class Engine:
@@ -223,6 +256,7 @@ class Engine:
         self.nodes_in_flight = 0
         self.max_nodes_in_flight = 0
         self.graph_tasks_in_flight = 0
+        self._device_queues: dict[Any, ReadyQueue] = {}
 
     def executor(self, device_type: str = "cpu") -> Executor:
         """The executor this engine uses for ``device_type``."""
@@ -273,7 +307,7 @@ class Engine:
     # ------------------------------------------------------------------------------- workers
     def _push(self, graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
         graph_task.outstanding += 1
-        graph_task.queue.push(
+        self._queue_for(graph_task, buffer).push(
             (RUN, -graph_task.reentrant_depth, -node.sequence_nr, next(_tie), graph_task, node, buffer)
         )
 
@@ -282,36 +316,16 @@ class Engine:
         queue = graph_task.queue
         heap = queue._queue  # type: ignore[attr-defined]
         future = graph_task.future
-        evaluate = self._evaluate
+        handle = self._handle
         # Nodes run with grad mode = create_graph; set once for the whole drain, not per node.
         mode_token = _grad_enabled.set(graph_task.create_graph)
         task_token = current_graph_task.set(graph_task)
         self.graph_tasks_in_flight += 1
         try:
             while not future.done():
-                task = heappop(heap) if heap else await queue.get()
-                kind = task[0]
-                owner = task[4]
-                if kind == RUN:
-                    if owner.error is None:
-                        try:
-                            # A node with hooks, an async apply, or anomaly mode needs awaiting:
-                            # _evaluate hands back that work instead of doing it; a heavy node
-                            # goes to an executor and comes back as a DONE task.
-                            pending = evaluate(owner, task[5], task[6])
-                            if pending is OFFLOADED:
-                                continue
-                            if pending is not None:
-                                await pending
-                        except Exception as exc:  # noqa: BLE001 - the GraphTask reports it
-                            self._fail(owner, exc, task[5])
-                elif kind == DONE:
-                    self._finish_offloaded(owner, task[5], *task[6])
-                else:
-                    continue
-                owner.outstanding -= 1
-                if owner.outstanding == 0 and not owner.future.done():
-                    await self._complete(owner)
+                pending = handle(heappop(heap) if heap else await queue.get())
+                if pending is not None:
+                    await pending
         except BaseException as exc:
             # Cancelled (or interrupted) while driving: the GraphTask dies with its driver.
             if not future.done():
@@ -324,11 +338,83 @@ class Engine:
             _grad_enabled.reset(mode_token)
         return future.result()
 
+    def _handle(self, task: tuple[Any, ...]) -> Any:
+        """Process one NodeTask; returns a coroutine when there is work to await (a slow node,
+        final callbacks), None otherwise. Shared by the owner's loop and the device workers."""
+        kind = task[0]
+        if kind <= WAKE_UP:
+            return None
+        owner = task[4]
+        if kind == RUN:
+            if owner.error is None:
+                try:
+                    # A node with hooks, an async apply, or anomaly mode needs awaiting:
+                    # _evaluate hands back that work instead of doing it; a heavy node goes to
+                    # an executor and comes back as a DONE task.
+                    pending = self._evaluate(owner, task[5], task[6])
+                except Exception as exc:  # noqa: BLE001 - the GraphTask reports it
+                    self._fail(owner, exc, task[5])
+                else:
+                    if pending is OFFLOADED:
+                        return None
+                    if pending is not None:
+                        return self._finish_slow(owner, task[5], pending)
+        else:
+            self._finish_offloaded(owner, task[5], *task[6])
+        owner.outstanding -= 1
+        if owner.outstanding == 0 and not owner.future.done():
+            return self._complete(owner)
+        return None
+
+    async def _finish_slow(self, owner: GraphTask, node: Node, pending: Any) -> None:
+        try:
+            await pending
+        except Exception as exc:  # noqa: BLE001 - the GraphTask reports it
+            self._fail(owner, exc, node)
+        owner.outstanding -= 1
+        if owner.outstanding == 0 and not owner.future.done():
+            await self._complete(owner)
+
+    # ------------------------------------------------------------------------------- devices
+    def _queue_for(self, graph_task: GraphTask, buffer: list[Any]) -> ReadyQueue:
+        """Where a NodeTask runs: the queue of the first non-CPU device among its gradients
+        (started on first use), else the GraphTask's own CPU queue."""
+        if DEVICES:
+            for grad in buffer:
+                if grad is not None and grad._device is not CPU:
+                    return self._device_queue(grad._device)
+        return graph_task.queue
+
+    def _device_queue(self, dev: Any) -> ReadyQueue:
+        queue = self._device_queues.get(dev)
+        if queue is None:
+            queue = self._device_queues[dev] = _DeviceQueue(self, dev)
+        return queue
+
+    async def _device_worker(self, queue: ReadyQueue) -> None:
+        """Serves one device's queue for every GraphTask, until it is empty (a push restarts it,
+        so no task outlives the work: nothing is left running when the loop closes)."""
+        heap = queue._queue  # type: ignore[attr-defined]
+        while heap:
+            task = heappop(heap)
+            owner = task[4]
+            if owner.future.done():
+                continue  # its GraphTask failed or was cancelled: dropped
+            mode_token = _grad_enabled.set(owner.create_graph)
+            task_token = current_graph_task.set(owner)
+            try:
+                pending = self._handle(task)
+                if pending is not None:
+                    await pending
+            finally:
+                current_graph_task.reset(task_token)
+                _grad_enabled.reset(mode_token)
+
     # ------------------------------------------------------------------------------- executors
     def _offload(self, graph_task: GraphTask, node: Node, buffer: list[Any], executor: Executor) -> None:
         """Run ``node.apply(buffer)`` in ``executor``; its result comes back as a DONE task."""
         if graph_task.in_flight >= executor.capacity:
-            graph_task.deferred.append((node, buffer))
+            graph_task.deferred.append((node, buffer, executor))
             return
         graph_task.in_flight += 1
         self.nodes_offloaded += 1
@@ -338,7 +424,7 @@ class Engine:
         # The math runs in a copy of this context: grad mode = create_graph, the user's variables.
         context = contextvars.copy_context()
         future = executor.submit(functools.partial(context.run, node.apply, buffer))
-        queue = graph_task.queue
+        queue = self._queue_for(graph_task, buffer)
 
         def done(fut: asyncio.Future[Any]) -> None:
             # On the loop. A GraphTask that failed or was cancelled meanwhile is gone: its
@@ -367,8 +453,7 @@ class Engine:
             future.exception()  # retrieved, so asyncio does not log it: the task already failed
         deferred = graph_task.deferred
         if deferred and graph_task.error is None:
-            waiting_node, waiting_buffer = deferred.pop(0)
-            self._offload(graph_task, waiting_node, waiting_buffer, self.executor("cpu"))
+            self._offload(graph_task, *deferred.pop(0))
         elif deferred:
             graph_task.outstanding -= len(deferred)  # dropped with the failed GraphTask
             deferred.clear()
@@ -395,6 +480,7 @@ class Engine:
             return
         if not graph_task.future.done():
             graph_task.future.set_result(graph_task.captured)
+            self._wake_owner(graph_task)
 
     def _fail(self, graph_task: GraphTask, exc: BaseException, node: Node | None) -> None:
         """First error wins: the GraphTask's remaining NodeTasks are dropped as they come up."""
@@ -407,6 +493,13 @@ class Engine:
         graph_task.error = exc
         if not graph_task.future.done():
             graph_task.future.set_exception(exc)
+            self._wake_owner(graph_task)
+
+    @staticmethod
+    def _wake_owner(graph_task: GraphTask) -> None:
+        """The owner may be waiting on its empty queue while a device worker finished its
+        GraphTask: a wake-up task lets its loop see that the future is done."""
+        graph_task.queue.push((WAKE_UP, 0, 0, next(_tie), graph_task, None, None))
 
     def _evaluate(self, graph_task: GraphTask, node: Node, buffer: list[Any]) -> Any:
         """Run one node and hand its gradients on; returns a coroutine instead when the node
@@ -416,7 +509,7 @@ class Engine:
         exec_info = graph_task.exec_info
         threshold = self.offload_threshold
         if threshold is not None and (exec_info is None or _runs(exec_info, node)):
-            executor = self.executor("cpu")
+            executor = self.executor(_device_type(buffer) if DEVICES else "cpu")
             cost = node.cost(buffer) if not executor.inline else 0.0
             # Offloading pays when the node can overlap with other work (ready nodes, or nodes
             # already in flight); a lone node leaves the loop only when it would stall it.
@@ -540,7 +633,7 @@ class Engine:
                     _sum_in_order(graph_task, next_node, next_buffer)
                 # Inlined _push: this is the hottest line of the engine.
                 graph_task.outstanding += 1
-                graph_task.queue.push(
+                (self._queue_for(graph_task, next_buffer) if DEVICES else graph_task.queue).push(
                     (RUN, -graph_task.reentrant_depth, -next_node.sequence_nr, next(_tie),
                      graph_task, next_node, next_buffer)
                 )

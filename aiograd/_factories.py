@@ -1,4 +1,9 @@
-"""Tensor factories with torch's names; dtypes are numpy's (Python floats give float64)."""
+"""Tensor factories with torch's names; dtypes are numpy's (Python floats give float64).
+
+``device=`` places the new tensor (``"cpu"``, ``"sim:0"``, an ``aiograd.device``); by default
+the CPU, or the device set by ``set_default_device`` or ``with aiograd.device(...)``, except for
+the ``*_like`` factories, which default to their input's device.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._device import device as Device
+from ._device import CPU, _default_device, enable_devices, placement
 from ._tensor import Tensor
 
 __all__ = [
@@ -26,9 +31,20 @@ def manual_seed(seed: int) -> None:
 
 
 def _finish(data: np.ndarray[Any, Any], requires_grad: bool, device: Any) -> Tensor:
+    out = Tensor(data, requires_grad=requires_grad)
+    if device is None:
+        device = _default_device.get()
     if device is not None:
-        Device(device)  # validates the name; only the CPU exists for now
-    return Tensor(data, requires_grad=requires_grad)
+        dev = placement(device)
+        if dev is not CPU:
+            out._device = dev
+            enable_devices()
+    return out
+
+
+def _like_device(input: Tensor, device: Any) -> Any:
+    """``*_like`` factories default to their input's device."""
+    return input._device if device is None else device
 
 
 def _size(size: Sequence[Any]) -> tuple[int, ...]:
@@ -40,16 +56,18 @@ def _size(size: Sequence[Any]) -> tuple[int, ...]:
 def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A new leaf tensor holding a copy of ``data`` (numbers, nested lists, arrays, tensors)."""
     if isinstance(data, Tensor):
+        if device is None:
+            device = data._device
         data = data.data
     return _finish(np.array(data, dtype=dtype), requires_grad, device)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
-    """A tensor sharing ``data``'s memory where possible (tensors are returned as they are)."""
-    if isinstance(data, Tensor) and (dtype is None or np.dtype(dtype) == data.data.dtype):
-        return data
+    """A tensor sharing ``data``'s memory where possible (a tensor is returned as it is when its
+    dtype and device already match, else converted with ``to``)."""
     if isinstance(data, Tensor):
-        data = data.data
+        # As torch: the tensor itself when nothing changes, else ``to`` (recorded).
+        return data.to(device=device, dtype=dtype)  # type: ignore[attr-defined, no-any-return]
     return _finish(np.asarray(data, dtype=dtype), False, device)
 
 
@@ -104,31 +122,31 @@ def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Zeros with ``input``'s shape and dtype."""
-    return _finish(np.zeros_like(input.data, dtype=dtype), requires_grad, device)
+    return _finish(np.zeros_like(input.data, dtype=dtype), requires_grad, _like_device(input, device))
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Ones with ``input``'s shape and dtype."""
-    return _finish(np.ones_like(input.data, dtype=dtype), requires_grad, device)
+    return _finish(np.ones_like(input.data, dtype=dtype), requires_grad, _like_device(input, device))
 
 
 def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples with ``input``'s shape and dtype."""
     data = _rng.standard_normal(input.data.shape).astype(dtype or input.data.dtype, copy=False)
-    return _finish(data, requires_grad, device)
+    return _finish(data, requires_grad, _like_device(input, device))
 
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """``fill_value`` everywhere, with ``input``'s shape and dtype."""
-    return _finish(np.full_like(input.data, fill_value, dtype=dtype), requires_grad, device)
+    return _finish(np.full_like(input.data, fill_value, dtype=dtype), requires_grad, _like_device(input, device))
 
 
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor with ``input``'s shape and dtype."""
-    return _finish(np.empty_like(input.data, dtype=dtype), requires_grad, device)
+    return _finish(np.empty_like(input.data, dtype=dtype), requires_grad, _like_device(input, device))
 
 
 def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1) with ``input``'s shape and dtype."""
     data = _rng.random(input.data.shape).astype(dtype or input.data.dtype, copy=False)
-    return _finish(data, requires_grad, device)
+    return _finish(data, requires_grad, _like_device(input, device))

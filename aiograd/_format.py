@@ -1,4 +1,4 @@
-"""``repr`` in PyTorch's style: ``tensor([1., 2.], requires_grad=True)``."""
+"""``repr`` in PyTorch's style: ``tensor([1., 2.], device='sim:0', requires_grad=True)``."""
 
 from __future__ import annotations
 
@@ -16,11 +16,13 @@ _IMPLIED = {np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_)}
 def format_tensor(t: Tensor) -> str:
     data = t.data
     prefix = "tensor("
+    # PyTorch's order: device, size (of an empty tensor), dtype, then grad_fn or requires_grad.
+    extras = [] if t._device.type == "cpu" else [f"device='{t._device}'"]
     if data.size == 0:
-        extras = [] if data.ndim == 1 else [f"size={tuple(data.shape)}"]
+        if data.ndim != 1:
+            extras.append(f"size={tuple(data.shape)}")
         body = "[]"
     else:
-        extras = []
         finite = data[np.isfinite(data)] if data.dtype.kind == "f" else data
         integral = data.dtype.kind != "f" or bool(np.all(finite == np.round(finite)))
         body = np.array2string(

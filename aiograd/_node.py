@@ -205,7 +205,11 @@ def _accumulate_into_grad(variable: Tensor, grads: list[Tensor | None]) -> None:
     """PyTorch's AccumulateGrad rules (pytorch-semantics.md, section G)."""
     first = grads[0]
     assert first is not None
-    if first.data.dtype != variable.data.dtype or first.data.shape != variable.data.shape:
+    if (
+        first.data.dtype != variable.data.dtype
+        or first.data.shape != variable.data.shape
+        or first._device is not variable._device
+    ):
         grads[0] = _conform(first, variable)
     del first  # a local reference would make the buffer look shared to ``owns``
     old = variable._grad
@@ -216,6 +220,9 @@ def _accumulate_into_grad(variable: Tensor, grads: list[Tensor | None]) -> None:
             variable._grad = _wrap(grads[0].data)  # type: ignore[union-attr]  (stolen)
         else:
             variable._grad = _wrap(grads[0].data.copy())  # type: ignore[union-attr]
+        grad = variable._grad
+        if grad._device is not variable._device:  # a non-CPU leaf (the wrap made a CPU tensor)
+            grad._device = variable._device
     elif not grad_enabled() and old.data.flags.writeable and old.data.shape == variable.data.shape:
         # In place keeps the .grad object (and its array) that the user may hold.
         old.data += grads[0].data  # type: ignore[union-attr]
@@ -226,13 +233,21 @@ def _accumulate_into_grad(variable: Tensor, grads: list[Tensor | None]) -> None:
 
 
 def _conform(grad: Tensor, like: Tensor) -> Tensor:
-    """Cast a gradient to its input's dtype and sum away broadcast dimensions."""
+    """Cast a gradient to its input's dtype, sum away broadcast dimensions, and bring it to its
+    input's device: as PyTorch's validate_outputs, a 0-dim gradient is moved there, any other
+    on the wrong device is an error."""
     from ._ops.shape import sum_to_size
 
     if grad.data.shape != like.data.shape:
         grad = sum_to_size(grad, like.data.shape)
     if grad.data.dtype != like.data.dtype:
         grad = grad.to(like.data.dtype)
+    if grad._device is not like._device:
+        if grad.data.ndim:
+            raise RuntimeError(
+                f"invalid gradient at index 0 - expected device {like._device} but got {grad._device}"
+            )
+        grad = grad.to(like._device)  # type: ignore[attr-defined]
     return grad
 
 

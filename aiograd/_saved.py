@@ -40,7 +40,7 @@ _TYPE_NAMES = {"float16": "HalfTensor", "float32": "FloatTensor", "float64": "Do
 class SavedTensor:
     """One tensor saved for backward, with the version it had when saved."""
 
-    __slots__ = ("tensor", "data", "version_counter", "version", "output_nr", "requires_grad")
+    __slots__ = ("tensor", "data", "version_counter", "version", "output_nr", "requires_grad", "device")
 
     def __init__(self, tensor: Tensor, is_output: bool) -> None:
         counter = tensor._vc
@@ -53,6 +53,7 @@ class SavedTensor:
             self.data = tensor.data
             self.output_nr = tensor.output_nr
             self.requires_grad = tensor._requires_grad
+            self.device = tensor._device
         else:
             self.tensor = tensor
 
@@ -67,6 +68,9 @@ class SavedTensor:
             return tensor
         out = _wrap(self.data)
         out._vc = self.version_counter
+        device = self.device
+        if device is not out._device:  # a non-CPU output (the wrap made a CPU tensor)
+            out._device = device
         if self.requires_grad and grad_enabled():
             # Differentiating the formula again must flow through the node that made this output.
             out._requires_grad = True

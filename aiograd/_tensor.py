@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import _node, _saved
-from ._device import CPU, device
+from ._device import CPU, device, watch
 from ._node import Node
 
 __all__ = ["Tensor"]
@@ -51,6 +51,8 @@ class Tensor:
     #: the view ops, whose outputs are ``_views.View`` instances (see aiograd/_views.py).
     _base: Tensor | None = None
     _detached_inplace: bool = False  # set by detach_() on a non-leaf (checked by SavedTensor)
+    #: The device holding the data (``.device``); only non-CPU tensors set their own.
+    _device: device = CPU
 
     # numpy must hand mixed expressions (``array * tensor``) to our reflected operators.
     __array_ufunc__ = None
@@ -117,6 +119,12 @@ class Tensor:
                 raise RuntimeError("assigned grad has data of a different type")
             if value.data.shape != self.data.shape:
                 raise RuntimeError("assigned grad has data of a different size")
+            if value._device is not self._device:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with device type '{value._device.type}' to "
+                    f"a tensor with device type '{self._device.type}'. Please ensure that the "
+                    "gradient and the tensor are on the same device"
+                )
         self._grad = value
 
     @property
@@ -146,8 +154,13 @@ class Tensor:
 
     @property
     def device(self) -> device:
-        """The device holding the data."""
-        return CPU
+        """The device holding the data (``to()`` moves it)."""
+        return self._device
+
+    @property
+    def is_cpu(self) -> bool:
+        """True if the tensor lives on the CPU."""
+        return self._device is CPU
 
     @property
     def _version(self) -> int:
@@ -177,11 +190,21 @@ class Tensor:
         return (self[i] for i in range(self.data.shape[0]))
 
     # ----------------------------------------------------------------------------- conversions
-    def numpy(self) -> np.ndarray[Any, Any]:
-        """The underlying array (shared, not copied)."""
+    def numpy(self, *, force: bool = False) -> np.ndarray[Any, Any]:
+        """The underlying array (shared, not copied); a CPU tensor's only, as in PyTorch.
+
+        ``force=True`` detaches and copies to the CPU first where needed (torch's ``force``).
+        """
+        if force:
+            return self.detach().cpu().data
         if self._requires_grad:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+            )
+        if self._device is not CPU:
+            raise TypeError(
+                f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() to "
+                "copy the tensor to host memory first."
             )
         return self.data
 
@@ -223,6 +246,8 @@ class Tensor:
     def detach(self) -> Tensor:
         """A tensor sharing this one's data and version counter, cut from the graph."""
         out = Tensor._wrap(self.data)
+        if DEVICES and self._device is not CPU:
+            out._device = self._device
         if self._vc is None:
             self._vc = [0]
         out._vc = self._vc
@@ -271,5 +296,8 @@ class Tensor:
 
         return format_tensor(self)
 
+
+DEVICES = False
+watch(globals())
 
 _saved._wrap = _node._wrap = Tensor._wrap

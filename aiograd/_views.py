@@ -31,7 +31,11 @@ from typing import Any
 
 import numpy as np
 
+from ._device import CPU, watch
 from ._tensor import Tensor
+
+DEVICES = False
+watch(globals())
 
 __all__ = ["View", "make_view", "view_index"]
 
@@ -96,6 +100,8 @@ def make_view(input: Tensor, data: np.ndarray[Any, Any]) -> Tensor:
     """Wrap ``data``, a numpy view of ``input.data``, as a view of ``input``'s root base."""
     out = _new(View)
     out.data = data
+    if DEVICES and input._device is not CPU:
+        out._device = input._device
     base = input._base
     if base is None:
         base = input

@@ -34,6 +34,7 @@ from typing import Any as _Any
 
 import numpy as _np
 
+from ._device import CPU as _CPU
 from ._grad_mode import _grad_enabled
 from ._grad_mode import grad_enabled as _grad_enabled_now
 from ._grad_mode import no_grad as _no_grad
@@ -120,9 +121,9 @@ class _FunctionBackward(_Node, FunctionCtx):
         super().__init__(next_edges)
         #: Per forward argument: is it a tensor (only tensors get gradients)?
         self._is_tensor_input: tuple[bool, ...] = ()
-        #: Per tensor input needing a gradient: its (shape, dtype), else None.
+        #: Per tensor input needing a gradient: its (shape, dtype, device), else None.
         self._input_meta: tuple[_Any, ...] = ()
-        #: Per forward output: (shape, dtype) of a tensor output, else None.
+        #: Per forward output: (shape, dtype, device) of a tensor output, else None.
         self._output_meta: tuple[_Any, ...] = ()
 
     def release_variables(self) -> None:
@@ -161,7 +162,7 @@ class _FunctionBackward(_Node, FunctionCtx):
         if not self.materialize_grads:
             return grads
         return [
-            _Tensor._wrap(_np.zeros(meta[0], meta[1])) if g is None and meta is not None else g
+            _zeros(meta) if g is None and meta is not None else g
             for g, meta in zip(grads, self._output_meta)
         ]
 
@@ -198,7 +199,7 @@ class _FunctionBackward(_Node, FunctionCtx):
             if meta is None:  # the input needs no gradient: whatever came back is dropped
                 grads[i] = None
                 continue
-            shape, dtype = meta
+            shape, dtype, device = meta
             if grad.data.shape != shape:
                 if not _expandable(shape, grad.data.shape):
                     raise RuntimeError(
@@ -208,8 +209,24 @@ class _FunctionBackward(_Node, FunctionCtx):
                 grad = grad.sum_to_size(shape)  # type: ignore[attr-defined]
             if grad.data.dtype != dtype:
                 grad = grad.to(dtype)  # type: ignore[attr-defined]
+            if grad._device is not device:
+                # PyTorch's validate_outputs: a 0-dim gradient is moved, any other is an error.
+                if grad.data.ndim:
+                    raise RuntimeError(
+                        f"Function {self.name()} returned an invalid gradient at index {i} - "
+                        f"expected device {device} but got {grad._device}"
+                    )
+                grad = grad.to(device)  # type: ignore[attr-defined]
             grads[i] = grad
         return grads
+
+
+def _zeros(meta: tuple[_Any, ...]) -> _Tensor:
+    """A materialized zero gradient for an output of shape, dtype and device ``meta``."""
+    out = _Tensor._wrap(_np.zeros(meta[0], meta[1]))
+    if meta[2] is not _CPU:
+        out._device = meta[2]
+    return out
 
 
 def _expandable(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
@@ -290,7 +307,7 @@ class Function:
         if executable:
             ctx._is_tensor_input = is_tensor_input
             ctx._input_meta = tuple(
-                (a.data.shape, a.data.dtype) if e is not None else None
+                (a.data.shape, a.data.dtype, a._device) if e is not None else None
                 for a, e in zip(tensor_inputs, ctx.next_edges)
             )
         token = _grad_enabled.set(False)
@@ -374,7 +391,8 @@ def _wrap_outputs(ctx: _FunctionBackward, inputs: list[_Tensor], raw: _Any, exec
 
     if executable:
         ctx._output_meta = tuple(
-            (o.data.shape, o.data.dtype) if isinstance(o, _Tensor) else None for o in outputs
+            (o.data.shape, o.data.dtype, o._device) if isinstance(o, _Tensor) else None
+            for o in outputs
         )
         saved: list[_SavedTensor | None] = []
         for i, t in enumerate(ctx._to_save):

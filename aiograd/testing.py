@@ -69,7 +69,7 @@ async def _analytical(fn: _Callable[..., _Any], inputs: _Sequence[_Any]) -> list
             seed = _np.zeros(out.data.size, dtype=out.data.dtype)
             seed[row] = 1
             grads = await _grad(
-                out, [inputs[i] for i in diff], _Tensor(seed.reshape(out.data.shape)),
+                out, [inputs[i] for i in diff], seed.reshape(out.data.shape),  # placed on out's device
                 retain_graph=True, allow_unused=True,
             )
             for j, g in enumerate(grads):
@@ -125,7 +125,7 @@ async def gradgradcheck(
         rng = _np.random.default_rng(seed)
         outputs = await _call(fn, inputs)
         grad_outputs = [
-            _Tensor(rng.standard_normal(o.data.shape).astype(o.data.dtype), requires_grad=True)
+            _Tensor(rng.standard_normal(o.data.shape).astype(o.data.dtype), requires_grad=True).to(o.device)
             for o in outputs
         ]
     n = len(inputs)

@@ -16,6 +16,14 @@ Op pattern (forward and backward side by side, one family per module)::
 
 Backward formulas use aiograd's own ops, so under ``create_graph=True`` they are recorded too and
 higher-order gradients come for free.
+
+Devices: an op's output lives on its inputs' device, and an op mixing devices raises PyTorch's
+error. Each op module has a global ``DEVICES`` (kept by ``aiograd._device.watch``) that stays
+False until the first non-CPU tensor is created; the ops test it once and only then place their
+outputs (``out._device = ...``) and check their inputs (``common_device``). Numbers and numpy
+arrays are device-less constants. Backward formulas keep their gradients on the incoming
+gradient's device the same way: their fast paths set ``_device`` from the gradient, and the
+constants they make are numpy arrays (device-less) or placed with ``on``.
 """
 
 from __future__ import annotations
@@ -24,19 +32,23 @@ from typing import Any
 
 import numpy as np
 
+from .._device import CPU, mixed_devices_error, watch
 from .._grad_mode import grad_enabled
 from .._node import Node, edge_of, save
 from .._saved import SavedTensor
 from .._tensor import Tensor
 
 __all__ = [
+    "CPU",
     "Node",
     "Tensor",
     "attach",
+    "common_device",
     "data_of",
     "edge_of",
     "grad_enabled",
     "needs_grad",
+    "on",
     "save",
     "saved",
     "to_tensor",
@@ -45,14 +57,45 @@ __all__ = [
 
 wrap = Tensor._wrap
 
+DEVICES = False
+watch(globals())
+
 
 def data_of(x: Any) -> Any:
     """The array behind a tensor; numbers and arrays pass through (numbers stay weakly typed)."""
     return x.data if isinstance(x, Tensor) else x
 
 
-def to_tensor(x: Any) -> Tensor:
-    return x if isinstance(x, Tensor) else Tensor._wrap(np.asarray(x))
+def to_tensor(x: Any, like: Any = None) -> Tensor:
+    """``x`` as a tensor: a number or array becomes a constant on ``like``'s device (a tensor's;
+    the CPU if ``like`` is not one)."""
+    if isinstance(x, Tensor):
+        return x
+    out = Tensor._wrap(np.asarray(x))
+    if DEVICES and isinstance(like, Tensor) and like._device is not CPU:
+        out._device = like._device
+    return out
+
+
+def on(out: Tensor, device: Any) -> Tensor:
+    """Place ``out`` (a fresh op output) on ``device``; returns it."""
+    if device is not CPU:
+        out._device = device
+    return out
+
+
+def common_device(*xs: Any) -> Any:
+    """The device of the tensors among ``xs`` (the CPU if there is none); PyTorch's error if they
+    are not all on one. Numbers and arrays are constants, allowed with any device."""
+    dev = None
+    for x in xs:
+        if isinstance(x, Tensor):
+            d = x._device
+            if dev is None:
+                dev = d
+            elif d is not dev:
+                raise mixed_devices_error(y._device for y in xs if isinstance(y, Tensor))
+    return CPU if dev is None else dev
 
 
 def needs_grad(*inputs: Any) -> bool:

@@ -8,12 +8,16 @@ from typing import Any
 
 import numpy as np
 
+from .._device import CPU, watch
 from ._util import Node, Tensor, attach, edge_of, grad_enabled, needs_grad, save, wrap
 from .elementwise import sqrt, where
 from .reduction import axes_of, expand_reduced, var
 from .shape import expand, reshape, transpose
 
 __all__ = ["t", "square", "std", "norm"]
+
+DEVICES = False
+watch(globals())
 
 
 def t(input: Tensor) -> Tensor:
@@ -59,7 +63,7 @@ def is_floating_point(input: Tensor) -> bool:
 
 def type_as(input: Tensor, other: Tensor) -> Tensor:
     """``input`` cast to ``other``'s dtype (differentiable)."""
-    return input.to(other.data.dtype)
+    return input.to(other)  # type: ignore[attr-defined, no-any-return]
 
 
 def square(input: Tensor) -> Tensor:
@@ -92,9 +96,13 @@ class LinalgVectorNormBackward0(Node):
                 scale = np.where(result.data == 0, 0.0, g.data / result.data).astype(g.data.dtype)
             if self.axes is not None and not self.keepdim:
                 scale = np.expand_dims(scale, self.axes)
-            return (wrap(x.data * scale),)
-        safe = where(wrap(result.data == 0), 1.0, result)
-        scale = where(wrap(result.data == 0), 0.0, g / safe)
+            out = wrap(x.data * scale)
+            if DEVICES and g._device is not CPU:
+                out._device = g._device
+            return (out,)
+        zero = result.data == 0  # a device-less constant
+        safe = where(zero, 1.0, result)
+        scale = where(zero, 0.0, g / safe)
         return (x * expand_reduced(scale, x.data.shape, self.axes, self.keepdim),)
 
 
@@ -112,6 +120,8 @@ def norm(
     axes = axes_of(dim, data.ndim)
     if p == 2:
         out = wrap(np.sqrt(np.square(data).sum(axis=axes, keepdims=keepdim)))
+        if DEVICES and input._device is not CPU:
+            out._device = input._device
         if needs_grad(input):
             node = attach(LinalgVectorNormBackward0((edge_of(input),)), out)
             node.x, node.result = save(input), save(out, is_output=True)

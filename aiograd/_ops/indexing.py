@@ -20,9 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from .._device import CPU, watch
 from .._views import make_view
-from ._util import Node, Tensor, attach, edge_of, needs_grad, wrap
+from ._util import Node, Tensor, attach, common_device, edge_of, needs_grad, wrap
 from .shape import _dim
+
+DEVICES = False
+watch(globals())
 
 __all__ = ["getitem", "index_select", "gather"]
 
@@ -118,6 +122,8 @@ def _take(input: Tensor, index: Index, cls: type[_TakeBackward]) -> Tensor:
         if basic is not None:
             data = data[basic]
         out = wrap(data[adv])
+        if DEVICES and input._device is not CPU:
+            out._device = input._device
     if needs_grad(input):
         node = attach(cls((edge_of(input),)), out)
         node.shape, node.index = input.data.shape, index
@@ -140,6 +146,8 @@ def _scatter(grad: Tensor, shape: tuple[int, ...], index: Index, take_cls: type[
         else:
             view[adv] = g
     out = wrap(z)
+    if DEVICES and grad._device is not CPU:
+        out._device = grad._device
     if needs_grad(grad):
         node = attach(take_cls.scatter_cls((edge_of(grad),)), out)
         node.index, node.take_cls = index, take_cls
@@ -306,10 +314,22 @@ def _torch_message(msg: str, ndim: int, index: Any) -> str:
     return msg
 
 
+def check_index_devices(input: Tensor, index: Any) -> None:
+    """PyTorch's rule for index tensors: on the CPU or on the indexed tensor's device."""
+    for item in index if isinstance(index, tuple) else (index,):
+        if isinstance(item, Tensor) and item._device is not input._device and not item.is_cpu:
+            raise RuntimeError(
+                "indices should be either on cpu or on the same device as the indexed tensor "
+                f"({input._device})"
+            )
+
+
 def getitem(input: Tensor, index: Any) -> Tensor:
     """``input[index]``: ints, slices (any step), None, Ellipsis, boolean masks, integer arrays,
     lists or tensors, and tuples of them, with PyTorch's (= numpy's) semantics."""
     data = input.data
+    if DEVICES:
+        check_index_devices(input, index)
     try:
         norm, cls = _normalize(data, index)
         return _take(input, norm, cls)
@@ -330,6 +350,8 @@ def _index_array(index: Any) -> np.ndarray[Any, Any]:
 
 def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
     """The entries of ``input`` at positions ``index`` (a vector of ints) along ``dim``."""
+    if DEVICES:
+        common_device(input, index)
     idx = _index_array(index)
     if idx.dtype.kind not in "iu":
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
@@ -350,6 +372,8 @@ def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
 # ------------------------------------------------------------------------------ gather
 def gather(input: Tensor, dim: int, index: Any, *, sparse_grad: bool = False) -> Tensor:
     """``out[i][j][k] = input[index[i][j][k]][j][k]`` for ``dim=0`` (and so on for other dims)."""
+    if DEVICES:
+        common_device(input, index)
     idx = _index_array(index)
     if idx.dtype.kind not in "iu":
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")

@@ -31,13 +31,24 @@ from typing import Any
 import numpy as np
 
 from .. import _views
+from .._device import CPU, mixed_devices_error, watch
 from .._hooks import hooks_of
 from .._saved import ERR_BACKWARD_TWICE, SavedTensor
 from .._views import View, view_index
 from ._util import Node, Tensor, edge_of, grad_enabled, save, wrap
-from .elementwise import add, clamp, div, exp, mul, neg, pow, relu, sub
-from .indexing import IndexBackward0, _normalize, _scatter, _take, _torch_message
+from .elementwise import add, clamp, div, exp, mul, neg, pow, relu, sub, to
+from .indexing import (
+    IndexBackward0,
+    _normalize,
+    _scatter,
+    _take,
+    _torch_message,
+    check_index_devices,
+)
 from .shape import sum_to_size
+
+DEVICES = False
+watch(globals())
 
 __all__ = [
     "add_", "sub_", "mul_", "div_", "pow_", "neg_", "exp_", "relu_", "clamp_", "zero_", "fill_",
@@ -138,7 +149,10 @@ class AsStridedBackward0(Node):
                 np.add.at(z, self.flat, g.data)
             else:
                 z[self.flat] = g.data
-            return (wrap(z.reshape(self.shape)),)
+            out = wrap(z.reshape(self.shape))
+            if DEVICES and g._device is not CPU:
+                out._device = g._device
+            return (out,)
         return (_scatter(g, (self.size,), index, IndexBackward0).reshape(self.shape),)
 
 
@@ -199,15 +213,18 @@ class CopySlices(Node):
             res = fn.apply([grad_slice])
         else:
             flat_grad = g.data.reshape(-1).copy()
-            res = fn.apply([wrap(flat_grad[self.flat])])
+            grad_slice = wrap(flat_grad[self.flat])
+            if DEVICES and g._device is not CPU:
+                grad_slice._device = g._device
+            res = fn.apply([grad_slice])
         if fn.is_async:
-            return self._finish_async(flat_grad, res)
-        return self._finish(flat_grad, res)
+            return self._finish_async(flat_grad, res, g._device)
+        return self._finish(flat_grad, res, g._device)
 
-    async def _finish_async(self, flat_grad: Any, res: Any) -> list[Any]:
-        return self._finish(flat_grad, await res)
+    async def _finish_async(self, flat_grad: Any, res: Any, device: Any) -> list[Any]:
+        return self._finish(flat_grad, await res, device)
 
-    def _finish(self, flat_grad: Any, res: Any) -> list[Any]:
+    def _finish(self, flat_grad: Any, res: Any, device: Any) -> list[Any]:
         out = list(res)
         r0 = out[0]
         if r0 is None:
@@ -215,12 +232,14 @@ class CopySlices(Node):
         if isinstance(flat_grad, np.ndarray):
             flat_grad[self.flat] = r0.data
             out[0] = wrap(flat_grad.reshape(self.shape))
+            if device is not CPU:
+                out[0]._device = device
             return out
         keep = np.ones(self.size, dtype=bool)
         keep[self.flat] = False
         index = (None, (self.flat,), False)
         put = _scatter(r0, (self.size,), index, IndexBackward0)
-        out[0] = (flat_grad * wrap(keep) + put).reshape(self.shape)
+        out[0] = (flat_grad * keep + put).reshape(self.shape)
         return out
 
 
@@ -343,6 +362,8 @@ def _alias(self: Tensor, copy: bool) -> Tensor:
     out-of-place twin of an in-place op takes as input. ``copy`` gives it its own array, for
     formulas that save it (the old values must survive the write)."""
     alias = wrap(self.data.copy() if copy else self.data)
+    if DEVICES and self._device is not CPU:
+        alias._device = self._device
     fn = self.grad_fn
     if fn is not None:
         alias.grad_fn = fn
@@ -386,6 +407,16 @@ def _check_shape(self: Tensor, other: Any) -> None:
                 raise RuntimeError(message)
 
 
+def _operand(self: Tensor, other: Any) -> Any:
+    """An in-place op's tensor operand on ``self``'s device (PyTorch's TensorIterator rule: a
+    0-dim CPU tensor is a scalar, moved there, differentiably); PyTorch's error otherwise."""
+    if isinstance(other, Tensor) and other._device is not self._device:
+        if other._device is not CPU or other.data.ndim or self._device is CPU:
+            raise mixed_devices_error((self._device, other._device))
+        return to(other, self._device)
+    return other
+
+
 def _needs_old_self(other: Any) -> bool:
     """``mul_``/``div_`` save the old ``self`` only for the other operand's gradient."""
     return isinstance(other, Tensor) and other._requires_grad
@@ -394,6 +425,8 @@ def _needs_old_self(other: Any) -> bool:
 # ------------------------------------------------------------------------------ arithmetic
 def add_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
     """``self += alpha * other`` in place."""
+    if DEVICES:
+        other = _operand(self, other)
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, add(_alias(self, False), other, alpha=alpha))
@@ -405,6 +438,8 @@ def add_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
 
 def sub_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
     """``self -= alpha * other`` in place."""
+    if DEVICES:
+        other = _operand(self, other)
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, sub(_alias(self, False), other, alpha=alpha))
@@ -416,6 +451,8 @@ def sub_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
 
 def mul_(self: Tensor, other: Any) -> Tensor:
     """``self *= other`` in place."""
+    if DEVICES:
+        other = _operand(self, other)
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, mul(_alias(self, _needs_old_self(other)), other))
@@ -426,6 +463,8 @@ def mul_(self: Tensor, other: Any) -> Tensor:
 
 def div_(self: Tensor, other: Any) -> Tensor:
     """``self /= other`` in place (true division)."""
+    if DEVICES:
+        other = _operand(self, other)
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, div(_alias(self, _needs_old_self(other)), other))
@@ -436,6 +475,8 @@ def div_(self: Tensor, other: Any) -> Tensor:
 
 def pow_(self: Tensor, exponent: Any) -> Tensor:
     """``self **= exponent`` in place."""
+    if DEVICES:
+        exponent = _operand(self, exponent)
     if _recording(self, exponent):
         _check_shape(self, exponent)
         node = _commit(self, pow(_alias(self, True), exponent))
@@ -489,7 +530,7 @@ class ClampBackward0(Node):
         lo = None if self.lo is None else self.lo.unpack(self).data
         hi = None if self.hi is None else self.hi.unpack(self).data
         e_self, e_lo, e_hi = self.next_edges
-        zero = wrap(np.zeros((), dtype=g.data.dtype))
+        zero = np.zeros((), dtype=g.data.dtype)  # a device-less constant
         if lo is not None and hi is not None:
             take_self = (x >= lo) & (x <= hi)
             take_lo = (x < lo) & (lo < hi)
@@ -500,11 +541,11 @@ class ClampBackward0(Node):
             take_self, take_lo, take_hi = x <= hi, None, x > hi
         out = [None, None, None]
         if e_self is not None:
-            out[0] = where(wrap(take_self), g, zero)
+            out[0] = where(take_self, g, zero)
         if e_lo is not None:
-            out[1] = _grad_to(where(wrap(take_lo), g, zero), self.lo_shape, self.lo_dtype)
+            out[1] = _grad_to(where(take_lo, g, zero), self.lo_shape, self.lo_dtype)
         if e_hi is not None:
-            out[2] = _grad_to(where(wrap(take_hi), g, zero), self.hi_shape, self.hi_dtype)
+            out[2] = _grad_to(where(take_hi, g, zero), self.hi_shape, self.hi_dtype)
         return tuple(out)
 
 
@@ -512,6 +553,8 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Limit the values to ``[min, max]`` in place (bounds: numbers or tensors)."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if DEVICES:
+        min, max = _operand(self, min), _operand(self, max)
     tensor_bounds = isinstance(min, Tensor) or isinstance(max, Tensor)
     lo = min.data if isinstance(min, Tensor) else min
     hi = max.data if isinstance(max, Tensor) else max
@@ -519,7 +562,7 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
         if not tensor_bounds:
             _commit(self, clamp(_alias(self, True), min, max))
             return self
-        bounds = [b if b is None or isinstance(b, Tensor) else Tensor._wrap(np.asarray(b)) for b in (min, max)]
+        bounds = [b if b is None or isinstance(b, Tensor) else _constant(b, self) for b in (min, max)]
         for b in bounds:
             if b is not None:
                 _check_shape(self, b)
@@ -562,7 +605,18 @@ def _grad_to(g: Tensor, shape: tuple[int, ...], dtype: Any) -> Tensor:
 
 
 def _zeros_grad(g: Tensor) -> Tensor:
-    return wrap(np.zeros(g.data.shape, dtype=g.data.dtype))
+    out = wrap(np.zeros(g.data.shape, dtype=g.data.dtype))
+    if DEVICES and g._device is not CPU:
+        out._device = g._device
+    return out
+
+
+def _constant(value: Any, like: Tensor) -> Tensor:
+    """A number or array as a tensor on ``like``'s device."""
+    out = wrap(np.asarray(value))
+    if DEVICES and like._device is not CPU:
+        out._device = like._device
+    return out
 
 
 class ZeroBackward0(Node):
@@ -583,21 +637,27 @@ class FillBackward3(Node):
     def apply(self, grads):  # type: ignore[no-untyped-def]
         g = grads[0]
         e_self, e_value = self.next_edges
-        value_grad = _grad_to(g.sum(), (), self.dtype) if e_value is not None else None
+        value_grad = None
+        if e_value is not None:
+            value_grad = _grad_to(g.sum(), (), self.dtype)
+            if value_grad._device is not self.src_device:
+                value_grad = to(value_grad, self.src_device)
         return (_zeros_grad(g) if e_self is not None else None, value_grad)
 
 
 class CopyBackwards(Node):
     """``copy_``: the old values are gone (zero gradient); ``src`` gets the gradient, summed
-    over the broadcast and cast to its dtype."""
+    over the broadcast, cast to its dtype and moved to its device."""
 
     def apply(self, grads):  # type: ignore[no-untyped-def]
         g = grads[0]
         e_self, e_src = self.next_edges
-        return (
-            _zeros_grad(g) if e_self is not None else None,
-            _grad_to(g, self.shape, self.dtype) if e_src is not None else None,
-        )
+        grad_src = None
+        if e_src is not None:
+            grad_src = _grad_to(g, self.shape, self.dtype)
+            if grad_src._device is not self.src_device:
+                grad_src = to(grad_src, self.src_device)
+        return (_zeros_grad(g) if e_self is not None else None, grad_src)
 
 
 def _fill(self: Tensor, value: Any) -> None:
@@ -629,7 +689,7 @@ def fill_(self: Tensor, value: Any) -> Tensor:
     if _recording(self, value):
         if isinstance(value, Tensor):
             node: Node = FillBackward3((edge_of(self), edge_of(value)))
-            node.dtype = value.data.dtype
+            node.dtype, node.src_device = value.data.dtype, value._device
         else:
             node = FillBackward2((edge_of(self),))
         _fill(self, value.data if isinstance(value, Tensor) else value)
@@ -649,12 +709,14 @@ def _assign(self: Tensor, src: Any) -> None:
 
 
 def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
-    """Copy ``src`` (broadcast to this shape, cast to this dtype) into this tensor in place."""
+    """Copy ``src`` (broadcast to this shape, cast to this dtype, from any device) into this
+    tensor in place."""
     s = src.data if isinstance(src, Tensor) else np.asarray(src)
     if _recording(self, src):
         _check_shape(self, s)
         node = CopyBackwards((edge_of(self), edge_of(src)))
         node.shape, node.dtype = s.shape, s.dtype
+        node.src_device = src._device if isinstance(src, Tensor) else self._device
         _assign(self, s)
         rebase_inplace(self, node, 0)
         return self
@@ -676,11 +738,13 @@ class IndexPutBackward0(Node):
             if grad_enabled():
                 keep = np.ones(g.data.shape, dtype=bool)
                 keep[adv] = False
-                grad_self = g * wrap(keep)
+                grad_self = g * keep
             else:
                 z = g.data.copy()
                 z[adv] = 0
                 grad_self = wrap(z)
+                if DEVICES and g._device is not CPU:
+                    grad_self._device = g._device
         if e_values is not None:
             taken = _take(g, (None, adv, self.accumulate), IndexBackward0)
             grad_values = _grad_to(taken, self.values_shape, self.values_dtype)
@@ -689,6 +753,8 @@ class IndexPutBackward0(Node):
 
 def index_put_(self: Tensor, adv: tuple[Any, ...], values: Any, accumulate: bool = False) -> Tensor:
     """``self[adv] = values`` for a normalised advanced index (see ``indexing._normalize``)."""
+    if DEVICES:
+        values = _operand(self, values)
     v = values.data if isinstance(values, Tensor) else values
     rec = _recording(self, values)
     if rec:
@@ -765,6 +831,8 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     advanced one (masks, integer arrays) is PyTorch's ``index_put_`` (on the view of its basic
     part, if any). Gradients flow to ``value`` when it requires grad."""
     data = self.data
+    if DEVICES:
+        check_index_devices(self, index)
     try:
         (basic, adv, accumulate), cls = _normalize(data, index)
     except IndexError as e:
@@ -772,6 +840,8 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         if msg == str(e):
             raise
         raise IndexError(msg) from None
+    if DEVICES and adv is not None:
+        value = _operand(self, value)  # index_put_'s rule; a basic index copies from any device
     v = value.data if isinstance(value, Tensor) else value
     if grad_enabled() and (
         self._requires_grad
@@ -789,7 +859,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         if adv is not None:
             index_put_(target, adv, value, accumulate)
         elif np.shape(v) == () and target.data.ndim:
-            fill_(target, value if isinstance(value, Tensor) else wrap(np.asarray(v)))
+            fill_(target, value if isinstance(value, Tensor) else _constant(v, target))
         else:
             copy_(target, value)
         return

@@ -13,10 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from .._device import watch
 from .._views import make_view
-from ._util import Node, Tensor, attach, edge_of, needs_grad, wrap
+from ._util import Node, Tensor, attach, common_device, edge_of, needs_grad, on, wrap
 from .indexing import getitem
 from .shape import _dim
+
+DEVICES = False
+watch(globals())
 
 __all__ = ["cat", "concat", "concatenate", "stack", "split", "split_with_sizes", "chunk", "unbind"]
 
@@ -47,7 +51,7 @@ class CatBackward0(Node):
         offset = 0
         for edge, size, dtype in zip(self.next_edges, self.sizes, self.dtypes):
             if size is None:  # a legacy empty 1-D input, skipped in forward
-                out.append(wrap(np.zeros((0,), dtype=dtype)) if edge is not None else None)
+                out.append(on(wrap(np.zeros((0,), dtype=dtype)), g._device) if edge is not None else None)
                 continue
             if edge is not None:
                 out.append(_as_dtype(getitem(g, lead + (slice(offset, offset + size),)), dtype))
@@ -82,6 +86,8 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                     f"{ref.shape[k]} but got size {a.shape[k]} for tensor number {i} in the list."
                 )
     out = wrap(np.concatenate([a for _, a in used], axis=d))
+    if DEVICES:
+        on(out, common_device(*tensors))
     if needs_grad(*tensors):
         node = attach(CatBackward0(tuple(edge_of(t) for t in tensors)), out)
         node.dim = d
@@ -118,6 +124,8 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             )
     d = _dim(dim, len(shape) + 1)
     out = wrap(np.stack([t.data for t in tensors], axis=d))
+    if DEVICES:
+        on(out, common_device(*tensors))
     if needs_grad(*tensors):
         node = attach(StackBackward0(tuple(edge_of(t) for t in tensors)), out)
         node.dim = d
@@ -130,11 +138,12 @@ class _JoinGradsBackward(Node):
     """A multi-output node: joins its outputs' gradients, zeros for those that got none."""
 
     def _filled(self, grads: list[Tensor | None]) -> list[Tensor] | None:
-        dtype = next((g.data.dtype for g in grads if g is not None), None)
-        if dtype is None:
+        first = next((g for g in grads if g is not None), None)
+        if first is None:
             return None
+        dtype, dev = first.data.dtype, first._device
         return [
-            g if g is not None else wrap(np.zeros(shape, dtype=dtype))
+            g if g is not None else on(wrap(np.zeros(shape, dtype=dtype)), dev)
             for g, shape in zip(grads, self.shapes)
         ]
 

@@ -7,8 +7,24 @@ from typing import Any
 import numpy as np
 
 from .._cost import matmul_cost
-from ._util import Node, Tensor, attach, edge_of, grad_enabled, needs_grad, save, to_tensor, wrap
+from .._device import CPU, watch
+from ._util import (
+    Node,
+    Tensor,
+    attach,
+    common_device,
+    edge_of,
+    grad_enabled,
+    needs_grad,
+    on,
+    save,
+    to_tensor,
+    wrap,
+)
 from .shape import _sum_to, reduce_grad
+
+DEVICES = False
+watch(globals())
 
 __all__ = ["matmul", "mm", "linear"]
 
@@ -42,6 +58,10 @@ class MmBackward0(Node):
             gd = g.data
             ga = wrap(gd @ self.b.unpack(self).data.T) if ea is not None else None
             gb = wrap(self.a.unpack(self).data.T @ gd) if eb is not None else None
+            if DEVICES and g._device is not CPU:
+                for r in (ga, gb):
+                    if r is not None:
+                        r._device = g._device
             return (ga, gb)
         ga = matmul(g, self.b.unpack(self).mT) if ea is not None else None
         gb = matmul(self.a.unpack(self).mT, g) if eb is not None else None
@@ -99,7 +119,7 @@ def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with numpy's ``matmul`` rules (dot, mv, mm, batched mm)."""
     # An array operand (``x @ array``) is a constant: a tensor that needs no grad, so it can be saved.
-    input, other = to_tensor(input), to_tensor(other)
+    input, other = to_tensor(input, other), to_tensor(other, input)
     a, b = input.data, other.data
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(
@@ -109,6 +129,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         out = wrap(np.matmul(a, b))
     except ValueError:
         raise RuntimeError(_mismatch(a.shape, b.shape)) from None
+    if DEVICES:
+        on(out, common_device(input, other))
     if needs_grad(input, other):
         cls = MmBackward0 if a.ndim == 2 and b.ndim == 2 else MatmulBackward0
         node = attach(cls((edge_of(input), edge_of(other))), out)
@@ -150,6 +172,10 @@ class LinearBackward0(Node):
             gb = None
             if eb is not None:
                 gb = wrap(_sum_to(gd, self.bias_shape))
+            if DEVICES and g._device is not CPU:
+                for r in (gx, gw, gb):
+                    if r is not None:
+                        r._device = g._device
             return (gx, gw, gb)
         gx = matmul(g, self.weight.unpack(self)) if ex is not None else None
         gw = matmul(g.mT, self.x.unpack(self)) if ew is not None else None
@@ -172,6 +198,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if bias is not None:
         data += bias.data
     out = wrap(data)
+    if DEVICES:
+        on(out, common_device(input, weight, bias))
     if needs_grad(input, weight, bias):
         node = attach(LinearBackward0((edge_of(input), edge_of(weight), edge_of(bias))), out)
         ex, ew, _ = node.next_edges
@@ -185,7 +213,7 @@ TENSOR_METHODS = {"matmul": matmul, "mm": mm, "__matmul__": matmul}
 
 
 def _rmatmul(self: Tensor, other: Any) -> Tensor:
-    return matmul(other if isinstance(other, Tensor) else Tensor(other), self)
+    return matmul(to_tensor(other, self), self)
 
 
 TENSOR_METHODS["__rmatmul__"] = _rmatmul

@@ -13,8 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from .._device import CPU, watch
 from ._util import Node, Tensor, attach, edge_of, grad_enabled, needs_grad, save, wrap
 from .shape import _dim
+
+DEVICES = False
+watch(globals())
 
 __all__ = [
     "sum", "mean", "var", "max", "min", "prod", "logsumexp", "softmax", "log_softmax", "argmax",
@@ -65,11 +69,23 @@ def _expand_reduced_array(grad: Any, shape: tuple[int, ...], axes: tuple[int, ..
     return out
 
 
+def _like(data: Any, like: Tensor) -> Tensor:
+    """Wrap ``data`` on ``like``'s device (an op output, or a backward formula's result)."""
+    out = wrap(data)
+    if DEVICES and like._device is not CPU:
+        out._device = like._device
+    return out
+
+
 class SumBackward0(Node):
     def apply(self, grads):  # type: ignore[no-untyped-def]
+        g = grads[0]
         if not grad_enabled():
-            return (wrap(_expand_reduced_array(grads[0].data, self.shape, self.axes, self.keepdim)),)
-        return (expand_reduced(grads[0], self.shape, self.axes, self.keepdim),)
+            out = wrap(_expand_reduced_array(g.data, self.shape, self.axes, self.keepdim))
+            if DEVICES and g._device is not CPU:
+                out._device = g._device
+            return (out,)
+        return (expand_reduced(g, self.shape, self.axes, self.keepdim),)
 
 
 def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -79,6 +95,8 @@ def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = F
     if data.dtype == np.bool_ and dtype is None:
         dtype = np.int64
     out = wrap(data.sum(axis=axes, keepdims=keepdim, dtype=dtype))
+    if DEVICES and input._device is not CPU:
+        out._device = input._device
     if needs_grad(input):
         node = attach(SumBackward0((edge_of(input),)), out)
         node.shape, node.axes, node.keepdim = data.shape, axes, keepdim
@@ -89,7 +107,7 @@ class MeanBackward0(Node):
     def apply(self, grads):  # type: ignore[no-untyped-def]
         if not grad_enabled():
             g = grads[0].data / self.count
-            return (wrap(_expand_reduced_array(g, self.shape, self.axes, self.keepdim)),)
+            return (_like(_expand_reduced_array(g, self.shape, self.axes, self.keepdim), grads[0]),)
         return (expand_reduced(grads[0] / self.count, self.shape, self.axes, self.keepdim),)
 
 
@@ -103,6 +121,8 @@ def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = 
         )
     axes = axes_of(dim, data.ndim)
     out = wrap(data.mean(axis=axes, keepdims=keepdim, dtype=dtype))
+    if DEVICES and input._device is not CPU:
+        out._device = input._device
     if needs_grad(input):
         node = attach(MeanBackward0((edge_of(input),)), out)
         count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
@@ -202,7 +222,7 @@ def var(
     with np.errstate(divide="ignore", invalid="ignore"):
         centered = data - data.mean(axis=axes, keepdims=True)
         sq = np.square(centered).sum(axis=axes, keepdims=keepdim)
-        out = wrap(sq / data.dtype.type(dof if dof > 0 else 0))
+        out = _like(sq / data.dtype.type(dof if dof > 0 else 0), input)
     if needs_grad(input):
         node = attach(VarBackward0((edge_of(input),)), out)
         node.x, node.shape, node.axes, node.keepdim = save(input), data.shape, axes, keepdim
@@ -227,7 +247,7 @@ class MaxBackward1(Node):
 
     def apply(self, grads):  # type: ignore[no-untyped-def]
         g = grads[0]
-        return (g.expand(self.mask.shape) * wrap(self.mask.astype(g.data.dtype)),)
+        return (g.expand(self.mask.shape) * self.mask.astype(g.data.dtype),)
 
 
 class MinBackward1(MaxBackward1):
@@ -239,7 +259,7 @@ class MaxBackward0(Node):
 
     def apply(self, grads):  # type: ignore[no-untyped-def]
         g = expand_reduced(grads[0], self.mask.shape, self.axes, self.keepdim)
-        return (g * wrap(self.mask.astype(g.data.dtype)),)
+        return (g * self.mask.astype(g.data.dtype),)
 
 
 class MinBackward0(MaxBackward0):
@@ -258,7 +278,7 @@ def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
             raise TypeError(f"{fname}(): 'keepdim' needs 'dim'")
         _check_nonempty(data, None, fname)
         value = data.max() if largest else data.min()
-        out = wrap(value)
+        out = _like(value, input)
         if needs_grad(input):
             mask = np.isnan(data) if np.isnan(value) else (data == value)
             share = mask / np.count_nonzero(mask)
@@ -274,7 +294,7 @@ def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
             idx, values = idx.squeeze(axes[0]), values.squeeze(axes[0])
     else:
         idx, values = np.zeros((), dtype=np.int64), data.copy()
-    out = wrap(values)
+    out = _like(values, input)
     if needs_grad(input):
         mask = np.zeros(data.shape, dtype=bool)
         if axes:
@@ -284,7 +304,7 @@ def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
             mask[...] = True
         node = attach((MaxBackward0 if largest else MinBackward0)((edge_of(input),)), out)
         node.mask, node.axes, node.keepdim = mask, axes, keepdim
-    return (MaxResult if largest else MinResult)(out, wrap(idx.astype(np.int64)))
+    return (MaxResult if largest else MinResult)(out, _like(idx.astype(np.int64), input))
 
 
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
@@ -312,12 +332,12 @@ def _arg_extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Tenso
         idx = np.asarray(find(data.reshape(-1)))
         if keepdim:
             idx = idx.reshape((1,) * data.ndim)
-        return wrap(idx.astype(np.int64))
+        return _like(idx.astype(np.int64), input)
     axes = _one_dim(dim, data.ndim, fname)
     _check_nonempty(data, axes, fname)
     if not axes:
-        return wrap(np.zeros((), dtype=np.int64))
-    return wrap(np.asarray(find(data, axis=axes[0], keepdims=keepdim)).astype(np.int64))
+        return _like(np.zeros((), dtype=np.int64), input)
+    return _like(np.asarray(find(data, axis=axes[0], keepdims=keepdim)).astype(np.int64), input)
 
 
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
@@ -345,7 +365,7 @@ def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdi
     data = x.data
     shape = data.shape
     if axes == ():  # a 0-d input is its own product
-        return wrap(np.ones(shape, dtype=data.dtype))
+        return _like(np.ones(shape, dtype=data.dtype), x)
     zero = data == 0
     if not zero.any():
         return expand_reduced(result, shape, axes, keepdim) / x
@@ -358,13 +378,13 @@ def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdi
         rank = np.cumsum(zero, axis=axes[0]) - 1
     counts = zero.sum(axis=axes, keepdims=True)
     if grad_enabled():
-        other_zeros: Tensor = wrap(np.zeros(shape, dtype=data.dtype))
+        other_zeros: Tensor = _like(np.zeros(shape, dtype=data.dtype), x)
         for k in range(int(counts.max())):
             this = zero & (rank == k)
             excl = _prod(where(zero & ~this, x, 1.0), axes, keepdim=True).expand(shape)
             other_zeros = where(this, excl, other_zeros)
     else:
-        other_zeros = wrap(np.broadcast_to(counts == 1, shape).astype(data.dtype))
+        other_zeros = _like(np.broadcast_to(counts == 1, shape).astype(data.dtype), x)
     return where(zero, q * other_zeros, q / x_nonzero * r)
 
 
@@ -388,7 +408,7 @@ def _prod(input: Tensor, axes: tuple[int, ...] | None, keepdim: bool, dtype: Any
         input = input.to(dtype)
     data = input.data
     acc = np.int64 if data.dtype.kind in "bui" else None
-    out = wrap(np.asarray(data.prod(axis=axes, keepdims=keepdim, dtype=acc)))
+    out = _like(np.asarray(data.prod(axis=axes, keepdims=keepdim, dtype=acc)), input)
     if needs_grad(input):
         cls = ProdBackward0 if axes is None else ProdBackward1
         node = attach(cls((edge_of(input),)), out)
@@ -432,14 +452,14 @@ def _stable_max(data: np.ndarray[Any, Any], axes: tuple[int, ...] | None) -> np.
 def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
     """``log(sum(exp(input), dim))``, computed without overflow; integer inputs give float32."""
     if input.data.dtype.kind != "f":
-        input = wrap(input.data.astype(np.float32))
+        input = _like(input.data.astype(np.float32), input)
     data = input.data
     axes = axes_of(dim, data.ndim)
     m = _stable_max(data, axes)
     with np.errstate(divide="ignore", invalid="ignore"):
         s = np.exp(data - m).sum(axis=axes, keepdims=True)
         res = np.log(s) + m
-    out = wrap(res if keepdim else res.reshape(_reduced_shape(data.shape, axes, False)))
+    out = _like(res if keepdim else res.reshape(_reduced_shape(data.shape, axes, False)), input)
     if needs_grad(input):
         node = attach(LogsumexpBackward0((edge_of(input),)), out)
         node.x, node.result = save(input), save(out, is_output=True)
@@ -471,7 +491,7 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     data = input.data
     with np.errstate(invalid="ignore"):
         e = np.exp(data - data.max(axis=axes, keepdims=True)) if data.size else data.copy()
-        out = wrap(e / e.sum(axis=axes, keepdims=True))
+        out = _like(e / e.sum(axis=axes, keepdims=True), input)
     if needs_grad(input):
         node = attach(SoftmaxBackward0((edge_of(input),)), out)
         node.result, node.axes = save(out, is_output=True), axes
@@ -485,7 +505,10 @@ class LogSoftmaxBackward0(Node):
         y, g = self.result.unpack(self), grads[0]
         if not grad_enabled():
             gd = g.data
-            return (wrap(gd - np.exp(y.data) * gd.sum(self.axes, keepdims=True)),)
+            out = wrap(gd - np.exp(y.data) * gd.sum(self.axes, keepdims=True))
+            if DEVICES and g._device is not CPU:
+                out._device = g._device
+            return (out,)
         return (g - y.exp() * g.sum(self.axes, keepdim=True),)
 
 
@@ -494,7 +517,7 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     input, axes = _softmax_input(input, dim, dtype, "log_softmax")
     data = input.data
     if not data.size:
-        out = wrap(data.copy())
+        out = _like(data.copy(), input)
     else:
         peak = data.max(axis=axes, keepdims=True)
         if np.isfinite(peak).all():
@@ -505,6 +528,8 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
             with np.errstate(divide="ignore", invalid="ignore"):
                 shifted = data - peak
                 out = wrap(shifted - np.log(np.exp(shifted).sum(axis=axes, keepdims=True)))
+        if DEVICES and input._device is not CPU:
+            out._device = input._device
     if needs_grad(input):
         node = attach(LogSoftmaxBackward0((edge_of(input),)), out)
         node.result, node.axes = save(out, is_output=True), axes

@@ -11,8 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from .._device import CPU, watch
 from .._views import make_view
 from ._util import Node, Tensor, attach, edge_of, needs_grad, wrap
+
+DEVICES = False
+watch(globals())
 
 __all__ = [
     "reshape",
@@ -72,6 +76,8 @@ def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Ten
         )
     else:
         out = wrap(out_data)
+        if DEVICES and input._device is not CPU:
+            out._device = input._device
     if needs_grad(input):
         node = attach(ViewBackward0((edge_of(input),)), out)
         node.shape = input.data.shape
@@ -301,6 +307,8 @@ def sum_to_size(input: Tensor, *size: Any) -> Tensor:
     except ValueError:
         raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(input.data.shape)}}}.") from None
     out = wrap(_sum_to(input.data, shape))
+    if DEVICES and input._device is not CPU:
+        out._device = input._device
     if needs_grad(input):
         node = attach(SumToSizeBackward0((edge_of(input),)), out)
         node.shape = input.data.shape
@@ -326,6 +334,8 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
         )
     padded = (1,) * (len(reps) - len(shape)) + shape
     out = wrap(np.tile(input.data.reshape(padded), reps))
+    if DEVICES and input._device is not CPU:
+        out._device = input._device
     if needs_grad(input):
         node = attach(RepeatBackward0((edge_of(input),)), out)
         node.shape, node.padded_shape, node.repeats = shape, padded, reps

@@ -12,12 +12,16 @@ import warnings
 
 import numpy as np
 
+from .._device import CPU as _CPU
+from .._device import watch as _watch
 from .._ops._util import Node as _Node
 from .._ops._util import Tensor as _Tensor
 from .._ops._util import attach as _attach
+from .._ops._util import common_device as _common_device
 from .._ops._util import edge_of as _edge_of
 from .._ops._util import grad_enabled as _grad_enabled
 from .._ops._util import needs_grad as _needs_grad
+from .._ops._util import on as _on
 from .._ops._util import save as _save
 from .._ops._util import to_tensor as _to_tensor
 from .._ops._util import wrap as _wrap
@@ -46,6 +50,9 @@ __all__ = [
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
+
+_DEVICES = False
+_watch(globals(), "_DEVICES")
 
 
 def _torch_name(cls: type) -> type:
@@ -137,7 +144,9 @@ def mse_loss(
     PyTorch's warning.
     """
     reduction = _reduction(size_average, reduce, reduction)
-    target = _to_tensor(target)
+    target = _to_tensor(target, input)
+    if _DEVICES:
+        _common_device(input, target)
     if input.data.shape != target.data.shape:
         warnings.warn(
             f"Using a target size ({_size(target)}) that is different to the input size "
@@ -156,6 +165,8 @@ def mse_loss(
     else:
         data = sq
     out = _wrap(data.astype(sq.dtype, copy=False))
+    if _DEVICES:
+        _on(out, input._device)
     if _needs_grad(input, target):
         node = _attach(_MseLossBackward0((_edge_of(input), _edge_of(target))), out)
         node.input, node.target, node.reduction = _save(input), _save(target), reduction
@@ -178,9 +189,12 @@ class _NllLossBackward0(_Node):
     def apply(self, grads):  # type: ignore[no-untyped-def]
         g = grads[0]
         if self.reduction != "none" and not _grad_enabled():
-            return (_wrap(g.data * self.coef),)
-        coef = _wrap(self.coef.astype(g.data.dtype, copy=False))
-        if self.reduction == "none" and coef.data.ndim > 1:
+            out = _wrap(g.data * self.coef)
+            if _DEVICES and g._device is not _CPU:
+                out._device = g._device
+            return (out,)
+        coef = self.coef.astype(g.data.dtype, copy=False)  # a device-less constant
+        if self.reduction == "none" and coef.ndim > 1:
             g = g.unsqueeze(self.class_dim)
         return (g * coef,)
 
@@ -247,6 +261,8 @@ def _nll_loss_plain(input: Tensor, t: Any, ignore_index: int, mean: bool) -> Ten
     rows = np.arange(t.size)
     scale = 1.0 / t.size if mean else 1.0
     out = _wrap(np.asarray(-x[rows, t].sum() * scale, dtype=x.dtype))
+    if _DEVICES and input._device is not _CPU:
+        out._device = input._device
     if _needs_grad(input):
         node = _attach(_NllLossBackward0((_edge_of(input),)), out)
         coef = np.zeros(x.shape, x.dtype)
@@ -272,7 +288,9 @@ def nll_loss(
     the counted targets (``nan`` if there are none), as PyTorch. ``weight`` gets no gradient.
     """
     reduction = _reduction(size_average, reduce, reduction)
-    target = _to_tensor(target)
+    target = _to_tensor(target, input)
+    if _DEVICES:
+        _common_device(input, target, weight)
     if weight is None and reduction != "none":
         fast = _nll_loss_plain(input, target.data, ignore_index, reduction == "mean")
         if fast is not None:
@@ -302,6 +320,8 @@ def nll_loss(
         with np.errstate(invalid="ignore", divide="ignore"):
             data = np.asarray(losses.sum() / total)
     out = _wrap(np.asarray(data).astype(x.dtype, copy=False))
+    if _DEVICES and input._device is not _CPU:
+        out._device = input._device
     if _needs_grad(input):
         cls = _NllLoss2DBackward0 if x.ndim > 2 else _NllLossBackward0
         node = _attach(cls((_edge_of(input),)), out)
@@ -339,7 +359,9 @@ def cross_entropy(
         raise ValueError(f"Expected 1 or more dimensions (got {input.data.ndim})")
     class_dim = 0 if input.data.ndim == 1 else 1
     n_classes = input.data.shape[class_dim]
-    target = _to_tensor(target)
+    target = _to_tensor(target, input)
+    if _DEVICES:
+        _common_device(input, target, weight)
     if target.data.shape == input.data.shape:
         return _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -356,7 +378,7 @@ def cross_entropy(
     kept = t != ignore_index
     w = _class_weight(weight, input)
     smooth = -(logp if w is None else logp * w).sum(class_dim)
-    smooth = smooth * _wrap(kept.astype(input.data.dtype))
+    smooth = smooth * kept.astype(input.data.dtype)
     if reduction == "none":
         smooth_red = smooth
     elif reduction == "sum":
@@ -380,7 +402,7 @@ def _class_weight(weight: Any, input: Tensor) -> Tensor | None:
     shape = [1] * ndim
     shape[class_dim] = input.data.shape[class_dim]
     w = np.asarray(weight.data if isinstance(weight, _Tensor) else weight)
-    return _wrap(w.astype(input.data.dtype).reshape(shape))
+    return _on(_wrap(w.astype(input.data.dtype).reshape(shape)), input._device)
 
 
 def _cross_entropy_probs(
