@@ -27,7 +27,7 @@ import numpy as np
 
 from . import _device
 from ._anomaly import anomaly_state, current_node, warn_with_history
-from ._cost import DEFAULT_OFFLOAD_THRESHOLD_NS, DEFAULT_STALL_THRESHOLD_NS
+from ._cost import DEFAULT_OFFLOAD_THRESHOLD_NS, DEFAULT_STALL_THRESHOLD_NS, NS_PER_ELEMENT
 from ._device import CPU
 from ._grad_mode import _grad_enabled
 from ._hooks import (
@@ -100,6 +100,7 @@ class GraphTask:
         "contributions",
         "in_flight",
         "deferred",
+        "executor",
         "__weakref__",
     )
 
@@ -128,6 +129,7 @@ class GraphTask:
         #: (node, input_nr) -> [(producer key, grad)], summed in key order once the node is ready
         self.contributions: dict[tuple[Node, int], list[tuple[tuple[int, int], Any]]] = {}
         self.in_flight = 0  # this task's nodes running in an executor
+        self.executor: Executor | None = None  # where its CPU nodes may go (set by the engine)
         self.deferred: list[tuple[Node, list[Any], Executor]] = []  # waiting for capacity
 
 
@@ -263,6 +265,20 @@ class Engine:
         executor = self.executors.get(device_type)
         return executor if executor is not None else get_executor(device_type)
 
+    def offload_executor(self, device_type: str = "cpu") -> Executor | None:
+        """The executor nodes of ``device_type`` may be offloaded to; None when none can be (an
+        inline executor, or no offload threshold)."""
+        if self.offload_threshold is None:
+            return None
+        executor = self.executor(device_type)
+        return None if executor.inline else executor
+
+    @property
+    def _small_size(self) -> float:
+        """Gradients smaller than this cannot make an elementwise node reach the threshold."""
+        threshold = self.offload_threshold
+        return float("inf") if threshold is None else threshold / NS_PER_ELEMENT / 8
+
     def statistics(self) -> EngineStatistics:
         """Counters since the engine was created, and what is running now."""
         return EngineStatistics(
@@ -289,6 +305,7 @@ class Engine:
     ) -> list[Tensor | None]:
         """Run one backward and return the captured gradients (``grad()``'s results)."""
         graph_task = GraphTask(keep_graph, create_graph, 0, ReadyQueue())
+        graph_task.executor = self.offload_executor("cpu")
         if len(root_edges) == 1:
             root, input_nr = root_edges[0]
             buffer: list[Any] = [None] * root.num_inputs
@@ -507,13 +524,21 @@ class Engine:
         if node._hooks is not None or node.is_async or graph_task.anomaly:
             return self._evaluate_slow(graph_task, node, buffer)
         exec_info = graph_task.exec_info
-        threshold = self.offload_threshold
-        if threshold is not None and (exec_info is None or _runs(exec_info, node)):
-            executor = self.executor(_device_type(buffer) if DEVICES else "cpu")
-            cost = node.cost(buffer) if not executor.inline else 0.0
+        executor = graph_task.executor
+        if DEVICES and executor is not None:
+            executor = self.offload_executor(_device_type(buffer))
+        if executor is not None and (exec_info is None or _runs(exec_info, node)):
+            # Most nodes are small and estimate their cost from their gradients' size: the first
+            # gradient's size rules them out without calling cost().
+            if node.cost_scales_with_grads:
+                first = buffer[0]
+                cost = node.cost(buffer) if first is not None and first.data.size >= self._small_size else 0.0
+            else:
+                cost = node.cost(buffer)
+            threshold = self.offload_threshold
             # Offloading pays when the node can overlap with other work (ready nodes, or nodes
             # already in flight); a lone node leaves the loop only when it would stall it.
-            if cost >= threshold and (
+            if threshold is not None and cost >= threshold and (
                 graph_task.in_flight or graph_task.queue._queue or cost >= self.stall_threshold  # type: ignore[attr-defined]
             ):
                 if exec_info is not None:

@@ -36,6 +36,9 @@ class Node:
 
     #: Number of gradients the node receives (its forward op's outputs).
     num_inputs = 1
+    #: True for nodes whose ``cost`` is the default (proportional to their gradients' size); set
+    #: for every subclass, so the engine can rule small ones out without calling ``cost``.
+    cost_scales_with_grads = True
     #: True when ``apply`` returns an awaitable (a custom Function with ``async def backward``):
     #: the engine awaits it.
     is_async = False
@@ -54,6 +57,10 @@ class Node:
         self._hooks: Any = None
         if anomaly_state()[0]:
             record_creation(self)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.cost_scales_with_grads = cls.cost is Node.cost
 
     def name(self) -> str:
         """The node's name as PyTorch spells it, e.g. ``"MulBackward0"``."""
@@ -120,6 +127,9 @@ class GraphRoot(Node):
 
     def apply(self, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
         return self.grads
+
+    def cost(self, grads: list[Tensor | None]) -> float:
+        return 0.0  # it only hands out the root gradients
 
 
 class AccumulateGrad(Node):
