@@ -279,6 +279,17 @@ class Engine:
         threshold = self.offload_threshold
         return float("inf") if threshold is None else threshold / NS_PER_ELEMENT / 8
 
+    async def aclose(self) -> None:
+        """Stop this engine's device workers (they also stop by themselves once their queues are
+        empty) and forget the engine, so the next backward on this loop makes a fresh one."""
+        workers = [q._worker for q in self._device_queues.values() if q._worker is not None]  # type: ignore[attr-defined]
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        self._device_queues.clear()
+        if _engines.get(self.loop) is self:
+            del _engines[self.loop]
+
     def statistics(self) -> EngineStatistics:
         """Counters since the engine was created, and what is running now."""
         return EngineStatistics(

@@ -111,3 +111,26 @@ async def test_cancelling_the_owner_drops_its_device_work():
     assert x.grad is None
     await (x.to("sim:0") * 2.0).to("cpu").sum().backward()  # the workers keep serving
     assert x.grad.item() == 2.0
+
+
+async def test_engine_aclose_stops_workers_and_a_fresh_engine_takes_over():
+    gate = asyncio.Event()
+
+    async def blocked(g):
+        await gate.wait()
+
+    x = ag.tensor([1.0], requires_grad=True)
+    y = x.to("sim:0") * 2.0
+    y.register_hook(blocked)
+    backward = asyncio.create_task(y.to("cpu").sum().backward())
+    for _ in range(10):
+        await asyncio.sleep(0)
+    engine = ag.get_engine()
+    backward.cancel()
+    await engine.aclose()
+    with pytest.raises(asyncio.CancelledError):
+        await backward
+    assert all(t.done() for t in asyncio.all_tasks() if t.get_name().startswith("aiograd worker"))
+    assert ag.get_engine() is not engine
+    await (x.to("sim:0") * 3.0).to("cpu").sum().backward()
+    assert x.grad.item() == 3.0
