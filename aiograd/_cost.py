@@ -15,8 +15,9 @@ from typing import Any
 NS_PER_ELEMENT = 1.0
 #: Matrix products, per multiply-add pair (2 flops), at BLAS speed on one core.
 NS_PER_FLOP = 0.015
-#: Default offload threshold: about twice a thread round trip on the reference machine.
-DEFAULT_OFFLOAD_THRESHOLD_NS = 100_000.0
+#: Default offload threshold: twice the ThreadExecutor round trip measured on the reference
+#: machine (38.6 us median on uvloop, benchmarks/measure_offload.py), so offloading wins clearly.
+DEFAULT_OFFLOAD_THRESHOLD_NS = 80_000.0
 #: A node alone (nothing to overlap with) leaves the loop only from here: a millisecond of work
 #: is the longest the engine holds the event loop on its own.
 DEFAULT_STALL_THRESHOLD_NS = 1_000_000.0

@@ -151,6 +151,11 @@ class AccumulateGrad(Node):
         self._variable = weakref.ref(variable)
         self._lock = threading.Lock()
 
+    def cost(self, grads: list[Tensor | None]) -> float:
+        # One memory-bound add (or none): never worth a thread round trip, and .grad updates
+        # stay on the loop.
+        return 0.0
+
     @property
     def variable(self) -> Tensor | None:
         """The leaf this node accumulates into (None once the leaf is gone)."""

@@ -6,7 +6,9 @@ A fresh process per benchmark lets the BLAS thread count be set in the environme
     python benchmarks/run_all.py               # the environment as it is
     python benchmarks/run_all.py --threads 1   # OMP/OPENBLAS/MKL_NUM_THREADS=1 for the children
 
-The rest of the environment is passed through unchanged. Exits non-zero if any benchmark fails.
+The rest of the environment is passed through unchanged. ``bench_branches.py`` and
+``bench_responsiveness.py`` run both settings themselves (single-threaded BLAS and default), each
+in subprocesses of their own, whatever ``--threads`` says. Exits non-zero if any benchmark fails.
 """
 
 from __future__ import annotations
@@ -18,8 +20,21 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BENCHMARKS = ("bench_engine.py", "bench_chain.py", "bench_mlp.py")
+BENCHMARKS = (
+    "bench_engine.py",
+    "bench_chain.py",
+    "bench_mlp.py",
+    "measure_offload.py",
+    "bench_branches.py",
+    "bench_responsiveness.py",
+)
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def short(name: str) -> str:
+    """``bench_chain.py`` -> ``chain``, ``measure_offload.py`` -> ``measure_offload``."""
+    name = name.removesuffix(".py")
+    return name.removeprefix("bench_")
 
 
 def main() -> int:
@@ -29,7 +44,7 @@ def main() -> int:
         help="set " + ", ".join(THREAD_VARS) + " to N for the benchmarks",
     )
     parser.add_argument(
-        "--only", choices=[b[len("bench_"):-len(".py")] for b in BENCHMARKS], action="append",
+        "--only", choices=[short(b) for b in BENCHMARKS], action="append",
         help="run only this benchmark (repeatable)",
     )
     args = parser.parse_args()
@@ -43,7 +58,7 @@ def main() -> int:
 
     failed = []
     for name in BENCHMARKS:
-        if args.only and name[len("bench_"):-len(".py")] not in args.only:
+        if args.only and short(name) not in args.only:
             continue
         print(f"==> {name}", flush=True)
         start = time.perf_counter()
