@@ -101,6 +101,7 @@ class GraphTask:
         "in_flight",
         "deferred",
         "executor",
+        "small_size",
         "__weakref__",
     )
 
@@ -130,14 +131,16 @@ class GraphTask:
         self.contributions: dict[tuple[Node, int], list[tuple[tuple[int, int], Any]]] = {}
         self.in_flight = 0  # this task's nodes running in an executor
         self.executor: Executor | None = None  # where its CPU nodes may go (set by the engine)
+        self.small_size = float("inf")  # gradients below this size are never offloaded
         self.deferred: list[tuple[Node, list[Any], Executor]] = []  # waiting for capacity
 
 
-def _device_type(buffer: list[Any]) -> str:
+def _buffer_device(buffer: list[Any]) -> Any:
+    """The first non-CPU device among a NodeTask's gradients (where it runs), or None."""
     for grad in buffer:
         if grad is not None and grad._device is not CPU:
-            return str(grad._device.type)
-    return "cpu"
+            return grad._device
+    return None
 
 
 class ReadyQueue(asyncio.PriorityQueue):  # type: ignore[type-arg]
@@ -273,12 +276,6 @@ class Engine:
         executor = self.executor(device_type)
         return None if executor.inline else executor
 
-    @property
-    def _small_size(self) -> float:
-        """Gradients smaller than this cannot make an elementwise node reach the threshold."""
-        threshold = self.offload_threshold
-        return float("inf") if threshold is None else threshold / NS_PER_ELEMENT / 8
-
     async def aclose(self) -> None:
         """Stop this engine's device workers (they also stop by themselves once their queues are
         empty) and forget the engine, so the next backward on this loop makes a fresh one."""
@@ -317,6 +314,9 @@ class Engine:
         """Run one backward and return the captured gradients (``grad()``'s results)."""
         graph_task = GraphTask(keep_graph, create_graph, 0, ReadyQueue())
         graph_task.executor = self.offload_executor("cpu")
+        if graph_task.executor is not None:
+            # Gradients smaller than this cannot make an elementwise node reach the threshold.
+            graph_task.small_size = self.offload_threshold / NS_PER_ELEMENT / 8  # type: ignore[operator]
         if len(root_edges) == 1:
             root, input_nr = root_edges[0]
             buffer: list[Any] = [None] * root.num_inputs
@@ -408,9 +408,9 @@ class Engine:
         """Where a NodeTask runs: the queue of the first non-CPU device among its gradients
         (started on first use), else the GraphTask's own CPU queue."""
         if DEVICES:
-            for grad in buffer:
-                if grad is not None and grad._device is not CPU:
-                    return self._device_queue(grad._device)
+            dev = _buffer_device(buffer)
+            if dev is not None:
+                return self._device_queue(dev)
         return graph_task.queue
 
     def _device_queue(self, dev: Any) -> ReadyQueue:
@@ -537,19 +537,19 @@ class Engine:
         exec_info = graph_task.exec_info
         executor = graph_task.executor
         if DEVICES and executor is not None:
-            executor = self.offload_executor(_device_type(buffer))
+            dev = _buffer_device(buffer)
+            executor = self.offload_executor("cpu" if dev is None else dev.type)
         if executor is not None and (exec_info is None or _runs(exec_info, node)):
             # Most nodes are small and estimate their cost from their gradients' size: the first
             # gradient's size rules them out without calling cost().
             if node.cost_scales_with_grads:
                 first = buffer[0]
-                cost = node.cost(buffer) if first is not None and first.data.size >= self._small_size else 0.0
+                cost = node.cost(buffer) if first is not None and first.data.size >= graph_task.small_size else 0.0
             else:
                 cost = node.cost(buffer)
-            threshold = self.offload_threshold
             # Offloading pays when the node can overlap with other work (ready nodes, or nodes
             # already in flight); a lone node leaves the loop only when it would stall it.
-            if threshold is not None and cost >= threshold and (
+            if cost >= self.offload_threshold and (  # type: ignore[operator]  (set: executor is)
                 graph_task.in_flight or graph_task.queue._queue or cost >= self.stall_threshold  # type: ignore[attr-defined]
             ):
                 if exec_info is not None:
@@ -559,9 +559,7 @@ class Engine:
         if exec_info is not None:
             info = exec_info.get(node)
             if info is not None and info.captures:
-                captured = graph_task.captured
-                for input_nr, index in info.captures:
-                    captured[index] = buffer[input_nr]
+                self._capture(graph_task, info.captures, buffer)
             if info is None or not info.needed:
                 return None
         outputs = node.apply(buffer)
