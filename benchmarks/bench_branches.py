@@ -64,6 +64,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+from _timing import Timer
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
@@ -97,20 +98,6 @@ def make_data(dtype: Any) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray
     ws = [(rng.standard_normal((K, K)) / np.sqrt(K)).astype(dtype) for _ in range(BRANCHES)]
     vs = [(rng.standard_normal((K, N)) / np.sqrt(K)).astype(dtype) for _ in range(BRANCHES)]
     return x, ws, vs
-
-
-class Timer:
-    """Time a block with the garbage collector collected before and disabled during it."""
-
-    def __enter__(self) -> Timer:
-        gc.collect()
-        gc.disable()
-        self.start = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.seconds = time.perf_counter() - self.start
-        gc.enable()
 
 
 # ------------------------------------------------------------------------------------- numpy

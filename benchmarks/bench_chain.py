@@ -31,11 +31,11 @@ import os
 import platform
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _timing import Timer
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
@@ -48,20 +48,6 @@ def chain(y: Any, tanh: Callable[[Any], Any], steps: int) -> Any:
     for _ in range(steps):
         y = tanh(y) * 0.9 + 0.01
     return y
-
-
-class Timer:
-    """Time a block with the garbage collector collected before and disabled during it."""
-
-    def __enter__(self) -> Timer:
-        gc.collect()
-        gc.disable()
-        self.start = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.seconds = time.perf_counter() - self.start
-        gc.enable()
 
 
 class Result:

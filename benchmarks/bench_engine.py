@@ -11,11 +11,11 @@ for the same call when torch is installed.
 
 from __future__ import annotations
 
-import gc
 import statistics
 import time
 
 import numpy as np
+from _timing import Timer
 
 import aiograd as ag
 from aiograd._node import Node, grad_accumulator
@@ -44,14 +44,9 @@ async def engine_us_per_node() -> float:
     times = []
     for _ in range(REPEATS):
         root = identity_chain()
-        gc.collect()
-        gc.disable()  # as timeit does: a collection in the middle is not the engine's cost
-        try:
-            start = time.perf_counter()
+        with Timer() as timer:
             await root.backward(ag.tensor([1.0]))
-            times.append((time.perf_counter() - start) / (CHAIN + 1) * 1e6)
-        finally:
-            gc.enable()
+        times.append(timer.seconds / (CHAIN + 1) * 1e6)
     return statistics.median(times)
 
 
