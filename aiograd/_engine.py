@@ -38,6 +38,7 @@ from ._hooks import (
     run_tensor_pre_hooks,
 )
 from ._node import Edge, GraphRoot, Node, owns
+from ._reentrant import DEFAULT_MAX_REENTRANT_DEPTH, stack_has_room
 from .executors import Executor
 
 if TYPE_CHECKING:
@@ -46,8 +47,11 @@ if TYPE_CHECKING:
 __all__ = ["Engine", "GraphTask", "get_engine", "queue_callback"]
 
 #: NodeTask kinds, in the order the queue serves them. DONE carries an offloaded node's result
-#: back to the loop: ``(DONE, 0, 0, tie, graph_task, node, (buffer, future))``.
-SHUTDOWN, WAKE_UP, DONE, RUN = 0, 1, 2, 3
+#: back to the loop: ``(DONE, 0, 0, tie, graph_task, node, (buffer, future))``. There are no
+#: wake-up or shutdown tasks: several coroutines may drain one queue (nested reentrant drives,
+#: overflow workers), so a GraphTask's completion wakes them all (``ReadyQueue.wake_all``) and
+#: each checks its own GraphTask, and device workers end by themselves when their queue is empty.
+DONE, RUN = 0, 1
 
 #: What ``_evaluate`` returns for a node it handed to an executor.
 OFFLOADED = object()
@@ -61,6 +65,13 @@ _device.watch(globals())
 #: The GraphTask whose nodes the current context is running (None outside backward).
 current_graph_task: contextvars.ContextVar[GraphTask | None] = contextvars.ContextVar(
     "aiograd_current_graph_task", default=None
+)
+
+#: The queue the current context drains and how many drives are nested on this task's stack
+#: (PyTorch's ``local_ready_queue`` and ``current_depth``): a backward called from a node runs
+#: its NodeTasks on that queue, nested while the count is below the engine's limit.
+current_worker: contextvars.ContextVar[tuple[ReadyQueue, int] | None] = contextvars.ContextVar(
+    "aiograd_current_worker", default=None
 )
 
 
@@ -102,6 +113,8 @@ class GraphTask:
         "deferred",
         "executor",
         "small_size",
+        "checkpoint_valid",
+        "children",
         "__weakref__",
     )
 
@@ -133,6 +146,11 @@ class GraphTask:
         self.executor: Executor | None = None  # where its CPU nodes may go (set by the engine)
         self.small_size = float("inf")  # gradients below this size are never offloaded
         self.deferred: list[tuple[Node, list[Any], Executor]] = []  # waiting for capacity
+        #: False under grad() or backward(inputs=), and in any backward nested in one: a
+        #: reentrant checkpoint cannot hand its gradients to such a call.
+        self.checkpoint_valid = True
+        #: Reentrant GraphTasks running inside this one's nodes; they stop if this one fails.
+        self.children: list[GraphTask] | None = None
 
 
 def _buffer_device(buffer: list[Any]) -> Any:
@@ -159,6 +177,37 @@ class ReadyQueue(asyncio.PriorityQueue):  # type: ignore[type-arg]
     def pop(self) -> tuple[Any, ...]:
         return heappop(self._queue)  # type: ignore[attr-defined]
 
+    async def wait(self) -> None:
+        """Return after the next push (which wakes one waiter) or ``wake_all``; the queue may
+        be empty again by then, so callers re-check their condition."""
+        waiter = asyncio.get_running_loop().create_future()
+        getters = self._getters  # type: ignore[attr-defined]
+        getters.append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            waiter.cancel()
+            try:
+                getters.remove(waiter)
+            except ValueError:
+                pass
+            self.hand_on()  # a push may have woken this waiter just before it was cancelled
+            raise
+
+    def wake_all(self) -> None:
+        """Wake every waiter: a GraphTask drained from this queue finished, and only the
+        coroutine driving it knows to stop."""
+        getters = self._getters  # type: ignore[attr-defined]
+        while getters:
+            waiter = getters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def hand_on(self) -> None:
+        """A drainer leaving work behind wakes another one, if any waits."""
+        if self._queue and self._getters:  # type: ignore[attr-defined]
+            self._wakeup_next(self._getters)  # type: ignore[attr-defined]
+
 
 @dataclasses.dataclass(frozen=True)
 class EngineStatistics:
@@ -171,6 +220,8 @@ class EngineStatistics:
     max_nodes_in_flight: int
     offload_threshold_ns: float | None
     executors: dict[str, str]
+    deepest_reentrant_depth: int
+    reentrant_workers_started: int
 
 
 _deterministic = False
@@ -245,13 +296,20 @@ class Engine:
         executors: dict[str, Executor] | None = None,
         offload_threshold: float | None = DEFAULT_OFFLOAD_THRESHOLD_NS,
         stall_threshold: float = DEFAULT_STALL_THRESHOLD_NS,
+        max_reentrant_depth: int = DEFAULT_MAX_REENTRANT_DEPTH,
     ) -> None:
         """``executors`` maps device types to executors for this engine (others come from
         ``set_executor``/the defaults). A node whose estimated cost (ns, ``Node.cost``) reaches
         ``offload_threshold`` runs in the executor when it can overlap with other work of its
         GraphTask (other ready nodes, or nodes in flight); a node alone leaves the loop only from
         ``stall_threshold``, when running it inline would hold the loop that long. None as
-        ``offload_threshold`` keeps every node on the loop."""
+        ``offload_threshold`` keeps every node on the loop.
+
+        A backward awaited inside a node is reentrant: it is driven by the awaiting code, nested
+        on its stack, for up to ``max_reentrant_depth`` levels per stack (and while the stack has
+        room below the recursion limit); deeper ones move to a fresh worker task."""
+        if max_reentrant_depth < 0:
+            raise ValueError(f"max_reentrant_depth must be >= 0, got {max_reentrant_depth}")
         self.loop = loop if loop is not None else asyncio.get_running_loop()
         self.executors = dict(executors or {})
         self.offload_threshold = offload_threshold
@@ -261,6 +319,9 @@ class Engine:
         self.nodes_in_flight = 0
         self.max_nodes_in_flight = 0
         self.graph_tasks_in_flight = 0
+        self.max_reentrant_depth = max_reentrant_depth
+        self.deepest_reentrant_depth = 0
+        self.reentrant_workers_started = 0
         self._device_queues: dict[Any, ReadyQueue] = {}
 
     def executor(self, device_type: str = "cpu") -> Executor:
@@ -297,6 +358,8 @@ class Engine:
             max_nodes_in_flight=self.max_nodes_in_flight,
             offload_threshold_ns=self.offload_threshold,
             executors={"cpu": repr(self.executor("cpu"))},
+            deepest_reentrant_depth=self.deepest_reentrant_depth,
+            reentrant_workers_started=self.reentrant_workers_started,
         )
 
 
@@ -311,8 +374,20 @@ class Engine:
         accumulate_grad: bool,
         output_edges: list[Edge] | None,
     ) -> list[Tensor | None]:
-        """Run one backward and return the captured gradients (``grad()``'s results)."""
-        graph_task = GraphTask(keep_graph, create_graph, 0, ReadyQueue())
+        """Run one backward and return the captured gradients (``grad()``'s results).
+
+        Called while a node, hook or callback of a running GraphTask executes, the call is
+        reentrant: the new GraphTask is one level deeper and runs on the queue being drained."""
+        parent = current_graph_task.get()
+        worker = current_worker.get() if parent is not None else None
+        if worker is not None and not parent.future.done():  # type: ignore[union-attr]
+            queue, nesting = worker
+            graph_task = GraphTask(keep_graph, create_graph, parent.reentrant_depth + 1, queue)  # type: ignore[union-attr]
+            graph_task.checkpoint_valid = parent.checkpoint_valid and output_edges is None  # type: ignore[union-attr]
+        else:
+            parent = None
+            graph_task = GraphTask(keep_graph, create_graph, 0, ReadyQueue())
+            graph_task.checkpoint_valid = output_edges is None
         graph_task.executor = self.offload_executor("cpu")
         if graph_task.executor is not None:
             # Gradients smaller than this cannot make an elementwise node reach the threshold.
@@ -330,7 +405,31 @@ class Engine:
             graph_task.exec_info = init_to_execute(root, output_edges, accumulate_grad, min_topo_nr)
             graph_task.captured = [None] * len(output_edges)
         self._push(graph_task, root, buffer)
-        return await self._drive(graph_task)
+        if parent is None:
+            return await self._drive(graph_task, 0)
+        return await self._run_reentrant(parent, graph_task, nesting)
+
+    async def _run_reentrant(self, parent: GraphTask, child: GraphTask, nesting: int) -> list[Tensor | None]:
+        """Drive ``child`` nested in the current drive, or past the depth limit (or near the
+        recursion limit) in a fresh worker task that the parent's node awaits."""
+        children = parent.children
+        if children is None:
+            children = parent.children = []
+        children.append(child)
+        if child.reentrant_depth > self.deepest_reentrant_depth:
+            self.deepest_reentrant_depth = child.reentrant_depth
+        try:
+            if nesting < self.max_reentrant_depth and stack_has_room():
+                return await self._drive(child, nesting + 1)
+            self.reentrant_workers_started += 1
+            # A task starts on an empty stack; awaiting it means cancelling the parent's node
+            # cancels the worker, whose drive then cancels the child.
+            worker = self.loop.create_task(
+                self._drive(child, 0), name=f"aiograd reentrant worker (depth {child.reentrant_depth})"
+            )
+            return await worker
+        finally:
+            children.remove(child)
 
     # ------------------------------------------------------------------------------- workers
     def _push(self, graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
@@ -339,8 +438,11 @@ class Engine:
             (RUN, -graph_task.reentrant_depth, -node.sequence_nr, next(_tie), graph_task, node, buffer)
         )
 
-    async def _drive(self, graph_task: GraphTask) -> list[Tensor | None]:
-        """The owner's loop: run ready NodeTasks until the GraphTask completes."""
+    async def _drive(self, graph_task: GraphTask, nesting: int) -> list[Tensor | None]:
+        """The owner's loop: run ready NodeTasks until the GraphTask completes.
+
+        The queue may hold other GraphTasks' NodeTasks (a reentrant child's, or its parent's
+        when this drive is the nested one); they run too, in their own GraphTask's modes."""
         queue = graph_task.queue
         heap = queue._queue  # type: ignore[attr-defined]
         future = graph_task.future
@@ -348,32 +450,62 @@ class Engine:
         # Nodes run with grad mode = create_graph; set once for the whole drain, not per node.
         mode_token = _grad_enabled.set(graph_task.create_graph)
         task_token = current_graph_task.set(graph_task)
+        worker_token = current_worker.set((queue, nesting))
         self.graph_tasks_in_flight += 1
         try:
             while not future.done():
-                pending = handle(heappop(heap) if heap else await queue.get())
-                if pending is not None:
-                    await pending
+                if heap:
+                    task = heappop(heap)
+                    pending = handle(task) if task[4] is graph_task else self._handle_foreign(task)
+                    if pending is not None:
+                        await pending
+                else:
+                    await queue.wait()
         except BaseException as exc:
             # Cancelled (or interrupted) while driving: the GraphTask dies with its driver.
             if not future.done():
                 graph_task.error = exc
                 future.cancel()
+                self._stop_children(graph_task)
             raise
         finally:
             self.graph_tasks_in_flight -= 1
+            current_worker.reset(worker_token)
             current_graph_task.reset(task_token)
             _grad_enabled.reset(mode_token)
+            queue.hand_on()  # others' NodeTasks left here: wake their drivers
         return future.result()
+
+    def _handle_foreign(self, task: tuple[Any, ...]) -> Any:
+        """``_handle`` for a NodeTask of a GraphTask other than the one this context drives:
+        it runs with that GraphTask's grad mode and as the current GraphTask."""
+        owner = task[4]
+        if owner.future.done():
+            return None  # its GraphTask failed or was cancelled: dropped
+        mode_token = _grad_enabled.set(owner.create_graph)
+        task_token = current_graph_task.set(owner)
+        try:
+            pending = self._handle(task)
+        finally:
+            current_graph_task.reset(task_token)
+            _grad_enabled.reset(mode_token)
+        return None if pending is None else self._await_as(owner, pending)
+
+    @staticmethod
+    async def _await_as(owner: GraphTask, pending: Any) -> None:
+        mode_token = _grad_enabled.set(owner.create_graph)
+        task_token = current_graph_task.set(owner)
+        try:
+            await pending
+        finally:
+            current_graph_task.reset(task_token)
+            _grad_enabled.reset(mode_token)
 
     def _handle(self, task: tuple[Any, ...]) -> Any:
         """Process one NodeTask; returns a coroutine when there is work to await (a slow node,
         final callbacks), None otherwise. Shared by the owner's loop and the device workers."""
-        kind = task[0]
-        if kind <= WAKE_UP:
-            return None
         owner = task[4]
-        if kind == RUN:
+        if task[0] == RUN:
             if owner.error is None:
                 try:
                     # A node with hooks, an async apply, or anomaly mode needs awaiting:
@@ -422,21 +554,19 @@ class Engine:
     async def _device_worker(self, queue: ReadyQueue) -> None:
         """Serves one device's queue for every GraphTask, until it is empty (a push restarts it,
         so no task outlives the work: nothing is left running when the loop closes)."""
+        current_worker.set((queue, 0))  # this task's own context: a reentrant call runs here
         heap = queue._queue  # type: ignore[attr-defined]
-        while heap:
-            task = heappop(heap)
-            owner = task[4]
-            if owner.future.done():
-                continue  # its GraphTask failed or was cancelled: dropped
-            mode_token = _grad_enabled.set(owner.create_graph)
-            task_token = current_graph_task.set(owner)
-            try:
-                pending = self._handle(task)
+        handle = self._handle_foreign
+        try:
+            while heap:
+                pending = handle(heappop(heap))
                 if pending is not None:
                     await pending
-            finally:
-                current_graph_task.reset(task_token)
-                _grad_enabled.reset(mode_token)
+        finally:
+            # A finished task keeps its context, which holds the GraphTask that started it:
+            # the queue must not keep the task.
+            if queue._worker is asyncio.current_task():  # type: ignore[attr-defined]
+                queue._worker = None  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------------------- executors
     def _offload(self, graph_task: GraphTask, node: Node, buffer: list[Any], executor: Executor) -> None:
@@ -511,7 +641,8 @@ class Engine:
             self._wake_owner(graph_task)
 
     def _fail(self, graph_task: GraphTask, exc: BaseException, node: Node | None) -> None:
-        """First error wins: the GraphTask's remaining NodeTasks are dropped as they come up."""
+        """First error wins: the GraphTask's remaining NodeTasks are dropped as they come up,
+        and the reentrant GraphTasks running inside its nodes stop too."""
         if graph_task.error is not None:
             return
         if node is not None:
@@ -522,12 +653,31 @@ class Engine:
         if not graph_task.future.done():
             graph_task.future.set_exception(exc)
             self._wake_owner(graph_task)
+        if graph_task.children:
+            self._stop_children(graph_task)
+
+    def _stop_children(self, graph_task: GraphTask) -> None:
+        """Fail every reentrant GraphTask nested in ``graph_task`` (iteratively: they may be
+        thousands deep). Their remaining NodeTasks are dropped, so no leaf accumulates."""
+        stack = list(graph_task.children or ())
+        while stack:
+            child = stack.pop()
+            if child.error is None:
+                child.error = RuntimeError(
+                    f"reentrant backward (depth {child.reentrant_depth}) stopped: the backward "
+                    "it was called from failed or was cancelled"
+                )
+                if not child.future.done():
+                    child.future.set_exception(child.error)
+                    self._wake_owner(child)
+            if child.children:
+                stack.extend(child.children)
 
     @staticmethod
     def _wake_owner(graph_task: GraphTask) -> None:
-        """The owner may be waiting on its empty queue while a device worker finished its
-        GraphTask: a wake-up task lets its loop see that the future is done."""
-        graph_task.queue.push((WAKE_UP, 0, 0, next(_tie), graph_task, None, None))
+        """Whoever drives this GraphTask may be waiting on its empty queue (a device worker or
+        another drive finished it): wake the queue's waiters so that it sees the future done."""
+        graph_task.queue.wake_all()
 
     def _evaluate(self, graph_task: GraphTask, node: Node, buffer: list[Any]) -> Any:
         """Run one node and hand its gradients on; returns a coroutine instead when the node
@@ -790,6 +940,13 @@ def queue_callback(callback: Callable[[], Any]) -> None:
     if graph_task is None:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")
     graph_task.final_callbacks.append(callback)
+
+
+def is_checkpoint_valid() -> bool:
+    """False while running inside a ``grad()`` call or a ``backward(inputs=...)`` (or a backward
+    nested in one), where a reentrant checkpoint cannot deliver its gradients correctly."""
+    graph_task = current_graph_task.get()
+    return graph_task is None or graph_task.checkpoint_valid
 
 
 _engines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Engine] = weakref.WeakKeyDictionary()

@@ -1,0 +1,44 @@
+"""How deep reentrant backward calls nest on one Python stack before moving to a fresh task.
+
+A backward awaited inside a node (a custom Function's backward, a hook, a callback) is driven by
+the awaiting code itself, nested in the drive that runs the node. Each level costs a fixed number
+of Python frames (the drive, the node's evaluation, the Function, the user's backward, the
+``backward``/``grad`` entry and the engine's ``execute``), counted by
+``tests/test_reentrant.py::test_frames_per_level``. The default limit keeps that nesting within
+half of Python's default recursion limit (1000), which leaves the other half for the code that
+awaits the outermost backward and for user code between the levels. Past the limit, or whenever
+the stack is already within ``STACK_RESERVE`` frames of the interpreter's recursion limit
+(whatever it was set to), the child GraphTask is driven by a fresh asyncio task, whose stack
+starts empty; the parent awaits it without nesting. So no depth raises RecursionError.
+"""
+
+from __future__ import annotations
+
+import sys
+
+#: Python frames one nested level adds to the stack (a Function whose backward awaits
+#: ``backward()``); measured, and checked by the test named above.
+FRAMES_PER_LEVEL = 10
+
+#: Nested drives allowed on one stack: half the default recursion limit's worth of levels.
+DEFAULT_MAX_REENTRANT_DEPTH = 500 // FRAMES_PER_LEVEL
+
+#: Frames that must stay free below the recursion limit to nest one more level: a level, plus
+#: room for the user's code inside it.
+STACK_RESERVE = 200
+
+
+def stack_has_room(reserve: int = STACK_RESERVE) -> bool:
+    """True when the current stack is more than ``reserve`` frames below the recursion limit.
+
+    ``sys._getframe(n)`` walks ``n`` frames in C (about a microsecond for a few hundred) and
+    raises ValueError when the stack is shallower, which is the answer wanted here.
+    """
+    depth = sys.getrecursionlimit() - reserve
+    if depth <= 0:
+        return False
+    try:
+        sys._getframe(depth)
+    except ValueError:
+        return True
+    return False
