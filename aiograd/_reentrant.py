@@ -17,7 +17,8 @@ from __future__ import annotations
 import sys
 
 #: Python frames one nested level adds to the stack (a Function whose backward awaits
-#: ``backward()``); measured, and checked by the test named above.
+#: ``backward()``): 9 measured, one more when the nested drive runs a node of another
+#: GraphTask than its own (``Engine._await_as``). Checked by the test named above.
 FRAMES_PER_LEVEL = 10
 
 #: Nested drives allowed on one stack: half the default recursion limit's worth of levels.
