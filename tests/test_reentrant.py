@@ -239,6 +239,44 @@ async def test_reentrant_priority(engine):
     assert order == ["Reentrant"] * 10 + ["MyFunction"]
 
 
+async def test_reentrant_priority_beats_sequence_numbers(engine):
+    """The child's nodes were recorded before the ordinary node (smaller sequence numbers), yet
+    they run first: reentrant depth outranks sequence number."""
+    order: list[str] = []
+    leaf = ag.tensor([1.0, 2.0], requires_grad=True)
+    doubled = leaf * 2  # recorded first: the smallest sequence numbers
+    doubled.register_hook(lambda g: order.append("child MulBackward0"))
+    leaf.register_hook(lambda g: order.append("child leaf"))
+    child_root = doubled.sum()
+
+    class Ordinary(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            order.append("Ordinary")
+            return g
+
+    class Nested(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        async def backward(ctx, g):
+            await child_root.backward()
+            order.append("Nested done")
+            return g
+
+    w = ag.tensor(1.0, requires_grad=True)
+    o = Ordinary.apply(w)
+    r = Nested.apply(w)  # recorded after Ordinary, so it runs first
+    await (o + r).backward()
+    assert order == ["child MulBackward0", "child leaf", "Nested done", "Ordinary"]
+
+
 @pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
 async def test_nested_drive_runs_the_parents_nodes_in_the_parents_mode():
     """Graph tasks do not form a stack: while the child waits for its device worker, the nested
@@ -648,3 +686,40 @@ async def test_reentrant_on_a_device_worker():
     await y.to("cpu").sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), 2.0 * np.exp(2.0 * x.detach().numpy()), rtol=1e-12)
     assert where == ["aiograd worker sim:0", "aiograd worker sim:0"]
+
+
+class ExpViaNestedGrad(Function):
+    """exp(x), whose backward gets the derivative from a nested grad() through a recorded exp."""
+
+    @staticmethod
+    def forward(ctx, x):
+        with ag.enable_grad():
+            ctx.x = x.detach().requires_grad_()
+            ctx.y = ctx.x.exp()
+        return ctx.y.detach()
+
+    @staticmethod
+    async def backward(ctx, g):
+        (inner,) = await ag.grad(ctx.y, ctx.x, grad_outputs=g)
+        return inner
+
+
+async def test_reentrant_nodes_on_several_devices(engine):
+    """Reentrant nodes on the CPU, sim:0 and sim:1 in one graph (a diamond across devices) give
+    the gradient of the same graph built from plain ops."""
+
+    def build(x, exp):
+        a = exp(x.to("sim:0") * 0.5)
+        left = exp(a.to("sim:1")).to("cpu")
+        right = exp(x * 0.25)
+        return (left * right + exp(a).to("cpu")).sum()
+
+    values = np.array([0.3, -0.4, 0.1])
+    x = ag.tensor(values, requires_grad=True)
+    ref = ag.tensor(values, requires_grad=True)
+    await build(x, ExpViaNestedGrad.apply).backward()
+    await build(ref, ag.exp).backward()
+    np.testing.assert_allclose(x.grad.numpy(), ref.grad.numpy(), rtol=1e-12)
+    stats = engine.statistics()
+    assert stats.deepest_reentrant_depth == 1
+    assert stats.graph_tasks_in_flight == 0
