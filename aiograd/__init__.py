@@ -6,8 +6,8 @@
 Layers, bottom up: the Tensor and graph recording (``_tensor``, ``_node``, ``_saved``), the ops
 (``_ops``, one module per family, each with a table binding its Tensor methods), the engine
 (``_engine``), and the API that checks arguments in PyTorch's words (``_autograd``). Public
-submodules: ``aiograd.nn.functional``, ``aiograd.testing`` and ``aiograd.function`` (custom
-Functions). Every public name is re-exported
+submodules: ``aiograd.nn.functional``, ``aiograd.testing``, ``aiograd.function`` (custom
+Functions), ``aiograd.executors`` and ``aiograd.utils.checkpoint``. Every public name is re-exported
 here explicitly and listed in ``__all__``; everything else is internal.
 """
 
@@ -17,6 +17,7 @@ from . import (
     function,
     nn,
     testing,
+    utils,
 )
 from ._anomaly import (
     detect_anomaly,
@@ -25,6 +26,7 @@ from ._anomaly import (
     set_detect_anomaly,
 )
 from ._autograd import backward, grad
+from ._checkpoint import checkpoint, checkpoint_sequential
 from ._device import device, get_default_device, set_default_device
 from ._dtypes import bool_, double, float16, float32, float64, half, int32, int64, uint8
 from ._engine import (
@@ -145,6 +147,7 @@ __all__ = [
     "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "Engine", "EngineStatistics", "get_engine", "run", "Function", "set_executor", "get_executor",
     "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+    "checkpoint", "checkpoint_sequential",
     # elementwise
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "log1p", "sqrt", "abs",
     "sign", "sin", "cos", "tanh", "sigmoid", "relu", "clamp", "clip", "maximum", "minimum", "where",
@@ -157,5 +160,5 @@ __all__ = [
     "sum_to_size", "index_select", "gather", "cat", "concat", "concatenate", "stack", "split",
     "split_with_sizes", "chunk", "unbind", "matmul", "mm",
     # submodules
-    "executors", "function", "nn", "testing",
+    "executors", "function", "nn", "testing", "utils",
 ]

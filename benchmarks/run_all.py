@@ -27,6 +27,7 @@ BENCHMARKS = (
     "measure_offload.py",
     "bench_branches.py",
     "bench_responsiveness.py",
+    "bench_checkpoint.py",
 )
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 

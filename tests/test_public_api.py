@@ -9,6 +9,7 @@ import aiograd.executors
 import aiograd.function
 import aiograd.nn.functional
 import aiograd.testing
+import aiograd.utils.checkpoint
 
 
 def _public(module) -> list[str]:
@@ -16,7 +17,15 @@ def _public(module) -> list[str]:
 
 
 def test_every_public_name_is_documented():
-    for module in (aiograd, aiograd.executors, aiograd.function, aiograd.nn.functional, aiograd.testing):
+    for module in (
+        aiograd,
+        aiograd.executors,
+        aiograd.function,
+        aiograd.nn.functional,
+        aiograd.testing,
+        aiograd.utils,
+        aiograd.utils.checkpoint,
+    ):
         for name in _public(module):
             obj = getattr(module, name)
             if inspect.ismodule(obj) or not callable(obj):
@@ -26,11 +35,19 @@ def test_every_public_name_is_documented():
 
 def test_no_internal_module_leaks_into_the_top_level():
     modules = {n for n in dir(aiograd) if not n.startswith("_") and inspect.ismodule(getattr(aiograd, n))}
-    assert modules <= {"executors", "function", "nn", "testing"}, modules
+    assert modules <= {"executors", "function", "nn", "testing", "utils"}, modules
 
 
 def test_all_lists_exactly_the_public_names():
-    for module in (aiograd, aiograd.executors, aiograd.function, aiograd.nn.functional, aiograd.testing):
+    for module in (
+        aiograd,
+        aiograd.executors,
+        aiograd.function,
+        aiograd.nn.functional,
+        aiograd.testing,
+        aiograd.utils,
+        aiograd.utils.checkpoint,
+    ):
         public = {
             n
             for n in dir(module)

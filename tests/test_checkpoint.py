@@ -1,0 +1,698 @@
+"""Activation checkpointing (``aiograd.utils.checkpoint``): gradients equal to the plain graph's
+and to ``torch.utils.checkpoint`` (use_reentrant=True), the graph a checkpoint leaves, random
+state on recomputation, PyTorch's errors and warnings, nesting and concurrent backward calls."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import re
+import warnings
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import requires_torch, rng, to_torch, torch
+
+import aiograd as ag
+import aiograd.nn.functional as F
+from aiograd import _factories
+from aiograd._checkpoint import (
+    ERR_CHECKPOINT_INVALID,
+    ERR_NO_OUTPUT_REQUIRES_GRAD,
+    WARN_NO_INPUT_REQUIRES_GRAD,
+)
+from aiograd.utils.checkpoint import checkpoint, checkpoint_sequential
+
+if torch is not None:
+    import torch.utils.checkpoint as torch_checkpoint
+
+INVALID = (
+    "When use_reentrant=True, aiograd.checkpoint is incompatible with .grad() or passing an "
+    "`inputs` parameter to .backward(). To resolve this error, call .backward() without passing "
+    "the `inputs` argument."
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# A small MLP whose parameters live in a closure: written once for either library.
+
+
+def make_params(seed: int = 0, sizes: Sequence[int] = (5, 8, 8, 3)) -> list[np.ndarray]:
+    r = rng(seed)
+    params = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        params.append(r.standard_normal((fan_out, fan_in)) / np.sqrt(fan_in))
+        params.append(r.standard_normal(fan_out) * 0.1)
+    return params
+
+
+def layers(lib: Any, params: Sequence[Any]) -> list[Callable[[Any], Any]]:
+    """One callable per linear layer (tanh after each but the last)."""
+    linear = F.linear if lib is ag else torch.nn.functional.linear
+    n = len(params) // 2
+    out = []
+    for i in range(n):
+        w, b = params[2 * i], params[2 * i + 1]
+        last = i == n - 1
+
+        def layer(h: Any, w: Any = w, b: Any = b, last: bool = last) -> Any:
+            z = linear(h, w, b)
+            return z if last else z.tanh()
+
+        out.append(layer)
+    return out
+
+
+def mlp(lib: Any, params: Sequence[Any]) -> Callable[[Any], Any]:
+    fns = layers(lib, params)
+
+    def run(h: Any) -> Any:
+        for fn in fns:
+            h = fn(h)
+        return h
+
+    return run
+
+
+def ag_leaves(arrays: Sequence[np.ndarray]) -> list[ag.Tensor]:
+    return [ag.tensor(a, requires_grad=True) for a in arrays]
+
+
+def grads(tensors: Sequence[ag.Tensor]) -> list[np.ndarray]:
+    return [t.grad.data for t in tensors]
+
+
+def assert_grads_equal(got: Sequence[np.ndarray], want: Sequence[np.ndarray], atol: float = 0.0) -> None:
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        if atol == 0.0:
+            np.testing.assert_array_equal(g, w, err_msg=f"gradient {i}")
+        else:
+            np.testing.assert_allclose(g, w, rtol=0, atol=atol, err_msg=f"gradient {i}")
+
+
+def node_names(y: ag.Tensor) -> list[str]:
+    """The names of the nodes reachable from ``y.grad_fn``, each once."""
+    names = []
+    seen = set()
+    stack = [y.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        names.append(node.name())
+        stack.extend(fn for fn, _ in node.next_functions)
+    return names
+
+
+X = rng(1).standard_normal((4, 5))
+G = rng(2).standard_normal((4, 3))
+
+
+async def plain_mlp_grads() -> list[np.ndarray]:
+    params = ag_leaves(make_params())
+    x = ag.tensor(X, requires_grad=True)
+    await mlp(ag, params)(x).backward(ag.tensor(G))
+    return grads([x, *params])
+
+
+def torch_checkpointed_grads(run: Callable[[list[Any], Any], Any]) -> list[np.ndarray]:
+    """``run(params, x)`` with torch leaves; backward with G; the gradients of x and params."""
+    params = [to_torch(p) for p in make_params()]
+    x = to_torch(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run(params, x).backward(torch.tensor(G))
+    return [t.grad.numpy() for t in [x, *params]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Gradients
+
+
+async def test_checkpointed_mlp_gradients_equal_plain():
+    want = await plain_mlp_grads()
+    params = ag_leaves(make_params())
+    x = ag.tensor(X, requires_grad=True)
+    y = checkpoint(mlp(ag, params), x)
+    np.testing.assert_array_equal(y.data, mlp(ag, params)(x).data)
+    await y.backward(ag.tensor(G))
+    assert_grads_equal(grads([x, *params]), want, atol=1e-12)
+
+
+@requires_torch
+async def test_checkpointed_mlp_matches_torch():
+    params = ag_leaves(make_params())
+    x = ag.tensor(X, requires_grad=True)
+    await checkpoint(mlp(ag, params), x, use_reentrant=True).backward(ag.tensor(G))
+    want = torch_checkpointed_grads(
+        lambda p, x: torch_checkpoint.checkpoint(mlp(torch, p), x, use_reentrant=True)
+    )
+    assert_grads_equal(grads([x, *params]), want, atol=1e-12)
+
+
+async def test_checkpoint_of_one_layer_between_plain_layers():
+    """A checkpoint in the middle of a graph: gradients flow in from above and out below."""
+    want = await plain_mlp_grads()
+    params = ag_leaves(make_params())
+    fns = layers(ag, params)
+    x = ag.tensor(X, requires_grad=True)
+    h = fns[0](x)
+    h = checkpoint(fns[1], h)
+    await fns[2](h).backward(ag.tensor(G))
+    assert_grads_equal(grads([x, *params]), want, atol=1e-12)
+
+
+@pytest.mark.parametrize("segments", [1, 2, 3, 4, 5, 6])
+async def test_checkpoint_sequential_equals_plain(segments):
+    arrays = make_params(3, sizes=(5, 7, 6, 7, 6, 7, 3))  # 6 layers: uneven splits for 4 and 5
+    params = ag_leaves(arrays)
+    x = ag.tensor(X, requires_grad=True)
+    await mlp(ag, params)(x).backward(ag.tensor(G))
+    want = grads([x, *params])
+
+    params = ag_leaves(arrays)
+    x = ag.tensor(X, requires_grad=True)
+    y = checkpoint_sequential(layers(ag, params), segments, x)
+    # Each checkpointed segment is one node; the last segment is recorded as usual.
+    assert node_names(y).count("CheckpointFunctionBackward") == segments - 1
+    assert y.grad_fn.name() == "LinearBackward0"
+    await y.backward(ag.tensor(G))
+    assert_grads_equal(grads([x, *params]), want, atol=1e-12)
+
+    if torch is not None:
+        tparams = [to_torch(a) for a in arrays]
+        tx = to_torch(X)
+        ty = torch_checkpoint.checkpoint_sequential(
+            layers(torch, tparams), segments, tx, use_reentrant=True
+        )
+        ty.backward(torch.tensor(G))
+        assert_grads_equal(grads([x, *params]), [t.grad.numpy() for t in [tx, *tparams]], atol=1e-12)
+
+
+async def test_checkpoint_sequential_takes_any_sequence_of_callables():
+    params = ag_leaves(make_params(3, sizes=(5, 7, 6, 7, 6, 7, 3)))
+    x = ag.tensor(X, requires_grad=True)
+    y = checkpoint_sequential(tuple(layers(ag, params)), 3, x)  # sizes 2, 2, then 2 plain
+    assert node_names(y).count("CheckpointFunctionBackward") == 2
+    names = node_names(checkpoint_sequential(iter(layers(ag, params)), 2, x))
+    assert names.count("CheckpointFunctionBackward") == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Several outputs, non-tensor arguments and outputs
+
+
+def multi(lib: Any, w: Any) -> Callable[..., Any]:
+    def fn(a: Any, b: Any, scale: float, tag: str) -> tuple[Any, ...]:
+        h = (a * b * scale).tanh()
+        return h @ w, tag + "!", (a.sum() > 0), (a.exp() + b).sum(1)
+
+    return fn
+
+
+async def test_multiple_outputs_and_non_tensor_arguments():
+    r = rng(4)
+    a0, b0, w0 = r.standard_normal((3, 4)), r.standard_normal((3, 4)), r.standard_normal((4, 2))
+    g0, g3 = r.standard_normal((3, 2)), r.standard_normal(3)
+
+    async def run(use_checkpoint: bool) -> tuple[list[np.ndarray], tuple[Any, ...]]:
+        a, b, w = ag_leaves([a0, b0, w0])
+        fn = multi(ag, w)
+        out = checkpoint(fn, a, b, 2.0, "tag") if use_checkpoint else fn(a, b, 2.0, "tag")
+        await ag.backward([out[0], out[3]], [ag.tensor(g0), ag.tensor(g3)])
+        return grads([a, b, w]), out
+
+    want, plain_out = await run(False)
+    got, out = await run(True)
+    assert isinstance(out, tuple) and len(out) == 4
+    assert out[1] == "tag!"
+    assert out[2].dtype == np.bool_ and not out[2].requires_grad
+    assert out[0].grad_fn is out[3].grad_fn
+    assert out[0].grad_fn.name() == "CheckpointFunctionBackward"
+    np.testing.assert_array_equal(out[0].data, plain_out[0].data)
+    assert_grads_equal(got, want, atol=1e-12)
+
+    if torch is not None:
+        a, b, w = (to_torch(v) for v in (a0, b0, w0))
+        tout = torch_checkpoint.checkpoint(multi(torch, w), a, b, 2.0, "tag", use_reentrant=True)
+        assert tout[1] == "tag!" and not tout[2].requires_grad
+        torch.autograd.backward([tout[0], tout[3]], [torch.tensor(g0), torch.tensor(g3)])
+        assert_grads_equal(got, [t.grad.numpy() for t in (a, b, w)], atol=1e-12)
+
+
+async def test_gradient_of_one_output_only():
+    """The outputs that get no gradient reach backward as zeros."""
+    r = rng(5)
+    a0, b0, w0 = r.standard_normal((3, 4)), r.standard_normal((3, 4)), r.standard_normal((4, 2))
+    a, b, w = ag_leaves([a0, b0, w0])
+    out = checkpoint(multi(ag, w), a, b, 0.5, "")
+    await out[3].sum().backward()
+    pa, pb, pw = ag_leaves([a0, b0, w0])
+    await multi(ag, pw)(pa, pb, 0.5, "")[3].sum().backward()
+    assert_grads_equal(grads([a, b]), grads([pa, pb]), atol=1e-12)
+    np.testing.assert_array_equal(w.grad.data, np.zeros_like(w0))  # as torch: zeros, not None
+
+
+async def test_input_not_requiring_grad_and_returned_input():
+    x = ag.tensor(X, requires_grad=True)
+    c = ag.tensor(X * 2)  # a tensor input that needs no gradient
+
+    def fn(x: Any, c: Any) -> tuple[Any, Any]:
+        return x, x * c
+
+    out = checkpoint(fn, x, c)
+    assert out[0] is not x and out[0].grad_fn.name() == "CheckpointFunctionBackward"
+    await (out[0].sum() + out[1].sum()).backward()
+    np.testing.assert_array_equal(x.grad.data, 1 + X * 2)
+    assert c.grad is None
+
+
+# ---------------------------------------------------------------------------------------------
+# What the forward keeps
+
+
+async def test_forward_keeps_no_graph_inside():
+    params = ag_leaves(make_params())
+    x = ag.tensor(X, requires_grad=True)
+    h = x * 1.0  # a non-leaf input
+    intermediates: list[weakref.ref[Any]] = []
+
+    def fn(h: Any) -> Any:
+        z = F.linear(h, params[0], params[1])
+        intermediates.append(weakref.ref(z))
+        return mlp(ag, params[2:])(z.tanh())
+
+    y = checkpoint(fn, h)
+    gc.collect()
+    assert all(ref() is None for ref in intermediates)  # nothing computed inside survives
+    node = y.grad_fn
+    assert node.name() == "CheckpointFunctionBackward"
+    # Its next functions are the tensor inputs' only: not the parameters in the closure.
+    assert node.next_functions == ((h.grad_fn, 0),)
+    assert node.next_functions[0][0].next_functions[0][0].variable is x
+    (saved,) = node.saved_tensors
+    assert saved is h
+
+    await y.backward(ag.tensor(G))
+    assert len(intermediates) == 2  # recomputed once, in backward
+    want = await plain_mlp_grads()
+    assert_grads_equal(grads([x, *params]), want, atol=1e-12)
+
+
+@requires_torch
+async def test_graph_shape_matches_torch():
+    tx = to_torch(X)
+    ty = torch_checkpoint.checkpoint(lambda h: (h * 2).tanh(), tx * 1.0, use_reentrant=True)
+    x = ag.tensor(X, requires_grad=True)
+    y = checkpoint(lambda h: (h * 2).tanh(), x * 1.0)
+    assert y.grad_fn.name() == ty.grad_fn.name()
+    assert [fn.name() for fn, _ in y.grad_fn.next_functions] == [
+        fn.name() for fn, _ in ty.grad_fn.next_functions
+    ]
+
+
+async def test_in_place_change_of_an_input_is_caught():
+    x = ag.tensor(X, requires_grad=True)
+    h = x * 1.0
+    y = checkpoint(lambda h: h.tanh(), h)
+    with ag.no_grad():
+        h.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        await y.sum().backward()
+
+
+async def test_retain_graph_recomputes_each_time():
+    params = ag_leaves(make_params())
+    x = ag.tensor(X, requires_grad=True)
+    y = checkpoint(mlp(ag, params), x)
+    await y.backward(ag.tensor(G), retain_graph=True)
+    await y.backward(ag.tensor(G))
+    want = await plain_mlp_grads()
+    assert_grads_equal(grads([x, *params]), [2 * w for w in want], atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# Random state
+
+
+def dropout_block(w: ag.Tensor) -> Callable[[Any], Any]:
+    def fn(h: Any) -> Any:
+        z = h @ w
+        mask = (ag.rand_like(z) > 0.5).double()
+        return (z * mask * 2.0).tanh()
+
+    return fn
+
+
+async def test_recomputation_replays_the_forward_randomness():
+    r = rng(6)
+    x0, w0 = r.standard_normal((6, 4)), r.standard_normal((4, 5))
+
+    async def run(mode: str) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+        x, w = ag_leaves([x0, w0])
+        fn = dropout_block(w)
+        ag.manual_seed(0)
+        if mode == "plain":
+            y = fn(x)
+        else:
+            y = checkpoint(fn, x, preserve_rng_state=(mode == "preserve"))
+        before = ag.rand(8).data  # the caller's stream between forward and backward
+        await y.sum().backward()
+        after = ag.rand(8).data
+        return grads([x, w]), y.data, before, after
+
+    want, y_plain, before_plain, after_plain = await run("plain")
+    got, y_ckpt, before, after = await run("preserve")
+    np.testing.assert_array_equal(y_ckpt, y_plain)
+    assert_grads_equal(got, want)
+    # The recomputation drew from a copy of the forward's state: the stream goes on untouched.
+    np.testing.assert_array_equal(before, before_plain)
+    np.testing.assert_array_equal(after, after_plain)
+
+    # Without preserve_rng_state the recomputation draws fresh numbers from the current stream:
+    # another mask (so other gradients), and the caller's stream has moved on.
+    got, y_ckpt, before, after = await run("fresh")
+    np.testing.assert_array_equal(y_ckpt, y_plain)
+    np.testing.assert_array_equal(before, before_plain)
+    assert not np.array_equal(got[1], want[1])
+    assert not np.array_equal(after, after_plain)
+
+
+async def test_manual_seed_inside_the_function_leaves_the_outer_stream_alone():
+    x = ag.tensor(X, requires_grad=True)
+
+    def fn(h: Any) -> Any:
+        ag.manual_seed(7)
+        return h * ag.rand_like(h)
+
+    ag.manual_seed(0)
+    y = checkpoint(fn, x)
+    a = ag.rand(4).data
+    await y.sum().backward()
+    b = ag.rand(4).data
+    ag.manual_seed(7)
+    mask = ag.rand_like(x).data
+    a_ref, b_ref = ag.rand(4).data, ag.rand(4).data
+    np.testing.assert_array_equal(x.grad.data, mask)
+    np.testing.assert_array_equal(a, a_ref)
+    np.testing.assert_array_equal(b, b_ref)
+
+
+async def test_random_state_restored_when_recomputation_fails():
+    calls = []
+
+    def fn(h: Any) -> Any:
+        calls.append(1)
+        noise = ag.rand_like(h)
+        if len(calls) == 2:
+            raise ValueError("boom in recomputation")
+        return h * noise
+
+    x = ag.tensor(X, requires_grad=True)
+    y = checkpoint(fn, x)
+    state = _factories._rng.bit_generator.state
+    with pytest.raises(ValueError, match="boom in recomputation"):
+        await y.sum().backward()
+    assert _factories._rng.bit_generator.state == state
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors and warnings, with PyTorch's messages
+
+
+async def test_grad_is_refused_verbatim():
+    assert ERR_CHECKPOINT_INVALID == INVALID
+    x = ag.tensor(X, requires_grad=True)
+    y = checkpoint(lambda h: h.tanh(), x)
+    with pytest.raises(RuntimeError, match=re.escape(INVALID)) as info:
+        await ag.grad(y.sum(), x)
+    assert str(info.value) == INVALID
+
+
+async def test_backward_with_inputs_is_refused_verbatim():
+    params = ag_leaves(make_params())
+    x = ag.tensor(X, requires_grad=True)
+    y = checkpoint(mlp(ag, params), x)
+    with pytest.raises(RuntimeError, match=re.escape(INVALID)) as info:
+        await y.backward(ag.tensor(G), inputs=[x])
+    assert str(info.value) == INVALID
+
+
+@requires_torch
+async def test_invalid_message_is_torchs_without_the_non_reentrant_advice():
+    x = to_torch(X)
+    y = torch_checkpoint.checkpoint(lambda h: h.tanh(), x, use_reentrant=True)
+    with pytest.raises(RuntimeError) as info:
+        torch.autograd.grad(y.sum(), x)
+    expected = (
+        str(info.value)
+        .replace("torch.utils.checkpoint", "aiograd.checkpoint")
+        .replace(" you can either set use_reentrant=False, or", "")
+    )
+    assert expected == INVALID
+
+
+async def test_unexpected_keyword_arguments():
+    x = ag.tensor(X, requires_grad=True)
+    with pytest.raises(ValueError, match="^Unexpected keyword arguments: alpha,beta$"):
+        checkpoint(lambda h: h, x, alpha=1, beta=2)
+    with pytest.raises(ValueError, match="^Unexpected keyword arguments: alpha$"):
+        checkpoint_sequential([lambda h: h], 1, x, alpha=1)
+    if torch is not None:
+        with pytest.raises(ValueError, match="^Unexpected keyword arguments: alpha,beta$"):
+            torch_checkpoint.checkpoint(lambda h: h, to_torch(X), use_reentrant=True, alpha=1, beta=2)
+
+
+async def test_use_reentrant_false_is_not_implemented():
+    x = ag.tensor(X, requires_grad=True)
+    with pytest.raises(NotImplementedError, match=r"only the reentrant variant.*use_reentrant=True"):
+        checkpoint(lambda h: h, x, use_reentrant=False)
+    with pytest.raises(NotImplementedError, match="only the reentrant variant"):
+        checkpoint_sequential([lambda h: h], 1, x, use_reentrant=False)
+    # None and True are the same thing, and warn nothing (torch warns for None).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        checkpoint(lambda h: h * 2, x)
+        checkpoint(lambda h: h * 2, x, use_reentrant=True)
+
+
+async def test_no_input_requires_grad_warns_and_gives_no_gradients():
+    params = ag_leaves(make_params())
+    x = ag.tensor(X)
+    with pytest.warns(UserWarning, match=re.escape(WARN_NO_INPUT_REQUIRES_GRAD)) as record:
+        y = checkpoint(mlp(ag, params), x)
+    assert record[0].filename == __file__
+    # As torch: no node is recorded, so the closure's parameters are cut off.
+    assert not y.requires_grad and y.grad_fn is None
+    if torch is not None:
+        with pytest.warns(UserWarning, match=re.escape(WARN_NO_INPUT_REQUIRES_GRAD)):
+            ty = torch_checkpoint.checkpoint(
+                mlp(torch, [to_torch(p) for p in make_params()]), to_torch(X, False), use_reentrant=True
+            )
+        assert not ty.requires_grad
+
+
+async def test_no_output_requires_grad():
+    x = ag.tensor(X, requires_grad=True)
+    y = checkpoint(lambda h: h.detach() * 2, x)
+    assert y.requires_grad  # the forward cannot know
+    with pytest.raises(RuntimeError, match=re.escape(ERR_NO_OUTPUT_REQUIRES_GRAD)):
+        await y.sum().backward()
+    if torch is not None:
+        ty = torch_checkpoint.checkpoint(lambda h: h.detach() * 2, to_torch(X), use_reentrant=True)
+        with pytest.raises(RuntimeError) as info:
+            ty.sum().backward()
+        assert str(info.value) == ERR_NO_OUTPUT_REQUIRES_GRAD
+
+
+async def test_checkpoint_sequential_segments_out_of_range():
+    x = ag.tensor(X, requires_grad=True)
+    for segments in (0, 3):
+        with pytest.raises(ValueError, match="segments must be between 1 and len"):
+            checkpoint_sequential([lambda h: h, lambda h: h], segments, x)
+
+
+async def test_async_function_is_refused():
+    async def fn(h: Any) -> Any:
+        return h
+
+    x = ag.tensor(X, requires_grad=True)
+    with pytest.raises(TypeError, match="is an async function"):
+        checkpoint(fn, x)
+    with pytest.raises(TypeError, match="is an async function"):
+        checkpoint_sequential([lambda h: h, fn], 1, x)
+
+
+async def test_under_no_grad_it_just_runs_the_function():
+    x = ag.tensor(X, requires_grad=True)
+    with ag.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = checkpoint(lambda h: h.tanh(), x)
+    assert not y.requires_grad and y.grad_fn is None
+    np.testing.assert_array_equal(y.data, np.tanh(X))
+
+
+# ---------------------------------------------------------------------------------------------
+# Nesting, create_graph, concurrency
+
+
+async def test_nested_checkpoints():
+    """A checkpoint inside a checkpointed function: its recomputation records another
+    checkpoint, whose backward nests one level deeper."""
+    want = await plain_mlp_grads()
+    params = ag_leaves(make_params())
+    fns = layers(ag, params)
+    grad_mode_seen = []
+
+    def inner(h: Any) -> Any:
+        grad_mode_seen.append(ag.is_grad_enabled())
+        return fns[1](h)
+
+    def outer(h: Any) -> Any:
+        return fns[2](checkpoint(inner, fns[0](h)))
+
+    x = ag.tensor(X, requires_grad=True)
+    # As torch: the forward of outer runs under no_grad, so there inner's input requires no
+    # grad and inner warns (once; in the recomputation its input does require grad).
+    with pytest.warns(UserWarning, match=re.escape(WARN_NO_INPUT_REQUIRES_GRAD)) as record:
+        y = checkpoint(outer, x)
+    assert len(record) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        await y.backward(ag.tensor(G))
+    # inner: the forward (no grad), outer's recomputation (no grad: inner is checkpointed
+    # there too), and inner's own recomputation (grad on).
+    assert grad_mode_seen == [False, False, True]
+    assert_grads_equal(grads([x, *params]), want, atol=1e-12)
+
+    if torch is not None:
+
+        def run(p: list[Any], x: Any) -> Any:
+            tf = layers(torch, p)
+            return torch_checkpoint.checkpoint(
+                lambda h: tf[2](torch_checkpoint.checkpoint(tf[1], tf[0](h), use_reentrant=True)),
+                x,
+                use_reentrant=True,
+            )
+
+        assert_grads_equal(grads([x, *params]), torch_checkpointed_grads(run), atol=1e-12)
+
+
+@pytest.mark.parametrize("depth", [2, 10])
+async def test_deeply_nested_checkpoints(depth):
+    """Each level checkpoints the next: the backward of level k awaits that of level k + 1."""
+    x0 = rng(9).standard_normal((3, 4))
+
+    def level(k: int) -> Callable[[Any], Any]:
+        def fn(h: Any) -> Any:
+            h = (h * 1.1).tanh()
+            return h if k == depth else checkpoint(level(k + 1), h)
+
+        return fn
+
+    def plain(h: Any) -> Any:
+        for _ in range(depth):
+            h = (h * 1.1).tanh()
+        return h
+
+    x = ag.tensor(x0, requires_grad=True)
+    with warnings.catch_warnings():
+        # As torch: in a level's forward (no grad) the next level's input needs no grad, so
+        # that checkpoint warns; recomputing level k runs level k + 1's forward again.
+        warnings.simplefilter("ignore")
+        y = checkpoint(level(1), x)
+        np.testing.assert_array_equal(y.data, plain(ag.tensor(x0)).data)
+        await y.sum().backward()
+    ref = ag.tensor(x0, requires_grad=True)
+    await plain(ref).sum().backward()
+    np.testing.assert_allclose(x.grad.data, ref.grad.data, rtol=0, atol=1e-12)
+
+
+async def test_checkpoint_sequential_inside_checkpoint():
+    arrays = make_params(3, sizes=(5, 7, 6, 7, 6, 7, 3))
+    params = ag_leaves(arrays)
+    x = ag.tensor(X, requires_grad=True)
+    await mlp(ag, params)(x).backward(ag.tensor(G))
+    want = grads([x, *params])
+
+    params = ag_leaves(arrays)
+    fns = layers(ag, params)
+    x = ag.tensor(X, requires_grad=True)
+    y = checkpoint_sequential(
+        [lambda h: checkpoint_sequential(fns[:4], 2, h), fns[4], fns[5]], 2, x
+    )
+    await y.backward(ag.tensor(G))
+    assert_grads_equal(grads([x, *params]), want, atol=1e-12)
+
+
+async def test_backward_with_create_graph_gives_first_order_gradients():
+    """As torch: the nested backward records no graph, so the gradients are right but cannot be
+    differentiated again."""
+    params = ag_leaves(make_params())
+    x = ag.tensor(X, requires_grad=True)
+    y = checkpoint(mlp(ag, params), x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # backward(create_graph=True)'s reference-cycle warning
+        await y.backward(ag.tensor(G), create_graph=True)
+    assert_grads_equal(grads([x, *params]), await plain_mlp_grads(), atol=1e-12)
+    assert not x.grad.requires_grad and not params[0].grad.requires_grad
+
+    if torch is not None:
+        tparams = [to_torch(p) for p in make_params()]
+        tx = to_torch(X)
+        ty = torch_checkpoint.checkpoint(mlp(torch, tparams), tx, use_reentrant=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ty.backward(torch.tensor(G), create_graph=True)
+        assert not tx.grad.requires_grad and not tparams[0].grad.requires_grad
+
+
+async def test_concurrent_backward_calls_through_checkpoints():
+    """Two backward calls in flight on one loop, each recomputing random ops: each gets its own
+    forward's randomness and the gradients of a sequential run."""
+    r = rng(8)
+    x0, w0, v0 = r.standard_normal((6, 4)), r.standard_normal((4, 5)), r.standard_normal((4, 5))
+
+    async def slow(grad: Any) -> None:
+        await asyncio.sleep(0.001)
+
+    def build() -> tuple[list[ag.Tensor], ag.Tensor, ag.Tensor]:
+        x, w, v = ag_leaves([x0, w0, v0])
+        ag.manual_seed(1)
+        y1 = checkpoint(dropout_block(w), x)
+        y2 = checkpoint(dropout_block(v), x * 1.0)
+        y1.register_hook(slow)  # make the two backward calls interleave
+        y2.register_hook(slow)
+        return [x, w, v], y1.sum(), y2.sum()
+
+    leaves, l1, l2 = build()
+    await l1.backward()
+    await l2.backward()
+    want = grads(leaves)
+
+    leaves, l1, l2 = build()
+    await asyncio.gather(l1.backward(), l2.backward())
+    assert_grads_equal(grads(leaves), want, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# The public module
+
+
+def test_public_module():
+    import aiograd._checkpoint as impl
+    import aiograd.utils
+    import aiograd.utils.checkpoint as mod
+
+    assert aiograd.utils.__all__ == ["checkpoint"]
+    assert aiograd.utils.checkpoint is mod
+    assert mod.__all__ == ["checkpoint", "checkpoint_sequential"]
+    assert mod.checkpoint is impl.checkpoint and mod.checkpoint_sequential is impl.checkpoint_sequential
+    for name in mod.__all__:
+        assert getattr(mod, name).__doc__
+    assert mod.__doc__ and aiograd.utils.__doc__
