@@ -97,6 +97,7 @@ async def _run_backward(
     create_graph: bool,
     inputs: tuple[Any, ...] | None,
     accumulate_grad: bool,
+    atomic: bool = False,
 ) -> list[Tensor | None]:
     root_edges: list[Edge] = []
     root_grads: list[Tensor] = []
@@ -110,7 +111,7 @@ async def _run_backward(
     output_edges = None
     if inputs is not None:
         output_edges = _input_edges(inputs)
-        if accumulate_grad:
+        if accumulate_grad and not atomic:
             for t in inputs:
                 t.retain_grad()  # how non-leaf inputs get their .grad (PyTorch does the same)
     return await get_engine().execute(
@@ -120,6 +121,8 @@ async def _run_backward(
         create_graph=create_graph,
         accumulate_grad=accumulate_grad,
         output_edges=output_edges,
+        staged_inputs=inputs,
+        atomic=atomic,
     )
 
 
@@ -129,12 +132,21 @@ async def backward(
     retain_graph: bool | None = None,
     create_graph: bool = False,
     inputs: TensorOrTensors | None = None,
+    *,
+    atomic: bool = False,
 ) -> None:
     """Accumulate the gradients of ``tensors`` into the ``.grad`` of the graph's leaves.
 
     Awaitable, with ``torch.autograd.backward``'s arguments: ``grad_tensors`` (one per tensor;
     None for scalars), ``retain_graph`` (defaults to ``create_graph``), ``create_graph`` (record the
     backward for higher-order gradients) and ``inputs`` (accumulate only into these).
+
+    ``atomic=True`` (aiograd's own) makes the accumulation all-or-nothing: gradients are staged
+    while the backward runs and added into every ``.grad`` at once when it completes, so a call
+    that fails or is cancelled leaves every ``.grad`` as it was. Without it, each leaf gets its
+    whole gradient when its AccumulateGrad runs, so an interrupted call leaves some leaves updated
+    and others not (never a partial sum in one leaf). Post-accumulate-grad hooks run at the
+    commit; tensor hooks on leaves run as the gradient reaches them.
     """
     global _warned_create_graph
     outputs = _as_tuple(tensors)
@@ -161,7 +173,9 @@ async def backward(
             UserWarning,
             stacklevel=2,
         )
-    await _run_backward(outputs, grads, retain_graph, create_graph, input_tuple, accumulate_grad=True)
+    await _run_backward(
+        outputs, grads, retain_graph, create_graph, input_tuple, accumulate_grad=True, atomic=atomic
+    )
 
 
 async def grad(
@@ -224,9 +238,12 @@ def tensor_backward(
     retain_graph: bool | None = None,
     create_graph: bool = False,
     inputs: TensorOrTensors | None = None,
+    *,
+    atomic: bool = False,
 ) -> Any:
     """Awaitable: accumulate the gradient of this tensor into the leaves' ``.grad``.
 
-    ``await loss.backward()`` is ``await aiograd.backward(loss, ...)``; see :func:`backward`.
+    ``await loss.backward()`` is ``await aiograd.backward(loss, ...)``; see :func:`backward`
+    (``atomic=True``: all-or-nothing accumulation).
     """
-    return backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+    return backward(self, gradient, retain_graph, create_graph, inputs=inputs, atomic=atomic)

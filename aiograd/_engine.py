@@ -37,7 +37,7 @@ from ._hooks import (
     run_retains_grad,
     run_tensor_pre_hooks,
 )
-from ._node import Edge, GraphRoot, Node, owns
+from ._node import AccumulateGrad, Edge, GraphRoot, Node, owns
 from ._reentrant import DEFAULT_MAX_REENTRANT_DEPTH, stack_has_room
 from .executors import Executor
 
@@ -115,6 +115,7 @@ class GraphTask:
         "small_size",
         "checkpoint_valid",
         "children",
+        "staged",
         "__weakref__",
     )
 
@@ -151,6 +152,9 @@ class GraphTask:
         self.checkpoint_valid = True
         #: Reentrant GraphTasks running inside this one's nodes; they stop if this one fails.
         self.children: list[GraphTask] | None = None
+        #: ``backward(atomic=True)``: where each captured gradient goes when the GraphTask
+        #: completes (an AccumulateGrad, or a non-leaf input tensor); None otherwise.
+        self.staged: list[Any] | None = None
 
 
 def _buffer_device(buffer: list[Any]) -> Any:
@@ -211,7 +215,17 @@ class ReadyQueue(asyncio.PriorityQueue):  # type: ignore[type-arg]
 
 @dataclasses.dataclass(frozen=True)
 class EngineStatistics:
-    """A snapshot of ``Engine.statistics()``."""
+    """A snapshot of ``Engine.statistics()``.
+
+    Counters since the engine was made: ``nodes_executed``, ``nodes_offloaded`` (run in an
+    executor), ``max_nodes_in_flight``, ``deepest_reentrant_depth`` (0: no reentrant backward
+    yet), ``reentrant_workers_started`` (reentrant GraphTasks past the nesting limit). State now:
+    ``graph_tasks_in_flight`` (reentrant ones included), ``nodes_in_flight`` (in executors),
+    ``queue_depths`` (NodeTasks waiting: ``"cpu"`` summed over the running calls' own queues,
+    then one entry per device queue, e.g. ``"sim:0"``), ``executor_occupancy`` (device type ->
+    (nodes in flight, capacity) of each executor that has run a node). Settings:
+    ``offload_threshold_ns``, ``nodes_per_turn``, ``executors`` (device type -> repr).
+    """
 
     graph_tasks_in_flight: int
     nodes_executed: int
@@ -222,7 +236,14 @@ class EngineStatistics:
     executors: dict[str, str]
     deepest_reentrant_depth: int
     reentrant_workers_started: int
+    nodes_per_turn: int | None
+    queue_depths: dict[str, int]
+    executor_occupancy: dict[str, tuple[int, int]]
 
+
+#: NodeTasks a drive runs before it yields to the event loop (Engine.nodes_per_turn): at 2-5 us
+#: a small node, a turn lasts about 0.5-1.5 ms, and the yield (a few us) costs about 1% of it.
+DEFAULT_NODES_PER_TURN = 256
 
 _deterministic = False
 _default_executors: dict[str, Executor] = {}
@@ -297,6 +318,7 @@ class Engine:
         offload_threshold: float | None = DEFAULT_OFFLOAD_THRESHOLD_NS,
         stall_threshold: float = DEFAULT_STALL_THRESHOLD_NS,
         max_reentrant_depth: int = DEFAULT_MAX_REENTRANT_DEPTH,
+        nodes_per_turn: int | None = DEFAULT_NODES_PER_TURN,
     ) -> None:
         """``executors`` maps device types to executors for this engine (others come from
         ``set_executor``/the defaults). A node whose estimated cost (ns, ``Node.cost``) reaches
@@ -307,9 +329,16 @@ class Engine:
 
         A backward awaited inside a node is reentrant: it is driven by the awaiting code, nested
         on its stack, for up to ``max_reentrant_depth`` levels per stack (and while the stack has
-        room below the recursion limit); deeper ones move to a fresh worker task."""
+        room below the recursion limit); deeper ones move to a fresh worker task.
+
+        Fairness: a drive (or device worker) that has run ``nodes_per_turn`` NodeTasks without
+        awaiting yields to the event loop, which then runs every other ready coroutine (other
+        backward calls included, round-robin in the loop's FIFO order) before it continues. None
+        never yields (a backward of small nodes then holds the loop until it completes)."""
         if max_reentrant_depth < 0:
             raise ValueError(f"max_reentrant_depth must be >= 0, got {max_reentrant_depth}")
+        if nodes_per_turn is not None and nodes_per_turn < 1:
+            raise ValueError(f"nodes_per_turn must be None or >= 1, got {nodes_per_turn}")
         self.loop = loop if loop is not None else asyncio.get_running_loop()
         self.executors = dict(executors or {})
         self.offload_threshold = offload_threshold
@@ -319,7 +348,10 @@ class Engine:
         self.nodes_in_flight = 0
         self.max_nodes_in_flight = 0
         self.graph_tasks_in_flight = 0
+        self._driven: set[GraphTask] = set()  # GraphTasks being driven, for queue_depths
+        self._occupancy: dict[str, list[Any]] = {}  # device type -> [executor, in flight]
         self.max_reentrant_depth = max_reentrant_depth
+        self.nodes_per_turn = nodes_per_turn
         self.deepest_reentrant_depth = 0
         self.reentrant_workers_started = 0
         self._device_queues: dict[Any, ReadyQueue] = {}
@@ -350,6 +382,12 @@ class Engine:
 
     def statistics(self) -> EngineStatistics:
         """Counters since the engine was created, and what is running now."""
+        cpu_queues = {id(gt.queue): gt.queue for gt in self._driven}
+        for dev_queue in self._device_queues.values():
+            cpu_queues.pop(id(dev_queue), None)  # reentrant children on a device's queue
+        depths = {"cpu": sum(len(q._queue) for q in cpu_queues.values())}  # type: ignore[attr-defined]
+        for dev, dev_queue in self._device_queues.items():
+            depths[str(dev)] = len(dev_queue._queue)  # type: ignore[attr-defined]
         return EngineStatistics(
             graph_tasks_in_flight=self.graph_tasks_in_flight,
             nodes_executed=self.nodes_executed,
@@ -360,6 +398,12 @@ class Engine:
             executors={"cpu": repr(self.executor("cpu"))},
             deepest_reentrant_depth=self.deepest_reentrant_depth,
             reentrant_workers_started=self.reentrant_workers_started,
+            nodes_per_turn=self.nodes_per_turn,
+            queue_depths=depths,
+            executor_occupancy={
+                kind: (in_flight, executor.capacity)
+                for kind, (executor, in_flight) in self._occupancy.items()
+            },
         )
 
 
@@ -373,8 +417,14 @@ class Engine:
         create_graph: bool,
         accumulate_grad: bool,
         output_edges: list[Edge] | None,
+        staged_inputs: tuple[Tensor, ...] | None = None,
+        atomic: bool = False,
     ) -> list[Tensor | None]:
         """Run one backward and return the captured gradients (``grad()``'s results).
+
+        ``atomic`` (a ``backward()`` only): the gradients for the leaves, or for
+        ``staged_inputs``, are captured as ``grad()`` would, and added into their ``.grad`` all
+        at once when the GraphTask completes; a failed or cancelled call changes no ``.grad``.
 
         Called while a node, hook or callback of a running GraphTask executes, the call is
         reentrant: the new GraphTask is one level deeper and runs on the queue being drained."""
@@ -401,6 +451,9 @@ class Engine:
             buffer = []
         min_topo_nr = min((e[0].topological_nr for e in output_edges), default=0) if output_edges else 0
         graph_task.dependencies = compute_dependencies(root, min_topo_nr)
+        if atomic:
+            output_edges, graph_task.staged = _staging_targets(root, graph_task.dependencies, output_edges, staged_inputs)
+            accumulate_grad = False  # captured, then committed by _complete
         if output_edges is not None:
             graph_task.exec_info = init_to_execute(root, output_edges, accumulate_grad, min_topo_nr)
             graph_task.captured = [None] * len(output_edges)
@@ -447,11 +500,14 @@ class Engine:
         heap = queue._queue  # type: ignore[attr-defined]
         future = graph_task.future
         handle = self._handle
+        budget = self.nodes_per_turn or 0
+        turn = budget
         # Nodes run with grad mode = create_graph; set once for the whole drain, not per node.
         mode_token = _grad_enabled.set(graph_task.create_graph)
         task_token = current_graph_task.set(graph_task)
         worker_token = current_worker.set((queue, nesting))
         self.graph_tasks_in_flight += 1
+        self._driven.add(graph_task)
         try:
             while not future.done():
                 if heap:
@@ -459,8 +515,13 @@ class Engine:
                     pending = handle(task) if task[4] is graph_task else self._handle_foreign(task)
                     if pending is not None:
                         await pending
+                    turn -= 1
+                    if not turn:  # the turn is over: let every other ready coroutine run
+                        turn = budget
+                        await _yield_to_loop()
                 else:
                     await queue.wait()
+                    turn = budget
         except BaseException as exc:
             # Cancelled (or interrupted) while driving: the GraphTask dies with its driver.
             if not future.done():
@@ -470,6 +531,7 @@ class Engine:
             raise
         finally:
             self.graph_tasks_in_flight -= 1
+            self._driven.discard(graph_task)
             current_worker.reset(worker_token)
             current_graph_task.reset(task_token)
             _grad_enabled.reset(mode_token)
@@ -557,11 +619,17 @@ class Engine:
         current_worker.set((queue, 0))  # this task's own context: a reentrant call runs here
         heap = queue._queue  # type: ignore[attr-defined]
         handle = self._handle_foreign
+        budget = self.nodes_per_turn or 0
+        turn = budget
         try:
             while heap:
                 pending = handle(heappop(heap))
                 if pending is not None:
                     await pending
+                turn -= 1
+                if not turn:
+                    turn = budget
+                    await _yield_to_loop()
         finally:
             # A finished task keeps its context, which holds the GraphTask that started it:
             # the queue must not keep the task.
@@ -579,6 +647,11 @@ class Engine:
         self.nodes_in_flight += 1
         if self.nodes_in_flight > self.max_nodes_in_flight:
             self.max_nodes_in_flight = self.nodes_in_flight
+        dev = _buffer_device(buffer) if DEVICES else None
+        occupancy = self._occupancy.get("cpu" if dev is None else dev.type)
+        if occupancy is None or occupancy[0] is not executor:
+            occupancy = self._occupancy["cpu" if dev is None else dev.type] = [executor, 0]
+        occupancy[1] += 1
         # The math runs in a copy of this context: grad mode = create_graph, the user's variables.
         context = contextvars.copy_context()
         future = executor.submit(functools.partial(context.run, node.apply, buffer))
@@ -588,6 +661,7 @@ class Engine:
             # On the loop. A GraphTask that failed or was cancelled meanwhile is gone: its
             # result is dropped here (and its exception retrieved, so asyncio does not log it).
             self.nodes_in_flight -= 1
+            occupancy[1] -= 1
             if graph_task.future.done():
                 if not fut.cancelled():
                     fut.exception()
@@ -636,6 +710,19 @@ class Engine:
                 None,
             )
             return
+        if graph_task.staged is not None and graph_task.error is None:
+            try:
+                # One synchronous step: no await, so nothing (cancellation included) can come
+                # between the first leaf's update and the last.
+                hooked = _commit_staged(graph_task)
+                for node in hooked:
+                    variable = node.variable
+                    if variable is not None:
+                        await run_post_accumulate_hooks(node._hooks, variable)
+            except Exception as exc:  # noqa: BLE001 - the GraphTask reports it
+                self._fail(graph_task, exc, None)
+                return
+            graph_task.captured = []
         if not graph_task.future.done():
             graph_task.future.set_result(graph_task.captured)
             self._wake_owner(graph_task)
@@ -821,6 +908,48 @@ class Engine:
                     (RUN, -graph_task.reentrant_depth, -next_node.sequence_nr, next(_tie),
                      graph_task, next_node, next_buffer)
                 )
+
+
+async def _yield_to_loop() -> None:
+    """One trip through the event loop (``asyncio.sleep(0)``'s bare yield)."""
+    await asyncio.sleep(0)
+
+
+def _staging_targets(
+    root: Node,
+    dependencies: dict[Node, int],
+    output_edges: list[Edge] | None,
+    inputs: tuple[Tensor, ...] | None,
+) -> tuple[list[Edge], list[Any]]:
+    """``backward(atomic=True)``: the edges to capture and, for each, what receives it. Without
+    ``inputs``, every leaf the graph reaches; with them, each input (a leaf's AccumulateGrad,
+    or the non-leaf tensor itself)."""
+    if output_edges is None:
+        nodes = [root, *dependencies] if isinstance(root, AccumulateGrad) else list(dependencies)
+        accumulators = [n for n in nodes if type(n) is AccumulateGrad]
+        return [(n, 0) for n in accumulators], accumulators
+    assert inputs is not None
+    return output_edges, [
+        edge[0] if isinstance(edge[0], AccumulateGrad) else tensor
+        for edge, tensor in zip(output_edges, inputs)
+    ]
+
+
+def _commit_staged(graph_task: GraphTask) -> list[AccumulateGrad]:
+    """Add an atomic backward's captured gradients into their ``.grad``s; returns the
+    accumulators whose post-accumulate-grad hooks are to run now."""
+    hooked = []
+    for target, grad in zip(graph_task.staged, graph_task.captured):  # type: ignore[arg-type]
+        if grad is None:
+            continue
+        if isinstance(target, AccumulateGrad):
+            target.apply([grad])
+            hooks = target._hooks
+            if hooks is not None and hooks.post_accumulate:
+                hooked.append(target)
+        elif not target._retains_grad:  # a non-leaf input, by retain_grad's rule
+            target._grad = grad.clone() if target._grad is None else target._grad + grad
+    return hooked
 
 
 def _sum_in_order(graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
