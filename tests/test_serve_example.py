@@ -1,0 +1,297 @@
+"""The gradient service example (examples/serve_gradients.py) and its load test (load_test.py).
+
+The service runs in the test's own event loop on a free loopback port; its answers are checked
+against aiograd computed directly and against torch (float64), concurrently too, and every kind of
+bad request must get its 4xx status and a message naming the problem."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+from helpers import requires_torch, torch
+
+import aiograd
+
+aiohttp = pytest.importorskip("aiohttp")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load(name: str) -> ModuleType:
+    """Import examples/<name>.py as a module (the examples are scripts, not a package)."""
+    module_name = f"_example_{name}"
+    if module_name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(module_name, ROOT / "examples" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # dataclasses look their module up while it loads
+        spec.loader.exec_module(module)
+    return sys.modules[module_name]
+
+
+serve = _load("serve_gradients")
+load_test = _load("load_test")
+
+MAX_ROWS, MAX_BODY = 32, 16384
+
+
+@pytest.fixture(scope="module")
+def model():
+    """Trained once for the module, on a loop of its own (the weights are plain arrays)."""
+    return aiograd.run(serve.train_model(0, epochs=4))
+
+
+@pytest.fixture
+async def url(model):
+    app = serve.make_app(model, max_rows=MAX_ROWS, max_body_bytes=MAX_BODY)
+    runner, base = await serve.start(app)
+    try:
+        yield base
+    finally:
+        await runner.cleanup()
+
+
+@pytest.fixture
+async def session():
+    async with aiohttp.ClientSession() as s:
+        yield s
+
+
+def _inputs(seed: int, rows: int, features: int = serve.FEATURES) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((rows, features))
+
+
+async def _post(session, url: str, payload) -> tuple[int, dict]:
+    data = payload if isinstance(payload, (str, bytes)) else json.dumps(payload)
+    async with session.post(f"{url}/saliency", data=data) as response:
+        return response.status, await response.json()
+
+
+async def _reference(model, x: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Logits and saliency computed here another way: grad of the picked logits' sum."""
+    inp = aiograd.tensor(x, requires_grad=True)
+    logits = model(inp)
+    (g,) = await aiograd.grad(logits[np.arange(len(x)), target].sum(), inp)
+    return logits.detach().numpy(), g.numpy()
+
+
+def _torch_reference(model, x: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    h = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    out = h
+    for i, (w, b) in enumerate(model.layers):
+        out = torch.nn.functional.linear(out, torch.tensor(w.numpy()), torch.tensor(b.numpy()))
+        if i < len(model.layers) - 1:
+            out = torch.tanh(out)
+    (g,) = torch.autograd.grad(out[torch.arange(len(x)), torch.tensor(target)].sum(), h)
+    return out.detach().numpy(), g.numpy()
+
+
+# ----------------------------------------------------------------------------------- the model
+def test_training_is_deterministic_and_learns(model):
+    a = aiograd.run(serve.train_model(1, epochs=1, points=512))
+    b = aiograd.run(serve.train_model(1, epochs=1, points=512))
+    for (wa, ba), (wb, bb) in zip(a.layers, b.layers):
+        assert np.array_equal(wa.numpy(), wb.numpy()) and np.array_equal(ba.numpy(), bb.numpy())
+    assert (model.features, model.classes) == (serve.FEATURES, serve.CLASSES)
+    assert model.test_accuracy > 0.6  # 4 classes: chance is about 0.25
+    assert not any(w.requires_grad or b.requires_grad for w, b in model.layers)
+
+
+# ------------------------------------------------------------------------------- good requests
+async def test_health_and_stats(url, session):
+    async with session.get(f"{url}/health") as r:
+        assert r.status == 200
+        health = await r.json()
+    assert health["status"] == "ok"
+    assert (health["features"], health["classes"]) == (serve.FEATURES, serve.CLASSES)
+    assert (health["max_rows"], health["max_body_bytes"]) == (MAX_ROWS, MAX_BODY)
+    await _post(session, url, {"input": _inputs(0, 2).tolist()})
+    async with session.get(f"{url}/stats") as r:
+        assert r.status == 200
+        stats = await r.json()
+    # Whatever fields the engine's statistics have (new ones may come), all are there.
+    fields = {f.name for f in dataclasses.fields(aiograd.EngineStatistics)}
+    assert fields <= set(stats["engine"]) and stats["engine"]["nodes_executed"] > 0
+    assert stats["server"]["rows"] == 2 and stats["server"]["status_200"] >= 1
+    assert stats["server"]["in_flight"] == 0 and stats["server"]["max_in_flight"] >= 1
+
+
+async def test_saliency_matches_direct_computation(url, session, model):
+    x = _inputs(1, 5)
+    target = np.array([0, 1, 2, 3, 1])
+    status, body = await _post(session, url, {"input": x.tolist(), "target": target.tolist()})
+    assert status == 200, body
+    # JSON carries float64 exactly (repr round-trips): the same computation here is bitwise equal.
+    same = await serve.saliency(model, x, target)
+    assert body == json.loads(json.dumps(same))
+    logits, grad = await _reference(model, x, target)
+    np.testing.assert_allclose(body["output"], logits, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(body["saliency"], grad, rtol=1e-12, atol=1e-14)
+    assert body["predicted"] == logits.argmax(1).tolist() and body["target"] == target.tolist()
+
+
+async def test_target_defaults_to_the_predicted_class_and_broadcasts(url, session, model):
+    x = _inputs(2, 4)
+    status, default = await _post(session, url, {"input": x.tolist()})
+    assert status == 200 and default["target"] == default["predicted"]
+    logits, grad = await _reference(model, x, np.asarray(default["predicted"]))
+    np.testing.assert_allclose(default["saliency"], grad, rtol=1e-12, atol=1e-14)
+    status, one = await _post(session, url, {"input": x.tolist(), "target": 2})
+    assert status == 200 and one["target"] == [2, 2, 2, 2]
+    # Integers are numbers too; the saliency of a row does not depend on the other rows.
+    ints = [int(v) for v in np.round(x[0])]
+    status, single = await _post(session, url, {"input": [ints], "target": 2})
+    assert status == 200 and np.shape(single["saliency"]) == (1, serve.FEATURES)
+
+
+@requires_torch
+async def test_saliency_matches_torch(url, session, model):
+    x = _inputs(3, MAX_ROWS)
+    target = np.arange(MAX_ROWS) % serve.CLASSES
+    status, body = await _post(session, url, {"input": x.tolist(), "target": target.tolist()})
+    assert status == 200, body
+    logits, grad = _torch_reference(model, x, target)
+    np.testing.assert_allclose(body["output"], logits, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(body["saliency"], grad, rtol=1e-10, atol=1e-12)
+
+
+async def test_many_concurrent_requests_each_get_their_own_answer(url, model):
+    n = 100
+    xs = [_inputs(100 + i, 1 + i % 7) for i in range(n)]
+    targets = [np.arange(len(x)) * (i + 1) % serve.CLASSES for i, x in enumerate(xs)]
+    connector = aiohttp.TCPConnector(limit=n)  # one connection per request: all in flight at once
+    async with aiohttp.ClientSession(connector=connector) as s:
+        answers = await asyncio.gather(*(
+            _post(s, url, {"input": x.tolist(), "target": t.tolist()}) for x, t in zip(xs, targets)
+        ))
+    for x, t, (status, body) in zip(xs, targets, answers):
+        assert status == 200, body
+        logits, grad = await _reference(model, x, t)
+        np.testing.assert_allclose(body["output"], logits, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(body["saliency"], grad, rtol=1e-12, atol=1e-14)
+
+
+# -------------------------------------------------------------------------------- bad requests
+def _row(*values) -> list:
+    """A row of the right length starting with ``values``."""
+    return [*values, *[0.5] * (serve.FEATURES - len(values))]
+
+
+def _raw_row(start: str) -> str:
+    """A body with one row, written as JSON text starting with ``start``."""
+    return '{"input": [[' + start + ", 0" * (serve.FEATURES - 1 - start.count(",")) + "]]}"
+
+
+BAD_REQUESTS = [
+    # (payload, status, a pattern the error message must match)
+    ("{not json", 400, r"invalid JSON"),
+    (b"\xff\xfe\x00", 400, r"invalid JSON"),
+    ("", 400, r"invalid JSON"),
+    ("[[1, 2]]", 400, r"must be a JSON object.*array"),
+    ("[" * 5000, 400, r"invalid JSON"),  # nested too deep for the parser
+    ({"target": 1}, 422, r"missing field 'input'"),
+    ({"input": [_row()], "inputs": 1}, 422, r"unknown field 'inputs'"),
+    ({"input": "1,2,3"}, 422, r"'input' must be a list of rows.*string"),
+    ({"input": []}, 422, r"'input' has no rows"),
+    ({"input": [1.0] * serve.FEATURES}, 422, r"wrong shape: input\[0\] must be a list of 16"),
+    ({"input": [_row(), [1.0, 2.0]]}, 422, r"wrong shape: input\[1\] has 2 values.*16 features"),
+    ({"input": [_row(1.0, "2")]}, 422, r'input\[0\]\[1\] is not a number: "2"'),
+    ({"input": [_row(None)]}, 422, r"input\[0\]\[0\] is not a number: null"),
+    ({"input": [_row(), _row(0.0, 0.0, True)]}, 422, r"input\[1\]\[2\] is not a number: true"),
+    # Python's json reads NaN, Infinity and overflowing numbers as floats: refused after parsing.
+    (_raw_row("NaN"), 422, r"input\[0\]\[0\] is not a finite number"),
+    (_raw_row("0, -Infinity"), 422, r"input\[0\]\[1\] is not a finite number"),
+    (_raw_row("1e999"), 422, r"input\[0\]\[0\] is not a finite number"),
+    ({"input": [_row(10 ** 400)]}, 422, r"input\[0\]\[0\] is not a finite number"),
+    ({"input": [_row(2e6)]}, 422, r"input\[0\]\[0\] is 2e\+06, larger in magnitude than 1e\+06"),
+    ({"input": [_row()], "target": 4}, 422, r"'target' must be a class index from 0 to 3.*got 4"),
+    ({"input": [_row()], "target": -1}, 422, r"'target'.*got -1"),
+    ({"input": [_row()], "target": 1.0}, 422, r"'target'.*got 1\.0"),
+    ({"input": [_row()], "target": "1"}, 422, r"'target'.*got \"1\""),
+    ({"input": [_row()], "target": True}, 422, r"'target'.*got true"),
+    ({"input": [_row(), _row()], "target": [1]}, 422, r"'target'.*of 2 of them: got a list of 1"),
+    ({"input": [_row()] * (MAX_ROWS + 1)}, 413,
+     rf"too many rows in 'input': {MAX_ROWS + 1}, the limit is {MAX_ROWS}"),
+    ('{"input": [[' + " " * MAX_BODY + "]]}", 413,
+     rf"request body too large: \d+ bytes, the limit is {MAX_BODY}"),
+]
+
+
+async def test_bad_requests_get_a_4xx_naming_the_problem(url, session):
+    for payload, status, pattern in BAD_REQUESTS:
+        got, body = await _post(session, url, payload)
+        assert (got, list(body)) == (status, ["error"]), (payload, body)
+        assert re.search(pattern, body["error"]), (payload, body)
+    async with session.get(f"{url}/stats") as r:
+        server = (await r.json())["server"]
+    assert server["status_422"] == sum(s == 422 for _, s, _ in BAD_REQUESTS)
+    assert server["in_flight"] == 0 and server["rows"] == 0
+
+
+async def test_exactly_max_body_bytes_is_accepted(url, session):
+    body = json.dumps({"input": [_row()]})
+    body = body[:-1] + " " * (MAX_BODY - len(body)) + "}"
+    assert len(body) == MAX_BODY
+    status, answer = await _post(session, url, body)
+    assert status == 200, answer
+
+
+async def test_chunked_body_too_large_is_413(url, session):
+    async def chunks():  # no Content-Length: aiohttp's client_max_size stops it while reading
+        yield b'{"input": [['
+        for _ in range(MAX_BODY // 1000 + 1):
+            yield b" " * 1000
+
+    async with session.post(f"{url}/saliency", data=chunks()) as r:
+        assert r.status == 413
+        error = (await r.json())["error"]
+    assert re.search(rf"request body too large: more than the limit of {MAX_BODY}", error)
+
+
+async def test_wrong_path_and_method_are_json_errors(url, session):
+    async with session.get(f"{url}/saliency") as r:
+        assert r.status == 405
+        assert "method GET not allowed on /saliency" in (await r.json())["error"]
+    async with session.post(f"{url}/gradient", data="{}") as r:
+        assert r.status == 404 and "no such path: /gradient" in (await r.json())["error"]
+
+
+# ---------------------------------------------------------------------------------- load test
+async def test_load_test_against_the_service(url):
+    report = await load_test.run_load(url, requests=50, concurrency=16, rows=4)
+    assert (report.requests, report.concurrency, report.rows) == (50, 16, 4)
+    assert (report.ok, report.errors) == (50, {})
+    assert report.throughput_rps > 0 and report.elapsed_s > 0
+    assert 0 < report.p50_ms <= report.p99_ms <= report.max_ms
+    assert report.server_max_in_flight >= 1
+    summary = report.summary()
+    assert "50 ok, 0 errors" in summary and "requests/s" in summary and "p99" in summary
+
+
+async def test_load_test_counts_errors(url):
+    # More rows than the server takes: every request is refused, and the report says how.
+    report = await load_test.run_load(url, requests=6, concurrency=3, rows=MAX_ROWS + 1)
+    assert (report.ok, report.errors) == (0, {"HTTP 413": 6})
+    assert "0 ok, 6 errors (HTTP 413: 6)" in report.summary()
+
+
+def test_command_lines_spawn_serve_and_stop():
+    """load_test.py --spawn starts serve_gradients.py --port 0 in a subprocess, loads it, and
+    stops it with SIGTERM; a server that did not exit cleanly makes it fail."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "load_test.py"), "--spawn", "--requests", "20",
+         "--concurrency", "4", "--rows", "2", "--server-arg=--epochs=1"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"20 ok, 0 errors in [\d.]+ s: \d+ requests/s, latency p50 [\d.]+ ms, "
+                     r"p99 [\d.]+ ms", result.stdout), result.stdout
