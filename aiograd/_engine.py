@@ -925,8 +925,8 @@ def _staging_targets(
     ``inputs``, every leaf the graph reaches; with them, each input (a leaf's AccumulateGrad,
     or the non-leaf tensor itself)."""
     if output_edges is None:
-        nodes = [root, *dependencies] if isinstance(root, AccumulateGrad) else list(dependencies)
-        accumulators = [n for n in nodes if type(n) is AccumulateGrad]
+        # A leaf as the root is its own whole graph: running it is the commit.
+        accumulators = [n for n in dependencies if type(n) is AccumulateGrad]
         return [(n, 0) for n in accumulators], accumulators
     assert inputs is not None
     return output_edges, [
