@@ -20,7 +20,7 @@ import inspect
 import itertools
 import weakref
 from collections.abc import Callable
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -535,7 +535,9 @@ class Engine:
             current_worker.reset(worker_token)
             current_graph_task.reset(task_token)
             _grad_enabled.reset(mode_token)
-            queue.hand_on()  # others' NodeTasks left here: wake their drivers
+            if heap:  # failed or cancelled with work queued: drop what is dead, hand on the rest
+                _drop_finished(heap)
+                queue.hand_on()
         return future.result()
 
     def _handle_foreign(self, task: tuple[Any, ...]) -> Any:
@@ -543,7 +545,8 @@ class Engine:
         it runs with that GraphTask's grad mode and as the current GraphTask."""
         owner = task[4]
         if owner.future.done():
-            return None  # its GraphTask failed or was cancelled: dropped
+            _discard(task)  # its GraphTask failed or was cancelled: dropped
+            return None
         mode_token = _grad_enabled.set(owner.create_graph)
         task_token = current_graph_task.set(owner)
         try:
@@ -908,6 +911,28 @@ class Engine:
                     (RUN, -graph_task.reentrant_depth, -next_node.sequence_nr, next(_tie),
                      graph_task, next_node, next_buffer)
                 )
+
+
+def _discard(task: tuple[Any, ...]) -> None:
+    """Drop a NodeTask of a finished GraphTask; an offloaded node's result (DONE) has its
+    exception retrieved, so that asyncio does not log it and its traceback (which holds the
+    graph) goes."""
+    if task[0] == DONE:
+        future = task[6][1]
+        if not future.cancelled():
+            future.exception()
+
+
+def _drop_finished(heap: list[tuple[Any, ...]]) -> None:
+    """Remove the NodeTasks of finished GraphTasks from a heap, keeping the others in order."""
+    live = []
+    for task in heap:
+        if task[4].future.done():
+            _discard(task)
+        else:
+            live.append(task)
+    heap[:] = live
+    heapify(heap)
 
 
 async def _yield_to_loop() -> None:
