@@ -7,7 +7,8 @@ Layers, bottom up: the Tensor and graph recording (``_tensor``, ``_node``, ``_sa
 (``_ops``, one module per family, each with a table binding its Tensor methods), the engine
 (``_engine``), and the API that checks arguments in PyTorch's words (``_autograd``). Public
 submodules: ``aiograd.nn.functional``, ``aiograd.testing``, ``aiograd.function`` (custom
-Functions), ``aiograd.executors`` and ``aiograd.utils.checkpoint``. Every public name is re-exported
+Functions), ``aiograd.executors``, ``aiograd.sync`` (blocking backward/grad) and
+``aiograd.utils.checkpoint``. Every public name is re-exported
 here explicitly and listed in ``__all__``; everything else is internal.
 """
 
@@ -16,6 +17,7 @@ from . import (
     executors,
     function,
     nn,
+    sync,
     testing,
     utils,
 )
@@ -160,5 +162,5 @@ __all__ = [
     "sum_to_size", "index_select", "gather", "cat", "concat", "concatenate", "stack", "split",
     "split_with_sizes", "chunk", "unbind", "matmul", "mm",
     # submodules
-    "executors", "function", "nn", "testing", "utils",
+    "executors", "function", "nn", "sync", "testing", "utils",
 ]

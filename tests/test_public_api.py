@@ -8,6 +8,7 @@ import aiograd
 import aiograd.executors
 import aiograd.function
 import aiograd.nn.functional
+import aiograd.sync
 import aiograd.testing
 import aiograd.utils.checkpoint
 
@@ -22,6 +23,7 @@ def test_every_public_name_is_documented():
         aiograd.executors,
         aiograd.function,
         aiograd.nn.functional,
+        aiograd.sync,
         aiograd.testing,
         aiograd.utils,
         aiograd.utils.checkpoint,
@@ -35,7 +37,7 @@ def test_every_public_name_is_documented():
 
 def test_no_internal_module_leaks_into_the_top_level():
     modules = {n for n in dir(aiograd) if not n.startswith("_") and inspect.ismodule(getattr(aiograd, n))}
-    assert modules <= {"executors", "function", "nn", "testing", "utils"}, modules
+    assert modules <= {"executors", "function", "nn", "sync", "testing", "utils"}, modules
 
 
 def test_all_lists_exactly_the_public_names():
@@ -44,6 +46,7 @@ def test_all_lists_exactly_the_public_names():
         aiograd.executors,
         aiograd.function,
         aiograd.nn.functional,
+        aiograd.sync,
         aiograd.testing,
         aiograd.utils,
         aiograd.utils.checkpoint,

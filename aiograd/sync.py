@@ -1,0 +1,308 @@
+"""Blocking ``backward()`` and ``grad()`` for code with no running event loop.
+
+Scripts, worker threads and notebooks can call these without ``async``/``await``::
+
+    import aiograd
+    import aiograd.sync
+
+    w = aiograd.randn(3, requires_grad=True)
+    aiograd.sync.backward((w * w).sum())     # accumulates into w.grad
+    (g,) = aiograd.sync.grad((w * w).sum(), w)
+
+Each call runs the ordinary ``await aiograd.backward(...)`` / ``await aiograd.grad(...)`` as its
+own GraphTask on one background event loop (a daemon thread behind anyio's blocking portal, on
+uvloop when it is installed), started on first use and shared by every caller and thread, and
+blocks until it is done. Arguments, results and errors are those of the async functions: an
+exception raised by the backward (a custom Function's, with its "while running XBackward" note)
+is the very object the caller gets, its traceback running from the caller into the backward.
+The backward runs in a copy of the caller's context, so anomaly mode, the default device and
+the caller's own context variables apply to it, as they would to an awaited call.
+
+Called from a thread whose event loop is running (``async def`` code, or a hook or Function
+backward run by this module's own loop) they raise ``RuntimeError`` before doing anything,
+since blocking would stall that loop, or deadlock it: await the async functions there instead.
+
+An exception that interrupts the waiting caller (``KeyboardInterrupt``) cancels the call's
+GraphTask and waits for it to stop before propagating, so no ``.grad`` changes afterwards.
+``shutdown()`` stops the background loop (the next call starts a fresh one); it also runs at
+interpreter exit.
+"""
+
+from __future__ import annotations
+
+import asyncio as _asyncio
+import atexit as _atexit
+import concurrent.futures as _futures
+import contextvars as _contextvars
+import functools as _functools
+import os as _os
+import sys as _sys
+import threading as _threading
+from collections.abc import Callable as _Callable
+from collections.abc import Coroutine as _Coroutine
+from contextlib import AbstractContextManager as _AbstractContextManager
+from typing import Any as _Any
+from typing import TypeVar as _TypeVar
+
+from . import _autograd
+from ._anomaly import current_node as _current_node
+from ._autograd import TensorOrTensors as _TensorOrTensors
+from ._engine import current_graph_task as _current_graph_task
+from ._engine import current_worker as _current_worker
+from ._tensor import Tensor as _Tensor
+
+__all__ = ["backward", "grad", "shutdown"]
+
+_T = _TypeVar("_T")
+
+#: The name of the background loop's thread.
+_THREAD_NAME = "aiograd-sync-portal"
+
+
+class _Portal:
+    """The background loop: anyio's portal, the context manager that owns its thread, and the
+    thread itself."""
+
+    __slots__ = ("portal", "manager", "thread")
+
+    def __init__(
+        self, portal: _Any, manager: _AbstractContextManager[_Any], thread: _threading.Thread
+    ) -> None:
+        self.portal = portal
+        self.manager = manager
+        self.thread = thread
+
+
+_lock = _threading.Lock()
+_current: _Portal | None = None
+_exiting = False  # set by the atexit handler: no new portal after it ran
+
+
+def _backend_options() -> dict[str, _Any]:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return {}
+    return {"use_uvloop": True}
+
+
+def _name_portal_thread() -> _threading.Thread:
+    thread = _threading.current_thread()
+    thread.name = _THREAD_NAME
+    return thread
+
+
+def _start() -> _Portal:
+    """Start the background loop (called with ``_lock`` held)."""
+    from anyio.from_thread import start_blocking_portal
+
+    manager = start_blocking_portal(backend="asyncio", backend_options=_backend_options())
+    portal = manager.__enter__()
+    try:
+        thread = portal.call(_name_portal_thread)
+    except BaseException:
+        manager.__exit__(None, None, None)
+        raise
+    return _Portal(portal, manager, thread)
+
+
+def _stop(current: _Portal, cancel: bool) -> None:
+    """Stop a portal that was taken out of ``_current``, and join its thread."""
+    try:
+        current.portal.call(current.portal.stop, cancel)
+    except RuntimeError:
+        pass  # its loop is gone already (it died, or a concurrent shutdown stopped it)
+    # Leaving the manager joins the thread once every task has finished (its own stop call
+    # finds the portal stopped and passes).
+    current.manager.__exit__(None, None, None)
+
+
+def shutdown(cancel: bool = False) -> None:
+    """Stop the background event loop and join its thread; the next call starts a fresh one.
+
+    Calls in flight finish first, unless ``cancel=True``, which cancels them: their callers get a
+    ``RuntimeError``. Nothing happens if no loop is running. Runs at interpreter exit (with
+    ``cancel=True``). Calling it from the background loop itself (a hook or a Function's backward
+    run by ``aiograd.sync``) raises ``RuntimeError``: that loop cannot wait for itself.
+    """
+    global _current
+    current = _current
+    if current is not None and current.thread is _threading.current_thread():
+        # Checked before taking the lock: a caller holding it may be waiting for this loop.
+        raise RuntimeError(
+            "aiograd.sync.shutdown() cannot be called from aiograd.sync's own event loop "
+            "thread (from a hook or a Function's backward it runs): it would wait for itself"
+        )
+    with _lock:
+        current, _current = _current, None
+    if current is not None:
+        _stop(current, cancel)
+
+
+def _shutdown_at_exit() -> None:
+    global _exiting
+    _exiting = True
+    shutdown(cancel=True)
+
+
+_atexit.register(_shutdown_at_exit)
+
+
+def _after_fork_in_child() -> None:
+    # The child has no portal thread: forget the parent's portal (it cannot be stopped here).
+    global _lock, _current
+    _lock = _threading.Lock()
+    _current = None
+
+
+if hasattr(_os, "register_at_fork"):
+    _os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _check_no_running_loop(name: str) -> None:
+    """Refuse to block a thread whose event loop is running: the call would stall that loop,
+    and deadlock it when it is the background loop the call needs."""
+    # Asked of the loops themselves, not of sniffio: its context variable is copied into
+    # worker threads (asyncio.to_thread, anyio.to_thread), where no loop runs.
+    try:
+        _asyncio.get_running_loop()
+    except RuntimeError:
+        trio = _sys.modules.get("trio")
+        if trio is None:
+            return
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:
+            return
+    current = _current
+    if current is not None and current.thread is _threading.current_thread():
+        raise RuntimeError(
+            f"aiograd.sync.{name}() cannot be called from aiograd.sync's own event loop thread "
+            "(from a hook or a Function's backward it runs): it would wait for itself; make the "
+            f"hook or backward `async def` and use `await aiograd.{name}(...)` instead"
+        )
+    raise RuntimeError(
+        f"aiograd.sync.{name}() cannot be called from a running event loop (it would block the "
+        f"loop it runs on); use `await aiograd.{name}(...)` instead"
+    )
+
+
+def _forget_backward() -> None:
+    """In the copied context: this call is a backward of its own, not a reentrant one, even when
+    the caller runs inside a backward (a node offloaded to an executor thread)."""
+    _current_graph_task.set(None)
+    _current_worker.set(None)
+    _current_node.set(None)
+
+
+def _spawn(
+    context: _contextvars.Context,
+    function: _Callable[..., _Coroutine[_Any, _Any, _T]],
+    args: tuple[_Any, ...],
+    finished: _threading.Event,
+) -> _asyncio.Task[_T]:
+    """On the portal's loop: run ``function(*args)`` as a task in the caller's (copied) context.
+    The portal's task awaits it, so cancelling that cancels this one; ``finished`` is set when it
+    is done, however it ends (this is a plain function, so it runs even for a call cancelled
+    before it started)."""
+    task = _asyncio.get_running_loop().create_task(function(*args), context=context)
+    task.add_done_callback(lambda _: finished.set())
+    return task
+
+
+def _submit(name: str, fn: _Callable[[], _Any]) -> tuple[_futures.Future[_Any], _threading.Thread]:
+    global _current
+    with _lock:
+        if _exiting:
+            raise RuntimeError(f"aiograd.sync.{name}() called during interpreter shutdown")
+        current = _current
+        if current is not None and not current.thread.is_alive():
+            current = _current = None  # its loop died: start a fresh one
+        if current is None:
+            current = _current = _start()
+        return current.portal.start_task_soon(fn, name=f"aiograd.sync.{name}"), current.thread
+
+
+def _call(name: str, function: _Callable[..., _Coroutine[_Any, _Any, _T]], *args: _Any) -> _T:
+    """Run ``await function(*args)`` on the background loop and wait for its result."""
+    _check_no_running_loop(name)
+    context = _contextvars.copy_context()
+    context.run(_forget_backward)
+    finished = _threading.Event()
+    future, thread = _submit(name, _functools.partial(_spawn, context, function, args, finished))
+    try:
+        return future.result()
+    except _futures.CancelledError:
+        raise RuntimeError(
+            f"aiograd.sync.{name}() was cancelled on aiograd.sync's event loop (by "
+            "aiograd.sync.shutdown(cancel=True), interpreter exit, or a CancelledError raised "
+            "inside the backward)"
+        ) from None
+    except BaseException:
+        # Interrupted while waiting (KeyboardInterrupt, ...): stop the GraphTask, and wait until
+        # it has, so that no .grad changes after the caller got the exception. A call that is
+        # already done (its own error is being re-raised) cannot be cancelled.
+        if future.cancel():
+            while not finished.wait(0.1) and thread.is_alive():
+                pass
+        raise
+
+
+def backward(
+    tensors: _TensorOrTensors,
+    grad_tensors: _TensorOrTensors | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: _TensorOrTensors | None = None,
+    *,
+    atomic: bool = False,
+) -> None:
+    """Accumulate the gradients of ``tensors`` into the ``.grad`` of the graph's leaves; blocks.
+
+    ``aiograd.backward`` (``torch.autograd.backward``) for code with no running event loop:
+    ``grad_tensors`` (one per tensor; None for scalars), ``retain_graph`` (defaults to
+    ``create_graph``), ``create_graph`` (record the backward for higher-order gradients) and
+    ``inputs`` (accumulate only into these); ``atomic=True`` updates every ``.grad`` at once
+    when the call completes, or none. ``aiograd.sync.backward(loss)`` is the blocking
+    ``await loss.backward()``. Raises what ``aiograd.backward`` raises, and ``RuntimeError`` when
+    called from a thread whose event loop is running (use ``await aiograd.backward(...)``).
+    """
+    _call(
+        "backward",
+        _functools.partial(_autograd.backward, atomic=atomic),
+        tensors, grad_tensors, retain_graph, create_graph, inputs,
+    )
+
+
+def grad(
+    outputs: _TensorOrTensors,
+    inputs: _TensorOrTensors,
+    grad_outputs: _TensorOrTensors | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    only_inputs: bool = True,
+    allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
+) -> tuple[_Tensor | None, ...]:
+    """Return the gradients of ``outputs`` with respect to ``inputs``; ``.grad`` is untouched;
+    blocks.
+
+    ``aiograd.grad`` (``torch.autograd.grad``) for code with no running event loop, with the same
+    arguments. Unused inputs raise unless ``allow_unused=True`` (their result is None) or
+    ``materialize_grads=True`` (zeros). Raises what ``aiograd.grad`` raises, and ``RuntimeError``
+    when called from a thread whose event loop is running (use ``await aiograd.grad(...)``).
+    """
+    return _call(
+        "grad",
+        _autograd.grad,
+        outputs,
+        inputs,
+        grad_outputs,
+        retain_graph,
+        create_graph,
+        only_inputs,
+        allow_unused,
+        is_grads_batched,
+        materialize_grads,
+    )
