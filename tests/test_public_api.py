@@ -12,22 +12,24 @@ import aiograd.sync
 import aiograd.testing
 import aiograd.utils.checkpoint
 
+PUBLIC_MODULES = (
+    aiograd,
+    aiograd.executors,
+    aiograd.function,
+    aiograd.nn.functional,
+    aiograd.sync,
+    aiograd.testing,
+    aiograd.utils,
+    aiograd.utils.checkpoint,
+)
+
 
 def _public(module) -> list[str]:
     return list(module.__all__)
 
 
 def test_every_public_name_is_documented():
-    for module in (
-        aiograd,
-        aiograd.executors,
-        aiograd.function,
-        aiograd.nn.functional,
-        aiograd.sync,
-        aiograd.testing,
-        aiograd.utils,
-        aiograd.utils.checkpoint,
-    ):
+    for module in PUBLIC_MODULES:
         for name in _public(module):
             obj = getattr(module, name)
             if inspect.ismodule(obj) or not callable(obj):
@@ -41,16 +43,7 @@ def test_no_internal_module_leaks_into_the_top_level():
 
 
 def test_all_lists_exactly_the_public_names():
-    for module in (
-        aiograd,
-        aiograd.executors,
-        aiograd.function,
-        aiograd.nn.functional,
-        aiograd.sync,
-        aiograd.testing,
-        aiograd.utils,
-        aiograd.utils.checkpoint,
-    ):
+    for module in PUBLIC_MODULES:
         public = {
             n
             for n in dir(module)

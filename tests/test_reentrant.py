@@ -439,14 +439,9 @@ class SimulateBackwardError(Function):
         raise Exception("Simulate error on backward pass")
 
 
-async def test_reentrant_child_error(engine):
-    """test_reentrant_child_error: the child's error raises inside the parent's node, which
-    then fails the parent; both nodes are named in the error's notes."""
-    a = ag.rand(3, 3, requires_grad=True)
-    c = a * a
-    b = ag.rand(3, 3, requires_grad=True)
-    reentrant_root = SimulateBackwardError.apply(b * b).sum()
-    caught = []
+def backward_inside(root, caught: list) -> type[Function]:
+    """ReentrantFunc of PyTorch's tests: an identity whose backward runs ``root.backward()``;
+    what that raises is recorded in ``caught`` and re-raised."""
 
     class ReentrantFunc(Function):
         @staticmethod
@@ -456,11 +451,24 @@ async def test_reentrant_child_error(engine):
         @staticmethod
         async def backward(ctx, grad):
             try:
-                await reentrant_root.backward()
+                await root.backward()
             except Exception as exc:
                 caught.append(exc)
                 raise
             return grad
+
+    return ReentrantFunc
+
+
+async def test_reentrant_child_error(engine):
+    """test_reentrant_child_error: the child's error raises inside the parent's node, which
+    then fails the parent; both nodes are named in the error's notes."""
+    a = ag.rand(3, 3, requires_grad=True)
+    c = a * a
+    b = ag.rand(3, 3, requires_grad=True)
+    reentrant_root = SimulateBackwardError.apply(b * b).sum()
+    caught = []
+    ReentrantFunc = backward_inside(reentrant_root, caught)
 
     with pytest.raises(Exception, match="Simulate error") as info:
         await ReentrantFunc.apply(c).sum().backward()
@@ -515,29 +523,15 @@ async def test_reentrant_parent_error_while_the_child_runs(engine):
     for _ in range(10):
         prev = prev * t2
     reentrant_root = Wait.apply(prev).sum()
-    child_errors = []
-
-    class ReentrantFunc(Function):
-        @staticmethod
-        def forward(ctx, inp):
-            return inp.clone()
-
-        @staticmethod
-        async def backward(ctx, grad):
-            try:
-                await reentrant_root.backward()
-            except RuntimeError as exc:
-                child_errors.append(str(exc))
-                raise
-            return grad
-
-    t7 = ReentrantFunc.apply(t3) * 2
+    caught = []
+    t7 = backward_inside(reentrant_root, caught).apply(t3) * 2
     with pytest.raises(Exception, match="Simulate error") as info:
         await ag.backward([t5.sum(), t7.sum()])
     assert info.value.__notes__ == ["while running BoomBackward"]
-    assert child_errors == [
+    assert [str(exc) for exc in caught] == [
         "reentrant backward (depth 1) stopped: the backward it was called from failed or was cancelled"
     ]
+    caught.clear()
     assert t1.grad is None and t2.grad is None and t3.grad is None
     del info, prev, t7, t5
     await asyncio.sleep(0)  # a finished worker task's wake-up callback is still on the loop
