@@ -116,6 +116,7 @@ class GraphTask:
         "checkpoint_valid",
         "children",
         "staged",
+        "device_waits",
         "__weakref__",
     )
 
@@ -155,6 +156,8 @@ class GraphTask:
         #: ``backward(atomic=True)``: where each captured gradient goes when the GraphTask
         #: completes (an AccumulateGrad, or a non-leaf input tensor); None otherwise.
         self.staged: list[Any] | None = None
+        #: Its nodes being awaited on device workers (asyncio tasks), cancelled if it fails.
+        self.device_waits: set[asyncio.Task[Any]] | None = None
 
 
 def _buffer_device(buffer: list[Any]) -> Any:
@@ -527,6 +530,7 @@ class Engine:
             if not future.done():
                 graph_task.error = exc
                 future.cancel()
+                self._cancel_device_waits(graph_task)
                 self._stop_children(graph_task)
             raise
         finally:
@@ -626,9 +630,10 @@ class Engine:
         turn = budget
         try:
             while heap:
-                pending = handle(heappop(heap))
+                task = heappop(heap)
+                pending = handle(task)
                 if pending is not None:
-                    await pending
+                    await self._await_on_device(task[4], pending)
                 turn -= 1
                 if not turn:
                     turn = budget
@@ -638,6 +643,32 @@ class Engine:
             # the queue must not keep the task.
             if queue._worker is asyncio.current_task():  # type: ignore[attr-defined]
                 queue._worker = None  # type: ignore[attr-defined]
+
+    async def _await_on_device(self, owner: GraphTask, pending: Any) -> None:
+        """A device worker awaits a node (an async hook or Function) as a task of its own, which
+        the owner's failure or cancellation cancels: the worker serves every GraphTask, so it
+        must not stay blocked in a dead one's node."""
+        worker = asyncio.current_task()
+        waiter = self.loop.create_task(pending, name=worker.get_name() if worker else None)
+        waits = owner.device_waits
+        if waits is None:
+            waits = owner.device_waits = set()
+        waits.add(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if worker is not None and worker.cancelling():
+                raise  # the worker itself is cancelled (Engine.aclose)
+            # Only the node was cancelled, with its GraphTask: the worker goes on.
+        finally:
+            waits.discard(waiter)
+
+    @staticmethod
+    def _cancel_device_waits(graph_task: GraphTask) -> None:
+        waits = graph_task.device_waits
+        if waits:
+            for waiter in list(waits):
+                waiter.cancel()
 
     # ------------------------------------------------------------------------------- executors
     def _offload(self, graph_task: GraphTask, node: Node, buffer: list[Any], executor: Executor) -> None:
@@ -743,6 +774,8 @@ class Engine:
         if not graph_task.future.done():
             graph_task.future.set_exception(exc)
             self._wake_owner(graph_task)
+        if graph_task.device_waits:
+            self._cancel_device_waits(graph_task)
         if graph_task.children:
             self._stop_children(graph_task)
 
@@ -760,6 +793,7 @@ class Engine:
                 if not child.future.done():
                     child.future.set_exception(child.error)
                     self._wake_owner(child)
+                self._cancel_device_waits(child)
             if child.children:
                 stack.extend(child.children)
 

@@ -57,7 +57,7 @@ def graph_with_a_gate(w: ag.Tensor, v: ag.Tensor) -> ag.Tensor:
 
 def graph_tasks_alive() -> int:
     gc.collect()
-    return sum(isinstance(o, GraphTask) for o in gc.get_objects())
+    return sum(type(o) is GraphTask for o in gc.get_objects())
 
 
 async def settle() -> None:
@@ -323,3 +323,42 @@ async def test_atomic_backward_on_a_leaf_itself():
     w = ag.tensor([1.0, 2.0], requires_grad=True)
     await w.backward(ag.tensor([3.0, 4.0]), atomic=True)
     np.testing.assert_array_equal(w.grad.numpy(), [3.0, 4.0])
+
+
+async def test_a_failure_frees_a_device_worker_stuck_in_the_failed_calls_node():
+    """A node on sim:0 awaits something that never happens; another branch of the same call
+    fails. The call raises its error, the stuck node is cancelled, and sim:0 keeps serving."""
+    never = asyncio.Event()
+    parked = asyncio.Event()
+
+    class Stuck(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        async def backward(ctx, g):
+            parked.set()
+            await never.wait()
+            return g
+
+    class Boom(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        async def backward(ctx, g):
+            await parked.wait()
+            raise ValueError("boom")
+
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    failing = Boom.apply(x * 2.0).sum()  # recorded first: runs after the sim:0 branch started
+    loss = failing + Stuck.apply(x.to("sim:0")).to("cpu").sum()
+    with pytest.raises(ValueError, match="boom"):
+        await loss.backward()
+    async with asyncio.timeout(30):  # fails, rather than hangs, if sim:0's worker is stuck
+        (g,) = await ag.grad((x.to("sim:0") * 3.0).to("cpu").sum(), x)
+    np.testing.assert_array_equal(g.numpy(), [3.0, 3.0])
+    await settle()
+    assert ag.get_engine()._device_queues[ag.device("sim:0")]._worker is None

@@ -175,7 +175,7 @@ async def test_stress_mix_of_calls_errors_and_cancellations(seed):
     while engine.statistics().nodes_in_flight:
         await asyncio.sleep(0)  # offloaded math of cancelled calls finishing in the threads
     gc.collect()
-    assert not any(isinstance(o, GraphTask) for o in gc.get_objects())
+    assert not any(type(o) is GraphTask for o in gc.get_objects())
     assert all(ref() is None for ref in graph_refs)
     stats = engine.statistics()
     assert stats.graph_tasks_in_flight == 0 and stats.nodes_in_flight == 0
