@@ -1121,6 +1121,20 @@ def init_to_execute(
     return exec_info
 
 
+def should_compute(edge: Edge | None) -> bool:
+    """Whether the running backward needs the gradient a node sends along ``edge`` (PyTorch's
+    ``task_should_compute_output``): always under a plain ``backward()``, and under ``grad()``
+    or ``inputs=`` only when the edge leads to an input. Costly nodes (matrix products) skip
+    the products nobody asked for: ``grad(out, x)`` computes no weight gradients."""
+    if edge is None:
+        return False
+    graph_task = current_graph_task.get()
+    if graph_task is None or graph_task.exec_info is None:
+        return True
+    info = graph_task.exec_info.get(edge[0])
+    return info is not None and (info.needed or bool(info.captures))
+
+
 def queue_callback(callback: Callable[[], Any]) -> None:
     """Run ``callback()`` (sync or ``async def``) once when the current backward's nodes have all
     run, before it returns; callbacks run in the order queued and may queue more."""

@@ -400,3 +400,25 @@ async def test_grad_wrt_every_output_of_a_multi_output_node():
     ga, gb = await ag.grad(a + 2 * b, [a, b], grad_outputs=go, create_graph=True)
     np.testing.assert_allclose(ga.detach().numpy(), go.numpy())
     np.testing.assert_allclose(gb.detach().numpy(), 2 * go.numpy())
+
+
+async def test_grad_skips_the_products_nobody_asked_for():
+    """PyTorch's task_should_compute_output: under grad(out, x), matrix-product nodes do not
+    compute the weights' gradients (the node's post hook sees None for them); under a plain
+    backward they do."""
+    import aiograd.nn.functional as F
+
+    x = ag.randn(4, 3, requires_grad=True)
+    w1 = ag.randn(5, 3, requires_grad=True)
+    w2 = ag.randn(2, 5, requires_grad=True)
+    h = F.linear(x, w1).tanh()
+    out = (h @ w2.t()).sum()
+    seen = []
+    h.grad_fn.next_functions[0][0].register_hook(lambda gi, go: seen.append([g is not None for g in gi]))
+    out.grad_fn.next_functions[0][0].register_hook(lambda gi, go: seen.append([g is not None for g in gi]))
+    (gx,) = await ag.grad(out, x, retain_graph=True)
+    assert seen == [[True, False], [True, False, False]]
+    seen.clear()
+    await out.backward()
+    assert seen == [[True, True], [True, True, False]]
+    np.testing.assert_allclose(x.grad.numpy(), gx.numpy(), rtol=1e-12)

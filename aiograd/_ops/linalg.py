@@ -8,6 +8,7 @@ import numpy as np
 
 from .._cost import matmul_cost
 from .._device import CPU, watch
+from .._engine import should_compute
 from ._util import (
     Node,
     Tensor,
@@ -54,17 +55,18 @@ class MmBackward0(Node):
     def apply(self, grads):  # type: ignore[no-untyped-def]
         g = grads[0]
         ea, eb = self.next_edges
+        want_a, want_b = should_compute(ea), should_compute(eb)
         if not grad_enabled():
             gd = g.data
-            ga = wrap(gd @ self.b.unpack(self).data.T) if ea is not None else None
-            gb = wrap(self.a.unpack(self).data.T @ gd) if eb is not None else None
+            ga = wrap(gd @ self.b.unpack(self).data.T) if want_a else None
+            gb = wrap(self.a.unpack(self).data.T @ gd) if want_b else None
             if DEVICES and g._device is not CPU:
                 for r in (ga, gb):
                     if r is not None:
                         r._device = g._device
             return (ga, gb)
-        ga = matmul(g, self.b.unpack(self).mT) if ea is not None else None
-        gb = matmul(self.a.unpack(self).mT, g) if eb is not None else None
+        ga = matmul(g, self.b.unpack(self).mT) if want_a else None
+        gb = matmul(self.a.unpack(self).mT, g) if want_b else None
         return (ga, gb)
 
 
@@ -94,10 +96,10 @@ class MatmulBackward0(Node):
             g = g.unsqueeze(-2)
         ea, eb = self.next_edges
         ga = gb = None
-        if ea is not None:
+        if should_compute(ea):
             ga = reduce_grad(matmul(g, b2.mT), a2.data.shape)
             ga = ga.squeeze(0) if a_vec else ga
-        if eb is not None:
+        if should_compute(eb):
             gb = reduce_grad(matmul(a2.mT, g), b2.data.shape)
             gb = gb.squeeze(-1) if b_vec else gb
         return (ga, gb)
@@ -165,10 +167,11 @@ class LinearBackward0(Node):
     def apply(self, grads):  # type: ignore[no-untyped-def]
         g = grads[0]
         ex, ew, eb = self.next_edges
+        want_x, want_w = should_compute(ex), should_compute(ew)
         if not grad_enabled():
             gd = g.data
-            gx = wrap(gd @ self.weight.unpack(self).data) if ex is not None else None
-            gw = wrap(gd.T @ self.x.unpack(self).data) if ew is not None else None
+            gx = wrap(gd @ self.weight.unpack(self).data) if want_x else None
+            gw = wrap(gd.T @ self.x.unpack(self).data) if want_w else None
             gb = None
             if eb is not None:
                 gb = wrap(_sum_to(gd, self.bias_shape))
@@ -177,8 +180,8 @@ class LinearBackward0(Node):
                     if r is not None:
                         r._device = g._device
             return (gx, gw, gb)
-        gx = matmul(g, self.weight.unpack(self)) if ex is not None else None
-        gw = matmul(g.mT, self.x.unpack(self)) if ew is not None else None
+        gx = matmul(g, self.weight.unpack(self)) if want_x else None
+        gw = matmul(g.mT, self.x.unpack(self)) if want_w else None
         gb = reduce_grad(g, self.bias_shape) if eb is not None else None
         return (gx, gw, gb)
 
