@@ -28,6 +28,7 @@ BENCHMARKS = (
     "bench_branches.py",
     "bench_responsiveness.py",
     "bench_checkpoint.py",
+    "bench_saliency.py",
 )
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 

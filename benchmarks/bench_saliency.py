@@ -1,0 +1,769 @@
+"""Serving-side concurrency: 64 saliency requests on one event loop, concurrent against one after
+another, and against torch sequentially and on a 2-thread pool.
+
+Model: a fixed MLP 32-128-128-1, tanh, float32 (``--dtype float64``), weights laid out as torch's
+(out, in) with ``torch.nn.Linear``'s default init; the parameters do not require grad (a frozen,
+served model; ``--params-grad`` makes them require it). ``--requests`` (64) requests, each with an
+input batch of its own, (``--batch`` 8, 32). A request is the forward from an input that requires
+grad and the gradient of the summed output with respect to that input (the saliency):
+
+    x = tensor(batch, requires_grad=True);  (g,) = await aiograd.grad(mlp(x).sum(), x)
+
+Implementations, each timed in fresh worker processes of its own (this script with ``--worker``):
+
+- aiograd sequential: the requests awaited one after another on one loop;
+- aiograd concurrent: ``asyncio.gather`` of the requests on one loop;
+  both with the library's default executor (a ThreadExecutor: these nodes are far below its offload
+  threshold, so nothing leaves the loop, but the engine estimates each node's cost to decide);
+- both again with ``InlineExecutor()`` (no estimates), and concurrent with ``ThreadExecutor(2)``
+  and ``offload_threshold`` and ``stall_threshold`` at 0 (every node's math sent to the pool),
+  set with ``aiograd.set_executor("cpu", ...)``;
+- torch sequential: ``torch.autograd.grad`` request after request;
+- torch on ``concurrent.futures.ThreadPoolExecutor(2)``: ``pool.map`` of the requests;
+- for reference, not a goal: aiograd with the requests coalesced into one batch (concatenated,
+  one forward, one ``grad``, split back): what batching concurrent requests would give. Exact,
+  because the rows of the MLP do not interact.
+
+torch runs with ``torch.set_num_threads(1)`` (``--torch-threads``): ops this small gain nothing
+from its intra-op pool (2 threads made torch sequential about 10% slower on 2 cores), and the
+2-thread pool is where this benchmark gives torch its parallelism.
+The workers run with ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` and ``MKL_NUM_THREADS`` set to 1
+(``--blas-threads N``; 0 passes the environment through): the parallelism of a server is its
+requests, and a multithreaded OpenBLAS on a busy 2-core machine took 16 ms instead of 1 ms for the
+coalesced reference's forward (its threads spin waiting for a core).
+
+Correctness first: in this process, before anything is timed, every implementation computes the
+saliencies of all requests, and they must agree with a hand-written numpy float64 backward and so
+with each other (rtol 1e-4 in float32, 1e-9 in float64).
+
+Timed: one batch of all requests, from its start until the last request completes, the garbage
+collector collected before and off during it (``_timing.Timer``); each request's own completion
+time from the batch start is recorded too (its latency if all arrived at once). Each worker runs
+``--warmup`` untimed and ``--repeats`` timed batches; ``--rounds`` rounds take the implementations
+in turn. Reported: the median batch time over all rounds and per request, the spread of the
+workers' medians (a fresh process can land a few percent faster or slower), the medians over
+batches of the p50 and p99 completion times, and ratios. A worker run during which other
+processes took more than 10% of a core is run again (``--retries``). Then a breakdown of one
+request's time by timing probes (``--no-breakdown`` skips it; ``--cprofile`` adds cProfile's top
+functions).
+
+Goals (issue "Serving-side concurrency"): aiograd concurrent faster than aiograd sequential, and
+faster than torch with threads. "Faster" here means by at least 3%: a smaller difference is within
+this benchmark's run-to-run spread on a 2-core machine, and is reported as a tie.
+
+    python benchmarks/bench_saliency.py [--rounds 4] [--repeats 20] [--warmup 5] [--dtype float32]
+                                        [--requests 64] [--batch 8] [--params-grad]
+                                        [--nodes-per-turn N] [--torch-threads 1] [--blas-threads 1]
+                                        [--no-breakdown] [--cprofile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from _timing import Timer
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+
+import aiograd  # noqa: E402
+import aiograd.nn.functional as F  # noqa: E402
+
+SIZES = (32, 128, 128, 1)
+#: Faster by less than this is a tie (the run-to-run spread on a shared 2-core machine).
+MARGIN = 0.03
+
+#: (key, label)
+IMPLEMENTATIONS = (
+    ("ag_seq", "aiograd sequential"),
+    ("ag_gather", "aiograd concurrent (gather)"),
+    ("ag_seq_inline", "aiograd sequential, InlineExecutor"),
+    ("ag_inline", "aiograd concurrent, InlineExecutor"),
+    ("ag_offload", "aiograd concurrent, ThreadExecutor(2), all offloaded"),
+    ("torch_seq", "torch sequential"),
+    ("torch_pool", "torch, ThreadPoolExecutor(2)"),
+    ("ag_coalesced", "ref: aiograd, coalesced into one batch"),
+)
+TORCH_KEYS = ("torch_seq", "torch_pool")
+#: What running an implementation gives: batch times, completion times per batch, the last
+#: batch's saliencies, notes.
+Result = tuple[list[float], list[list[float]], list[np.ndarray], dict[str, Any]]
+
+
+def make_data(args: argparse.Namespace) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The parameters (torch.nn.Linear's init) and the requests' inputs: the same in every process."""
+    dtype = np.dtype(args.dtype).type
+    rng = np.random.default_rng(0)
+    params = []
+    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
+        bound = 1.0 / np.sqrt(fan_in)
+        params.append(rng.uniform(-bound, bound, (fan_out, fan_in)).astype(dtype))
+        params.append(rng.uniform(-bound, bound, fan_out).astype(dtype))
+    xs = [rng.standard_normal((args.batch, SIZES[0])).astype(dtype) for _ in range(args.requests)]
+    return params, xs
+
+
+def numpy_saliency(params: list[np.ndarray], x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The reference, by hand: forward, then the backward of sum(out) with respect to x."""
+    w1, b1, w2, b2, w3, b3 = params
+    h1 = np.tanh(x @ w1.T + b1)
+    h2 = np.tanh(h1 @ w2.T + b2)
+    out = h2 @ w3.T + b3
+    g = np.ones_like(out) @ w3
+    g = (g * (1 - h2 * h2)) @ w2
+    g = (g * (1 - h1 * h1)) @ w1
+    return out, g
+
+
+# ------------------------------------------------------------------------------------- aiograd
+def aiograd_request(params: list[np.ndarray], requires_grad: bool) -> Callable[[np.ndarray], Any]:
+    """``request(batch)``: a coroutine returning the saliency (a numpy array)."""
+    w1, b1, w2, b2, w3, b3 = (aiograd.tensor(p, requires_grad=requires_grad) for p in params)
+    linear, grad = F.linear, aiograd.grad
+
+    async def request(batch: np.ndarray) -> np.ndarray:
+        x = aiograd.tensor(batch, requires_grad=True)
+        h = linear(x, w1, b1).tanh()
+        h = linear(h, w2, b2).tanh()
+        (g,) = await grad(linear(h, w3, b3).sum(), x)
+        return g.data
+
+    return request
+
+
+def configure_aiograd(key: str, args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """Set the executor for ``key`` (on the running loop's engine); returns it (to close) and notes."""
+    from aiograd.executors import InlineExecutor, ThreadExecutor
+
+    executor = None
+    if key in ("ag_inline", "ag_seq_inline"):
+        executor = InlineExecutor()
+    elif key == "ag_offload":
+        executor = ThreadExecutor(2)
+    if executor is not None:
+        aiograd.set_executor("cpu", executor)
+    engine = aiograd.get_engine()
+    if key == "ag_offload":
+        engine.offload_threshold = 0.0  # every node, even one with nothing to overlap with
+        engine.stall_threshold = 0.0
+    if args.nodes_per_turn is not None:
+        if not hasattr(engine, "nodes_per_turn"):
+            raise SystemExit("--nodes-per-turn: this aiograd's engine has no nodes_per_turn")
+        engine.nodes_per_turn = args.nodes_per_turn or None
+    notes = {
+        "executor": repr(engine.executor("cpu")),
+        "offload_threshold": engine.offload_threshold,
+        "nodes_per_turn": getattr(engine, "nodes_per_turn", "n/a (no fairness policy)"),
+        "loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
+    }
+    return executor, notes
+
+
+async def aiograd_batch(key: str, request: Callable[[np.ndarray], Any], xs: list[np.ndarray],
+                        done: list[float], start: float) -> list[np.ndarray]:
+    """All requests once, by ``key``'s strategy; ``done[i]`` = request i's completion time - start."""
+    perf_counter = time.perf_counter
+    if key in ("ag_seq", "ag_seq_inline"):
+        results = []
+        for i, x in enumerate(xs):
+            results.append(await request(x))
+            done[i] = perf_counter() - start
+        return results
+    if key == "ag_coalesced":
+        g = await request(np.concatenate(xs))
+        results = np.split(g, len(xs))
+        end = perf_counter() - start
+        done[:] = [end] * len(xs)
+        return results
+
+    async def timed(i: int, x: np.ndarray) -> np.ndarray:
+        g = await request(x)
+        done[i] = perf_counter() - start
+        return g
+
+    return list(await asyncio.gather(*(timed(i, x) for i, x in enumerate(xs))))
+
+
+def run_aiograd(key: str, args: argparse.Namespace, params: list[np.ndarray], xs: list[np.ndarray],
+                batches: int, warmup: int) -> Result:
+    async def main() -> Any:
+        executor, notes = configure_aiograd(key, args)
+        request = aiograd_request(params, args.params_grad)
+        engine = aiograd.get_engine()
+        totals, dones, results = [], [], []
+        executed = offloaded = 0
+        for b in range(warmup + batches):
+            done = [0.0] * len(xs)
+            before = engine.statistics()
+            with Timer() as t:
+                results = await aiograd_batch(key, request, xs, done, t.start)
+            after = engine.statistics()
+            executed = after.nodes_executed - before.nodes_executed
+            offloaded = after.nodes_offloaded - before.nodes_offloaded
+            if b >= warmup:
+                totals.append(t.seconds)
+                dones.append(done)
+        notes.update(nodes_per_batch=executed, offloaded_per_batch=offloaded)
+        if executor is not None:
+            aiograd.set_executor("cpu", None)
+            executor.close()
+        return totals, dones, results, notes
+
+    return aiograd.run(main())
+
+
+# ------------------------------------------------------------------------------------- torch
+def torch_request(params: list[np.ndarray], requires_grad: bool) -> Callable[[np.ndarray], np.ndarray]:
+    import torch
+    import torch.nn.functional as TF
+
+    w1, b1, w2, b2, w3, b3 = (torch.tensor(p, requires_grad=requires_grad) for p in params)
+    linear, grad = TF.linear, torch.autograd.grad
+
+    def request(batch: np.ndarray) -> np.ndarray:
+        x = torch.from_numpy(batch).requires_grad_()
+        h = linear(x, w1, b1).tanh()
+        h = linear(h, w2, b2).tanh()
+        (g,) = grad(linear(h, w3, b3).sum(), x)
+        return g.numpy()
+
+    return request
+
+
+def run_torch(key: str, args: argparse.Namespace, params: list[np.ndarray], xs: list[np.ndarray],
+              batches: int, warmup: int) -> Result:
+    import torch
+
+    torch.set_num_threads(args.torch_threads)
+    request = torch_request(params, args.params_grad)
+    pool = ThreadPoolExecutor(2) if key == "torch_pool" else None
+    perf_counter = time.perf_counter
+    totals, dones, results = [], [], []
+    for b in range(warmup + batches):
+        done = [0.0] * len(xs)
+        with Timer() as t:
+            start = t.start
+            if pool is None:
+                results = []
+                for i, x in enumerate(xs):
+                    results.append(request(x))
+                    done[i] = perf_counter() - start
+            else:
+                def timed(i: int, start: float = start, done: list[float] = done) -> np.ndarray:
+                    g = request(xs[i])
+                    done[i] = perf_counter() - start
+                    return g
+
+                results = list(pool.map(timed, range(len(xs))))
+        if b >= warmup:
+            totals.append(t.seconds)
+            dones.append(done)
+    if pool is not None:
+        pool.shutdown()
+    version = torch.__version__.split("+")[0]
+    return totals, dones, results, {"torch": version, "torch_threads": torch.get_num_threads()}
+
+
+def run_impl(key: str, args: argparse.Namespace, params: list[np.ndarray], xs: list[np.ndarray],
+             batches: int, warmup: int) -> Result:
+    if key in TORCH_KEYS:
+        return run_torch(key, args, params, xs, batches, warmup)
+    return run_aiograd(key, args, params, xs, batches, warmup)
+
+
+# ------------------------------------------------------------------------------------- breakdown
+def median_per_request(fn: Callable[[], Any], n: int, repeats: int = 30) -> float:
+    """Median over ``repeats`` timed calls of ``fn`` (which handles ``n`` requests), in us per request."""
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(repeats):
+        with Timer() as t:
+            fn()
+        times.append(t.seconds)
+    return statistics.median(times) / n * 1e6
+
+
+def breakdown_aiograd(args: argparse.Namespace) -> dict[str, float]:
+    """Where one request's time goes, by timing probes on the same requests (us per request)."""
+    params, xs = make_data(args)
+    n = len(xs)
+    w1, b1, w2, b2, w3, b3 = params
+    probes: dict[str, float] = {}
+
+    # numpy by hand: the kernels' floor
+    saved: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def np_forward() -> None:
+        saved.clear()
+        for x in xs:
+            h1 = np.tanh(x @ w1.T + b1)
+            h2 = np.tanh(h1 @ w2.T + b2)
+            (h2 @ w3.T + b3).sum()
+            saved.append((h1, h2))
+
+    def np_backward() -> None:
+        for h1, h2 in saved:
+            g = np.ones((len(h2), 1), h2.dtype) @ w3
+            g = (g * (1 - h2 * h2)) @ w2
+            (g * (1 - h1 * h1)) @ w1
+
+    probes["numpy forward"] = median_per_request(np_forward, n)
+    np_forward()
+    probes["numpy backward"] = median_per_request(np_backward, n)
+
+    async def main() -> None:
+        engine = aiograd.get_engine()
+        if args.nodes_per_turn is not None and hasattr(engine, "nodes_per_turn"):
+            engine.nodes_per_turn = args.nodes_per_turn or None
+        tw = [aiograd.tensor(p, requires_grad=args.params_grad) for p in params]
+        ta, tb, tc, td, te, tf = tw
+        linear = F.linear
+
+        def forward(x: Any) -> Any:
+            return linear(linear(linear(x, ta, tb).tanh(), tc, td).tanh(), te, tf).sum()
+
+        def fwd_nograd() -> None:
+            with aiograd.no_grad():
+                for x in xs:
+                    forward(aiograd.tensor(x))
+
+        roots: list[tuple[Any, Any]] = []
+
+        def fwd_record() -> None:
+            roots.clear()
+            for x in xs:
+                xt = aiograd.tensor(x, requires_grad=True)
+                roots.append((forward(xt), xt))
+
+        probes["aiograd forward, no_grad"] = median_per_request(fwd_nograd, n)
+        probes["aiograd forward, recording"] = median_per_request(fwd_record, n)
+
+        async def grads() -> None:
+            for out, xt in roots:
+                await aiograd.grad(out, xt)
+
+        async def timed_grads(record: Callable[[], None], repeats: int = 30) -> float:
+            times = []
+            for r in range(3 + repeats):
+                record()
+                with Timer() as t:
+                    await grads()
+                if r >= 3:
+                    times.append(t.seconds)
+            return statistics.median(times) / n * 1e6
+
+        def record_sum() -> None:
+            roots.clear()
+            for x in xs:
+                xt = aiograd.tensor(x, requires_grad=True)
+                roots.append((xt.sum(), xt))
+
+        before = engine.statistics().nodes_executed
+        fwd_record()
+        await grads()
+        probes["nodes per request"] = (engine.statistics().nodes_executed - before) / n
+        probes["aiograd grad()"] = await timed_grads(fwd_record)
+        fixed = await timed_grads(record_sum)
+
+        # Time inside node.apply (the nodes' math: aiograd's wrappers and numpy), with a timing
+        # wrapper on each node class of the graph; its own cost is measured and taken off.
+        fwd_record()
+        kinds, stack = set(), [roots[0][0].grad_fn]
+        while stack:
+            node = stack.pop()
+            kinds.add(type(node))
+            stack.extend(e[0] for e in node.next_edges if e is not None)
+        spent = [0.0, 0]
+        perf_counter = time.perf_counter
+        originals = {cls: cls.__dict__.get("apply") for cls in kinds}
+
+        def timed_apply(original: Callable[..., Any]) -> Callable[..., Any]:
+            def apply(self: Any, buffer: Any) -> Any:
+                t0 = perf_counter()
+                try:
+                    return original(self, buffer)
+                finally:
+                    spent[0] += perf_counter() - t0
+                    spent[1] += 1
+            return apply
+
+        for cls in kinds:
+            cls.apply = timed_apply(cls.apply)
+        applied: list[float] = []  # per batch of n requests
+        try:
+            for r in range(33):
+                fwd_record()
+                spent[:] = [0.0, 0]
+                with Timer():
+                    await grads()
+                if r >= 3:
+                    applied.append(spent[0])
+                calls = spent[1]
+        finally:
+            for cls, original in originals.items():
+                if original is None:
+                    del cls.apply
+                else:
+                    cls.apply = original
+
+        # the probe's own cost (two perf_counter calls and the wrapper frame), taken off per call
+        def noop(self: Any, buffer: Any) -> None:
+            return None
+
+        probe = timed_apply(noop)
+        spent[:] = [0.0, 0]
+        for _ in range(100 * calls):
+            probe(None, None)
+        overhead = spent[0] / spent[1]
+        probes["  node apply (math + op wrappers)"] = (
+            (statistics.median(applied) - overhead * calls) / n * 1e6
+        )
+        probes["  engine and grad() bookkeeping"] = (
+            probes["aiograd grad()"] - probes["  node apply (math + op wrappers)"]
+        )
+        probes["    a whole grad() of x.sum() (1 node)"] = fixed
+
+        async def noop_request() -> None:
+            return None
+
+        async def gather_noops() -> None:
+            await asyncio.gather(*(noop_request() for _ in range(n)))
+
+        async def await_noops() -> None:
+            for _ in range(n):
+                await noop_request()
+
+        gather_times, await_times = [], []
+        for _ in range(33):
+            with Timer() as t:
+                await gather_noops()
+            gather_times.append(t.seconds)
+            with Timer() as t:
+                await await_noops()
+            await_times.append(t.seconds)
+        probes["asyncio.gather, per coroutine"] = (
+            statistics.median(gather_times[3:]) - statistics.median(await_times[3:])
+        ) / n * 1e6
+
+    aiograd.run(main())
+    return probes
+
+
+def breakdown_torch(args: argparse.Namespace) -> dict[str, float]:
+    import torch
+    import torch.nn.functional as TF
+
+    torch.set_num_threads(args.torch_threads)
+    params, xs = make_data(args)
+    n = len(xs)
+    tw = [torch.tensor(p, requires_grad=args.params_grad) for p in params]
+    ta, tb, tc, td, te, tf = tw
+    linear = TF.linear
+    tx = [torch.from_numpy(x) for x in xs]
+
+    def forward(x: Any) -> Any:
+        return linear(linear(linear(x, ta, tb).tanh(), tc, td).tanh(), te, tf).sum()
+
+    def fwd_nograd() -> None:
+        with torch.no_grad():
+            for x in tx:
+                forward(x)
+
+    roots: list[tuple[Any, Any]] = []
+
+    def fwd_record() -> None:
+        roots.clear()
+        for x in tx:
+            xt = x.detach().requires_grad_()
+            roots.append((forward(xt), xt))
+
+    probes = {
+        "torch forward, no_grad": median_per_request(fwd_nograd, n),
+        "torch forward, recording": median_per_request(fwd_record, n),
+    }
+
+    def record_sum() -> None:
+        roots.clear()
+        for x in tx:
+            xt = x.detach().requires_grad_()
+            roots.append((xt.sum(), xt))
+
+    for name, record in (("torch grad()", fwd_record),
+                         ("  a whole torch grad() of x.sum() (1 node)", record_sum)):
+        times = []
+        for r in range(33):
+            record()
+            with Timer() as t:
+                for out, xt in roots:
+                    torch.autograd.grad(out, xt)
+            if r >= 3:
+                times.append(t.seconds)
+        probes[name] = statistics.median(times) / n * 1e6
+    return probes
+
+
+def cprofile_aiograd(args: argparse.Namespace) -> str:
+    """cProfile's top functions (by own time) over 20 concurrent batches."""
+    import cProfile
+    import io
+    import pstats
+
+    params, xs = make_data(args)
+
+    async def main() -> None:
+        request = aiograd_request(params, args.params_grad)
+        done = [0.0] * len(xs)
+        await aiograd_batch("ag_gather", request, xs, done, 0.0)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(20):
+            await aiograd_batch("ag_gather", request, xs, done, 0.0)
+        profiler.disable()
+        out = io.StringIO()
+        stats = pstats.Stats(profiler, stream=out)
+        stats.sort_stats("tottime").print_stats(25)
+        text.append(out.getvalue())
+
+    text: list[str] = []
+    aiograd.run(main())
+    return text[0]
+
+
+# ------------------------------------------------------------------------------------- worker
+def worker(args: argparse.Namespace) -> None:
+    """Time one implementation in this process (or run the breakdown); print JSON."""
+    import gc
+
+    key = args.worker
+    if key in TORCH_KEYS or key == "breakdown_torch":
+        import torch  # noqa: F401  (before the freeze: its import leaves a large heap)
+    gc.collect()
+    gc.freeze()  # the imports' objects: keep them out of the collections (Timer collects)
+    if key == "breakdown_aiograd":
+        print(json.dumps(breakdown_aiograd(args)))
+        return
+    if key == "breakdown_torch":
+        print(json.dumps(breakdown_torch(args)))
+        return
+    if key == "cprofile":
+        print(json.dumps(cprofile_aiograd(args)))
+        return
+    params, xs = make_data(args)
+    totals, dones, _, notes = run_impl(key, args, params, xs, args.repeats, args.warmup)
+    from bench_mlp import blas_threads
+
+    notes["blas_threads"] = blas_threads()
+    print(json.dumps({"totals": totals, "dones": dones, "notes": notes}))
+
+
+# ------------------------------------------------------------------------------------- driver
+def worker_cmd(key: str, args: argparse.Namespace) -> list[str]:
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", key, "--dtype", args.dtype,
+           "--requests", str(args.requests), "--batch", str(args.batch),
+           "--warmup", str(args.warmup), "--repeats", str(args.repeats),
+           "--torch-threads", str(args.torch_threads)]
+    if args.params_grad:
+        cmd.append("--params-grad")
+    if args.nodes_per_turn is not None:
+        cmd += ["--nodes-per-turn", str(args.nodes_per_turn)]
+    return cmd
+
+
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def run_worker(key: str, args: argparse.Namespace) -> Any:
+    env = dict(os.environ)
+    if args.blas_threads:
+        env.update(dict.fromkeys(THREAD_VARS, str(args.blas_threads)))
+    proc = subprocess.run(worker_cmd(key, args), capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        sys.exit(f"worker {key} failed (exit {proc.returncode}):\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def check_saliencies(keys: list[str], args: argparse.Namespace) -> None:
+    """Every implementation's saliencies against the hand-written float64 ones, so against each other."""
+    params, xs = make_data(args)
+    p64 = [p.astype(np.float64) for p in params]
+    ref = [numpy_saliency(p64, x.astype(np.float64))[1] for x in xs]
+    rtol = 1e-4 if args.dtype == "float32" else 1e-9
+    scale = max(float(np.abs(r).max()) for r in ref)
+    for key in keys:
+        _, _, results, _ = run_impl(key, args, params, xs, batches=1, warmup=0)
+        assert len(results) == len(xs), (key, len(results))
+        for i, (g, r) in enumerate(zip(results, ref)):
+            assert g.dtype == np.dtype(args.dtype), f"{key}: request {i}'s saliency is {g.dtype}"
+            np.testing.assert_allclose(g, r, rtol=rtol, atol=rtol * scale,
+                                       err_msg=f"{key}: saliency of request {i}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=20, help="timed batches per worker")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed batches per worker")
+    parser.add_argument("--requests", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=8, help="rows per request")
+    parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    parser.add_argument("--params-grad", action="store_true",
+                        help="the parameters require grad (grad() is still taken only for x)")
+    parser.add_argument("--nodes-per-turn", type=int, metavar="N",
+                        help="Engine.nodes_per_turn for aiograd (0: never yield)")
+    parser.add_argument("--torch-threads", type=int, default=1, help="torch.set_num_threads")
+    parser.add_argument("--blas-threads", type=int, default=1,
+                        help="OMP/OPENBLAS/MKL_NUM_THREADS for the workers (0: the environment's)")
+    parser.add_argument("--retries", type=int, default=1,
+                        help="reruns of a worker during which other processes were busy")
+    parser.add_argument("--no-breakdown", action="store_true", help="skip the per-request breakdown")
+    parser.add_argument("--cprofile", action="store_true", help="also print cProfile's top functions")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args)
+        return
+
+    from bench_branches import BUSY, CpuWatch, run_quiet
+
+    began = time.perf_counter()
+
+    keys = [k for k, _ in IMPLEMENTATIONS]
+    labels = dict(IMPLEMENTATIONS)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        keys = [k for k in keys if k not in TORCH_KEYS]
+        torch_note = "torch: not installed, skipped"
+    else:
+        torch_note = f"torch intra-op threads: {args.torch_threads} (torch.set_num_threads)"
+
+    print(
+        f"saliency: {args.requests} requests, each forward + grad(out.sum(), x) of an MLP "
+        f"{'-'.join(map(str, SIZES))} (tanh) on its own input ({args.batch}, {SIZES[0]}), "
+        f"{args.dtype}; parameters {'require' if args.params_grad else 'do not require'} grad"
+    )
+    check_saliencies(keys, args)
+    print(f"saliencies of all {len(keys)} implementations checked against a hand-written numpy "
+          "float64 backward first")
+
+    totals: dict[str, list[float]] = {k: [] for k in keys}
+    per_worker: dict[str, list[float]] = {k: [] for k in keys}  # each worker's median
+    dones: dict[str, list[list[float]]] = {k: [] for k in keys}
+    notes: dict[str, dict[str, Any]] = {}
+    worst, discarded = 0.0, 0
+    load_before = os.getloadavg()
+    with CpuWatch() as watch:
+        for _ in range(args.rounds):
+            for key in keys:
+                out, share, n = run_quiet(lambda key=key: run_worker(key, args), args.retries)
+                totals[key] += out["totals"]
+                per_worker[key].append(statistics.median(out["totals"]))
+                dones[key] += out["dones"]
+                notes[key] = out["notes"]
+                worst, discarded = max(worst, share), discarded + n
+    load_after = os.getloadavg()
+
+    ag_notes = notes.get("ag_gather", {})
+    print(
+        f"Python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs, "
+        f"{ag_notes.get('loop', '?')} loop; numpy BLAS threads: "
+        f"{ag_notes.get('blas_threads') or 'unknown'}"
+        f"{f' (OMP/OPENBLAS/MKL_NUM_THREADS={args.blas_threads})' if args.blas_threads else ''}; "
+        f"{torch_note}"
+    )
+    print(
+        f"aiograd: default executor {ag_notes.get('executor')}, offload_threshold "
+        f"{ag_notes.get('offload_threshold'):,.0f} ns, nodes_per_turn {ag_notes.get('nodes_per_turn')}"
+        f"; {ag_notes.get('nodes_per_batch', 0) / args.requests:g} backward nodes per request"
+    )
+    print(
+        f"median of {args.rounds} x {args.repeats} batches of {args.requests} requests, each "
+        f"implementation in its own processes ({args.warmup} warmup batches each)"
+    )
+    print(f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; {watch.note()}")
+    print(f"{discarded} worker runs discarded and rerun (others took over {BUSY:.0%} of a core); "
+          f"in the runs kept, at most {worst:.0%}"
+          f"{'  ** the machine was busy: figures are unreliable **' if worst > BUSY else ''}")
+    print("spread: (slowest - fastest) of the workers' medians, over the median; p50, p99: each "
+          "request's completion time from the batch start (median over batches); vs X: X's time / "
+          "this one's (above 1: this one is faster)")
+    print()
+    med = {k: statistics.median(v) for k, v in totals.items()}
+    p50 = {k: statistics.median(float(np.percentile(d, 50)) for d in v) for k, v in dones.items()}
+    p99 = {k: statistics.median(float(np.percentile(d, 99)) for d in v) for k, v in dones.items()}
+    header = (f"{'implementation':<52}{'total ms':>9}{'spread':>8}{'us/req':>8}{'p50 ms':>8}"
+              f"{'p99 ms':>8}{'vs ag seq':>10}{'vs torch':>9}{'vs t pool':>10}")
+    print(header)
+    print("-" * len(header))
+    for key in keys:
+        label = labels[key]
+        if key in TORCH_KEYS:
+            label = f"{label} (torch {notes[key]['torch']}, {notes[key]['torch_threads']} thr)"
+
+        def ratio(other: str, key: str = key) -> str:
+            return f"{med[other] / med[key]:.2f}" if other in med else "-"
+
+        spread = (max(per_worker[key]) - min(per_worker[key])) / med[key]
+        print(f"{label:<52}{med[key] * 1e3:>9.2f}{spread:>8.0%}{med[key] / args.requests * 1e6:>8.1f}"
+              f"{p50[key] * 1e3:>8.2f}{p99[key] * 1e3:>8.2f}{ratio('ag_seq'):>10}"
+              f"{ratio('torch_seq'):>9}{ratio('torch_pool'):>10}")
+    print()
+
+    def verdict(name: str, faster: str, slower: str) -> None:
+        if faster not in med or slower not in med:
+            print(f"goal: {name}: not measured")
+            return
+        r = med[slower] / med[faster]
+        if r >= 1 + MARGIN:
+            word = "met"
+        elif r > 1 - MARGIN:
+            word = f"NOT met (a tie: within {MARGIN:.0%})"
+        else:
+            word = "NOT met (slower)"
+        print(f"goal: {name}: {r:.2f}x {word}")
+
+    if "ag_offload" in notes:
+        n = notes["ag_offload"]
+        print(f"offload all: {n.get('offloaded_per_batch')} of {n.get('nodes_per_batch')} backward "
+              f"nodes per batch went to the pool")
+    verdict("aiograd concurrent faster than aiograd sequential", "ag_gather", "ag_seq")
+    if "ag_inline" in med and "ag_seq_inline" in med:
+        print(f"      (with InlineExecutor for both: {med['ag_seq_inline'] / med['ag_inline']:.2f}x)")
+    verdict("aiograd concurrent faster than torch with a 2-thread pool", "ag_gather", "torch_pool")
+    if "ag_inline" in med and "torch_pool" in med:
+        print(f"      (with InlineExecutor: {med['torch_pool'] / med['ag_inline']:.2f}x)")
+    if "ag_coalesced" in med:
+        print(f"(reference: the same requests coalesced into one batch of {args.requests * args.batch} "
+              f"rows: {med['ag_seq'] / med['ag_coalesced']:.1f}x aiograd sequential)")
+
+    if not args.no_breakdown:
+        probes = run_worker("breakdown_aiograd", args)
+        nodes = probes.pop("nodes per request")
+        print()
+        print(f"one request, by timing probes (us, median of 30 x {args.requests} requests, "
+              f"sequential, one process per library; {nodes:g} backward nodes per request in aiograd):")
+        for name, us in probes.items():
+            print(f"  {name:<44}{us:>8.1f}")
+        if any(k in TORCH_KEYS for k in keys):
+            for name, us in run_worker("breakdown_torch", args).items():
+                print(f"  {name:<44}{us:>8.1f}")
+    if args.cprofile:
+        print()
+        print(run_worker("cprofile", args))
+    print(f"\n(ran in {time.perf_counter() - began:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
