@@ -37,7 +37,15 @@ class ThreadExecutor(Executor):
         pool = self._pool
         if pool is None:
             pool = self._pool = ThreadPoolExecutor(self._max_workers, thread_name_prefix="aiograd")
-        return asyncio.wrap_future(pool.submit(fn), loop=asyncio.get_running_loop())
+        # The pool's work item keeps what it was given until the thread moves on, which may be
+        # after the loop has the result; ``fn`` (a node, its gradients, the GraphTask's context)
+        # must not outlive the call, so the thread drops it before the result is published.
+        box = [fn]
+
+        def call() -> Any:
+            return box.pop()()
+
+        return asyncio.wrap_future(pool.submit(call), loop=asyncio.get_running_loop())
 
     def close(self) -> None:
         """Stop the threads once the running calls finish; queued calls are cancelled."""
