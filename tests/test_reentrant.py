@@ -717,3 +717,47 @@ async def test_reentrant_nodes_on_several_devices(engine):
     stats = engine.statistics()
     assert stats.deepest_reentrant_depth == 1
     assert stats.graph_tasks_in_flight == 0
+
+
+async def test_reentrant_with_leaf_variable_hook():
+    """test_reentrant_with_leaf_variable_hook: a leaf's hook removes itself, runs a nested
+    backward (a gradient penalty) and returns a new gradient."""
+    handle = None
+    param = ag.rand(10, dtype=ag.float64, requires_grad=True)
+
+    async def add_gradient_penalty_to_grad(grad):
+        handle.remove()
+        old_param_grad = grad
+        param.grad = None
+        with ag.enable_grad():
+            g = grad.detach().requires_grad_()
+            new_param = param.detach().requires_grad_()
+            out = ((g * 2) + new_param).sum()
+            await out.backward()
+        res = g.grad + grad
+        param.grad = old_param_grad
+        return res
+
+    handle = param.register_hook(add_gradient_penalty_to_grad)
+    await (param * param).sum().backward()
+    # The hook put 2p back into .grad, then AccumulateGrad adds its result 2p + 2 (torch: same).
+    np.testing.assert_allclose(param.grad.numpy(), 4 * param.detach().numpy() + 2, rtol=1e-12)
+
+
+async def test_reentrant_with_non_leaf_variable_hook():
+    """test_reentrant_with_non_leaf_variable_hook: the same on an intermediate tensor."""
+    handle = None
+    param = ag.rand(10, dtype=ag.float64, requires_grad=True)
+
+    async def manual_increase_gradient(grad):
+        handle.remove()
+        with ag.enable_grad():
+            g = grad.detach().requires_grad_()
+            out = ((g * 2) + 5).sum()
+            await out.backward()
+        return g.grad + grad
+
+    tmp = param * param
+    handle = tmp.register_hook(manual_increase_gradient)
+    await tmp.sum().backward()
+    np.testing.assert_allclose(param.grad.numpy(), 2 * param.detach().numpy() * 3, rtol=1e-12)
