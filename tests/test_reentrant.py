@@ -540,11 +540,8 @@ async def test_reentrant_parent_error_while_the_child_runs(engine):
     assert engine.statistics().graph_tasks_in_flight == 0
 
 
-async def test_parent_failing_stops_every_level_below_it():
-    """Failure reaches all levels of a deep chain of children (iteratively)."""
-    gate = asyncio.Event()
-    bottom = asyncio.Event()
-    depth_reached = []
+def chain_waiting_at_the_bottom(at_the_bottom) -> type[Function]:
+    """Reentrant's recursion, whose deepest backward awaits ``at_the_bottom()`` first."""
 
     class Chain(Function):
         @staticmethod
@@ -556,13 +553,27 @@ async def test_parent_failing_stops_every_level_below_it():
         @staticmethod
         async def backward(ctx, g):
             if ctx.x.item() < 0:
-                depth_reached.append(current_graph_task.get().reentrant_depth)
-                bottom.set()
-                await gate.wait()
+                await at_the_bottom()
                 return g
             with ag.enable_grad():
                 await Chain.apply(ctx.x).sum().backward()
             return g
+
+    return Chain
+
+
+async def test_parent_failing_stops_every_level_below_it():
+    """Failure reaches all levels of a deep chain of children (iteratively)."""
+    gate = asyncio.Event()
+    bottom = asyncio.Event()
+    depth_reached = []
+
+    async def at_the_bottom():
+        depth_reached.append(current_graph_task.get().reentrant_depth)
+        bottom.set()
+        await gate.wait()
+
+    Chain = chain_waiting_at_the_bottom(at_the_bottom)
 
     class Boom(Function):
         @staticmethod
@@ -591,22 +602,11 @@ async def test_cancelling_the_caller_cancels_every_level(engine):
     gate = asyncio.Event()
     reached = asyncio.Event()
 
-    class Chain(Function):
-        @staticmethod
-        def forward(ctx, x):
-            with ag.enable_grad():
-                ctx.x = x.detach().requires_grad_() - 1
-            return ctx.x.detach()
+    async def at_the_bottom():
+        reached.set()
+        await gate.wait()
 
-        @staticmethod
-        async def backward(ctx, g):
-            if ctx.x.item() < 0:
-                reached.set()
-                await gate.wait()
-                return g
-            with ag.enable_grad():
-                await Chain.apply(ctx.x).sum().backward()
-            return g
+    Chain = chain_waiting_at_the_bottom(at_the_bottom)
 
     v = ag.tensor(5.0, requires_grad=True)
     task = asyncio.get_running_loop().create_task(Chain.apply(v).sum().backward())
