@@ -114,7 +114,10 @@ def _as_anyio_main(test: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..
     The task table is private to anyio (nothing public makes a task anyio's root task), hence the
     import here rather than at the top: a change in anyio breaks only the [anyio] variant.
     """
-    from anyio._backends._asyncio import TaskState, _task_states
+    try:
+        from anyio._backends._asyncio import TaskState, _task_states
+    except ImportError:  # a later anyio moved them: run as a task anyio adopts (still works)
+        TaskState = _task_states = None
 
     try:
         from sniffio import current_async_library_cvar
@@ -126,14 +129,16 @@ def _as_anyio_main(test: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..
         task = asyncio.current_task()
         assert task is not None
         task.set_name(".".join(filter(None, (test.__module__, test.__qualname__))))
-        _task_states[task] = TaskState(None, None)
+        if _task_states is not None:
+            _task_states[task] = TaskState(None, None)
         token = current_async_library_cvar.set("asyncio") if current_async_library_cvar else None
         try:
             return await test(*args, **kwargs)
         finally:
             if token is not None:
                 current_async_library_cvar.reset(token)
-            del _task_states[task]
+            if _task_states is not None:
+                del _task_states[task]
 
     return main
 

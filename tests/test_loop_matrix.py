@@ -36,10 +36,14 @@ async def test_the_loop_is_what_the_variant_claims(loop_variant):
     assert asyncio.get_event_loop() is loop
 
 
+try:  # where anyio 4 registers its root task (private: the check below needs it)
+    from anyio._backends._asyncio import _task_states
+except ImportError:  # pragma: no cover - a later anyio
+    _task_states = None
+
+
 async def root_task_facts(main) -> dict[str, object]:
     """What anyio.run(main, backend="asyncio") sets up for ``main``, seen from inside it."""
-    from anyio._backends._asyncio import _task_states  # where anyio registers its root task
-
     me = anyio.get_current_task()
     state = _task_states.get(asyncio.current_task())
     return {
@@ -64,6 +68,7 @@ def root_task_facts_under_anyio_run() -> dict[str, object]:
     return facts[0]
 
 
+@pytest.mark.skipif(_task_states is None, reason="this anyio keeps its task table elsewhere")
 async def test_the_anyio_variant_runs_the_test_as_anyio_run_runs_its_main(loop_variant):
     facts = await root_task_facts(test_the_anyio_variant_runs_the_test_as_anyio_run_runs_its_main)
     if loop_variant == "anyio":
