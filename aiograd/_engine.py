@@ -350,8 +350,7 @@ class Engine:
         self.nodes_offloaded = 0
         self.nodes_in_flight = 0
         self.max_nodes_in_flight = 0
-        self.graph_tasks_in_flight = 0
-        self._driven: set[GraphTask] = set()  # GraphTasks being driven, for queue_depths
+        self._driven: set[GraphTask] = set()  # GraphTasks being driven (in flight)
         self._occupancy: dict[str, list[Any]] = {}  # device type -> [executor, in flight]
         self.max_reentrant_depth = max_reentrant_depth
         self.nodes_per_turn = nodes_per_turn
@@ -392,7 +391,7 @@ class Engine:
         for dev, dev_queue in self._device_queues.items():
             depths[str(dev)] = len(dev_queue._queue)  # type: ignore[attr-defined]
         return EngineStatistics(
-            graph_tasks_in_flight=self.graph_tasks_in_flight,
+            graph_tasks_in_flight=len(self._driven),
             nodes_executed=self.nodes_executed,
             nodes_offloaded=self.nodes_offloaded,
             nodes_in_flight=self.nodes_in_flight,
@@ -503,13 +502,12 @@ class Engine:
         heap = queue._queue  # type: ignore[attr-defined]
         future = graph_task.future
         handle = self._handle
-        budget = self.nodes_per_turn or 0
+        budget = self.nodes_per_turn or 0  # 0: turn only goes negative, never reaches 0 again
         turn = budget
         # Nodes run with grad mode = create_graph; set once for the whole drain, not per node.
         mode_token = _grad_enabled.set(graph_task.create_graph)
         task_token = current_graph_task.set(graph_task)
         worker_token = current_worker.set((queue, nesting))
-        self.graph_tasks_in_flight += 1
         self._driven.add(graph_task)
         try:
             while not future.done():
@@ -530,11 +528,9 @@ class Engine:
             if not future.done():
                 graph_task.error = exc
                 future.cancel()
-                self._cancel_device_waits(graph_task)
-                self._stop_children(graph_task)
+                self._abandon(graph_task)
             raise
         finally:
-            self.graph_tasks_in_flight -= 1
             self._driven.discard(graph_task)
             current_worker.reset(worker_token)
             current_graph_task.reset(task_token)
@@ -663,13 +659,6 @@ class Engine:
         finally:
             waits.discard(waiter)
 
-    @staticmethod
-    def _cancel_device_waits(graph_task: GraphTask) -> None:
-        waits = graph_task.device_waits
-        if waits:
-            for waiter in list(waits):
-                waiter.cancel()
-
     # ------------------------------------------------------------------------------- executors
     def _offload(self, graph_task: GraphTask, node: Node, buffer: list[Any], executor: Executor) -> None:
         """Run ``node.apply(buffer)`` in ``executor``; its result comes back as a DONE task."""
@@ -682,14 +671,15 @@ class Engine:
         if self.nodes_in_flight > self.max_nodes_in_flight:
             self.max_nodes_in_flight = self.nodes_in_flight
         dev = _buffer_device(buffer) if DEVICES else None
-        occupancy = self._occupancy.get("cpu" if dev is None else dev.type)
+        kind = "cpu" if dev is None else dev.type
+        occupancy = self._occupancy.get(kind)
         if occupancy is None or occupancy[0] is not executor:
-            occupancy = self._occupancy["cpu" if dev is None else dev.type] = [executor, 0]
+            occupancy = self._occupancy[kind] = [executor, 0]
         occupancy[1] += 1
         # The math runs in a copy of this context: grad mode = create_graph, the user's variables.
         context = contextvars.copy_context()
         future = executor.submit(functools.partial(context.run, node.apply, buffer))
-        queue = self._queue_for(graph_task, buffer)
+        queue = graph_task.queue if dev is None else self._device_queue(dev)
 
         def done(fut: asyncio.Future[Any]) -> None:
             # On the loop. A GraphTask that failed or was cancelled meanwhile is gone: its
@@ -774,28 +764,29 @@ class Engine:
         if not graph_task.future.done():
             graph_task.future.set_exception(exc)
             self._wake_owner(graph_task)
-        if graph_task.device_waits:
-            self._cancel_device_waits(graph_task)
-        if graph_task.children:
-            self._stop_children(graph_task)
+        self._abandon(graph_task)
 
-    def _stop_children(self, graph_task: GraphTask) -> None:
-        """Fail every reentrant GraphTask nested in ``graph_task`` (iteratively: they may be
-        thousands deep). Their remaining NodeTasks are dropped, so no leaf accumulates."""
-        stack = list(graph_task.children or ())
+    def _abandon(self, graph_task: GraphTask) -> None:
+        """``graph_task`` failed or was cancelled: stop what still works for it. Its nodes
+        awaited on device workers are cancelled, and every reentrant GraphTask nested in it
+        fails (iteratively: they may be thousands deep), so no leaf accumulates any more."""
+        stack = [graph_task]
         while stack:
-            child = stack.pop()
-            if child.error is None:
-                child.error = RuntimeError(
-                    f"reentrant backward (depth {child.reentrant_depth}) stopped: the backward "
+            task = stack.pop()
+            if task.error is None:  # a child: its parent ended
+                task.error = RuntimeError(
+                    f"reentrant backward (depth {task.reentrant_depth}) stopped: the backward "
                     "it was called from failed or was cancelled"
                 )
-                if not child.future.done():
-                    child.future.set_exception(child.error)
-                    self._wake_owner(child)
-                self._cancel_device_waits(child)
-            if child.children:
-                stack.extend(child.children)
+                if not task.future.done():
+                    task.future.set_exception(task.error)
+                    self._wake_owner(task)
+            waits = task.device_waits
+            if waits:
+                for waiter in list(waits):
+                    waiter.cancel()
+            if task.children:
+                stack.extend(task.children)
 
     @staticmethod
     def _wake_owner(graph_task: GraphTask) -> None:
