@@ -30,6 +30,7 @@ from ._anomaly import anomaly_state, current_node, warn_with_history
 from ._cost import DEFAULT_OFFLOAD_THRESHOLD_NS, DEFAULT_STALL_THRESHOLD_NS, NS_PER_ELEMENT
 from ._device import CPU
 from ._grad_mode import _grad_enabled
+from ._graph_context import current_graph_task
 from ._hooks import (
     run_post_accumulate_hooks,
     run_post_hooks,
@@ -61,11 +62,6 @@ _tie = itertools.count()
 #: Becomes True (for good) when the first non-CPU tensor is made; until then no routing cost.
 DEVICES = False
 _device.watch(globals())
-
-#: The GraphTask whose nodes the current context is running (None outside backward).
-current_graph_task: contextvars.ContextVar[GraphTask | None] = contextvars.ContextVar(
-    "aiograd_current_graph_task", default=None
-)
 
 #: The queue the current context drains and how many drives are nested on this task's stack
 #: (PyTorch's ``local_ready_queue`` and ``current_depth``): a backward called from a node runs
@@ -1110,20 +1106,6 @@ def init_to_execute(
         if stack and should_execute(node):
             mark_needed(stack[-1][0])
     return exec_info
-
-
-def should_compute(edge: Edge | None) -> bool:
-    """Whether the running backward needs the gradient a node sends along ``edge`` (PyTorch's
-    ``task_should_compute_output``): always under a plain ``backward()``, and under ``grad()``
-    or ``inputs=`` only when the edge leads to an input. Costly nodes (matrix products) skip
-    the products nobody asked for: ``grad(out, x)`` computes no weight gradients."""
-    if edge is None:
-        return False
-    graph_task = current_graph_task.get()
-    if graph_task is None or graph_task.exec_info is None:
-        return True
-    info = graph_task.exec_info.get(edge[0])
-    return info is not None and (info.needed or bool(info.captures))
 
 
 def queue_callback(callback: Callable[[], Any]) -> None:

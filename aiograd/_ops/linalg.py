@@ -8,7 +8,7 @@ import numpy as np
 
 from .._cost import matmul_cost
 from .._device import CPU, watch
-from .._engine import should_compute
+from .._graph_context import should_compute
 from ._util import (
     Node,
     Tensor,
