@@ -84,10 +84,13 @@ class device:
     form (``device("sim:0") == "sim:0"``); instances are interned.
     """
 
-    __slots__ = ("type", "index", "_str", "__weakref__")
+    __slots__ = ("type", "index", "xp", "_str", "__weakref__")
 
     type: str
     index: int | None
+    #: The array module holding this device's data (numpy for ``cpu`` and ``sim``): ops compute
+    #: with ``x._device.xp``, never with numpy directly, so a CuPy device works unchanged.
+    xp: Any
 
     def __new__(cls, spec: str | device, index: int | None = None) -> device:
         if type(spec) is device:
@@ -124,6 +127,7 @@ class device:
             self = object.__new__(cls)
             object.__setattr__(self, "type", kind)
             object.__setattr__(self, "index", index)
+            object.__setattr__(self, "xp", _TYPES[kind].array_module)
             object.__setattr__(self, "_str", kind if index is None else f"{kind}:{index}")
             self = _interned.setdefault(key, self)
         return self
