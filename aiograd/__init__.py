@@ -37,8 +37,10 @@ from ._engine import (
     are_deterministic_algorithms_enabled,
     get_engine,
     get_executor,
+    get_shuffle_seed,
     queue_callback,
     set_executor,
+    set_shuffle_seed,
     use_deterministic_algorithms,
 )
 from ._factories import (
@@ -148,7 +150,8 @@ __all__ = [
     "inference_mode", "is_inference_mode_enabled", "Node", "queue_callback", "detect_anomaly",
     "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "Engine", "EngineStatistics", "get_engine", "run", "Function", "set_executor", "get_executor",
-    "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+    "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "set_shuffle_seed",
+    "get_shuffle_seed",
     "checkpoint", "checkpoint_sequential",
     # elementwise
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "log1p", "sqrt", "abs",

@@ -238,3 +238,9 @@ def enable_devices() -> None:
     DEVICES = True
     for g, name in _watchers:
         g[name] = True
+
+
+def non_cpu_devices_exist() -> bool:
+    """Whether any device other than the CPU has been named yet (devices are interned): until
+    then no tensor can live elsewhere, and the engine skips routing NodeTasks by device."""
+    return len(_interned) > 1

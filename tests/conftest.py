@@ -35,6 +35,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+import aiograd as ag
+
 pytest_plugins = ["pytester"]  # tests/test_loop_matrix.py runs the matrix on a scratch suite
 
 
@@ -176,3 +178,18 @@ async def no_leaked_tasks():
     for t in pending:
         t.cancel()
     assert not pending, f"test leaked asyncio tasks: {pending}"
+
+
+# --------------------------------------------------------------------------------- engine modes
+
+@pytest.fixture
+def shuffle_seed(request: pytest.FixtureRequest) -> Any:
+    """Run the test with the engine's shuffle debug mode on (the parameter is the seed; None
+    leaves it off): the engine made for the test's loop picks it up. Parametrize with
+    ``@pytest.mark.parametrize("shuffle_seed", [...], indirect=True)``."""
+    seed = getattr(request, "param", None)
+    ag.set_shuffle_seed(seed)
+    try:
+        yield seed
+    finally:
+        ag.set_shuffle_seed(None)

@@ -23,3 +23,4 @@ def to_torch(x: Any, requires_grad: bool = True) -> Any:
     """A torch leaf with the same data as an aiograd tensor or array."""
     data = x.data if hasattr(x, "data") and not isinstance(x, np.ndarray) else x
     return torch.tensor(np.asarray(data), requires_grad=requires_grad)
+

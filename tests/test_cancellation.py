@@ -158,7 +158,7 @@ async def test_nodes_waiting_on_a_device_queue_are_dropped(gate):
     await settle()
     assert v.grad is None
     queue = ag.get_engine()._device_queues[ag.device("sim:0")]
-    assert not queue._queue and queue._worker is None
+    assert not queue.has_work() and queue.worker is None
     await check_released(gate)
 
 
@@ -361,4 +361,4 @@ async def test_a_failure_frees_a_device_worker_stuck_in_the_failed_calls_node():
         (g,) = await ag.grad((x.to("sim:0") * 3.0).to("cpu").sum(), x)
     np.testing.assert_array_equal(g.numpy(), [3.0, 3.0])
     await settle()
-    assert ag.get_engine()._device_queues[ag.device("sim:0")]._worker is None
+    assert ag.get_engine()._device_queues[ag.device("sim:0")].worker is None

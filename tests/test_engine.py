@@ -11,7 +11,7 @@ import pytest
 from helpers import requires_torch, torch
 
 import aiograd as ag
-from aiograd._engine import compute_dependencies
+from aiograd._engine.graph_task import compute_dependencies
 
 
 def leaf(*values: float) -> ag.Tensor:

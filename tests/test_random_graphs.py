@@ -16,7 +16,12 @@ from helpers import requires_torch, torch
 
 import aiograd as ag
 
-pytestmark = requires_torch
+# Every graph also runs with the engine's shuffle debug mode on (two seeds): the order among
+# equal-priority ready nodes must not change any result beyond float rounding.
+pytestmark = [
+    requires_torch,
+    pytest.mark.parametrize("shuffle_seed", [None, 1, 2], indirect=True, ids=["ordered", "shuffle1", "shuffle2"]),
+]
 
 SHAPE = (3, 4)
 

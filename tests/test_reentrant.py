@@ -15,7 +15,7 @@ import pytest
 import aiograd as ag
 from aiograd import Function
 from aiograd._engine import current_graph_task
-from aiograd._reentrant import DEFAULT_MAX_REENTRANT_DEPTH, FRAMES_PER_LEVEL
+from aiograd._engine.reentrant import DEFAULT_MAX_REENTRANT_DEPTH, FRAMES_PER_LEVEL
 
 
 @pytest.fixture(params=["nested", "overflow"])

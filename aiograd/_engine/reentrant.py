@@ -15,6 +15,14 @@ starts empty; the parent awaits it without nesting. So no depth raises Recursion
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
+    from .engine import Engine
+    from .graph_task import GraphTask
+
+__all__ = ["DEFAULT_MAX_REENTRANT_DEPTH", "run_reentrant", "stack_has_room"]
 
 #: Python frames one nested level adds to the stack (a Function whose backward awaits
 #: ``backward()``): 9 measured, one more when the nested drive runs a node of another
@@ -43,3 +51,28 @@ def stack_has_room(reserve: int = STACK_RESERVE) -> bool:
     except ValueError:
         return True
     return False
+
+
+async def run_reentrant(engine: Engine, parent: GraphTask, child: GraphTask, nesting: int) -> list[Tensor | None]:
+    """Drive ``child``, a backward called while ``parent`` runs a node: nested in the current
+    drive (``nesting`` drives deep already), or, past the engine's depth limit or near the
+    recursion limit, in a fresh worker task that the parent's node awaits. The child is listed
+    in ``parent.children`` meanwhile, so that the parent's failure stops it."""
+    children = parent.children
+    if children is None:
+        children = parent.children = []
+    children.append(child)
+    if child.reentrant_depth > engine.deepest_reentrant_depth:
+        engine.deepest_reentrant_depth = child.reentrant_depth
+    try:
+        if nesting < engine.max_reentrant_depth and stack_has_room():
+            return await engine.drive(child, nesting + 1)
+        engine.reentrant_workers_started += 1
+        # A task starts on an empty stack; awaiting it means cancelling the parent's node
+        # cancels the worker, whose drive then cancels the child.
+        worker = engine.loop.create_task(
+            engine.drive(child, 0), name=f"aiograd reentrant worker (depth {child.reentrant_depth})"
+        )
+        return await worker
+    finally:
+        children.remove(child)

@@ -1,0 +1,384 @@
+"""The Engine: PyTorch's ``Engine::execute`` as coroutines on one event loop.
+
+Read top to bottom, it is the algorithm: ``execute`` makes the GraphTask (dependencies, and for
+``grad()``/``inputs=`` which nodes run) and pushes the root; ``drive`` is the caller's worker
+loop, popping ready NodeTasks and handling each; ``handle`` evaluates a node (``evaluate``) or
+takes back an offloaded one's result; ``propagate`` hands each output gradient to the next
+node's InputBuffer and pushes the nodes that became ready; when nothing is outstanding the
+GraphTask completes (``completion``), or it fails on the first error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from .. import _device
+from .._cost import DEFAULT_OFFLOAD_THRESHOLD_NS, DEFAULT_STALL_THRESHOLD_NS, NS_PER_ELEMENT
+from .._node import GraphRoot
+from ..executors import Executor
+from . import settings
+from .completion import abandon, complete, fail, staging_targets
+from .context import await_as, current_graph_task, current_worker, running, yield_to_loop
+from .devices import DeviceQueue
+from .evaluate import OFFLOADED, evaluate
+from .graph_task import GraphTask, compute_dependencies, init_to_execute
+from .input_buffer import accumulate, buffer_device, defer_contribution, sum_in_order
+from .node_task import RUN, NodeTask, make_tie_source
+from .offload import discard, finish_offloaded, get_executor
+from .ready_queue import ReadyQueue
+from .reentrant import DEFAULT_MAX_REENTRANT_DEPTH, run_reentrant
+from .statistics import EngineStatistics
+
+if TYPE_CHECKING:
+    from .._node import Edge, Node
+    from .._tensor import Tensor
+
+__all__ = ["Engine", "get_engine"]
+
+#: NodeTasks a drive runs before it yields to the event loop (Engine.nodes_per_turn): at 2-5 us
+#: a small node, a turn lasts about 0.5-1.5 ms, and the yield (a few us) costs about 1% of it.
+DEFAULT_NODES_PER_TURN = 256
+
+_UNSET: Any = object()
+
+
+class Engine:
+    """Runs GraphTasks on one event loop; ``get_engine()`` returns the running loop's."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        executors: dict[str, Executor] | None = None,
+        offload_threshold: float | None = DEFAULT_OFFLOAD_THRESHOLD_NS,
+        stall_threshold: float = DEFAULT_STALL_THRESHOLD_NS,
+        max_reentrant_depth: int = DEFAULT_MAX_REENTRANT_DEPTH,
+        nodes_per_turn: int | None = DEFAULT_NODES_PER_TURN,
+        shuffle_seed: int | None = _UNSET,
+    ) -> None:
+        """``executors`` maps device types to executors for this engine (others come from
+        ``set_executor``/the defaults). A node whose estimated cost (ns, ``Node.cost``) reaches
+        ``offload_threshold`` runs in the executor when it can overlap with other work of its
+        GraphTask (other ready nodes, or nodes in flight); a node alone leaves the loop only from
+        ``stall_threshold``, when running it inline would hold the loop that long. None as
+        ``offload_threshold`` keeps every node on the loop.
+
+        A backward awaited inside a node is reentrant: it is driven by the awaiting code, nested
+        on its stack, for up to ``max_reentrant_depth`` levels per stack (and while the stack has
+        room below the recursion limit); deeper ones move to a fresh worker task.
+
+        Fairness: a drive (or device worker) that has run ``nodes_per_turn`` NodeTasks without
+        awaiting yields to the event loop, which then runs every other ready coroutine (other
+        backward calls included, round-robin in the loop's FIFO order) before it continues. None
+        never yields (a backward of small nodes then holds the loop until it completes).
+
+        ``shuffle_seed``: the shuffle debug mode (see ``aiograd.set_shuffle_seed``, whose
+        setting is the default); None turns it off."""
+        if max_reentrant_depth < 0:
+            raise ValueError(f"max_reentrant_depth must be >= 0, got {max_reentrant_depth}")
+        if nodes_per_turn is not None and nodes_per_turn < 1:
+            raise ValueError(f"nodes_per_turn must be None or >= 1, got {nodes_per_turn}")
+        self.loop = loop if loop is not None else asyncio.get_running_loop()
+        self.executors = dict(executors or {})
+        self.offload_threshold = offload_threshold
+        self.stall_threshold = stall_threshold
+        self.max_reentrant_depth = max_reentrant_depth
+        self.nodes_per_turn = nodes_per_turn
+        self.shuffle_seed = settings.get_shuffle_seed() if shuffle_seed is _UNSET else shuffle_seed
+        self.tie = make_tie_source(self.shuffle_seed)
+        # Counters (statistics()).
+        self.nodes_executed = 0
+        self.nodes_offloaded = 0
+        self.nodes_in_flight = 0
+        self.max_nodes_in_flight = 0
+        self.deepest_reentrant_depth = 0
+        self.reentrant_workers_started = 0
+        self._driven: set[GraphTask] = set()  # GraphTasks being driven (in flight)
+        self._occupancy: dict[str, list[Any]] = {}  # device type -> [executor, in flight]
+        self._device_queues: dict[Any, DeviceQueue] = {}
+
+    # ------------------------------------------------------------------------------- entry
+    async def execute(
+        self,
+        root_edges: list[Edge],
+        root_grads: list[Tensor],
+        *,
+        keep_graph: bool,
+        create_graph: bool,
+        accumulate_grad: bool,
+        output_edges: list[Edge] | None,
+        staged_inputs: tuple[Tensor, ...] | None = None,
+        atomic: bool = False,
+    ) -> list[Tensor | None]:
+        """Run one backward and return the captured gradients (``grad()``'s results).
+
+        ``atomic`` (a ``backward()`` only): the gradients for the leaves, or for
+        ``staged_inputs``, are captured as ``grad()`` would, and added into their ``.grad`` all
+        at once when the GraphTask completes; a failed or cancelled call changes no ``.grad``.
+
+        Called while a node, hook or callback of a running GraphTask executes, the call is
+        reentrant: the new GraphTask is one level deeper and runs on the queue being drained."""
+        parent = current_graph_task.get()
+        worker = current_worker.get() if parent is not None else None
+        if worker is not None and not parent.future.done():
+            queue, nesting = worker
+            depth, checkpoint_valid = parent.reentrant_depth + 1, parent.checkpoint_valid
+        else:
+            parent, queue, nesting, depth, checkpoint_valid = None, ReadyQueue(), 0, 0, True
+        graph_task = GraphTask(
+            keep_graph, create_graph, depth, queue,
+            deterministic=settings.are_deterministic_algorithms_enabled(),
+            multi_device=_device.non_cpu_devices_exist(),
+        )
+        graph_task.checkpoint_valid = checkpoint_valid and output_edges is None
+        graph_task.executor = self.offload_executor("cpu")
+        if graph_task.executor is not None:
+            # Gradients smaller than this cannot make an elementwise node reach the threshold.
+            graph_task.small_size = self.offload_threshold / NS_PER_ELEMENT / 8  # type: ignore[operator]
+        if len(root_edges) == 1:
+            root, input_nr = root_edges[0]
+            buffer: list[Any] = [None] * root.num_inputs
+            buffer[input_nr] = root_grads[0]
+        else:
+            root = GraphRoot(tuple(root_edges), root_grads)
+            buffer = []
+        min_topo_nr = min((e[0].topological_nr for e in output_edges), default=0) if output_edges else 0
+        graph_task.dependencies = compute_dependencies(root, min_topo_nr)
+        if atomic:
+            output_edges, graph_task.staged = staging_targets(graph_task.dependencies, output_edges, staged_inputs)
+            accumulate_grad = False  # captured, then committed on completion
+        if output_edges is not None:
+            graph_task.exec_info = init_to_execute(root, output_edges, accumulate_grad, min_topo_nr)
+            graph_task.captured = [None] * len(output_edges)
+        self.push(graph_task, root, buffer)
+        if parent is None:
+            return await self.drive(graph_task, 0)
+        return await run_reentrant(self, parent, graph_task, nesting)
+
+    # ------------------------------------------------------------------------------- the loop
+    async def drive(self, graph_task: GraphTask, nesting: int) -> list[Tensor | None]:
+        """The caller's worker loop: run ready NodeTasks until the GraphTask completes.
+
+        The queue may hold other GraphTasks' NodeTasks (a reentrant child's, or its parent's
+        when this drive is the nested one); they run too, as their own GraphTask's."""
+        queue = graph_task.queue
+        future = graph_task.future
+        handle = self.handle
+        budget = self.nodes_per_turn or 0  # 0: turn only goes negative, never reaches 0 again
+        turn = budget
+        worker_token = current_worker.set((queue, nesting))
+        self._driven.add(graph_task)
+        try:
+            with running(graph_task):  # set once for the whole drain, not per node
+                while not future.done():
+                    task = queue.pop()
+                    if task is None:
+                        await queue.wait()
+                        turn = budget
+                        continue
+                    pending = handle(task, graph_task)
+                    if pending is not None:
+                        await pending
+                    turn -= 1
+                    if not turn:  # the turn is over: let every other ready coroutine run
+                        turn = budget
+                        await yield_to_loop()
+        except BaseException as exc:
+            # Cancelled (or interrupted) while driving: the GraphTask dies with its driver.
+            if not future.done():
+                graph_task.error = exc
+                future.cancel()
+                abandon(graph_task)
+            raise
+        finally:
+            self._driven.discard(graph_task)
+            current_worker.reset(worker_token)
+            if queue.has_work():  # failed or cancelled with work queued: drop what is dead
+                for dead in queue.keep(lambda task: not task[4].future.done()):  # its graph_task
+                    discard(dead)
+                queue.wake_all()  # and hand the rest to whoever else drains this queue
+        return future.result()
+
+    def handle(self, task: NodeTask, driving: GraphTask | None) -> Any:
+        """Process one NodeTask for the drive of ``driving`` (None: a device worker); returns a
+        coroutine when there is work to await (a slow node, final callbacks), None otherwise."""
+        kind, _, _, _, graph_task, node, buffer, result = task
+        if graph_task is not driving:
+            return self._handle_foreign(task, graph_task)
+        if kind == RUN:
+            if graph_task.error is None:
+                try:
+                    pending = evaluate(self, graph_task, node, buffer)
+                except Exception as exc:  # noqa: BLE001 - the GraphTask reports it
+                    fail(graph_task, exc, node)
+                else:
+                    if pending is OFFLOADED:
+                        return None
+                    if pending is not None:
+                        return self._finish_slow(graph_task, node, pending)
+        else:
+            finish_offloaded(self, graph_task, node, buffer, result)
+        graph_task.outstanding -= 1
+        if graph_task.outstanding == 0 and not graph_task.future.done():
+            return complete(graph_task)
+        return None
+
+    def _handle_foreign(self, task: NodeTask, owner: GraphTask) -> Any:
+        """``handle`` for a NodeTask of a GraphTask other than the one being driven (a reentrant
+        child's or parent's, or any on a device worker): it runs as that GraphTask's."""
+        if owner.future.done():
+            discard(task)  # its GraphTask failed or was cancelled: dropped
+            return None
+        with running(owner):
+            pending = self.handle(task, owner)
+        return None if pending is None else await_as(owner, pending)
+
+    async def _finish_slow(self, graph_task: GraphTask, node: Node, pending: Any) -> None:
+        try:
+            await pending
+        except Exception as exc:  # noqa: BLE001 - the GraphTask reports it
+            fail(graph_task, exc, node)
+        graph_task.outstanding -= 1
+        if graph_task.outstanding == 0 and not graph_task.future.done():
+            await complete(graph_task)
+
+    def propagate(self, graph_task: GraphTask, node: Node, outputs: Any) -> None:
+        """Hand each output gradient to the InputBuffer of the node its edge leads to, and push
+        the nodes that became ready. The engine's hottest function."""
+        self.nodes_executed += 1
+        exec_info = graph_task.exec_info
+        dependencies = graph_task.dependencies
+        not_ready = graph_task.not_ready
+        i = -1
+        for edge in node.next_edges:
+            i += 1
+            if edge is None:
+                continue
+            next_node, input_nr = edge
+            remaining = dependencies[next_node] - 1
+            dependencies[next_node] = remaining
+            if exec_info is not None:
+                info = exec_info.get(next_node)
+                if info is None or not (info.needed or info.captures):
+                    continue
+            grad = outputs[i]
+            if graph_task.deterministic and grad is not None:
+                defer_contribution(graph_task, node, i, next_node, input_nr, grad)
+                grad = None
+            if remaining:
+                next_buffer = not_ready.get(next_node)
+                if next_buffer is None:
+                    next_buffer = not_ready[next_node] = [None] * next_node.num_inputs
+            else:
+                next_buffer = not_ready.pop(next_node, None) if not_ready else None
+                if next_buffer is None:
+                    next_buffer = [None] * next_node.num_inputs
+            if grad is not None:
+                if next_buffer[input_nr] is None:
+                    next_buffer[input_nr] = grad
+                else:
+                    accumulate(next_buffer, input_nr, grad, graph_task.create_graph)
+            if not remaining:
+                if graph_task.deterministic:
+                    sum_in_order(graph_task, next_node, next_buffer)
+                self.push(graph_task, next_node, next_buffer)
+
+    def push(self, graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
+        """Queue a ready node: on its gradients' device's queue, else its GraphTask's."""
+        graph_task.outstanding += 1
+        queue = graph_task.queue
+        if graph_task.multi_device:
+            dev = buffer_device(buffer)
+            if dev is not None:
+                queue = self.device_queue(dev)
+        queue.push((RUN, -graph_task.reentrant_depth, -node.sequence_nr, self.tie(), graph_task, node, buffer, None))
+
+    # ------------------------------------------------------------------------------- devices, executors
+    def device_queue(self, dev: Any) -> DeviceQueue:
+        """The queue of ``dev`` (made on first use; its worker starts with the first push)."""
+        queue = self._device_queues.get(dev)
+        if queue is None:
+            queue = self._device_queues[dev] = DeviceQueue(self, dev)
+        return queue
+
+    def executor(self, device_type: str = "cpu") -> Executor:
+        """The executor this engine uses for ``device_type``."""
+        executor = self.executors.get(device_type)
+        return executor if executor is not None else get_executor(device_type)
+
+    def offload_executor(self, device_type: str = "cpu") -> Executor | None:
+        """The executor nodes of ``device_type`` may be offloaded to; None when none can be (an
+        inline executor, or no offload threshold)."""
+        if self.offload_threshold is None:
+            return None
+        executor = self.executor(device_type)
+        return None if executor.inline else executor
+
+    def occupy(self, executor: Executor, device_type: str) -> list[Any]:
+        """Count a node submitted to ``executor``; returns the occupancy entry to release."""
+        self.nodes_offloaded += 1
+        self.nodes_in_flight += 1
+        if self.nodes_in_flight > self.max_nodes_in_flight:
+            self.max_nodes_in_flight = self.nodes_in_flight
+        occupancy = self._occupancy.get(device_type)
+        if occupancy is None or occupancy[0] is not executor:
+            occupancy = self._occupancy[device_type] = [executor, 0]
+        occupancy[1] += 1
+        return occupancy
+
+    def release(self, occupancy: list[Any]) -> None:
+        self.nodes_in_flight -= 1
+        occupancy[1] -= 1
+
+    # ------------------------------------------------------------------------------- lifetime
+    async def aclose(self) -> None:
+        """Stop this engine's device workers (they also stop by themselves once their queues are
+        empty) and forget the engine, so the next backward on this loop makes a fresh one."""
+        workers = [q.worker for q in self._device_queues.values() if q.worker is not None]
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        self._device_queues.clear()
+        if _engines.get(self.loop) is self:
+            del _engines[self.loop]
+
+    def statistics(self) -> EngineStatistics:
+        """Counters since the engine was created, and what is running now."""
+        device_queues = {id(q) for q in self._device_queues.values()}
+        # Each running call's own queue once (reentrant children share their parent's).
+        cpu_queues = {id(gt.queue): gt.queue for gt in self._driven if id(gt.queue) not in device_queues}
+        depths = {"cpu": sum(q.depth() for q in cpu_queues.values())}
+        for dev, dev_queue in self._device_queues.items():
+            depths[str(dev)] = dev_queue.depth()
+        return EngineStatistics(
+            graph_tasks_in_flight=len(self._driven),
+            nodes_executed=self.nodes_executed,
+            nodes_offloaded=self.nodes_offloaded,
+            nodes_in_flight=self.nodes_in_flight,
+            max_nodes_in_flight=self.max_nodes_in_flight,
+            offload_threshold_ns=self.offload_threshold,
+            executors={"cpu": repr(self.executor("cpu"))},
+            deepest_reentrant_depth=self.deepest_reentrant_depth,
+            reentrant_workers_started=self.reentrant_workers_started,
+            nodes_per_turn=self.nodes_per_turn,
+            queue_depths=depths,
+            executor_occupancy={
+                kind: (in_flight, executor.capacity)
+                for kind, (executor, in_flight) in self._occupancy.items()
+            },
+            shuffle_seed=self.shuffle_seed,
+        )
+
+
+_engines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Engine] = weakref.WeakKeyDictionary()
+
+
+def get_engine() -> Engine:
+    """The engine of the running event loop, created on first use."""
+    loop = asyncio.get_running_loop()
+    engine = _engines.get(loop)
+    if engine is None:
+        engine = _engines[loop] = Engine(loop)
+    return engine

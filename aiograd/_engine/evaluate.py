@@ -1,0 +1,146 @@
+"""Running one node: PyTorch's ``evaluate_function`` and ``call_function``.
+
+``evaluate`` is the fast path, for a node without hooks in a GraphTask without anomaly mode: it
+runs the node (or hands it to an executor) and propagates its gradients, synchronously.
+Everything else goes through ``evaluate_slow``, a coroutine that runs the hooks in PyTorch's
+order around ``apply`` and awaits an async ``apply`` (a Function with ``async def backward``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .._anomaly import current_node
+from .._hooks import (
+    run_post_accumulate_hooks,
+    run_post_hooks,
+    run_pre_hooks,
+    run_retains_grad,
+    run_tensor_pre_hooks,
+)
+from .input_buffer import buffer_device
+from .offload import offload
+
+if TYPE_CHECKING:
+    from .._node import Node
+    from .engine import Engine
+    from .graph_task import GraphTask
+
+__all__ = ["OFFLOADED", "capture", "evaluate", "evaluate_slow"]
+
+#: What ``evaluate`` returns for a node it handed to an executor (its result comes back later,
+#: as a DONE NodeTask).
+OFFLOADED = object()
+
+
+def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]) -> Any:
+    """Run one node and propagate its gradients. Returns None when that is done, OFFLOADED when
+    the node went to an executor, or a coroutine (``evaluate_slow``) for the caller to await."""
+    if node._hooks is not None or node.is_async or graph_task.anomaly:
+        return evaluate_slow(engine, graph_task, node, buffer)
+    exec_info = graph_task.exec_info
+    if exec_info is not None:
+        info = exec_info.get(node)
+        if info is None:
+            return None
+        if not info.needed:  # reached only to capture its gradient (grad()'s inputs)
+            capture(graph_task, info.captures, buffer)
+            return None
+    executor = graph_task.executor
+    if executor is not None:
+        if graph_task.multi_device:
+            dev = buffer_device(buffer)
+            if dev is not None:
+                executor = engine.offload_executor(dev.type)
+        # Most nodes are small and estimate their cost from their gradients' size: the first
+        # gradient's size rules them out here, without a call.
+        if executor is not None and (
+            not node.cost_scales_with_grads
+            or (buffer[0] is not None and buffer[0].data.size >= graph_task.small_size)
+            or not graph_task.small_size  # a zero threshold offloads every node
+        ) and _worth_offloading(engine, graph_task, node, buffer):
+            if exec_info is not None:
+                capture(graph_task, exec_info[node].captures, buffer)
+            offload(engine, graph_task, node, buffer, executor)
+            return OFFLOADED
+    if exec_info is not None:
+        capture(graph_task, exec_info[node].captures, buffer)
+    outputs = node.apply(buffer)
+    if not graph_task.keep_graph and node._saved:
+        node.release_variables()
+    engine.propagate(graph_task, node, outputs)
+    return None
+
+
+def _worth_offloading(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]) -> bool:
+    """Offloading pays when the node's estimated cost reaches the threshold and it can overlap
+    with other work (ready nodes, or nodes already in flight); a lone node leaves the loop only
+    when running it here would stall the loop."""
+    if node.cost_scales_with_grads:
+        first = buffer[0]
+        small = first is None or first.data.size < graph_task.small_size
+        cost = 0.0 if small else node.cost(buffer)
+    else:
+        cost = node.cost(buffer)
+    if cost < engine.offload_threshold:  # type: ignore[operator]  (set: an executor is)
+        return False
+    return bool(graph_task.in_flight) or graph_task.queue.has_work() or cost >= engine.stall_threshold
+
+
+async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
+    """``evaluate`` with everything around ``apply``, in PyTorch's order: tensor pre-hooks,
+    retains_grad, node pre-hooks, apply, node post-hooks, post-accumulate-grad hooks; with the
+    anomaly-mode NaN check and the current node recorded for anomaly reports."""
+    hooks = node._hooks
+    exec_info = graph_task.exec_info
+    if exec_info is not None:
+        info = exec_info.get(node)
+        needed = info is not None and info.needed
+        captures = info.captures if info is not None else ()
+        if needed:
+            # Captured before the hooks run, as PyTorch does for a node that also runs.
+            capture(graph_task, captures, buffer)
+        else:
+            # Reached but not run: only tensor hooks and retains-grad see the gradient,
+            # and the capture takes what they leave.
+            if hooks is not None:
+                await run_tensor_pre_hooks(hooks, buffer)
+                run_retains_grad(hooks, buffer)
+            capture(graph_task, captures, buffer)
+            return
+    if hooks is not None:
+        if hooks.tensor_pre:
+            await run_tensor_pre_hooks(hooks, buffer)
+        if hooks.retains_grad:
+            run_retains_grad(hooks, buffer)
+        if hooks.pre:
+            buffer = await run_pre_hooks(hooks, buffer)
+    anomaly_token = current_node.set(node) if graph_task.anomaly else None
+    try:
+        outputs = node.apply(buffer)
+        if node.is_async:
+            outputs = await outputs
+    finally:
+        if anomaly_token is not None:
+            current_node.reset(anomaly_token)
+    if not graph_task.keep_graph and node._saved:
+        node.release_variables()
+    if hooks is not None:
+        if hooks.post:
+            outputs = await run_post_hooks(hooks, outputs, buffer)
+        if hooks.post_accumulate and buffer[0] is not None:
+            variable = node.variable  # type: ignore[attr-defined]  (AccumulateGrad)
+            if variable is not None:
+                await run_post_accumulate_hooks(hooks, variable)
+    if graph_task.check_nan:
+        for i, out in enumerate(outputs):
+            if out is not None and out._device.xp.isnan(out.data).any():
+                raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+    engine.propagate(graph_task, node, outputs)
+
+
+def capture(graph_task: GraphTask, captures: Any, buffer: list[Any]) -> None:
+    """Keep the gradients ``grad()`` returns: ``captures`` lists (input_nr, result index)."""
+    captured = graph_task.captured
+    for input_nr, index in captures:
+        captured[index] = buffer[input_nr]

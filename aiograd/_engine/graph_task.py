@@ -1,0 +1,187 @@
+"""GraphTask: the state of one ``backward()``/``grad()`` call, and the two graph walks that set
+it up (PyTorch's ``compute_dependencies`` and ``init_to_execute``).
+
+Everything here is read and written only by coroutines of the engine's event loop, so nothing
+takes a lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .._anomaly import anomaly_state
+
+if TYPE_CHECKING:
+    from .._node import Edge, Node
+    from .._tensor import Tensor
+    from ..executors import Executor
+    from .ready_queue import ReadyQueue
+
+__all__ = ["ExecInfo", "GraphTask", "compute_dependencies", "init_to_execute"]
+
+
+class ExecInfo:
+    """Why a node runs under ``grad()``/``backward(inputs=)``: it leads to an input
+    (``needed``), or it is one whose gradient is captured (``captures``)."""
+
+    __slots__ = ("needed", "captures")
+
+    def __init__(self) -> None:
+        self.needed = False
+        self.captures: list[tuple[int, int]] = []  # (input_nr at the node, index in the result)
+
+    def should_execute(self) -> bool:
+        return self.needed or bool(self.captures)
+
+
+class GraphTask:
+    """The state of one backward call; docs/engine.md describes each field's role."""
+
+    __slots__ = (
+        # what was asked
+        "keep_graph", "create_graph", "reentrant_depth", "exec_info", "checkpoint_valid",
+        "staged",
+        # progress
+        "dependencies", "not_ready", "outstanding", "captured", "final_callbacks",
+        "error", "future", "queue", "multi_device",
+        # modes, fixed at the start
+        "anomaly", "check_nan", "deterministic", "contributions",
+        # offload
+        "executor", "small_size", "in_flight", "deferred",
+        # reentrancy and cancellation
+        "children", "device_waits",
+        "__weakref__",
+    )
+
+    def __init__(
+        self, keep_graph: bool, create_graph: bool, reentrant_depth: int, queue: ReadyQueue,
+        *, deterministic: bool, multi_device: bool,
+    ) -> None:
+        self.keep_graph = keep_graph
+        self.create_graph = create_graph
+        self.reentrant_depth = reentrant_depth
+        #: Per node: why it runs, under grad() or backward(inputs=); None runs every node.
+        self.exec_info: dict[Node, ExecInfo] | None = None
+        #: False under grad() or backward(inputs=), and in any backward nested in one: a
+        #: reentrant checkpoint cannot hand its gradients to such a call.
+        self.checkpoint_valid = True
+        #: ``backward(atomic=True)``: where each captured gradient goes when the GraphTask
+        #: completes (an AccumulateGrad, or a non-leaf input tensor); None otherwise.
+        self.staged: list[Any] | None = None
+
+        #: Edges into each node not yet received; a node is ready when its count reaches 0.
+        self.dependencies: dict[Node, int] = {}
+        #: InputBuffers of nodes that received some of their gradients but not all.
+        self.not_ready: dict[Node, list[Any]] = {}
+        #: NodeTasks queued, running or offloaded; the GraphTask completes when it is 0.
+        self.outstanding = 0
+        self.captured: list[Tensor | None] = []  # grad()'s results, by input
+        self.final_callbacks: list[Callable[[], Any]] = []
+        self.error: BaseException | None = None
+        self.future: asyncio.Future[list[Tensor | None]] = asyncio.get_running_loop().create_future()
+        self.queue = queue  # where its CPU NodeTasks wait (its own, or a reentrant parent's)
+        #: Whether any non-CPU device existed when it started: only then are NodeTasks routed
+        #: by their gradients' device (a scan of the InputBuffer the CPU-only case skips).
+        self.multi_device = multi_device
+
+        # Anomaly mode of the caller: every node then takes the slow path, which checks NaNs and
+        # reports the forward history of a failing node.
+        self.anomaly, check_nan = anomaly_state()
+        self.check_nan = self.anomaly and check_nan
+        #: use_deterministic_algorithms: each InputBuffer slot sums its contributions in a fixed
+        #: order, kept here until the node is ready: (node, input_nr) -> [(producer key, grad)].
+        self.deterministic = deterministic
+        self.contributions: dict[tuple[Node, int], list[tuple[tuple[int, int], Any]]] = {}
+
+        self.executor: Executor | None = None  # where its CPU nodes may be offloaded
+        self.small_size = float("inf")  # gradients below this size are never offloaded
+        self.in_flight = 0  # its nodes running in an executor
+        self.deferred: list[tuple[Node, list[Any], Executor]] = []  # waiting for capacity
+
+        #: Reentrant GraphTasks running inside this one's nodes; they stop if this one fails.
+        self.children: list[GraphTask] | None = None
+        #: Its nodes being awaited on device workers (asyncio tasks), cancelled if it fails.
+        self.device_waits: set[asyncio.Task[Any]] | None = None
+
+
+def compute_dependencies(root: Node, min_topo_nr: int) -> dict[Node, int]:
+    """Count the edges into each node reachable from ``root`` (iteratively: no recursion, so a
+    100,000-node chain works). Nodes below ``min_topo_nr`` cannot lead to a requested input and
+    are not expanded."""
+    dependencies: dict[Node, int] = {}
+    get = dependencies.get
+    stack = [root]
+    pop, append = stack.pop, stack.append
+    while stack:
+        node = pop()
+        if node.topological_nr < min_topo_nr:
+            continue
+        for edge in node.next_edges:
+            if edge is None:
+                continue
+            child = edge[0]
+            count = get(child)
+            if count is None:
+                # First edge into ``child``: expand it (the root has no entry, and no edge
+                # leads back to it in a DAG, so it is never expanded twice).
+                dependencies[child] = 1
+                append(child)
+            else:
+                dependencies[child] = count + 1
+    return dependencies
+
+
+def init_to_execute(
+    root: Node, output_edges: list[Edge], accumulate_grad: bool, min_topo_nr: int
+) -> dict[Node, ExecInfo]:
+    """Mark the nodes that lead to the requested inputs (PyTorch's ``init_to_execute``): an
+    input's node is captured (``grad()``) or run (``backward(inputs=)``), and every node with a
+    path to one is needed."""
+    exec_info: dict[Node, ExecInfo] = {}
+    exec_info[root] = ExecInfo()
+    exec_info[root].needed = True
+    for index, (node, input_nr) in enumerate(output_edges):
+        info = exec_info.get(node)
+        if info is None:
+            info = exec_info[node] = ExecInfo()
+        if accumulate_grad:
+            info.needed = True
+        else:
+            info.captures.append((input_nr, index))
+
+    def should_execute(node: Node) -> bool:
+        info = exec_info.get(node)
+        return info is not None and info.should_execute()
+
+    def mark_needed(node: Node) -> None:
+        info = exec_info.get(node)
+        if info is None:
+            info = exec_info[node] = ExecInfo()
+        info.needed = True
+
+    # Post-order DFS with explicit frames: a node is needed if any child should execute.
+    seen: set[Node] = set()
+    stack: list[tuple[Node, Any]] = [(root, iter(root.next_edges))]
+    while stack:
+        node, children = stack[-1]
+        child = None
+        for edge in children:
+            if edge is None:
+                continue
+            if edge[0] in seen:
+                if should_execute(edge[0]):
+                    mark_needed(node)
+                continue
+            seen.add(edge[0])
+            child = edge[0]
+            break
+        if child is not None:
+            if child.topological_nr >= min_topo_nr:
+                stack.append((child, iter(child.next_edges)))
+            continue
+        stack.pop()
+        if stack and should_execute(node):
+            mark_needed(stack[-1][0])
+    return exec_info

@@ -1,0 +1,70 @@
+"""InputBuffer: the gradients a node receives, one slot per input, summed as they arrive.
+
+An InputBuffer is a plain list (the node's ``apply`` takes it as it is, without a copy): slot
+``i`` holds the sum of the gradients sent to the node's input ``i`` so far, or None. The first
+gradient is moved in; later ones are added, in place only when the slot's tensor is the buffer's
+alone and no graph is being recorded (PyTorch's ``InputBuffer::add``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .._device import CPU
+from .._node import owns
+
+if TYPE_CHECKING:
+    from .._device import device
+    from .._node import Node
+    from .._tensor import Tensor
+    from .graph_task import GraphTask
+
+__all__ = ["InputBuffer", "accumulate", "buffer_device", "defer_contribution", "sum_in_order"]
+
+InputBuffer = list  # list[Tensor | None], one slot per node input
+
+
+def accumulate(buffer: list[Any], i: int, grad: Tensor, create_graph: bool) -> None:
+    """Add ``grad`` into the occupied slot ``i``: in place only when the slot's tensor is ours
+    alone (nothing else refers to it or its array) and no graph is recorded."""
+    if (
+        not create_graph
+        and owns(buffer, i)
+        and buffer[i].data.shape == grad.data.shape
+        and buffer[i].data.dtype == grad.data.dtype
+    ):
+        buffer[i].data += grad.data
+    else:
+        buffer[i] = buffer[i] + grad
+
+
+def buffer_device(buffer: list[Any]) -> device | None:
+    """The first non-CPU device among a buffer's gradients (where its node runs), or None."""
+    for grad in buffer:
+        if grad is not None and grad._device is not CPU:
+            return grad._device
+    return None
+
+
+def defer_contribution(graph_task: GraphTask, producer: Node, output_nr: int, target: Node,
+                       input_nr: int, grad: Tensor) -> None:
+    """Deterministic mode: keep a contribution aside, to be summed by ``sum_in_order`` when the
+    target is ready, whatever order offloaded producers finish in."""
+    graph_task.contributions.setdefault((target, input_nr), []).append(
+        ((-producer.sequence_nr, output_nr), grad)
+    )
+
+
+def sum_in_order(graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
+    """Deterministic mode: each slot's contributions, added in the order of their producers'
+    sequence numbers (newest first, the order of a serial run), not in arrival order."""
+    contributions = graph_task.contributions
+    for input_nr in range(node.num_inputs):
+        parts = contributions.pop((node, input_nr), None)
+        if parts is None:
+            continue
+        parts.sort(key=lambda part: part[0])
+        total = parts[0][1]
+        for _, grad in parts[1:]:
+            total = total + grad
+        buffer[input_nr] = total

@@ -1,0 +1,102 @@
+"""The ready queue: NodeTasks waiting to run, most urgent first.
+
+An ``asyncio.PriorityQueue`` used through its public API only, with two things beside it:
+
+- a **front slot**: a NodeTask pushed while the queue is empty is held there instead of going
+  through the heap, and popped from there. It is the most urgent NodeTask by definition (there
+  is no other), and any later push moves it into the heap first, so the order is the heap's
+  order. In a chain (most of a backward pass) every node makes exactly one node ready, so the
+  drive runs node after node without a heap operation;
+- a **broadcast wake-up** (an ``asyncio.Event`` replaced at each broadcast): several coroutines
+  may drain one queue (a reentrant backward drives its parent's queue, nested), and a GraphTask
+  finished by a device worker must wake the coroutine that drives it, which waits on an empty
+  queue. Every waiter wakes on a push or a ``wake_all`` and re-checks its own condition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from .node_task import NodeTask
+
+__all__ = ["ReadyQueue"]
+
+
+class ReadyQueue(asyncio.PriorityQueue[NodeTask]):
+    """A GraphTask's CPU queue, or a device's queue shared by every GraphTask."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.front: NodeTask | None = None
+        #: NodeTasks in the heap, counted here: ``empty()`` would be a call on every push.
+        self.queued = 0
+        self.waiting = 0  # coroutines in wait()
+        self._changed: asyncio.Event | None = None
+
+    def push(self, task: NodeTask) -> None:
+        front = self.front
+        if front is None and not self.queued:
+            self.front = task
+        else:
+            if front is not None:
+                self.front = None
+                self.put_nowait(front)
+            self.put_nowait(task)
+            self.queued = self.qsize()
+        if self.waiting:
+            self.wake_all()
+
+    def pop(self) -> NodeTask | None:
+        """The most urgent NodeTask, or None if there is none."""
+        task = self.front
+        if task is not None:
+            self.front = None
+            return task
+        if not self.queued:
+            return None
+        task = self.get_nowait()
+        self.queued -= 1
+        return task
+
+    def depth(self) -> int:
+        """NodeTasks waiting (for statistics)."""
+        return self.queued + (self.front is not None)
+
+    def has_work(self) -> bool:
+        return self.front is not None or self.queued > 0
+
+    async def wait(self) -> None:
+        """Return after the next push or ``wake_all``; the queue may be empty again by then (or
+        never was, for a wake-up), so callers re-check their condition."""
+        changed = self._changed
+        if changed is None:
+            changed = self._changed = asyncio.Event()
+        self.waiting += 1
+        try:
+            await changed.wait()
+        finally:
+            self.waiting -= 1
+
+    def wake_all(self) -> None:
+        changed = self._changed
+        if changed is not None:
+            self._changed = None
+            changed.set()
+
+    def drain(self) -> list[NodeTask]:
+        """Remove and return every NodeTask, most urgent first."""
+        tasks = []
+        while (task := self.pop()) is not None:
+            tasks.append(task)
+        return tasks
+
+    def keep(self, predicate: Any) -> list[NodeTask]:
+        """Keep only the NodeTasks for which ``predicate`` holds; returns the others."""
+        dropped = []
+        for task in self.drain():
+            if predicate(task):
+                self.push(task)
+            else:
+                dropped.append(task)
+        return dropped
