@@ -1,7 +1,7 @@
 """The engine's own cost per node, with the math taken out.
 
 A 100,000-node chain of identity nodes (``apply`` returns its input list) is backwarded; what is
-left is the bookkeeping ENGINE.md budgets at "a few microseconds": the ready-queue push and pop,
+left is the engine's bookkeeping, which should cost a few microseconds: the ready-queue push and pop,
 the dependency update, the InputBuffer, the saved-tensor release check. It also times the fixed
 cost of one small ``backward()`` call (argument checks, GraphTask, root gradient), next to torch's
 for the same call when torch is installed.

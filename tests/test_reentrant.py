@@ -1,5 +1,5 @@
 """Reentrant backward: a backward awaited inside a node, hook or callback of a running backward
-(ENGINE.md, "Reentrant backward"; pytorch-semantics.md, section L). Several tests are PyTorch's
+(docs/engine.md, "Reentrant backward"; PyTorch's "reentrant backward" in its autograd notes). Several tests are PyTorch's
 own (test_autograd.py) rewritten for aiograd; their names say which."""
 
 from __future__ import annotations
