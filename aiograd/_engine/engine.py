@@ -26,10 +26,10 @@ from .evaluate import OFFLOADED, evaluate
 from .graph_task import GraphTask, compute_dependencies, init_to_execute
 from .input_buffer import accumulate, buffer_device, defer_contribution, sum_in_order
 from .node_task import RUN, NodeTask, make_tie_source
-from .offload import discard, finish_offloaded, get_executor
+from .offload import ExecutorLoad, discard, finish_offloaded, get_executor
 from .ready_queue import ReadyQueue
 from .reentrant import DEFAULT_MAX_REENTRANT_DEPTH, run_reentrant
-from .statistics import EngineStatistics
+from .statistics import EngineStatistics, snapshot
 
 if TYPE_CHECKING:
     from .._node import Edge, Node
@@ -90,13 +90,10 @@ class Engine:
         self.tie = make_tie_source(self.shuffle_seed)
         # Counters (statistics()).
         self.nodes_executed = 0
-        self.nodes_offloaded = 0
-        self.nodes_in_flight = 0
-        self.max_nodes_in_flight = 0
+        self.load = ExecutorLoad()  # nodes offloaded, in flight, per executor
         self.deepest_reentrant_depth = 0
         self.reentrant_workers_started = 0
         self._driven: set[GraphTask] = set()  # GraphTasks being driven (in flight)
-        self._occupancy: dict[str, list[Any]] = {}  # device type -> [executor, in flight]
         self._device_queues: dict[Any, DeviceQueue] = {}
 
     # ------------------------------------------------------------------------------- entry
@@ -316,22 +313,6 @@ class Engine:
         executor = self.executor(device_type)
         return None if executor.inline else executor
 
-    def occupy(self, executor: Executor, device_type: str) -> list[Any]:
-        """Count a node submitted to ``executor``; returns the occupancy entry to release."""
-        self.nodes_offloaded += 1
-        self.nodes_in_flight += 1
-        if self.nodes_in_flight > self.max_nodes_in_flight:
-            self.max_nodes_in_flight = self.nodes_in_flight
-        occupancy = self._occupancy.get(device_type)
-        if occupancy is None or occupancy[0] is not executor:
-            occupancy = self._occupancy[device_type] = [executor, 0]
-        occupancy[1] += 1
-        return occupancy
-
-    def release(self, occupancy: list[Any]) -> None:
-        self.nodes_in_flight -= 1
-        occupancy[1] -= 1
-
     # ------------------------------------------------------------------------------- lifetime
     async def aclose(self) -> None:
         """Stop this engine's device workers (they also stop by themselves once their queues are
@@ -346,30 +327,7 @@ class Engine:
 
     def statistics(self) -> EngineStatistics:
         """Counters since the engine was created, and what is running now."""
-        device_queues = {id(q) for q in self._device_queues.values()}
-        # Each running call's own queue once (reentrant children share their parent's).
-        cpu_queues = {id(gt.queue): gt.queue for gt in self._driven if id(gt.queue) not in device_queues}
-        depths = {"cpu": sum(q.depth() for q in cpu_queues.values())}
-        for dev, dev_queue in self._device_queues.items():
-            depths[str(dev)] = dev_queue.depth()
-        return EngineStatistics(
-            graph_tasks_in_flight=len(self._driven),
-            nodes_executed=self.nodes_executed,
-            nodes_offloaded=self.nodes_offloaded,
-            nodes_in_flight=self.nodes_in_flight,
-            max_nodes_in_flight=self.max_nodes_in_flight,
-            offload_threshold_ns=self.offload_threshold,
-            executors={"cpu": repr(self.executor("cpu"))},
-            deepest_reentrant_depth=self.deepest_reentrant_depth,
-            reentrant_workers_started=self.reentrant_workers_started,
-            nodes_per_turn=self.nodes_per_turn,
-            queue_depths=depths,
-            executor_occupancy={
-                kind: (in_flight, executor.capacity)
-                for kind, (executor, in_flight) in self._occupancy.items()
-            },
-            shuffle_seed=self.shuffle_seed,
-        )
+        return snapshot(self, self._driven, self._device_queues)
 
 
 _engines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Engine] = weakref.WeakKeyDictionary()

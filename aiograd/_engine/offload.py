@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .engine import Engine
     from .graph_task import GraphTask
 
-__all__ = ["discard", "finish_offloaded", "get_executor", "offload", "set_executor"]
+__all__ = ["ExecutorLoad", "discard", "finish_offloaded", "get_executor", "offload", "set_executor"]
 
 _chosen: dict[str, Executor] = {}  # set_executor's
 _defaults: dict[str, Executor] = {}  # one instance of each device type's default executor
@@ -58,6 +58,33 @@ def get_executor(device_type: str) -> Executor:
     return executor
 
 
+class ExecutorLoad:
+    """What an engine has sent to executors: counters for ``statistics()``, and the nodes in
+    flight per device type's executor."""
+
+    def __init__(self) -> None:
+        self.nodes_offloaded = 0
+        self.nodes_in_flight = 0
+        self.max_nodes_in_flight = 0
+        self.occupancy: dict[str, list[Any]] = {}  # device type -> [executor, in flight]
+
+    def occupy(self, executor: Executor, device_type: str) -> list[Any]:
+        """Count a node submitted to ``executor``; returns the entry ``release`` takes."""
+        self.nodes_offloaded += 1
+        self.nodes_in_flight += 1
+        if self.nodes_in_flight > self.max_nodes_in_flight:
+            self.max_nodes_in_flight = self.nodes_in_flight
+        entry = self.occupancy.get(device_type)
+        if entry is None or entry[0] is not executor:
+            entry = self.occupancy[device_type] = [executor, 0]
+        entry[1] += 1
+        return entry
+
+    def release(self, entry: list[Any]) -> None:
+        self.nodes_in_flight -= 1
+        entry[1] -= 1
+
+
 def offload(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any], executor: Executor) -> None:
     """Run ``node.apply(buffer)`` in ``executor``; its result comes back as a DONE NodeTask."""
     if graph_task.in_flight >= executor.capacity:
@@ -65,7 +92,7 @@ def offload(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]
         return
     graph_task.in_flight += 1
     dev = buffer_device(buffer) if graph_task.multi_device else None
-    occupancy = engine.occupy(executor, "cpu" if dev is None else dev.type)
+    occupancy = engine.load.occupy(executor, "cpu" if dev is None else dev.type)
     # The math runs in a copy of this context: grad mode = create_graph, the user's variables.
     context = contextvars.copy_context()
     future = executor.submit(functools.partial(context.run, node.apply, buffer))
@@ -74,7 +101,7 @@ def offload(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]
     def done(fut: asyncio.Future[Any]) -> None:
         # On the loop. A GraphTask that failed or was cancelled meanwhile is gone: its
         # result is dropped here (and its exception retrieved, so asyncio does not log it).
-        engine.release(occupancy)
+        engine.load.release(occupancy)
         if graph_task.future.done():
             if not fut.cancelled():
                 fut.exception()
