@@ -31,4 +31,4 @@ def should_compute(edge: Any) -> bool:
     if graph_task is None or graph_task.exec_info is None:
         return True
     info = graph_task.exec_info.get(edge[0])
-    return info is not None and (info.needed or bool(info.captures))
+    return info is not None and info.should_execute()

@@ -258,7 +258,7 @@ class Engine:
             dependencies[next_node] = remaining
             if exec_info is not None:
                 info = exec_info.get(next_node)
-                if info is None or not (info.needed or info.captures):
+                if info is None or not (info.needed or info.captures):  # ExecInfo.should_execute, inlined
                     continue
             grad = outputs[i]
             if graph_task.deterministic and grad is not None:
