@@ -174,8 +174,16 @@ async def test_stress_mix_of_calls_errors_and_cancellations(seed, shuffle_seed):
     del x, w
     for _ in range(3):
         await asyncio.sleep(0)  # finished tasks' done callbacks
-    while engine.statistics().nodes_in_flight:
-        await asyncio.sleep(0)  # offloaded math of cancelled calls finishing in the threads
+
+    async def in_flight_finished() -> None:
+        while engine.statistics().nodes_in_flight:
+            await asyncio.sleep(0)  # offloaded math of cancelled calls finishing in the threads
+
+    # A bound, so that a lost executor result fails here (with the statistics) instead of hanging.
+    try:
+        await asyncio.wait_for(in_flight_finished(), timeout=60)
+    except TimeoutError:
+        pytest.fail(f"offloaded nodes never came back: {engine.statistics()}")
     gc.collect()
     assert not any(type(o) is GraphTask for o in gc.get_objects())
     assert all(ref() is None for ref in graph_refs)
