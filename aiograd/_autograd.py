@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 import numpy as np
@@ -240,7 +240,7 @@ def tensor_backward(
     inputs: TensorOrTensors | None = None,
     *,
     atomic: bool = False,
-) -> Any:
+) -> Coroutine[Any, Any, None]:
     """Awaitable: accumulate the gradient of this tensor into the leaves' ``.grad``.
 
     ``await loss.backward()`` is ``await aiograd.backward(loss, ...)``; see :func:`backward`
