@@ -16,6 +16,11 @@ from ._tensor import Tensor
 __all__ = ["backward", "grad"]
 
 TensorOrTensors = Tensor | Sequence[Tensor]
+#: A gradient given for one output: a tensor, or a number or numpy array (a constant, made on the
+#: output's device with its dtype).
+GradientLike = Tensor | float | np.ndarray[Any, Any] | np.generic
+#: ``grad_tensors`` / ``grad_outputs``: one gradient, or one per output (None for a scalar's).
+GradientsLike = GradientLike | Sequence[GradientLike | None]
 
 _warned_create_graph = False
 
@@ -128,7 +133,7 @@ async def _run_backward(
 
 async def backward(
     tensors: TensorOrTensors,
-    grad_tensors: TensorOrTensors | None = None,
+    grad_tensors: GradientsLike | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
     inputs: TensorOrTensors | None = None,
@@ -181,7 +186,7 @@ async def backward(
 async def grad(
     outputs: TensorOrTensors,
     inputs: TensorOrTensors,
-    grad_outputs: TensorOrTensors | None = None,
+    grad_outputs: GradientsLike | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
     only_inputs: bool = True,
@@ -234,7 +239,7 @@ async def grad(
 
 def tensor_backward(
     self: Tensor,
-    gradient: Any = None,
+    gradient: GradientLike | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
     inputs: TensorOrTensors | None = None,

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import builtins
     from collections.abc import Awaitable, Callable, Sequence
     from types import EllipsisType
-    from typing import Any, NamedTuple, SupportsIndex, overload
+    from typing import Any, NamedTuple, SupportsIndex, TypeAlias, overload
 
     import numpy as np
     from numpy.typing import DTypeLike, NDArray
@@ -30,20 +30,20 @@ if TYPE_CHECKING:
 
     # ``bool`` and ``float`` are also Tensor methods (casts): inside the class body those names
     # mean the methods, so annotations spell the builtins through these aliases.
-    _bool = builtins.bool
-    _float = builtins.float
+    _bool: TypeAlias = builtins.bool
+    _float: TypeAlias = builtins.float
 
     #: What an arithmetic operand may be besides a tensor: a Python number or a numpy array.
-    Number = int | builtins.float | builtins.bool
-    TensorLike = Tensor | Number | NDArray[Any] | np.generic
+    Number: TypeAlias = int | builtins.float | builtins.bool
+    TensorLike: TypeAlias = Tensor | Number | NDArray[Any] | np.generic
     #: What ``t[index]`` accepts: numpy's (= PyTorch's) basic and advanced indices.
-    Index = SupportsIndex | slice | EllipsisType | None | Tensor | NDArray[Any] | Sequence[Any]
+    Index: TypeAlias = SupportsIndex | slice | EllipsisType | None | Tensor | NDArray[Any] | Sequence[Any]
     #: A shape given as separate ints or one sequence: ``t.reshape(2, 3)`` or ``t.reshape((2, 3))``.
-    Dims = int | Sequence[int]
+    Dims: TypeAlias = int | Sequence[int]
     #: A gradient hook: ``hook(grad)``, sync or ``async def``; a returned tensor replaces the grad.
-    GradHook = Callable[[Tensor], Tensor | None] | Callable[[Tensor], Awaitable[Tensor | None]]
+    GradHook: TypeAlias = Callable[[Tensor], Tensor | None] | Callable[[Tensor], Awaitable[Tensor | None]]
     #: A post-accumulate-grad hook: ``hook(tensor)``, sync or ``async def``, returning None.
-    PostAccumulateGradHook = Callable[[Tensor], None] | Callable[[Tensor], Awaitable[None]]
+    PostAccumulateGradHook: TypeAlias = Callable[[Tensor], None] | Callable[[Tensor], Awaitable[None]]
 
     class ValuesIndices(NamedTuple):
         """``max``/``min`` along a dimension: the values and the index of each."""
@@ -64,7 +64,7 @@ class TensorMethods:
         # ------------------------------------------------------------------ autograd
         async def backward(
             self,
-            gradient: Tensor | Number | NDArray[Any] | None = None,
+            gradient: Tensor | Number | NDArray[Any] | np.generic | None = None,
             retain_graph: _bool | None = None,
             create_graph: _bool = False,
             inputs: Tensor | Sequence[Tensor] | None = None,
@@ -146,8 +146,9 @@ class TensorMethods:
         def __ge__(self, other: TensorLike) -> Tensor: ...
         def __getitem__(self, index: Index | tuple[Index, ...]) -> Tensor: ...
         def __setitem__(self, index: Index | tuple[Index, ...], value: TensorLike) -> None: ...
-        def __iadd__(self, other: TensorLike, *, alpha: _float = 1) -> Tensor: ...
-        def __isub__(self, other: TensorLike, *, alpha: _float = 1) -> Tensor: ...
+        # (mypy cannot match a keyword-only ``alpha`` between ``__iadd__`` and ``__add__``.)
+        def __iadd__(self, other: TensorLike, *, alpha: _float = 1) -> Tensor: ...  # type: ignore[misc]
+        def __isub__(self, other: TensorLike, *, alpha: _float = 1) -> Tensor: ...  # type: ignore[misc]
         def __imul__(self, other: TensorLike) -> Tensor: ...
         def __itruediv__(self, other: TensorLike) -> Tensor: ...
         def __ipow__(self, exponent: TensorLike) -> Tensor: ...
@@ -173,14 +174,14 @@ class TensorMethods:
             dim: int | Sequence[int] | None = None,
             keepdim: _bool = False,
             *,
-            dtype: DTypeLike = None,
+            dtype: DTypeLike | None = None,
         ) -> Tensor: ...
         def mean(
             self,
             dim: int | Sequence[int] | None = None,
             keepdim: _bool = False,
             *,
-            dtype: DTypeLike = None,
+            dtype: DTypeLike | None = None,
         ) -> Tensor: ...
         def var(
             self,
@@ -225,11 +226,11 @@ class TensorMethods:
             ...
 
         def prod(
-            self, dim: int | None = None, keepdim: _bool = False, *, dtype: DTypeLike = None
+            self, dim: int | None = None, keepdim: _bool = False, *, dtype: DTypeLike | None = None
         ) -> Tensor: ...
         def logsumexp(self, dim: int | Sequence[int], keepdim: _bool = False) -> Tensor: ...
-        def softmax(self, dim: int, dtype: DTypeLike = None) -> Tensor: ...
-        def log_softmax(self, dim: int, dtype: DTypeLike = None) -> Tensor: ...
+        def softmax(self, dim: int, dtype: DTypeLike | None = None) -> Tensor: ...
+        def log_softmax(self, dim: int, dtype: DTypeLike | None = None) -> Tensor: ...
         def argmax(self, dim: int | None = None, keepdim: _bool = False) -> Tensor: ...
         def argmin(self, dim: int | None = None, keepdim: _bool = False) -> Tensor: ...
 

@@ -99,7 +99,8 @@ class FunctionCtx:
         if self._freed:
             raise RuntimeError(_ERR_BACKWARD_TWICE)
         node: _Any = self
-        return tuple(None if s is None else s.unpack(node) for s in self._saved_variables)
+        saved = tuple(None if s is None else s.unpack(node) for s in self._saved_variables)
+        return _cast("tuple[_Tensor, ...]", saved)
 
     def mark_dirty(self, *tensors: _Tensor) -> None:
         """Declare the inputs that ``forward`` modified in place; it must return them.
@@ -217,9 +218,9 @@ class _FunctionBackward(_Node, FunctionCtx):
                         f"Function {self.name()} returned an invalid gradient at index {i} - got "
                         f"{list(grad.data.shape)} but expected shape compatible with {list(shape)}"
                     )
-                grad = grad.sum_to_size(shape)  # type: ignore[attr-defined]
+                grad = grad.sum_to_size(shape)
             if grad.data.dtype != dtype:
-                grad = grad.to(dtype)  # type: ignore[attr-defined]
+                grad = grad.to(dtype)
             if grad._device is not device:
                 # PyTorch's validate_outputs: a 0-dim gradient is moved, any other is an error.
                 if grad.data.ndim:
@@ -227,7 +228,7 @@ class _FunctionBackward(_Node, FunctionCtx):
                         f"Function {self.name()} returned an invalid gradient at index {i} - "
                         f"expected device {device} but got {grad._device}"
                     )
-                grad = grad.to(device)  # type: ignore[attr-defined]
+                grad = grad.to(device)
             grads[i] = grad
         return grads
 

