@@ -5,8 +5,9 @@
   compared here with the live ``Tensor`` (names both ways; parameter names, kinds and defaults),
   so a new op or a changed signature cannot drift from them unnoticed.
 - ``mypy --strict`` and pyright (strict) must accept ``tests/typing/user_script.py``, a user's
-  script over the public API, and both must flag the forgotten ``await`` in
-  ``tests/typing/unawaited_backward.py``.
+  script over the public API, and the declarations themselves; both must flag the forgotten
+  ``await`` in ``tests/typing/unawaited_backward.py`` and each mistake in
+  ``tests/typing/misuse.py`` (so the surface cannot silently decay to ``Any``).
 - ``pyright --verifytypes`` must find the public surface at least 95% typed.
 
 The checkers run against this checkout's package (their search path names its root explicitly),
@@ -39,11 +40,22 @@ DECLARATIONS = PACKAGE / "_tensor_api.py"
 SCRIPTS = Path(__file__).resolve().parent / "typing"
 USER_SCRIPT = SCRIPTS / "user_script.py"
 UNAWAITED = SCRIPTS / "unawaited_backward.py"
+MISUSE = SCRIPTS / "misuse.py"
 #: The line of ``loss.backward()`` without ``await`` in UNAWAITED.
 UNAWAITED_LINE = next(
     n for n, line in enumerate(UNAWAITED.read_text().splitlines(), 1) if line.strip() == "loss.backward()"
 )
 VERIFYTYPES_TARGET = 0.95
+
+
+def _expected_misuse() -> dict[int, tuple[str, str]]:
+    """MISUSE's marked lines: line -> (mypy error code, pyright rule)."""
+    expected: dict[int, tuple[str, str]] = {}
+    for n, line in enumerate(MISUSE.read_text().splitlines(), 1):
+        if "# expect: " in line:
+            mypy_code, pyright_rule = line.split("# expect: ")[1].split()
+            expected[n] = (mypy_code, pyright_rule)
+    return expected
 
 #: One parameter as compared: (name, kind, default), the default as source text ("" for none).
 Param = tuple[str, str, str]
@@ -244,7 +256,7 @@ def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> str:
     )
     cmd = [sys.executable, "-m", "mypy", "--config-file", str(workdir / "mypy.ini"),
            "--cache-dir", str(workdir / "cache"), "--no-error-summary", "--show-error-codes",
-           "--show-absolute-path", str(USER_SCRIPT), str(UNAWAITED)]
+           "--show-absolute-path", str(USER_SCRIPT), str(UNAWAITED), str(MISUSE)]
     proc = subprocess.run(cmd, cwd=workdir, env=_checker_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     return proc.stdout
@@ -268,9 +280,9 @@ def pyright_diagnostics(tmp_path_factory: pytest.TempPathFactory) -> list[dict[s
     workdir = tmp_path_factory.mktemp("pyright")
     config = {"typeCheckingMode": "strict", "extraPaths": [str(ROOT)], "pythonVersion": "3.11"}
     (workdir / "pyrightconfig.json").write_text(json.dumps(config))
-    files = [str(USER_SCRIPT), str(UNAWAITED), str(DECLARATIONS)]
+    files = [str(USER_SCRIPT), str(UNAWAITED), str(MISUSE), str(DECLARATIONS)]
     result = _pyright(["-p", str(workdir / "pyrightconfig.json"), *files], workdir)
-    assert result["summary"]["filesAnalyzed"] == 3
+    assert result["summary"]["filesAnalyzed"] == 4
     diagnostics: list[dict[str, Any]] = result["generalDiagnostics"]
     return diagnostics
 
@@ -282,8 +294,9 @@ def _errors_about(output: str, script: Path) -> list[str]:
 def test_mypy_strict_accepts_the_user_script_and_the_declarations(mypy_output: str) -> None:
     assert _errors_about(mypy_output, USER_SCRIPT) == []
     assert _errors_about(mypy_output, DECLARATIONS) == []
-    # Nothing else either: the only error of the run is the one about the unawaited backward.
-    assert len([line for line in mypy_output.splitlines() if ": error:" in line]) == 1, mypy_output
+    # Nothing else either: every error of the run is about the two scripts with mistakes.
+    errors = [line for line in mypy_output.splitlines() if ": error:" in line]
+    assert all(line.startswith((f"{UNAWAITED}:", f"{MISUSE}:")) for line in errors), mypy_output
 
 
 def test_mypy_flags_an_unawaited_backward(mypy_output: str) -> None:
@@ -316,3 +329,25 @@ def test_pyright_finds_the_public_surface_typed() -> None:
     assert report["completenessScore"] >= VERIFYTYPES_TARGET, (
         f"{report['completenessScore']:.1%} typed; not yet: {', '.join(incomplete)}"
     )
+
+
+def test_mypy_flags_each_misuse(mypy_output: str) -> None:
+    flagged: dict[int, set[str]] = {}
+    for line in _errors_about(mypy_output, MISUSE):
+        number = int(line.split(":")[1])
+        flagged.setdefault(number, set()).add(line.rsplit("[", 1)[1].rstrip("]"))
+    expected = _expected_misuse()
+    assert flagged.keys() == expected.keys(), mypy_output
+    for number, (code, _) in expected.items():
+        assert code in flagged[number], (number, flagged[number])
+
+
+def test_pyright_flags_each_misuse(pyright_diagnostics: list[dict[str, Any]]) -> None:
+    flagged: dict[int, set[str]] = {}
+    for d in pyright_diagnostics:
+        if Path(d["file"]) == MISUSE and d["severity"] == "error":
+            flagged.setdefault(d["range"]["start"]["line"] + 1, set()).add(d.get("rule", ""))
+    expected = _expected_misuse()
+    assert flagged.keys() == expected.keys(), flagged
+    for number, (_, rule) in expected.items():
+        assert rule in flagged[number], (number, flagged[number])
