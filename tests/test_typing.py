@@ -323,11 +323,16 @@ def test_pyright_finds_the_public_surface_typed() -> None:
     report = result["typeCompleteness"]
     assert Path(report["packageRootDirectory"]) == PACKAGE  # this checkout's package
     assert Path(report["pyTypedPath"]) == PACKAGE / "py.typed"
-    incomplete = sorted(
-        s["name"] for s in report["symbols"] if s["isExported"] and not s["isTypeKnown"]
+    # Most incomplete symbols only refer to another one; name the roots: declarations whose own
+    # type pyright has to guess (a missing annotation, an unannotated override).
+    roots = sorted(
+        s["name"]
+        for s in report["symbols"]
+        if not s["isTypeKnown"]
+        and any("missing type annotation" in d["message"] for d in s["diagnostics"])
     )
     assert report["completenessScore"] >= VERIFYTYPES_TARGET, (
-        f"{report['completenessScore']:.1%} typed; not yet: {', '.join(incomplete)}"
+        f"{report['completenessScore']:.1%} of the public surface typed; annotate: {', '.join(roots)}"
     )
 
 
