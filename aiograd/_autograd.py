@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,11 @@ from ._tensor import Tensor
 __all__ = ["backward", "grad"]
 
 TensorOrTensors = Tensor | Sequence[Tensor]
+#: A gradient given for one output: a tensor, or a number or numpy array (a constant, made on the
+#: output's device with its dtype).
+GradientLike = Tensor | float | np.ndarray[Any, Any] | np.generic
+#: ``grad_tensors`` / ``grad_outputs``: one gradient, or one per output (None for a scalar's).
+GradientsLike = GradientLike | Sequence[GradientLike | None]
 
 _warned_create_graph = False
 
@@ -128,7 +133,7 @@ async def _run_backward(
 
 async def backward(
     tensors: TensorOrTensors,
-    grad_tensors: TensorOrTensors | None = None,
+    grad_tensors: GradientsLike | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
     inputs: TensorOrTensors | None = None,
@@ -181,7 +186,7 @@ async def backward(
 async def grad(
     outputs: TensorOrTensors,
     inputs: TensorOrTensors,
-    grad_outputs: TensorOrTensors | None = None,
+    grad_outputs: GradientsLike | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
     only_inputs: bool = True,
@@ -234,13 +239,13 @@ async def grad(
 
 def tensor_backward(
     self: Tensor,
-    gradient: Any = None,
+    gradient: GradientLike | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
     inputs: TensorOrTensors | None = None,
     *,
     atomic: bool = False,
-) -> Any:
+) -> Coroutine[Any, Any, None]:
     """Awaitable: accumulate the gradient of this tensor into the leaves' ``.grad``.
 
     ``await loss.backward()`` is ``await aiograd.backward(loss, ...)``; see :func:`backward`

@@ -17,6 +17,7 @@ import numpy as np
 from . import _node, _saved
 from ._device import CPU, device, watch
 from ._node import Node
+from ._tensor_api import TensorMethods
 
 __all__ = ["Tensor"]
 
@@ -32,7 +33,7 @@ def is_floating(dtype: np.dtype[Any]) -> bool:
     return dtype.kind == "f"
 
 
-class Tensor:
+class Tensor(TensorMethods):
     """An n-dimensional array that can record the operations applied to it.
 
     Create tensors with :func:`aiograd.tensor` and the other factories. ``requires_grad=True``

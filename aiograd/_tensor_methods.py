@@ -1,18 +1,34 @@
-"""Binds the op functions to Tensor as methods, operators and properties (one table per family)."""
+"""Binds the op functions to Tensor as methods, operators and properties (one table per family).
+
+Type checkers cannot follow these ``setattr`` calls: ``_tensor_api.TensorMethods`` declares the same
+names for them, and ``tests/test_typing.py`` keeps the two in step.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 from . import _hooks
 from ._autograd import tensor_backward
 from ._ops import convenience, elementwise, indexing, inplace, joining, linalg, reduction, shape
 from ._tensor import Tensor
 
+__all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]
+
 _FAMILIES = (elementwise, indexing, joining, linalg, reduction, shape, convenience, inplace, _hooks)
 
-for _family in _FAMILIES:
-    for _name, _fn in getattr(_family, "TENSOR_METHODS", {}).items():
-        setattr(Tensor, _name, _fn)
-    for _name, _fn in getattr(_family, "TENSOR_PROPERTIES", {}).items():
-        setattr(Tensor, _name, property(_fn, doc=_fn.__doc__))
+#: Every method and operator bound onto Tensor here: name -> function (a later family wins).
+BOUND_METHODS: dict[str, Callable[..., Any]] = {}
+#: Every property bound onto Tensor here: name -> getter.
+BOUND_PROPERTIES: dict[str, Callable[..., Any]] = {}
 
-Tensor.backward = tensor_backward  # type: ignore[attr-defined]
+for _family in _FAMILIES:
+    BOUND_METHODS.update(getattr(_family, "TENSOR_METHODS", {}))
+    BOUND_PROPERTIES.update(getattr(_family, "TENSOR_PROPERTIES", {}))
+BOUND_METHODS["backward"] = tensor_backward
+
+for _name, _fn in BOUND_METHODS.items():
+    setattr(Tensor, _name, _fn)
+for _name, _fn in BOUND_PROPERTIES.items():
+    setattr(Tensor, _name, property(_fn, doc=_fn.__doc__))

@@ -30,7 +30,10 @@ import inspect as _inspect
 import warnings as _warnings
 from collections.abc import Callable as _Callable
 from collections.abc import Sequence as _Sequence
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
+from typing import TypeVar as _TypeVar
+from typing import cast as _cast
 
 import numpy as _np
 
@@ -62,13 +65,19 @@ class FunctionCtx:
     #: One bool per forward argument: True where it is a tensor that requires grad.
     needs_input_grad: tuple[bool, ...] = ()
     #: Whether None gradients reach ``backward`` as zeros (see ``set_materialize_grads``).
-    materialize_grads = True
+    materialize_grads: bool = True
 
     _to_save: tuple[_Any, ...] = ()
     _dirty: tuple[_Any, ...] = ()
     _non_differentiable: tuple[_Any, ...] = ()
     _saved_variables: tuple[_SavedTensor | None, ...] = ()
     _freed = False
+
+    if _TYPE_CHECKING:
+        # Any attribute may be set on ctx in ``forward`` and read in ``backward`` (``ctx.k = k``);
+        # these tell type checkers so, without changing attribute access at run time.
+        def __getattr__(self, name: str) -> _Any: ...
+        def __setattr__(self, name: str, value: _Any) -> None: ...
 
     def save_for_backward(self, *tensors: _Tensor | None) -> None:
         """Keep tensors (inputs, outputs or intermediates; None allowed) for ``backward``.
@@ -80,15 +89,18 @@ class FunctionCtx:
         self._to_save = tensors
 
     @property
-    def saved_tensors(self) -> tuple[_Tensor | None, ...]:
+    def saved_tensors(self) -> tuple[_Tensor, ...]:
         """The tensors given to ``save_for_backward``, checked against in-place changes.
+
+        Typed as tensors, as in PyTorch: a None given to ``save_for_backward`` comes back as None.
 
         Raises the "backward through the graph a second time" error once backward freed them.
         """
         if self._freed:
             raise RuntimeError(_ERR_BACKWARD_TWICE)
         node: _Any = self
-        return tuple(None if s is None else s.unpack(node) for s in self._saved_variables)
+        saved = tuple(None if s is None else s.unpack(node) for s in self._saved_variables)
+        return _cast("tuple[_Tensor, ...]", saved)
 
     def mark_dirty(self, *tensors: _Tensor) -> None:
         """Declare the inputs that ``forward`` modified in place; it must return them.
@@ -206,9 +218,9 @@ class _FunctionBackward(_Node, FunctionCtx):
                         f"Function {self.name()} returned an invalid gradient at index {i} - got "
                         f"{list(grad.data.shape)} but expected shape compatible with {list(shape)}"
                     )
-                grad = grad.sum_to_size(shape)  # type: ignore[attr-defined]
+                grad = grad.sum_to_size(shape)
             if grad.data.dtype != dtype:
-                grad = grad.to(dtype)  # type: ignore[attr-defined]
+                grad = grad.to(dtype)
             if grad._device is not device:
                 # PyTorch's validate_outputs: a 0-dim gradient is moved, any other is an error.
                 if grad.data.ndim:
@@ -216,7 +228,7 @@ class _FunctionBackward(_Node, FunctionCtx):
                         f"Function {self.name()} returned an invalid gradient at index {i} - "
                         f"expected device {device} but got {grad._device}"
                     )
-                grad = grad.to(device)  # type: ignore[attr-defined]
+                grad = grad.to(device)
             grads[i] = grad
         return grads
 
@@ -269,8 +281,12 @@ class Function:
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
-    def backward(ctx: _Any, *grad_outputs: _Any) -> _Any:
-        """Map the gradients of the outputs to the gradients of the inputs (may be async)."""
+    def backward(ctx: _Any, *grad_outputs: _Any, **kwargs: _Any) -> _Any:
+        """Map the gradients of the outputs to the gradients of the inputs (may be async).
+
+        (``**kwargs`` only tells type checkers that a subclass may declare any parameters; the
+        engine passes one gradient per output, positionally.)
+        """
         raise NotImplementedError(
             "You must implement either the backward or vjp method for your custom "
             "autograd.Function to use it with backward mode AD."
@@ -461,7 +477,10 @@ def _delay_error(args: tuple[_Any, ...], outputs: _Any) -> _Any:
     return tuple(wrapped) if len(wrapped) != 1 else wrapped[0]
 
 
-def once_differentiable(fn: _Callable[..., _Any]) -> _Callable[..., _Any]:
+_BackwardFn = _TypeVar("_BackwardFn", bound=_Callable[..., _Any])
+
+
+def once_differentiable(fn: _BackwardFn) -> _BackwardFn:
     """Decorate a ``backward`` that cannot be differentiated (``@staticmethod`` goes outside).
 
     It runs under no_grad, so it may use any code, numpy included. Under ``create_graph=True`` its
@@ -475,10 +494,10 @@ def once_differentiable(fn: _Callable[..., _Any]) -> _Callable[..., _Any]:
         async def async_wrapper(ctx: _Any, *args: _Any) -> _Any:
             return _delay_error(args, await without_grad(ctx, *args))
 
-        return async_wrapper
+        return _cast(_BackwardFn, async_wrapper)
 
     @_functools.wraps(fn)
     def wrapper(ctx: _Any, *args: _Any) -> _Any:
         return _delay_error(args, without_grad(ctx, *args))
 
-    return wrapper
+    return _cast(_BackwardFn, wrapper)

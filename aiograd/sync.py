@@ -43,12 +43,14 @@ from collections.abc import Coroutine as _Coroutine
 from contextlib import AbstractContextManager as _AbstractContextManager
 from typing import Any as _Any
 from typing import TypeVar as _TypeVar
+from typing import cast as _cast
 
 from . import _autograd
 from ._anomaly import current_node as _current_node
+from ._autograd import GradientsLike as _GradientsLike
 from ._autograd import TensorOrTensors as _TensorOrTensors
-from ._engine import current_graph_task as _current_graph_task
 from ._engine import current_worker as _current_worker
+from ._graph_context import current_graph_task as _current_graph_task
 from ._tensor import Tensor as _Tensor
 
 __all__ = ["backward", "grad", "shutdown"]
@@ -231,7 +233,7 @@ def _call(name: str, function: _Callable[..., _Coroutine[_Any, _Any, _T]], *args
     finished = _threading.Event()
     future, thread = _submit(name, _functools.partial(_spawn, context, function, args, finished))
     try:
-        return future.result()
+        return _cast(_T, future.result())
     except _futures.CancelledError:
         raise RuntimeError(
             f"aiograd.sync.{name}() was cancelled on aiograd.sync's event loop (by "
@@ -250,7 +252,7 @@ def _call(name: str, function: _Callable[..., _Coroutine[_Any, _Any, _T]], *args
 
 def backward(
     tensors: _TensorOrTensors,
-    grad_tensors: _TensorOrTensors | None = None,
+    grad_tensors: _GradientsLike | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
     inputs: _TensorOrTensors | None = None,
@@ -277,7 +279,7 @@ def backward(
 def grad(
     outputs: _TensorOrTensors,
     inputs: _TensorOrTensors,
-    grad_outputs: _TensorOrTensors | None = None,
+    grad_outputs: _GradientsLike | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
     only_inputs: bool = True,

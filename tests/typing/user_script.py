@@ -1,0 +1,113 @@
+"""A user's script, checked by ``mypy --strict`` and pyright in ``tests/test_typing.py``.
+
+It exercises the public surface the way an application would; it must type-check cleanly. It is
+also run (``test_user_script_runs``), so every line is real, working aiograd code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import aiograd as ag
+import aiograd.nn.functional as F
+from aiograd import Function, Tensor
+from aiograd.function import FunctionCtx, once_differentiable
+from aiograd.testing import gradcheck
+
+
+class Exp(Function):
+    """A custom Function with a sync backward."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, x: Tensor) -> Tensor:
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
+        (y,) = ctx.saved_tensors
+        return grad * y
+
+
+class Scale(Function):
+    """A custom Function with an ``async def`` backward and a constant argument kept on ctx."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, x: Tensor, k: float) -> Tensor:
+        ctx.k = k
+        return x * k
+
+    @staticmethod
+    @once_differentiable
+    async def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
+        k: float = ctx.k
+        return grad * k, None
+
+
+def double_hook(grad: Tensor) -> Tensor:
+    return grad * 2
+
+
+async def async_hook(grad: Tensor) -> None:
+    assert grad.shape == (3, 2)
+
+
+def sum_of_squares(t: Tensor) -> Tensor:
+    return (t * t).sum()
+
+
+async def main() -> float:
+    ag.manual_seed(0)
+    w = ag.randn(3, 2, requires_grad=True)
+    x = ag.tensor(np.ones((4, 3)), dtype=ag.float64)
+    b = ag.zeros(2, requires_grad=True)
+
+    # operators, reflected and in-place ones, comparisons, indexing
+    h: Tensor = F.linear(x, w.T, b).tanh()
+    h = 1.0 - h * 2 + h / 3 - 2 ** h.clamp(max=1.0)
+    h = (x @ w + b).relu() + abs(-h) + (+h)
+    mask: Tensor = h > 0
+    picked = h[mask]
+    h2 = h.clone()
+    h2[0] = 0.0
+    h2 += 1
+    h2 *= 0.5
+    first, rest = h2.split([1, 3])
+    stacked = ag.cat([first, rest], dim=0).reshape(2, 4).transpose(0, 1).sum(dim=1)
+    values, indices = h.max(dim=1)
+    top: Tensor = h.max()
+
+    # a loss, hooks, backward
+    handle = w.register_hook(double_hook)
+    w.register_hook(async_hook)
+    logits = h + Exp.apply(stacked.unsqueeze(1)) + Scale.apply(values.unsqueeze(1), 0.5)
+    target = ag.tensor([0, 1, 1, 0])
+    loss = F.cross_entropy(logits, target) + F.mse_loss(h, ag.zeros_like(h)) + top + picked.sum()
+    await loss.backward(retain_graph=True)
+    handle.remove()
+    assert w.grad is not None and b.grad is not None
+
+    # grad, higher order, no_grad
+    (g,) = await ag.grad((w * w).sum(), w, create_graph=True)
+    assert g is not None
+    (hess,) = await ag.grad(g.sum(), [w])
+    with ag.no_grad():
+        w.sub_(0.1 * w.grad)
+    assert not (w * 2).requires_grad or True
+    assert await gradcheck(sum_of_squares, [ag.randn(3, requires_grad=True)])
+    assert hess is not None and indices.dtype == np.int64
+    return float(loss.item())
+
+
+def blocking() -> None:
+    """Code without an event loop uses aiograd.sync."""
+    w = ag.randn(2, requires_grad=True)
+    ag.sync.backward((w * w).sum())
+    (g,) = ag.sync.grad((w * 3).sum(), w)
+    assert g is not None and w.grad is not None
+
+
+if __name__ == "__main__":
+    print(ag.run(main()))
+    blocking()
