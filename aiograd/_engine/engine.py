@@ -32,6 +32,8 @@ from .reentrant import DEFAULT_MAX_REENTRANT_DEPTH, run_reentrant
 from .statistics import EngineStatistics, snapshot
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .._node import Edge, Node
     from .._tensor import Tensor
 
@@ -80,19 +82,19 @@ class Engine:
             raise ValueError(f"max_reentrant_depth must be >= 0, got {max_reentrant_depth}")
         if nodes_per_turn is not None and nodes_per_turn < 1:
             raise ValueError(f"nodes_per_turn must be None or >= 1, got {nodes_per_turn}")
-        self.loop = loop if loop is not None else asyncio.get_running_loop()
-        self.executors = dict(executors or {})
-        self.offload_threshold = offload_threshold
-        self.stall_threshold = stall_threshold
-        self.max_reentrant_depth = max_reentrant_depth
-        self.nodes_per_turn = nodes_per_turn
-        self.shuffle_seed = settings.get_shuffle_seed() if shuffle_seed is _UNSET else shuffle_seed
-        self.tie = make_tie_source(self.shuffle_seed)
+        self.loop: asyncio.AbstractEventLoop = loop if loop is not None else asyncio.get_running_loop()
+        self.executors: dict[str, Executor] = dict(executors or {})
+        self.offload_threshold: float | None = offload_threshold
+        self.stall_threshold: float = stall_threshold
+        self.max_reentrant_depth: int = max_reentrant_depth
+        self.nodes_per_turn: int | None = nodes_per_turn
+        self.shuffle_seed: int | None = settings.get_shuffle_seed() if shuffle_seed is _UNSET else shuffle_seed
+        self.tie: Callable[[], float] = make_tie_source(self.shuffle_seed)
         # Counters (statistics()).
-        self.nodes_executed = 0
-        self.load = ExecutorLoad()  # nodes offloaded, in flight, per executor
-        self.deepest_reentrant_depth = 0
-        self.reentrant_workers_started = 0
+        self.nodes_executed: int = 0
+        self.load: ExecutorLoad = ExecutorLoad()  # nodes offloaded, in flight, per executor
+        self.deepest_reentrant_depth: int = 0
+        self.reentrant_workers_started: int = 0
         self._driven: set[GraphTask] = set()  # GraphTasks being driven (in flight)
         self._device_queues: dict[Any, DeviceQueue] = {}
 

@@ -59,14 +59,14 @@ class GraphTask:
         self, keep_graph: bool, create_graph: bool, reentrant_depth: int, queue: ReadyQueue,
         *, deterministic: bool, multi_device: bool,
     ) -> None:
-        self.keep_graph = keep_graph
-        self.create_graph = create_graph
-        self.reentrant_depth = reentrant_depth
+        self.keep_graph: bool = keep_graph
+        self.create_graph: bool = create_graph
+        self.reentrant_depth: int = reentrant_depth
         #: Per node: why it runs, under grad() or backward(inputs=); None runs every node.
         self.exec_info: dict[Node, ExecInfo] | None = None
         #: False under grad() or backward(inputs=), and in any backward nested in one: a
         #: reentrant checkpoint cannot hand its gradients to such a call.
-        self.checkpoint_valid = True
+        self.checkpoint_valid: bool = True
         #: ``backward(atomic=True)``: where each captured gradient goes when the GraphTask
         #: completes (an AccumulateGrad, or a non-leaf input tensor); None otherwise.
         self.staged: list[Any] | None = None
@@ -76,28 +76,29 @@ class GraphTask:
         #: InputBuffers of nodes that received some of their gradients but not all.
         self.not_ready: dict[Node, list[Any]] = {}
         #: NodeTasks queued, running or offloaded; the GraphTask completes when it is 0.
-        self.outstanding = 0
+        self.outstanding: int = 0
         self.captured: list[Tensor | None] = []  # grad()'s results, by input
         self.final_callbacks: list[Callable[[], Any]] = []
         self.error: BaseException | None = None
         self.future: asyncio.Future[list[Tensor | None]] = asyncio.get_running_loop().create_future()
-        self.queue = queue  # where its CPU NodeTasks wait (its own, or a reentrant parent's)
+        self.queue: ReadyQueue = queue  # where its CPU NodeTasks wait (its own, or a reentrant parent's)
         #: Whether any non-CPU device existed when it started: only then are NodeTasks routed
         #: by their gradients' device (a scan of the InputBuffer the CPU-only case skips).
-        self.multi_device = multi_device
+        self.multi_device: bool = multi_device
 
         # Anomaly mode of the caller: every node then takes the slow path, which checks NaNs and
         # reports the forward history of a failing node.
-        self.anomaly, check_nan = anomaly_state()
-        self.check_nan = self.anomaly and check_nan
+        anomaly, check_nan = anomaly_state()
+        self.anomaly: bool = anomaly
+        self.check_nan: bool = anomaly and check_nan
         #: use_deterministic_algorithms: each InputBuffer slot sums its contributions in a fixed
         #: order, kept here until the node is ready: (node, input_nr) -> [(producer key, grad)].
-        self.deterministic = deterministic
+        self.deterministic: bool = deterministic
         self.contributions: dict[tuple[Node, int], list[tuple[tuple[int, int], Any]]] = {}
 
         self.executor: Executor | None = None  # where its CPU nodes may be offloaded
-        self.small_size = float("inf")  # gradients below this size are never offloaded
-        self.in_flight = 0  # its nodes running in an executor
+        self.small_size: float = float("inf")  # gradients below this size are never offloaded
+        self.in_flight: int = 0  # its nodes running in an executor
         self.deferred: list[tuple[Node, list[Any], Executor]] = []  # waiting for capacity
 
         #: Reentrant GraphTasks running inside this one's nodes; they stop if this one fails.

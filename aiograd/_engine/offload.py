@@ -63,9 +63,9 @@ class ExecutorLoad:
     flight per device type's executor."""
 
     def __init__(self) -> None:
-        self.nodes_offloaded = 0
-        self.nodes_in_flight = 0
-        self.max_nodes_in_flight = 0
+        self.nodes_offloaded: int = 0
+        self.nodes_in_flight: int = 0
+        self.max_nodes_in_flight: int = 0
         self.occupancy: dict[str, list[Any]] = {}  # device type -> [executor, in flight]
 
     def occupy(self, executor: Executor, device_type: str) -> list[Any]:

@@ -30,8 +30,8 @@ class ReadyQueue(asyncio.PriorityQueue[NodeTask]):
         super().__init__()
         self.front: NodeTask | None = None
         #: NodeTasks in the heap, counted here: ``empty()`` would be a call on every push.
-        self.queued = 0
-        self.waiting = 0  # coroutines in wait()
+        self.queued: int = 0
+        self.waiting: int = 0  # coroutines in wait()
         self._changed: asyncio.Event | None = None
 
     def push(self, task: NodeTask) -> None:
