@@ -6,7 +6,9 @@ absolute), except those under ``if TYPE_CHECKING:``, which never run. ``from pac
 is an edge to the submodule ``package.name`` when there is one, else to ``package``.
 
 The layers are the ones stated in ``aiograd/__init__.py``'s docstring, bottom up; a module may
-import from its own layer and the layers below.
+import from its own layer and the layers below. Inside the graph core the order is fixed too
+(``_anomaly``, ``_tensor``, ``_saved``, ``_node``, ``_hooks``, ``_views``): each imports only
+modules before it.
 """
 
 from __future__ import annotations
@@ -14,12 +16,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = "aiograd"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
 #: Bottom up. A name covers the module of that name and, for a package, everything inside it.
+#: The graph core's names are in their import order (see the last test).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("_dtypes", "_cost", "_grad_mode", "_graph_context", "_format", "executors")),
     ("devices", ("_device", "_devices")),
@@ -34,12 +35,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
 )
-
-#: TEMPORARY (delete at merge): import cycles and upward imports in modules that other branches
-#: of issue 10 are restructuring. Each entry is the sorted set of modules of one cycle, or an
-#: ``(importer, imported)`` pair for an upward import.
-KNOWN_CYCLES_TO_BE_FIXED_ON_OTHER_BRANCHES: list[frozenset[str]] = []
-KNOWN_UPWARD_IMPORTS_TO_BE_FIXED_ON_OTHER_BRANCHES: list[tuple[str, str]] = []
 
 
 # ------------------------------------------------------------------------------ the import graph
@@ -226,17 +221,7 @@ def _layer_or_none(module: str) -> int | None:
 
 def test_no_import_cycle() -> None:
     cycles = find_cycles(import_graph())
-    unexpected = [c for c in cycles if frozenset(c) not in KNOWN_CYCLES_TO_BE_FIXED_ON_OTHER_BRANCHES]
-    assert not unexpected, "import cycles:\n" + "\n".join(" -> ".join(c) for c in unexpected)
-
-
-@pytest.mark.xfail(
-    bool(KNOWN_CYCLES_TO_BE_FIXED_ON_OTHER_BRANCHES),
-    reason="TEMPORARY: cycles in modules other branches restructure (see the list above)",
-    strict=True,
-)
-def test_no_import_cycle_at_all() -> None:
-    assert find_cycles(import_graph()) == []
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
 def test_no_module_imports_from_a_layer_above() -> None:
@@ -247,7 +232,19 @@ def test_no_module_imports_from_a_layer_above() -> None:
         for imported in imported_set
         if layer_of(imported) > layer_of(importer)
     )
-    unexpected = [p for p in upward if p not in KNOWN_UPWARD_IMPORTS_TO_BE_FIXED_ON_OTHER_BRANCHES]
-    assert not unexpected, "imports from a layer above:\n" + "\n".join(
-        f"{a} ({LAYERS[layer_of(a)][0]}) imports {b} ({LAYERS[layer_of(b)][0]})" for a, b in unexpected
+    assert not upward, "imports from a layer above:\n" + "\n".join(
+        f"{a} ({LAYERS[layer_of(a)][0]}) imports {b} ({LAYERS[layer_of(b)][0]})" for a, b in upward
     )
+
+
+def test_the_graph_core_imports_in_its_order() -> None:
+    """Inside the graph core, a module imports only the ones listed before it in LAYERS."""
+    (order,) = [names for name, names in LAYERS if name == "graph core"]
+    graph = import_graph()
+    backwards = [
+        (a, b)
+        for i, a in enumerate(order)
+        for b in order[i + 1 :]
+        if f"{PACKAGE}.{b}" in graph[f"{PACKAGE}.{a}"]
+    ]
+    assert not backwards, f"graph-core modules importing ones after them in {order}: {backwards}"
