@@ -13,7 +13,11 @@ what views need:
   which its ``grad_fn`` was set (``_attr_version``); when the base's version has moved since
   (an in-place op on the base or on another view changed the data the view shows), the next read
   makes a fresh ``AsStridedBackward0`` on the base's current ``grad_fn``
-  (:func:`regenerate_grad_fn`), so gradients flow through the latest version.
+  (:func:`regenerate_grad_fn`), so gradients flow through the latest version. Its formula is
+  raw array work (zeros of the base's size, the gradient put at the view's elements), recorded
+  under create_graph as ``AsStridedScatterBackward0``, whose formula (reading the view's elements
+  back) is recorded as ``AsStridedBackward0`` again: differentiable to any order without
+  importing an op.
 
 Creating a view costs one store more than a plain op output (``_base``); the base's version is
 stored too only when it is not 0. ``detach()`` shares the counter and the array but is not a view
