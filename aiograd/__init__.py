@@ -3,9 +3,25 @@
     loss = (w * x).sum()
     await loss.backward()
 
-Layers, bottom up: the Tensor and graph recording (``_tensor``, ``_node``, ``_saved``), the ops
-(``_ops``, one module per family, each with a table binding its Tensor methods), the engine
-(``_engine``), and the API that checks arguments in PyTorch's words (``_autograd``). Public
+Layers, bottom up. A module imports only from its own layer and those below, never in a cycle
+(function-level imports included; ``tests/test_layers.py`` checks it from the source), and no
+module sets another module's globals:
+
+1. base: ``_dtypes``, ``_cost``, ``_grad_mode``, ``_graph_context`` (which GraphTask is running,
+   for the op rules that ask), ``_format``, ``executors``;
+2. devices: ``_device`` (interned device objects, the device-type registry) and ``_devices`` (one
+   module per device type, ``cpu``, ``sim``, loaded by name when its first device is made);
+3. graph core, in this order: ``_tensor_api`` (Tensor's methods as type checkers see them),
+   ``_anomaly``, ``_tensor``, ``_saved``, ``_node`` (nodes, edges, AccumulateGrad, the hooks a
+   node carries), ``_hooks`` (running hooks), ``_views``; where it needs an op (``sum_to_size``,
+   ``to``, ``clone``) it calls a Tensor method;
+4. ops: ``_ops`` (the op registry and one module per family of rules) and ``nn.functional``;
+5. engine: ``_engine`` (a package; its ``__init__`` maps one gradient's way through it);
+6. API: ``_autograd``, ``function``, ``_checkpoint``, ``_factories``, ``_tensor_methods`` (binds
+   the ops onto Tensor as methods and operators), ``sync``, ``testing``, ``utils``, ``_runner``
+   and this module.
+
+Public
 submodules: ``aiograd.nn.functional``, ``aiograd.testing``, ``aiograd.function`` (custom
 Functions), ``aiograd.executors``, ``aiograd.sync`` (blocking backward/grad) and
 ``aiograd.utils.checkpoint``. Every public name is re-exported

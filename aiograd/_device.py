@@ -1,31 +1,64 @@
-"""Devices: ``device("cpu")``, ``device("sim:0")``, ... and the device-type registry.
-
-A device type names the array module that holds its tensors' data and the executor type that
-runs its nodes by default; ``cuda`` (CuPy arrays, a CUDA executor) plugs in later through
-:func:`register_device_type`. ``sim`` devices hold numpy arrays, like the CPU, but the engine
-schedules them as separate devices (own queue, own worker), so multi-device scheduling is
-tested without a GPU.
+"""Devices: ``device("cpu")``, ``device("sim:0")``, ... and the device types behind them.
 
 Device objects are interned: ``device("sim:0") is device("sim", 0)``, so the ops compare
 devices by identity. A tensor's device is its ``_device`` attribute, a class-level default
-(:data:`CPU`) that only non-CPU tensors override, so CPU tensors pay nothing.
+(:data:`CPU`) that only non-CPU tensors override, so CPU tensors pay nothing; code that must
+treat other devices differently tests ``x._device is not CPU``.
 
-The multi-device switch: until the first non-CPU tensor exists, the ops skip every device check
-(``DEVICES`` is False in each module that registered with :func:`watch`); creating a non-CPU
-tensor calls :func:`enable_devices`, which sets it True everywhere, for good. A CPU-only program
-pays one global load per op.
+Device types are modules, loaded by name the first time a device of that type is made (as
+anyio loads its backends): ``cpu`` is ``aiograd._devices.cpu``, ``sim`` is
+``aiograd._devices.sim`` (numpy arrays, like the CPU, but scheduled by the engine as separate
+devices, each with its own queue and worker, so multi-device graphs are tested without a GPU).
+Other types plug in with :func:`register_device_type`; a ``cuda`` module would import CuPy only
+when the first CUDA device is made.
+
+The device-type interface: a module (or any object) with these attributes.
+
+``array_module``
+    The array module of the type's data (``numpy``; CuPy for ``cuda``). Each device caches it as
+    ``device.xp``: ops compute with ``x._device.xp``, never with numpy directly.
+``indexed``
+    True if devices of the type are numbered (``sim:0``; a bare ``"sim"`` places tensors on
+    index 0, as ``"cuda"`` is the current CUDA device); False for ``cpu``.
+``default_executor``
+    The executor type (``aiograd.executors``) the engine instantiates for the type's heavy
+    nodes unless told otherwise (``set_executor``, ``Engine(executors=...)``).
+``to_device(host_array, index)``
+    A copy of a numpy array in the memory of device ``index`` (``index`` is None for an
+    unindexed type).
+``to_host(array)``
+    An array of the type as a numpy array in host memory (itself where it is one already).
+``current_stream(index)``
+    The stream that work on device ``index`` is queued on now, or None for a type whose work is
+    synchronous (``cpu``, ``sim``). CUDA: ``cupy.cuda.get_current_stream()`` on that device.
+``record_event(index)``
+    An event marking the work queued so far on the current stream of device ``index`` (None
+    where work is synchronous). CUDA: a ``cupy.cuda.Event`` recorded on that stream; the engine
+    records one where a gradient leaves a device's worker.
+``wait_event(event, index)``
+    Make the current stream of device ``index`` wait for ``event`` before any work queued after
+    this call (nothing where work is synchronous). CUDA: ``stream.wait_event(event)``; the
+    engine calls it before a gradient recorded on another stream is used.
+``synchronize(index)``
+    Block until all work queued on device ``index`` is done (nothing where work is
+    synchronous). CUDA: ``cupy.cuda.Device(index).synchronize()``.
+
+:func:`device_type` returns the loaded type as a :class:`DeviceType` (the attributes above and
+its name).
 """
 
 from __future__ import annotations
 
 import contextvars
 import dataclasses
+import importlib
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .executors import Executor, InlineExecutor, ThreadExecutor
+from .executors import Executor
 
 __all__ = [
     "device", "DeviceType", "register_device_type", "device_type", "device_types",
@@ -35,43 +68,69 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True)
 class DeviceType:
-    """One kind of device: its name, the array module holding its data (``numpy`` for ``cpu``
-    and ``sim``; CuPy for ``cuda``), and the executor type the engine uses for its nodes unless
-    told otherwise (``set_executor``, ``Engine(executors=...)``)."""
+    """One loaded device type: its name and its implementation of the device-type interface
+    (see the module docstring)."""
 
     name: str
     array_module: Any
+    indexed: bool
     default_executor: type[Executor]
-    #: Whether tensors of this type carry an index (``sim:0``); the CPU's do not (``cpu``).
-    indexed: bool = True
+    to_device: Callable[[Any, int | None], Any]
+    to_host: Callable[[Any], Any]
+    current_stream: Callable[[int | None], Any]
+    record_event: Callable[[int | None], Any]
+    wait_event: Callable[[Any, int | None], None]
+    synchronize: Callable[[int | None], None]
+
+    @classmethod
+    def from_implementation(cls, name: str, implementation: Any) -> DeviceType:
+        """The type ``name`` implemented by ``implementation`` (a module or any object);
+        TypeError naming what is missing."""
+        fields = [f.name for f in dataclasses.fields(cls) if f.name != "name"]
+        missing = [f for f in fields if not hasattr(implementation, f)]
+        if missing:
+            raise TypeError(
+                f"device type {name!r}: {implementation!r} lacks {', '.join(missing)} "
+                "(see aiograd._device for the device-type interface)"
+            )
+        return cls(name, **{f: getattr(implementation, f) for f in fields})
 
 
-_TYPES: dict[str, DeviceType] = {}
+#: Device type name -> where it is implemented: a module name, imported on first use, or an
+#: object implementing the interface. In registration order (the error message lists them so).
+_SOURCES: dict[str, Any] = {"cpu": "aiograd._devices.cpu", "sim": "aiograd._devices.sim"}
+#: The types loaded so far.
+_LOADED: dict[str, DeviceType] = {}
 
 
-def register_device_type(
-    name: str, array_module: Any, default_executor: type[Executor], *, indexed: bool = True
-) -> DeviceType:
-    """Add a device type (or replace its entry); returns it."""
+def register_device_type(name: str, implementation: Any) -> None:
+    """Add device type ``name`` (or replace its entry): ``implementation`` is a module or object
+    implementing the device-type interface (see the module docstring), or the name of a module
+    that does, imported when the first device of the type is made."""
     if not re.fullmatch(r"[a-z_][a-z0-9_]*", name):
         raise ValueError(f"invalid device type name: {name!r}")
-    entry = DeviceType(name, array_module, default_executor, indexed)
-    _TYPES[name] = entry
-    return entry
+    if not isinstance(implementation, str):
+        DeviceType.from_implementation(name, implementation)  # fail here, not at first use
+    _SOURCES[name] = implementation
+    _LOADED.pop(name, None)
 
 
 def device_type(name: str) -> DeviceType:
-    """The registered device type ``name`` (KeyError if there is none)."""
-    return _TYPES[name]
+    """The device type ``name``, loaded on first use (KeyError if there is none)."""
+    loaded = _LOADED.get(name)
+    if loaded is None:
+        source = _SOURCES[name]
+        implementation = importlib.import_module(source) if isinstance(source, str) else source
+        loaded = _LOADED[name] = DeviceType.from_implementation(name, implementation)
+        if name != "cpu":
+            _enable_devices()  # TRANSITIONAL, see the end of the module
+    return loaded
 
 
 def device_types() -> tuple[str, ...]:
-    """The names of the registered device types, in registration order."""
-    return tuple(_TYPES)
+    """The names of the known device types (loaded or not), in registration order."""
+    return tuple(_SOURCES)
 
-
-register_device_type("cpu", np, ThreadExecutor, indexed=False)
-register_device_type("sim", np, InlineExecutor)
 
 _INDEX = re.compile(r"0|[1-9][0-9]*")
 _interned: dict[tuple[str, int | None], device] = {}
@@ -104,9 +163,9 @@ class device:
         kind, colon, idx = spec.partition(":")
         if not spec:
             raise RuntimeError("Device string must not be empty")
-        if kind not in _TYPES:
+        if kind not in _SOURCES:
             raise RuntimeError(
-                f"Expected one of {', '.join(_TYPES)} device type at start of device string: {spec}"
+                f"Expected one of {', '.join(_SOURCES)} device type at start of device string: {spec}"
             )
         if colon:
             if not _INDEX.fullmatch(idx):
@@ -127,7 +186,7 @@ class device:
             self = object.__new__(cls)
             object.__setattr__(self, "type", kind)
             object.__setattr__(self, "index", index)
-            object.__setattr__(self, "xp", _TYPES[kind].array_module)
+            object.__setattr__(self, "xp", device_type(kind).array_module)
             object.__setattr__(self, "_str", kind if index is None else f"{kind}:{index}")
             self = _interned.setdefault(key, self)
         return self
@@ -177,7 +236,7 @@ def placement(spec: Any) -> device:
     dev = spec if type(spec) is device else device(spec)
     if dev.type == "cpu":
         return CPU
-    if dev.index is None and _TYPES[dev.type].indexed:
+    if dev.index is None and device_type(dev.type).indexed:
         return device(dev.type, 0)
     return dev
 
@@ -218,26 +277,32 @@ def mixed_devices_error(devices: Any) -> RuntimeError:
 
 
 # ---------------------------------------------------------------------------------------------
-# The multi-device switch (see the module docstring).
+# TRANSITIONAL, delete at merge: the multi-device switch that ``_ops``, ``nn.functional`` and
+# ``_engine`` still use on this branch (their own branches replace ``if DEVICES and ...`` with a
+# ``... is not CPU`` test). Modules that call ``watch(globals())`` keep a ``DEVICES`` flag, set
+# True for good when the first non-CPU device type is loaded (by ``device_type``).
 
 DEVICES = False
 _watchers: list[tuple[dict[str, Any], str]] = []
 
 
 def watch(module_globals: dict[str, Any], name: str = "DEVICES") -> None:
-    """Keep ``module_globals[name]`` equal to this module's ``DEVICES``."""
+    """TRANSITIONAL: keep ``module_globals[name]`` equal to this module's ``DEVICES``."""
     module_globals[name] = DEVICES
     _watchers.append((module_globals, name))
 
 
-def enable_devices() -> None:
-    """Called when a non-CPU tensor is created: from now on the ops check and propagate devices."""
+def _enable_devices() -> None:
     global DEVICES
     if DEVICES:
         return
     DEVICES = True
     for g, name in _watchers:
         g[name] = True
+
+
+def enable_devices() -> None:
+    """TRANSITIONAL: nothing left to do (loading a non-CPU device type enabled the checks)."""
 
 
 def non_cpu_devices_exist() -> bool:

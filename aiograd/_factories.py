@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._device import CPU, _default_device, enable_devices, placement
+from ._device import CPU, _default_device, placement
 from ._tensor import Tensor
 
 __all__ = [
@@ -38,7 +38,6 @@ def _finish(data: np.ndarray[Any, Any], requires_grad: bool, device: Any) -> Ten
         dev = placement(device)
         if dev is not CPU:
             out._device = dev
-            enable_devices()
     return out
 
 

@@ -2,80 +2,23 @@
 
 They live on the node they run at (a leaf's on its AccumulateGrad), in a NodeHooks that nodes
 without hooks never allocate: the engine checks ``node._hooks is None`` and takes its fast path.
-Hooks may be plain functions or ``async def``; the engine awaits what they return when it is
-awaitable. Order at a node is PyTorch's: tensor hooks, retains-grad, node pre-hooks, apply, node
-post-hooks (pytorch-semantics.md, section H).
+The storage (``NodeHooks``, ``RemovableHandle``, ``hooks_of``, ``add_hook``) is defined with the
+node in ``aiograd._node`` and re-exported here; this module runs the hooks for the engine and
+registers the tensor hooks. Hooks may be plain functions or ``async def``; the engine awaits what
+they return when it is awaitable. Order at a node is PyTorch's (torch/csrc/autograd/engine.cpp,
+``call_function``): tensor hooks, retains-grad, node pre-hooks, apply, node post-hooks.
 """
 
 from __future__ import annotations
 
 import inspect
-import itertools
-import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from ._node import Node
-    from ._tensor import Tensor
+from ._node import NodeHooks, RemovableHandle, add_hook, grad_accumulator, hooks_of
+from ._tensor import Tensor
 
-__all__ = ["RemovableHandle"]
-
-_handle_ids = itertools.count()
-
-
-class RemovableHandle:
-    """Returned by every ``register_*`` call; ``remove()`` takes effect at once, even while a
-    backward is running (a hook removed by an earlier hook of the same node does not run)."""
-
-    __slots__ = ("id", "_store")
-
-    def __init__(self, store: dict[int, Any]) -> None:
-        self.id = next(_handle_ids)
-        self._store = store
-
-    def remove(self) -> None:
-        """Unregister the hook; removing twice is fine."""
-        self._store.pop(self.id, None)
-
-    def __enter__(self) -> RemovableHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
-
-
-class NodeHooks:
-    """Everything that runs around one node's ``apply``."""
-
-    __slots__ = ("tensor_pre", "retains_grad", "pre", "post", "post_accumulate")
-
-    def __init__(self) -> None:
-        #: output_nr -> {handle id: fn(grad) -> Tensor | None}
-        self.tensor_pre: dict[int, dict[int, Callable[..., Any]]] = {}
-        #: output_nr -> weak reference to the non-leaf tensor that retains its grad.
-        self.retains_grad: dict[int, weakref.ref[Any]] = {}
-        #: {handle id: fn(grad_outputs) -> tuple | None}
-        self.pre: dict[int, Callable[..., Any]] = {}
-        #: {handle id: fn(grad_inputs, grad_outputs) -> tuple | None}
-        self.post: dict[int, Callable[..., Any]] = {}
-        #: {handle id: fn(tensor) -> None}, AccumulateGrad only
-        self.post_accumulate: dict[int, Callable[..., Any]] = {}
-
-
-def hooks_of(node: Node) -> NodeHooks:
-    hooks = node._hooks
-    if hooks is None:
-        hooks = node._hooks = NodeHooks()
-    return hooks
-
-
-def add_hook(store: dict[int, Any], fn: Callable[..., Any]) -> RemovableHandle:
-    if not callable(fn):
-        raise TypeError(f"hook must be callable, but got {type(fn).__name__}")
-    handle = RemovableHandle(store)
-    store[handle.id] = fn
-    return handle
+__all__ = ["RemovableHandle", "NodeHooks", "hooks_of", "add_hook"]
 
 
 async def _call(fn: Callable[..., Any], *args: Any) -> Any:
@@ -105,8 +48,6 @@ async def run_tensor_pre_hooks(hooks: NodeHooks, buffer: list[Any]) -> None:
 
 
 def _checked_hook_result(result: Any, grad: Tensor) -> Tensor:
-    from ._tensor import Tensor
-
     if not isinstance(result, Tensor):
         raise TypeError(f"hook returned {type(result).__name__}, expected a Tensor or None")
     if result.data.shape != grad.data.shape:
@@ -162,8 +103,6 @@ def register_hook(self: Tensor, hook: Callable[[Tensor], Any]) -> RemovableHandl
     computed; a returned tensor replaces the gradient. Returns a handle with ``remove()``."""
     if not self._requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-    from ._node import grad_accumulator
-
     fn = self.grad_fn
     node, output_nr = (fn, self.output_nr) if fn is not None else (grad_accumulator(self), 0)
     return add_hook(hooks_of(node).tensor_pre.setdefault(output_nr, {}), hook)
@@ -178,8 +117,6 @@ def register_post_accumulate_grad_hook(self: Tensor, hook: Callable[[Tensor], An
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if self.grad_fn is not None:
         raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
-    from ._node import grad_accumulator
-
     return add_hook(hooks_of(grad_accumulator(self)).post_accumulate, hook)
 
 

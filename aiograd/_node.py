@@ -3,6 +3,11 @@
 A Node is the backward of one forward op. Its ``next_edges`` hold one ``(node, input_nr)`` pair
 (or None) per forward input: where the gradient for that input goes. ``apply`` takes the list of
 gradients for the node's forward outputs and returns one gradient (or None) per next edge.
+
+A node also carries its hooks (``NodeHooks``, created only for a node that gets one); running them
+is ``aiograd._hooks``'s job. The few tensor ops this module needs (``sum_to_size``, ``to``,
+``clone``, ``+``) it calls as Tensor methods, which ``aiograd._tensor_methods`` binds: this layer
+imports nothing from the ops.
 """
 
 from __future__ import annotations
@@ -11,18 +16,82 @@ import itertools
 import sys
 import threading
 import weakref
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
 
 from ._anomaly import anomaly_state, record_creation
 from ._cost import elementwise_cost
 from ._grad_mode import grad_enabled
 from ._saved import FREED, SavedTensor
-
-if TYPE_CHECKING:
-    from ._tensor import Tensor
+from ._tensor import Tensor
 
 Edge = tuple["Node", int]
+
+_wrap = Tensor._wrap
+
+
+# ---------------------------------------------------------------------------------------------
+# Hook storage: what a node carries; the engine runs the hooks (aiograd/_hooks.py).
+
+_handle_ids = itertools.count()
+
+
+class RemovableHandle:
+    """Returned by every ``register_*`` call; ``remove()`` takes effect at once, even while a
+    backward is running (a hook removed by an earlier hook of the same node does not run)."""
+
+    __slots__ = ("id", "_store")
+
+    def __init__(self, store: dict[int, Any]) -> None:
+        self.id = next(_handle_ids)
+        self._store = store
+
+    def remove(self) -> None:
+        """Unregister the hook; removing twice is fine."""
+        self._store.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+class NodeHooks:
+    """Everything that runs around one node's ``apply``."""
+
+    __slots__ = ("tensor_pre", "retains_grad", "pre", "post", "post_accumulate")
+
+    def __init__(self) -> None:
+        #: output_nr -> {handle id: fn(grad) -> Tensor | None}
+        self.tensor_pre: dict[int, dict[int, Callable[..., Any]]] = {}
+        #: output_nr -> weak reference to the non-leaf tensor that retains its grad.
+        self.retains_grad: dict[int, weakref.ref[Any]] = {}
+        #: {handle id: fn(grad_outputs) -> tuple | None}
+        self.pre: dict[int, Callable[..., Any]] = {}
+        #: {handle id: fn(grad_inputs, grad_outputs) -> tuple | None}
+        self.post: dict[int, Callable[..., Any]] = {}
+        #: {handle id: fn(tensor) -> None}, AccumulateGrad only
+        self.post_accumulate: dict[int, Callable[..., Any]] = {}
+
+
+def hooks_of(node: Node) -> NodeHooks:
+    """The node's hooks, created on first use (a node without hooks has ``_hooks`` None)."""
+    hooks = node._hooks
+    if hooks is None:
+        hooks = node._hooks = NodeHooks()
+    return hooks
+
+
+def add_hook(store: dict[int, Any], fn: Callable[..., Any]) -> RemovableHandle:
+    """Register ``fn`` in one of a NodeHooks' stores; returns its handle."""
+    if not callable(fn):
+        raise TypeError(f"hook must be callable, but got {type(fn).__name__}")
+    handle = RemovableHandle(store)
+    store[handle.id] = fn
+    return handle
 
 # Ops created later run first in backward; AccumulateGrad runs as soon as it is ready.
 _sequence = itertools.count()
@@ -90,16 +159,17 @@ class Node:
     def register_prehook(self, fn: Any) -> Any:
         """Call ``fn(grad_outputs)`` before the node runs (only if it runs); a returned tuple
         replaces the gradients. ``fn`` may be ``async def``. Returns a removable handle."""
-        from ._hooks import add_hook, hooks_of
-
         return add_hook(hooks_of(self).pre, fn)
 
     def register_hook(self, fn: Any) -> Any:
         """Call ``fn(grad_inputs, grad_outputs)`` after the node ran; a returned tuple replaces
         ``grad_inputs``. ``fn`` may be ``async def``. Returns a removable handle."""
-        from ._hooks import add_hook, hooks_of
-
         return add_hook(hooks_of(self).post, fn)
+
+    def _hook_table(self) -> NodeHooks:
+        """This node's hooks, created on first use (for ``Tensor.retain_grad``, which cannot
+        import this module: ``_tensor`` lies below it)."""
+        return hooks_of(self)
 
     def release_variables(self) -> None:
         """Free the saved tensors; unpacking them afterwards raises the backward-twice error."""
@@ -187,11 +257,7 @@ def _data_refs(tensor: Tensor) -> int:
 def _calibrate() -> tuple[int, int]:
     # The refcounts a sole owner sees depend on the interpreter; measure them through the very
     # functions that test them, instead of hard-coding numbers.
-    import numpy as np
-
-    from ._tensor import Tensor
-
-    probe = [Tensor._wrap(np.zeros(1))]
+    probe = [_wrap(np.zeros(1))]
     return _slot_refs(probe, 0), _data_refs(probe[0])
 
 
@@ -212,12 +278,10 @@ def owns(slots: list[Any], i: int) -> bool:
     return data.base is None and data.flags.writeable and data.flags.c_contiguous
 
 
-#: ``Tensor._wrap``, installed by ``_tensor`` once the class exists (it imports this module).
-_wrap: Any = None
-
-
 def _accumulate_into_grad(variable: Tensor, grads: list[Tensor | None]) -> None:
-    """PyTorch's AccumulateGrad rules (pytorch-semantics.md, section G)."""
+    """PyTorch's AccumulateGrad rules (torch/csrc/autograd/functions/accumulate_grad.h): the
+    first gradient is stolen when nothing else holds it (copied otherwise, cloned under grad
+    mode), later ones are added in place unless grad mode is on."""
     first = grads[0]
     assert first is not None
     if (
@@ -251,10 +315,8 @@ def _conform(grad: Tensor, like: Tensor) -> Tensor:
     """Cast a gradient to its input's dtype, sum away broadcast dimensions, and bring it to its
     input's device: as PyTorch's validate_outputs, a 0-dim gradient is moved there, any other
     on the wrong device is an error."""
-    from ._ops.shape import sum_to_size
-
     if grad.data.shape != like.data.shape:
-        grad = sum_to_size(grad, like.data.shape)
+        grad = grad.sum_to_size(like.data.shape)  # type: ignore[attr-defined]
     if grad.data.dtype != like.data.dtype:
         grad = grad.to(like.data.dtype)
     if grad._device is not like._device:

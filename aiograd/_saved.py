@@ -11,13 +11,14 @@ counter is shared by a tensor, its views and its ``detach()`` results (aiograd/_
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ._anomaly import is_anomaly_enabled
 from ._grad_mode import grad_enabled
+from ._tensor import Tensor
 
 if TYPE_CHECKING:
     from ._node import Node
-    from ._tensor import Tensor
 
 ERR_BACKWARD_TWICE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -31,8 +32,7 @@ ERR_DETACHED_INPLACE = (
     "This is not supported, please use out-of-place `.detach()` instead"
 )
 
-#: ``Tensor._wrap``, installed by ``_tensor`` once the class exists (it imports this module).
-_wrap: Any = None
+_wrap = Tensor._wrap
 
 _TYPE_NAMES = {"float16": "HalfTensor", "float32": "FloatTensor", "float64": "DoubleTensor"}
 
@@ -96,8 +96,6 @@ class SavedTensor:
 
 
 def _hint() -> str:
-    from ._anomaly import is_anomaly_enabled
-
     if is_anomaly_enabled():
         return (
             "Hint: the backtrace further above shows the operation that failed to compute its "

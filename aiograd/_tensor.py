@@ -3,6 +3,9 @@
 Ops live in ``aiograd._ops``; ``_tensor_methods`` binds them as methods and operators. The class
 keeps its per-instance state small: most attributes are class-level defaults, so wrapping an op's
 result costs one allocation and one store.
+
+The bottom of the graph core: ``_saved``, ``_node``, ``_hooks`` and ``_views`` build on this
+module, which imports none of them (``retain_grad`` reaches the hooks through the node itself).
 """
 
 from __future__ import annotations
@@ -10,14 +13,16 @@ from __future__ import annotations
 import warnings
 import weakref
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _node, _saved
-from ._device import CPU, device, watch
-from ._node import Node
+from ._device import CPU, device
+from ._format import format_tensor
 from ._tensor_api import TensorMethods
+
+if TYPE_CHECKING:
+    from ._node import Node
 
 __all__ = ["Tensor"]
 
@@ -247,7 +252,7 @@ class Tensor(TensorMethods):
     def detach(self) -> Tensor:
         """A tensor sharing this one's data and version counter, cut from the graph."""
         out = Tensor._wrap(self.data)
-        if DEVICES and self._device is not CPU:
+        if self._device is not CPU:
             out._device = self._device
         if self._vc is None:
             self._vc = [0]
@@ -286,19 +291,9 @@ class Tensor(TensorMethods):
         fn = self.grad_fn
         if fn is None or self._retains_grad:
             return
-        from ._hooks import hooks_of
-
-        hooks_of(fn).retains_grad[self.output_nr] = weakref.ref(self)
+        fn._hook_table().retains_grad[self.output_nr] = weakref.ref(self)
         self._retains_grad = True
 
     # ----------------------------------------------------------------------------- display
     def __repr__(self) -> str:
-        from ._format import format_tensor
-
         return format_tensor(self)
-
-
-DEVICES = False
-watch(globals())
-
-_saved._wrap = _node._wrap = Tensor._wrap

@@ -12,8 +12,12 @@ what views need:
 - ``grad_fn`` is regenerated lazily, as PyTorch does: the view remembers the base's version at
   which its ``grad_fn`` was set (``_attr_version``); when the base's version has moved since
   (an in-place op on the base or on another view changed the data the view shows), the next read
-  makes a fresh ``AsStridedBackward0`` on the base's current ``grad_fn`` (``regenerate``, in
-  ``aiograd/_ops/inplace.py``), so gradients flow through the latest version.
+  makes a fresh ``AsStridedBackward0`` on the base's current ``grad_fn``
+  (:func:`regenerate_grad_fn`), so gradients flow through the latest version. Its formula is
+  raw array work (zeros of the base's size, the gradient put at the view's elements), recorded
+  under create_graph as ``AsStridedScatterBackward0``, whose formula (reading the view's elements
+  back) is recorded as ``AsStridedBackward0`` again: differentiable to any order without
+  importing an op.
 
 Creating a view costs one store more than a plain op output (``_base``); the base's version is
 stored too only when it is not 0. ``detach()`` shares the counter and the array but is not a view
@@ -27,21 +31,20 @@ raises PyTorch's error all the same. Views do not follow a ``.data`` reassignmen
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ._device import CPU, watch
+from ._device import CPU
+from ._grad_mode import grad_enabled
+from ._node import Node, edge_of, hooks_of
 from ._tensor import Tensor
 
-DEVICES = False
-watch(globals())
-
-__all__ = ["View", "make_view", "view_index"]
-
-#: ``regenerate(view) -> Node | None``: installed by ``aiograd._ops.inplace`` (which builds the
-#: node), called when a view's base changed version since its grad_fn was set.
-regenerate: Any = None
+__all__ = [
+    "View", "make_view", "view_index", "regenerate_grad_fn", "move_retains_grad",
+    "AsStridedBackward0", "AsStridedScatterBackward0",
+]
 
 
 class View(Tensor):
@@ -60,7 +63,7 @@ class View(Tensor):
         vc = self._base._vc  # type: ignore[union-attr]
         if vc is None or vc[0] == self._attr_version:
             return self._fn
-        return regenerate(self)
+        return regenerate_grad_fn(self)
 
     @grad_fn.setter
     def grad_fn(self, fn: Any) -> None:
@@ -100,7 +103,7 @@ def make_view(input: Tensor, data: np.ndarray[Any, Any]) -> Tensor:
     """Wrap ``data``, a numpy view of ``input.data``, as a view of ``input``'s root base."""
     out = _new(View)
     out.data = data
-    if DEVICES and input._device is not CPU:
+    if input._device is not CPU:
         out._device = input._device
     base = input._base
     if base is None:
@@ -110,6 +113,88 @@ def make_view(input: Tensor, data: np.ndarray[Any, Any]) -> Tensor:
     if vc is not None and vc[0]:
         out._attr_version = vc[0]
     return out
+
+
+# ------------------------------------------------------------------------------ regeneration
+def regenerate_grad_fn(view: View) -> Node | None:
+    """A view's grad_fn after its base's version moved: ``AsStridedBackward0`` on the base's
+    current history (None while neither had any). Also called by the in-place ops for the view
+    they just modified."""
+    base: Tensor = view._base  # type: ignore[assignment]
+    old = view._fn
+    if old is None and not base._requires_grad:
+        return None
+    node = AsStridedBackward0((edge_of(base),))
+    node.shape, node.size = base.data.shape, base.data.size
+    node.flat, node.overlap = view_index(view.data, base.data)
+    vc = base._vc
+    view._fn = node
+    view._attr_version = 0 if vc is None else vc[0]
+    if view._retains_grad:
+        move_retains_grad(old, 0, node, 0)
+    return node
+
+
+def move_retains_grad(old: Node | None, old_nr: int, new: Node, new_nr: int) -> None:
+    """A retained grad follows the tensor to its new grad_fn (the latest version's gradient)."""
+    if old is None or old._hooks is None:
+        return
+    ref = old._hooks.retains_grad.pop(old_nr, None)
+    if ref is not None:
+        hooks_of(new).retains_grad[new_nr] = ref
+
+
+class _ViewGeometry(Node):
+    """A node that maps between a view and its base: the base's ``shape`` and ``size``, and
+    ``flat``, the flat index in the base of each element of the view (``view_index``), with
+    ``overlap`` True where several elements of the view share one of the base."""
+
+    shape: tuple[int, ...]
+    size: int
+    flat: np.ndarray[Any, Any]
+    overlap: bool
+
+    def _record(self, out: Tensor, grad: Tensor, adjoint: type[_ViewGeometry]) -> Tensor:
+        """Under create_graph, record ``out`` (computed from ``grad``) as ``adjoint``."""
+        if grad._device is not CPU:
+            out._device = grad._device
+        if grad_enabled() and grad._requires_grad:
+            node = adjoint((edge_of(grad),))
+            node.shape, node.size, node.flat, node.overlap = self.shape, self.size, self.flat, self.overlap
+            out._requires_grad = True
+            out.grad_fn = node
+        return out
+
+
+class AsStridedBackward0(_ViewGeometry):
+    """A view's grad_fn once its base changed (PyTorch's, after an in-place op on the base or a
+    view): the gradient lands on the view's region of zeros shaped like the base (summed where
+    a broadcast view repeats an element)."""
+
+    def apply(self, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
+        g = grads[0]
+        if g is None:
+            return (None,)
+        z = np.zeros(self.size, dtype=g.data.dtype)
+        if self.overlap:
+            np.add.at(z, self.flat, g.data)
+        else:
+            z[self.flat] = g.data
+        return (self._record(_wrap(z.reshape(self.shape)), g, AsStridedScatterBackward0),)
+
+
+class AsStridedScatterBackward0(_ViewGeometry):
+    """The backward of ``AsStridedBackward0``'s formula (recorded under create_graph): the view's
+    region of the gradient, read back out (whose own backward is ``AsStridedBackward0``)."""
+
+    def apply(self, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
+        g = grads[0]
+        if g is None:
+            return (None,)
+        return (self._record(_wrap(g.data.reshape(-1)[self.flat]), g, AsStridedBackward0),)
+
+
+_wrap = Tensor._wrap
 
 
 def view_index(view: np.ndarray[Any, Any], base: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], bool]:

@@ -1041,3 +1041,36 @@ async def test_negative_step_view() -> None:
     out = fn(x, w)
     np.testing.assert_allclose(out.data, np.array([30.0, 2.0, 60.0, 4.0, 50.0]) ** 2)
     assert await gradcheck(fn, [x, w])
+
+
+@requires_torch
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+@pytest.mark.parametrize("broadcast", [False, True], ids=["slice", "expand"])
+async def test_regenerated_view_higher_order_grads_match_torch(device: str, broadcast: bool) -> None:
+    """A view's grad_fn regenerated on read (``AsStridedBackward0``) is differentiable again, to
+    any order: its formula records ``AsStridedScatterBackward0``, whose formula records it."""
+    weights = [[1.0, -2.0, 0.5], [3.0, 0.25, -1.0]]
+
+    def build(lib: Any, x: Any) -> Any:
+        y = x * 1
+        view = y.unsqueeze(0).expand(2, 3) if broadcast else y[1:]
+        y.mul_(x)  # the view's base moves on: its grad_fn is regenerated when next read
+        w = lib.tensor(weights if broadcast else weights[0][:2], dtype=lib.float64)
+        return ((view**3) * w.to(x.device)).sum()
+
+    x = ag.tensor([0.5, -1.5, 2.0], requires_grad=True, device=device)
+    loss = build(ag, x)
+    assert loss.grad_fn.next_functions[0][0].next_functions[0][0].next_functions[0][0].name() == (
+        "AsStridedBackward0"
+    )
+    (g1,) = await ag.grad(loss, x, create_graph=True)
+    (g2,) = await ag.grad(g1.sum(), x, create_graph=True)
+    (g3,) = await ag.grad(g2.sum(), x)
+    tx = torch.tensor([0.5, -1.5, 2.0], dtype=torch.float64, requires_grad=True)
+    tl = build(torch, tx)
+    (t1,) = torch.autograd.grad(tl, tx, create_graph=True)
+    (t2,) = torch.autograd.grad(t1.sum(), tx, create_graph=True)
+    (t3,) = torch.autograd.grad(t2.sum(), tx)
+    for ours, theirs in ((g1, t1), (g2, t2), (g3, t3)):
+        assert ours.device.type == device
+        np.testing.assert_allclose(ours.detach().cpu().numpy(), theirs.detach().numpy(), rtol=1e-12)

@@ -1,0 +1,139 @@
+"""Device types as modules: loaded by name on first use, one interface (``aiograd._device``'s
+docstring), ``cpu`` and ``sim`` implementing it, and third-party types registered by module,
+module name or object."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+import textwrap
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aiograd as ag
+from aiograd import _device
+from aiograd._device import DeviceType
+from aiograd.executors import Executor, InlineExecutor, ThreadExecutor
+
+INTERFACE = (
+    "array_module", "indexed", "default_executor", "to_device", "to_host", "current_stream",
+    "record_event", "wait_event", "synchronize",
+)
+
+
+@pytest.fixture
+def registry() -> Iterator[None]:
+    """Give the test its own device-type registry entries; forget what it added afterwards."""
+    sources, loaded = dict(_device._SOURCES), dict(_device._LOADED)
+    yield
+    added = set(_device._SOURCES) - set(sources)
+    _device._SOURCES.clear()
+    _device._SOURCES.update(sources)
+    _device._LOADED.clear()
+    _device._LOADED.update(loaded)
+    for key in [k for k in _device._interned if k[0] in added]:
+        del _device._interned[key]
+
+
+def test_the_interface_fields_are_the_documented_ones() -> None:
+    fields = {f for f in DeviceType.__dataclass_fields__ if f != "name"}
+    assert fields == set(INTERFACE)
+    for name in INTERFACE:
+        assert f"``{name}" in (_device.__doc__ or ""), f"{name} is not documented in aiograd._device"
+
+
+@pytest.mark.parametrize(("name", "indexed", "executor"), [("cpu", False, ThreadExecutor), ("sim", True, InlineExecutor)])
+def test_builtin_types_implement_the_interface(name: str, indexed: bool, executor: type[Executor]) -> None:
+    module = importlib.import_module(f"aiograd._devices.{name}")
+    assert all(hasattr(module, attr) for attr in INTERFACE)
+    loaded = _device.device_type(name)
+    assert loaded == DeviceType.from_implementation(name, module)
+    assert loaded.array_module is np and loaded.indexed is indexed and loaded.default_executor is executor
+    # Synchronous types: no stream, no event, nothing to wait for.
+    assert loaded.current_stream(0) is None and loaded.record_event(0) is None
+    assert loaded.wait_event(None, 0) is None and loaded.synchronize(0) is None
+
+
+@pytest.mark.parametrize("name", ["cpu", "sim"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_])
+def test_to_device_to_host_round_trip(name: str, dtype: type) -> None:
+    kind = _device.device_type(name)
+    host = np.arange(6).reshape(2, 3).astype(dtype)[:, ::2]  # not contiguous
+    on_device = kind.to_device(host, None if name == "cpu" else 1)
+    assert not np.shares_memory(on_device, host)  # a copy: the host array may change after
+    back = kind.to_host(on_device)
+    assert type(back) is np.ndarray and back.dtype == host.dtype
+    np.testing.assert_array_equal(back, host)
+
+
+def test_a_device_knows_its_array_module() -> None:
+    assert ag.device("sim:3").xp is np and ag.device("cpu").xp is np
+    assert "xp" in ag.device.__slots__  # a plain attribute, read without a lookup in the registry
+
+
+def test_importing_aiograd_loads_no_other_device_type() -> None:
+    code = "import sys, aiograd; print(sorted(m for m in sys.modules if m.startswith('aiograd._devices.')))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert out.stdout.split() == ["['aiograd._devices.cpu']"]
+
+
+def test_a_registered_module_is_imported_when_its_first_device_is_made(
+    registry: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "lazy_device_type.py").write_text(
+        textwrap.dedent(
+            """
+            import numpy as array_module
+            from aiograd._devices.sim import (
+                current_stream, default_executor, record_event, synchronize, to_device, to_host,
+                wait_event,
+            )
+            indexed = True
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "lazy_device_type", raising=False)
+    _device.register_device_type("lazy", "lazy_device_type")
+    assert "lazy" in _device.device_types()
+    assert "lazy_device_type" not in sys.modules
+    dev = ag.device("lazy:2")
+    assert "lazy_device_type" in sys.modules
+    assert dev.xp is np and _device.device_type("lazy").default_executor is InlineExecutor
+    t = ag.ones(2, device="lazy")  # indexed: a bare name is index 0
+    assert t.device is ag.device("lazy:0") and str(t.device) == "lazy:0"
+    assert (t * 2).device is t.device
+
+
+def test_an_object_can_implement_a_type(registry: None) -> None:
+    impl = types.SimpleNamespace(
+        array_module=np, indexed=False, default_executor=InlineExecutor,
+        to_device=lambda a, i: np.array(a), to_host=lambda a: a,
+        current_stream=lambda i: None, record_event=lambda i: None,
+        wait_event=lambda e, i: None, synchronize=lambda i: None,
+    )
+    _device.register_device_type("unnumbered", impl)
+    assert _device.device_type("unnumbered").to_host is impl.to_host
+    assert ag.zeros(1, device="unnumbered").device is ag.device("unnumbered")
+
+
+def test_an_incomplete_implementation_is_refused_at_registration(registry: None) -> None:
+    impl = types.SimpleNamespace(array_module=np, indexed=True, default_executor=InlineExecutor)
+    with pytest.raises(TypeError, match="lacks to_device, to_host, current_stream, record_event, wait_event, synchronize"):
+        _device.register_device_type("broken", impl)
+    assert "broken" not in _device.device_types()
+
+
+def test_unknown_types_keep_torchs_error() -> None:
+    with pytest.raises(RuntimeError, match="Expected one of cpu, sim device type at start of device string: cuda:0"):
+        ag.device("cuda:0")
+    with pytest.raises(KeyError):
+        _device.device_type("cuda")

@@ -1,0 +1,250 @@
+"""aiograd's import structure: no import cycle, and no module importing from a layer above its own.
+
+The import graph is read from the source with ``ast``, not by importing: every ``import`` and
+``from ... import`` anywhere in a module counts (module level and inside functions, relative and
+absolute), except those under ``if TYPE_CHECKING:``, which never run. ``from package import name``
+is an edge to the submodule ``package.name`` when there is one, else to ``package``.
+
+The layers are the ones stated in ``aiograd/__init__.py``'s docstring, bottom up; a module may
+import from its own layer and the layers below. Inside the graph core the order is fixed too
+(``_tensor_api``, ``_anomaly``, ``_tensor``, ``_saved``, ``_node``, ``_hooks``, ``_views``): each imports only
+modules before it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = "aiograd"
+ROOT = Path(__file__).resolve().parent.parent / PACKAGE
+
+#: Bottom up. A name covers the module of that name and, for a package, everything inside it.
+#: The graph core's names are in their import order (see the last test).
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base", ("_dtypes", "_cost", "_grad_mode", "_graph_context", "_format", "executors")),
+    ("devices", ("_device", "_devices")),
+    ("graph core", ("_tensor_api", "_anomaly", "_tensor", "_saved", "_node", "_hooks", "_views")),
+    ("ops", ("_ops", "nn")),
+    ("engine", ("_engine",)),
+    (
+        "API",
+        (
+            "_autograd", "function", "_checkpoint", "_factories", "_tensor_methods", "sync",
+            "testing", "utils", "_runner", "",  # "": the package's own __init__
+        ),
+    ),
+)
+
+
+# ------------------------------------------------------------------------------ the import graph
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _run_time_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run: all of them but those under ``if TYPE_CHECKING:``
+    (an ``else:`` branch of such an ``if`` does run)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def _resolve(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The absolute name of the module a ``from ... import`` reads from."""
+    if not node.level:
+        return node.module or ""
+    package = importer.split(".") if is_package else importer.split(".")[:-1]
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of this package it imports at run time."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        edges: set[str] = set()
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in _run_time_imports(tree):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                source = _resolve(name, path.name == "__init__.py", node)
+                targets = [
+                    f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source
+                    for alias in node.names
+                ]
+            edges.update(t for t in targets if t in modules and t != name)
+        graph[name] = edges
+    return graph
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (as a path a -> b -> ... -> a) per strongly connected component that has one."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[set[str]] = []
+
+    def connect(v: str) -> None:  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(component)
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return [_a_cycle_in(graph, component) for component in components]
+
+
+def _a_cycle_in(graph: dict[str, set[str]], component: set[str]) -> list[str]:
+    """A shortest cycle through the component's first module (breadth first)."""
+    start = min(component)
+    parents: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for v in frontier:
+            for w in sorted(graph[v] & component):
+                if w == start:
+                    path = [v]
+                    while path[-1] != start:
+                        path.append(parents[path[-1]])
+                    return [*reversed(path), start]
+                if w not in parents:
+                    parents[w] = v
+                    following.append(w)
+        frontier = following
+    raise AssertionError("a strongly connected component always holds a cycle")
+
+
+def layer_of(module: str) -> int:
+    """The position of ``module``'s layer in LAYERS (KeyError if no layer names it)."""
+    rest = module[len(PACKAGE) + 1 :] if module != PACKAGE else ""
+    best: tuple[int, int] | None = None  # (length of the matching name, layer)
+    for i, (_, names) in enumerate(LAYERS):
+        for n in names:
+            if rest == n or (n and rest.startswith(n + ".")):
+                if best is None or len(n) > best[0]:
+                    best = (len(n), i)
+    if best is None:
+        raise KeyError(module)
+    return best[1]
+
+
+# ------------------------------------------------------------------------------ the tests
+def test_the_graph_is_read_from_the_source() -> None:
+    graph = import_graph()
+    # Module level, relative; a submodule through ``from . import``; a package's own __init__.
+    assert "aiograd._tensor" in graph["aiograd._ops._util"]
+    assert "aiograd.executors._base" in graph["aiograd.executors"]
+    assert "aiograd.nn.functional" in graph["aiograd.nn"]
+    # Only run-time imports: ``_format`` imports ``_tensor`` under TYPE_CHECKING only.
+    assert "aiograd._tensor" not in graph["aiograd._format"]
+
+
+def test_cycle_finder_names_the_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert find_cycles(graph) == [["a", "b", "c", "a"]]
+    assert find_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_function_level_and_type_checking_imports() -> None:
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from . import hidden\nelse:\n    from . import shown_else\n"
+        "def f():\n    from .inner import x\n    import aiograd._node\n"
+    )
+    names = [
+        (n.module if isinstance(n, ast.ImportFrom) else n.names[0].name, [a.name for a in n.names])
+        for n in _run_time_imports(tree)
+    ]
+    assert names == [
+        ("typing", ["TYPE_CHECKING"]), (None, ["shown_else"]), ("inner", ["x"]),
+        ("aiograd._node", ["aiograd._node"]),
+    ]
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = [m for m in import_graph() if _layer_or_none(m) is None]
+    assert not unplaced, f"modules in no layer (add them to LAYERS and the package docstring): {unplaced}"
+
+
+def _layer_or_none(module: str) -> int | None:
+    try:
+        return layer_of(module)
+    except KeyError:
+        return None
+
+
+def test_no_import_cycle() -> None:
+    cycles = find_cycles(import_graph())
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_no_module_imports_from_a_layer_above() -> None:
+    graph = import_graph()
+    upward = sorted(
+        (importer, imported)
+        for importer, imported_set in graph.items()
+        for imported in imported_set
+        if layer_of(imported) > layer_of(importer)
+    )
+    assert not upward, "imports from a layer above:\n" + "\n".join(
+        f"{a} ({LAYERS[layer_of(a)][0]}) imports {b} ({LAYERS[layer_of(b)][0]})" for a, b in upward
+    )
+
+
+def test_the_graph_core_imports_in_its_order() -> None:
+    """Inside the graph core, a module imports only the ones listed before it in LAYERS."""
+    (order,) = [names for name, names in LAYERS if name == "graph core"]
+    graph = import_graph()
+    backwards = [
+        (a, b)
+        for i, a in enumerate(order)
+        for b in order[i + 1 :]
+        if f"{PACKAGE}.{b}" in graph[f"{PACKAGE}.{a}"]
+    ]
+    assert not backwards, f"graph-core modules importing ones after them in {order}: {backwards}"
