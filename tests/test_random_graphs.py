@@ -20,6 +20,7 @@ import aiograd as ag
 # equal-priority ready nodes must not change any result beyond float rounding.
 pytestmark = [
     requires_torch,
+    pytest.mark.usefixtures("shuffle_seed"),
     pytest.mark.parametrize("shuffle_seed", [None, 1, 2], indirect=True, ids=["ordered", "shuffle1", "shuffle2"]),
 ]
 
