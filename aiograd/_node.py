@@ -45,7 +45,7 @@ class RemovableHandle:
     __slots__ = ("id", "_store")
 
     def __init__(self, store: dict[int, Any]) -> None:
-        self.id = next(_handle_ids)
+        self.id: int = next(_handle_ids)
         self._store = store
 
     def remove(self) -> None:
@@ -107,7 +107,7 @@ class Node:
     num_inputs = 1
     #: True for nodes whose ``cost`` is the default (proportional to their gradients' size); set
     #: for every subclass, so the engine can rule small ones out without calling ``cost``.
-    cost_scales_with_grads = True
+    cost_scales_with_grads: bool = True
     #: True when ``apply`` returns an awaitable (a custom Function with ``async def backward``):
     #: the engine awaits it.
     is_async = False
@@ -115,13 +115,13 @@ class Node:
     _saved: tuple[str, ...] = ()
 
     def __init__(self, next_edges: tuple[Edge | None, ...]) -> None:
-        self.next_edges = next_edges
-        self.sequence_nr = next(_sequence)
+        self.next_edges: tuple[Edge | None, ...] = next_edges
+        self.sequence_nr: int = next(_sequence)
         topo = 0
         for edge in next_edges:
             if edge is not None and edge[0].topological_nr >= topo:
                 topo = edge[0].topological_nr + 1
-        self.topological_nr = topo
+        self.topological_nr: int = topo
         self._metadata: dict[str, Any] | None = None
         self._hooks: Any = None
         if anomaly_state()[0]:

@@ -46,6 +46,8 @@ class Tensor(TensorMethods):
     """
 
     # Defaults shared by every instance until set (see the module docstring).
+    #: The values, a numpy array (an array of the device type's array module off the CPU).
+    data: np.ndarray[Any, Any]
     _grad: Tensor | None = None  # ``.grad``; the engine writes it directly, users via the setter
     grad_fn: Node | None = None
     output_nr: int = 0
