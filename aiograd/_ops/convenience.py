@@ -8,16 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from .._device import CPU, watch
-from ._util import Node, Tensor, attach, edge_of, grad_enabled, needs_grad, save, wrap
+from ._registry import backward
+from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
 from .elementwise import sqrt, where
 from .reduction import axes_of, expand_reduced, var
 from .shape import expand, reshape, transpose
 
 __all__ = ["t", "square", "std", "norm"]
 
-DEVICES = False
-watch(globals())
 
 
 def t(input: Tensor) -> Tensor:
@@ -83,27 +81,22 @@ def std(
     return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
 
 
-class LinalgVectorNormBackward0(Node):
+@backward(saved=("x", "result"))
+def LinalgVectorNormBackward0(self: Any, grads: list[Any]) -> Any:
     """Backward of the 2-norm: ``g * x / norm``, and 0 where the norm is 0 (as PyTorch)."""
-
-    _saved = ("x", "result")
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        x, result = self.x.unpack(self), self.result.unpack(self)
-        if not grad_enabled():
-            with np.errstate(divide="ignore", invalid="ignore"):
-                scale = np.where(result.data == 0, 0.0, g.data / result.data).astype(g.data.dtype)
-            if self.axes is not None and not self.keepdim:
-                scale = np.expand_dims(scale, self.axes)
-            out = wrap(x.data * scale)
-            if DEVICES and g._device is not CPU:
-                out._device = g._device
-            return (out,)
-        zero = result.data == 0  # a device-less constant
-        safe = where(zero, 1.0, result)
-        scale = where(zero, 0.0, g / safe)
-        return (x * expand_reduced(scale, x.data.shape, self.axes, self.keepdim),)
+    g = grads[0]
+    x, result = self.x.unpack(self), self.result.unpack(self)
+    if not grad_enabled():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(result.data == 0, 0.0, g.data / result.data).astype(g.data.dtype)
+        if self.axes is not None and not self.keepdim:
+            scale = np.expand_dims(scale, self.axes)
+        out = like(x.data * scale, g)
+        return (out,)
+    zero = result.data == 0  # a device-less constant
+    safe = where(zero, 1.0, result)
+    scale = where(zero, 0.0, g / safe)
+    return (x * expand_reduced(scale, x.data.shape, self.axes, self.keepdim),)
 
 
 def norm(
@@ -119,9 +112,7 @@ def norm(
         p = 2
     axes = axes_of(dim, data.ndim)
     if p == 2:
-        out = wrap(np.sqrt(np.square(data).sum(axis=axes, keepdims=keepdim)))
-        if DEVICES and input._device is not CPU:
-            out._device = input._device
+        out = like(np.sqrt(np.square(data).sum(axis=axes, keepdims=keepdim)), input)
         if needs_grad(input):
             node = attach(LinalgVectorNormBackward0((edge_of(input),)), out)
             node.x, node.result = save(input), save(out, is_output=True)

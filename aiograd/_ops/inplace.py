@@ -31,11 +31,12 @@ from typing import Any
 import numpy as np
 
 from .. import _views
-from .._device import CPU, mixed_devices_error, watch
+from .._device import CPU, mixed_devices_error
 from .._hooks import hooks_of
 from .._saved import ERR_BACKWARD_TWICE, SavedTensor
 from .._views import View, view_index
-from ._util import Node, Tensor, edge_of, grad_enabled, save, wrap
+from ._registry import backward
+from ._util import Node, Tensor, edge_of, grad_enabled, like, save, wrap
 from .elementwise import add, clamp, div, exp, mul, neg, pow, relu, sub, to
 from .indexing import (
     IndexBackward0,
@@ -46,9 +47,6 @@ from .indexing import (
     check_index_devices,
 )
 from .shape import sum_to_size
-
-DEVICES = False
-watch(globals())
 
 __all__ = [
     "add_", "sub_", "mul_", "div_", "pow_", "neg_", "exp_", "relu_", "clamp_", "zero_", "fill_",
@@ -134,26 +132,23 @@ def rebase_inplace(tensor: Tensor, node: Node, output_nr: int = 0) -> None:
         _move_retains_grad(old, old_nr, node, output_nr)
 
 
-class AsStridedBackward0(Node):
+@backward()
+def AsStridedBackward0(self: Any, grads: list[Any]) -> Any:
     """A view's grad_fn once its base changed: the gradient lands on the view's region of
     zeros shaped like the base (summed where a broadcast view repeats an element)."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        if g is None:
-            return (None,)
-        index = (None, (self.flat,), self.overlap)
-        if not grad_enabled():
-            z = np.zeros(self.size, dtype=g.data.dtype)
-            if self.overlap:
-                np.add.at(z, self.flat, g.data)
-            else:
-                z[self.flat] = g.data
-            out = wrap(z.reshape(self.shape))
-            if DEVICES and g._device is not CPU:
-                out._device = g._device
-            return (out,)
-        return (_scatter(g, (self.size,), index, IndexBackward0).reshape(self.shape),)
+    g = grads[0]
+    if g is None:
+        return (None,)
+    index = (None, (self.flat,), self.overlap)
+    if not grad_enabled():
+        z = np.zeros(self.size, dtype=g.data.dtype)
+        if self.overlap:
+            np.add.at(z, self.flat, g.data)
+        else:
+            z[self.flat] = g.data
+        out = like(z.reshape(self.shape), g)
+        return (out,)
+    return (_scatter(g, (self.size,), index, IndexBackward0).reshape(self.shape),)
 
 
 def regenerate(view: View) -> Node | None:
@@ -213,9 +208,7 @@ class CopySlices(Node):
             res = fn.apply([grad_slice])
         else:
             flat_grad = g.data.reshape(-1).copy()
-            grad_slice = wrap(flat_grad[self.flat])
-            if DEVICES and g._device is not CPU:
-                grad_slice._device = g._device
+            grad_slice = like(flat_grad[self.flat], g)
             res = fn.apply([grad_slice])
         if fn.is_async:
             return self._finish_async(flat_grad, res, g._device)
@@ -361,9 +354,7 @@ def _alias(self: Tensor, copy: bool) -> Tensor:
     """The tensor's current version as a separate Tensor with the same history: what the
     out-of-place twin of an in-place op takes as input. ``copy`` gives it its own array, for
     formulas that save it (the old values must survive the write)."""
-    alias = wrap(self.data.copy() if copy else self.data)
-    if DEVICES and self._device is not CPU:
-        alias._device = self._device
+    alias = like(self.data.copy() if copy else self.data, self)
     fn = self.grad_fn
     if fn is not None:
         alias.grad_fn = fn
@@ -425,8 +416,7 @@ def _needs_old_self(other: Any) -> bool:
 # ------------------------------------------------------------------------------ arithmetic
 def add_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
     """``self += alpha * other`` in place."""
-    if DEVICES:
-        other = _operand(self, other)
+    other = _operand(self, other)
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, add(_alias(self, False), other, alpha=alpha))
@@ -438,8 +428,7 @@ def add_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
 
 def sub_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
     """``self -= alpha * other`` in place."""
-    if DEVICES:
-        other = _operand(self, other)
+    other = _operand(self, other)
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, sub(_alias(self, False), other, alpha=alpha))
@@ -451,8 +440,7 @@ def sub_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
 
 def mul_(self: Tensor, other: Any) -> Tensor:
     """``self *= other`` in place."""
-    if DEVICES:
-        other = _operand(self, other)
+    other = _operand(self, other)
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, mul(_alias(self, _needs_old_self(other)), other))
@@ -463,8 +451,7 @@ def mul_(self: Tensor, other: Any) -> Tensor:
 
 def div_(self: Tensor, other: Any) -> Tensor:
     """``self /= other`` in place (true division)."""
-    if DEVICES:
-        other = _operand(self, other)
+    other = _operand(self, other)
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, div(_alias(self, _needs_old_self(other)), other))
@@ -475,8 +462,7 @@ def div_(self: Tensor, other: Any) -> Tensor:
 
 def pow_(self: Tensor, exponent: Any) -> Tensor:
     """``self **= exponent`` in place."""
-    if DEVICES:
-        exponent = _operand(self, exponent)
+    exponent = _operand(self, exponent)
     if _recording(self, exponent):
         _check_shape(self, exponent)
         node = _commit(self, pow(_alias(self, True), exponent))
@@ -516,45 +502,41 @@ def relu_(self: Tensor) -> Tensor:
     return self
 
 
-class ClampBackward0(Node):
+@backward(saved=("x", "lo", "hi"))
+def ClampBackward0(self: Any, grads: list[Any]) -> Any:
     """``clamp_`` with tensor bounds: the gradient goes to whichever of self, min and max
     the output took its value from (PyTorch's ``clamp_backward_min_max``)."""
+    from .elementwise import where
 
-    _saved = ("x", "lo", "hi")
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        from .elementwise import where
-
-        g = grads[0]
-        x = self.x.unpack(self).data
-        lo = None if self.lo is None else self.lo.unpack(self).data
-        hi = None if self.hi is None else self.hi.unpack(self).data
-        e_self, e_lo, e_hi = self.next_edges
-        zero = np.zeros((), dtype=g.data.dtype)  # a device-less constant
-        if lo is not None and hi is not None:
-            take_self = (x >= lo) & (x <= hi)
-            take_lo = (x < lo) & (lo < hi)
-            take_hi = (x > hi) | (hi < lo)
-        elif lo is not None:
-            take_self, take_lo, take_hi = x >= lo, x < lo, None
-        else:
-            take_self, take_lo, take_hi = x <= hi, None, x > hi
-        out = [None, None, None]
-        if e_self is not None:
-            out[0] = where(take_self, g, zero)
-        if e_lo is not None:
-            out[1] = _grad_to(where(take_lo, g, zero), self.lo_shape, self.lo_dtype)
-        if e_hi is not None:
-            out[2] = _grad_to(where(take_hi, g, zero), self.hi_shape, self.hi_dtype)
-        return tuple(out)
+    g = grads[0]
+    x = self.x.unpack(self).data
+    lo = None if self.lo is None else self.lo.unpack(self).data
+    hi = None if self.hi is None else self.hi.unpack(self).data
+    e_self, e_lo, e_hi = self.next_edges
+    zero = np.zeros((), dtype=g.data.dtype)  # a device-less constant
+    if lo is not None and hi is not None:
+        take_self = (x >= lo) & (x <= hi)
+        take_lo = (x < lo) & (lo < hi)
+        take_hi = (x > hi) | (hi < lo)
+    elif lo is not None:
+        take_self, take_lo, take_hi = x >= lo, x < lo, None
+    else:
+        take_self, take_lo, take_hi = x <= hi, None, x > hi
+    out = [None, None, None]
+    if e_self is not None:
+        out[0] = where(take_self, g, zero)
+    if e_lo is not None:
+        out[1] = _grad_to(where(take_lo, g, zero), self.lo_shape, self.lo_dtype)
+    if e_hi is not None:
+        out[2] = _grad_to(where(take_hi, g, zero), self.hi_shape, self.hi_dtype)
+    return tuple(out)
 
 
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Limit the values to ``[min, max]`` in place (bounds: numbers or tensors)."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if DEVICES:
-        min, max = _operand(self, min), _operand(self, max)
+    min, max = _operand(self, min), _operand(self, max)
     tensor_bounds = isinstance(min, Tensor) or isinstance(max, Tensor)
     lo = min.data if isinstance(min, Tensor) else min
     hi = max.data if isinstance(max, Tensor) else max
@@ -605,44 +587,36 @@ def _grad_to(g: Tensor, shape: tuple[int, ...], dtype: Any) -> Tensor:
 
 
 def _zeros_grad(g: Tensor) -> Tensor:
-    out = wrap(np.zeros(g.data.shape, dtype=g.data.dtype))
-    if DEVICES and g._device is not CPU:
-        out._device = g._device
-    return out
+    return like(g._device.xp.zeros(g.data.shape, dtype=g.data.dtype), g)
 
 
-def _constant(value: Any, like: Tensor) -> Tensor:
-    """A number or array as a tensor on ``like``'s device."""
-    out = wrap(np.asarray(value))
-    if DEVICES and like._device is not CPU:
-        out._device = like._device
-    return out
+def _constant(value: Any, device_of: Tensor) -> Tensor:
+    """A number or array as a tensor on ``device_of``'s device."""
+    return like(device_of._device.xp.asarray(value), device_of)
 
 
-class ZeroBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (_zeros_grad(grads[0]),)
+@backward()
+def ZeroBackward0(self: Any, grads: list[Any]) -> Any:
+    return (_zeros_grad(grads[0]),)
 
 
-class FillBackward2(Node):
+@backward()
+def FillBackward2(self: Any, grads: list[Any]) -> Any:
     """``fill_`` with a number."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (_zeros_grad(grads[0]),)
+    return (_zeros_grad(grads[0]),)
 
 
-class FillBackward3(Node):
+@backward()
+def FillBackward3(self: Any, grads: list[Any]) -> Any:
     """``fill_`` with a 0-dim tensor: every element's gradient goes to the value."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        e_self, e_value = self.next_edges
-        value_grad = None
-        if e_value is not None:
-            value_grad = _grad_to(g.sum(), (), self.dtype)
-            if value_grad._device is not self.src_device:
-                value_grad = to(value_grad, self.src_device)
-        return (_zeros_grad(g) if e_self is not None else None, value_grad)
+    g = grads[0]
+    e_self, e_value = self.next_edges
+    value_grad = None
+    if e_value is not None:
+        value_grad = _grad_to(g.sum(), (), self.dtype)
+        if value_grad._device is not self.src_device:
+            value_grad = to(value_grad, self.src_device)
+    return (_zeros_grad(g) if e_self is not None else None, value_grad)
 
 
 class CopyBackwards(Node):
@@ -725,36 +699,32 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ __setitem__
-class IndexPutBackward0(Node):
+@backward()
+def IndexPutBackward0(self: Any, grads: list[Any]) -> Any:
     """``self[indices] = values``: the overwritten positions get no gradient; ``values`` gets
     the gradient at those positions (summed over its broadcast)."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        e_self, e_values = self.next_edges
-        adv = self.index
-        grad_self = grad_values = None
-        if e_self is not None:
-            if grad_enabled():
-                keep = np.ones(g.data.shape, dtype=bool)
-                keep[adv] = False
-                grad_self = g * keep
-            else:
-                z = g.data.copy()
-                z[adv] = 0
-                grad_self = wrap(z)
-                if DEVICES and g._device is not CPU:
-                    grad_self._device = g._device
-        if e_values is not None:
-            taken = _take(g, (None, adv, self.accumulate), IndexBackward0)
-            grad_values = _grad_to(taken, self.values_shape, self.values_dtype)
-        return (grad_self, grad_values)
+    g = grads[0]
+    e_self, e_values = self.next_edges
+    adv = self.index
+    grad_self = grad_values = None
+    if e_self is not None:
+        if grad_enabled():
+            keep = np.ones(g.data.shape, dtype=bool)
+            keep[adv] = False
+            grad_self = g * keep
+        else:
+            z = g.data.copy()
+            z[adv] = 0
+            grad_self = like(z, g)
+    if e_values is not None:
+        taken = _take(g, (None, adv, self.accumulate), IndexBackward0)
+        grad_values = _grad_to(taken, self.values_shape, self.values_dtype)
+    return (grad_self, grad_values)
 
 
 def index_put_(self: Tensor, adv: tuple[Any, ...], values: Any, accumulate: bool = False) -> Tensor:
     """``self[adv] = values`` for a normalised advanced index (see ``indexing._normalize``)."""
-    if DEVICES:
-        values = _operand(self, values)
+    values = _operand(self, values)
     v = values.data if isinstance(values, Tensor) else values
     rec = _recording(self, values)
     if rec:
@@ -831,8 +801,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     advanced one (masks, integer arrays) is PyTorch's ``index_put_`` (on the view of its basic
     part, if any). Gradients flow to ``value`` when it requires grad."""
     data = self.data
-    if DEVICES:
-        check_index_devices(self, index)
+    check_index_devices(self, index)
     try:
         (basic, adv, accumulate), cls = _normalize(data, index)
     except IndexError as e:
@@ -840,7 +809,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         if msg == str(e):
             raise
         raise IndexError(msg) from None
-    if DEVICES and adv is not None:
+    if adv is not None:
         value = _operand(self, value)  # index_put_'s rule; a basic index copies from any device
     v = value.data if isinstance(value, Tensor) else value
     if grad_enabled() and (

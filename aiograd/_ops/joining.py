@@ -13,14 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from .._device import watch
 from .._views import make_view
+from ._registry import backward, variant
 from ._util import Node, Tensor, attach, common_device, edge_of, needs_grad, on, wrap
 from .indexing import getitem
 from .shape import _dim
-
-DEVICES = False
-watch(globals())
 
 __all__ = ["cat", "concat", "concatenate", "stack", "split", "split_with_sizes", "chunk", "unbind"]
 
@@ -43,22 +40,22 @@ def _as_dtype(grad: Tensor, dtype: np.dtype[Any]) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ cat
-class CatBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        lead = (_FULL,) * self.dim
-        out: list[Tensor | None] = []
-        offset = 0
-        for edge, size, dtype in zip(self.next_edges, self.sizes, self.dtypes):
-            if size is None:  # a legacy empty 1-D input, skipped in forward
-                out.append(on(wrap(np.zeros((0,), dtype=dtype)), g._device) if edge is not None else None)
-                continue
-            if edge is not None:
-                out.append(_as_dtype(getitem(g, lead + (slice(offset, offset + size),)), dtype))
-            else:
-                out.append(None)
-            offset += size
-        return tuple(out)
+@backward()
+def CatBackward0(self: Any, grads: list[Any]) -> Any:
+    g = grads[0]
+    lead = (_FULL,) * self.dim
+    out: list[Tensor | None] = []
+    offset = 0
+    for edge, size, dtype in zip(self.next_edges, self.sizes, self.dtypes):
+        if size is None:  # a legacy empty 1-D input, skipped in forward
+            out.append(on(wrap(np.zeros((0,), dtype=dtype)), g._device) if edge is not None else None)
+            continue
+        if edge is not None:
+            out.append(_as_dtype(getitem(g, lead + (slice(offset, offset + size),)), dtype))
+        else:
+            out.append(None)
+        offset += size
+    return tuple(out)
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -86,8 +83,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                     f"{ref.shape[k]} but got size {a.shape[k]} for tensor number {i} in the list."
                 )
     out = wrap(np.concatenate([a for _, a in used], axis=d))
-    if DEVICES:
-        on(out, common_device(*tensors))
+    on(out, common_device(*tensors))
     if needs_grad(*tensors):
         node = attach(CatBackward0(tuple(edge_of(t) for t in tensors)), out)
         node.dim = d
@@ -101,13 +97,13 @@ concatenate = cat
 
 
 # ------------------------------------------------------------------------------ stack
-class StackBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        pieces = unbind(grads[0], self.dim)
-        return tuple(
-            _as_dtype(p, dtype) if edge is not None else None
-            for p, edge, dtype in zip(pieces, self.next_edges, self.dtypes)
-        )
+@backward()
+def StackBackward0(self: Any, grads: list[Any]) -> Any:
+    pieces = unbind(grads[0], self.dim)
+    return tuple(
+        _as_dtype(p, dtype) if edge is not None else None
+        for p, edge, dtype in zip(pieces, self.next_edges, self.dtypes)
+    )
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -124,8 +120,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             )
     d = _dim(dim, len(shape) + 1)
     out = wrap(np.stack([t.data for t in tensors], axis=d))
-    if DEVICES:
-        on(out, common_device(*tensors))
+    on(out, common_device(*tensors))
     if needs_grad(*tensors):
         node = attach(StackBackward0(tuple(edge_of(t) for t in tensors)), out)
         node.dim = d
@@ -148,20 +143,19 @@ class _JoinGradsBackward(Node):
         ]
 
 
-class SplitBackward0(_JoinGradsBackward):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        filled = self._filled(grads)
-        return (None if filled is None else cat(filled, self.dim),)
+@backward(base=_JoinGradsBackward)
+def SplitBackward0(self: Any, grads: list[Any]) -> Any:
+    filled = self._filled(grads)
+    return (None if filled is None else cat(filled, self.dim),)
 
 
-class SplitWithSizesBackward0(SplitBackward0):
-    pass
+SplitWithSizesBackward0 = variant("SplitWithSizesBackward0", SplitBackward0)
 
 
-class UnbindBackward0(_JoinGradsBackward):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        filled = self._filled(grads)
-        return (None if filled is None else stack(filled, self.dim),)
+@backward(base=_JoinGradsBackward)
+def UnbindBackward0(self: Any, grads: list[Any]) -> Any:
+    filled = self._filled(grads)
+    return (None if filled is None else stack(filled, self.dim),)
 
 
 def _record(input: Tensor, pieces: list[Any], cls: type[_JoinGradsBackward], d: int) -> tuple[Tensor, ...]:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .._cost import matmul_cost
-from .._device import CPU, watch
+from .._device import CPU
 from .._graph_context import should_compute
 from ._util import (
     Node,
@@ -23,9 +23,6 @@ from ._util import (
     wrap,
 )
 from .shape import _sum_to, reduce_grad
-
-DEVICES = False
-watch(globals())
 
 __all__ = ["matmul", "mm", "linear"]
 
@@ -60,7 +57,7 @@ class MmBackward0(Node):
             gd = g.data
             ga = wrap(gd @ self.b.unpack(self).data.T) if want_a else None
             gb = wrap(self.a.unpack(self).data.T @ gd) if want_b else None
-            if DEVICES and g._device is not CPU:
+            if g._device is not CPU:
                 for r in (ga, gb):
                     if r is not None:
                         r._device = g._device
@@ -131,7 +128,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         out = wrap(np.matmul(a, b))
     except ValueError:
         raise RuntimeError(_mismatch(a.shape, b.shape)) from None
-    if DEVICES:
+    if input._device is not CPU or other._device is not CPU:
         on(out, common_device(input, other))
     if needs_grad(input, other):
         cls = MmBackward0 if a.ndim == 2 and b.ndim == 2 else MatmulBackward0
@@ -175,7 +172,7 @@ class LinearBackward0(Node):
             gb = None
             if eb is not None:
                 gb = wrap(_sum_to(gd, self.bias_shape))
-            if DEVICES and g._device is not CPU:
+            if g._device is not CPU:
                 for r in (gx, gw, gb):
                     if r is not None:
                         r._device = g._device
@@ -201,7 +198,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if bias is not None:
         data += bias.data
     out = wrap(data)
-    if DEVICES:
+    if input._device is not CPU or weight._device is not CPU or (isinstance(bias, Tensor) and bias._device is not CPU):
         on(out, common_device(input, weight, bias))
     if needs_grad(input, weight, bias):
         node = attach(LinearBackward0((edge_of(input), edge_of(weight), edge_of(bias))), out)

@@ -13,12 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from .._device import CPU, watch
-from ._util import Node, Tensor, attach, edge_of, grad_enabled, needs_grad, save, wrap
+from .._device import CPU
+from ._registry import backward, variant
+from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save, wrap
 from .shape import _dim
-
-DEVICES = False
-watch(globals())
 
 __all__ = [
     "sum", "mean", "var", "max", "min", "prod", "logsumexp", "softmax", "log_softmax", "argmax",
@@ -69,23 +67,13 @@ def _expand_reduced_array(grad: Any, shape: tuple[int, ...], axes: tuple[int, ..
     return out
 
 
-def _like(data: Any, like: Tensor) -> Tensor:
-    """Wrap ``data`` on ``like``'s device (an op output, or a backward formula's result)."""
-    out = wrap(data)
-    if DEVICES and like._device is not CPU:
-        out._device = like._device
-    return out
-
-
-class SumBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        if not grad_enabled():
-            out = wrap(_expand_reduced_array(g.data, self.shape, self.axes, self.keepdim))
-            if DEVICES and g._device is not CPU:
-                out._device = g._device
-            return (out,)
-        return (expand_reduced(g, self.shape, self.axes, self.keepdim),)
+@backward()
+def SumBackward0(self: Any, grads: list[Any]) -> Any:
+    g = grads[0]
+    if not grad_enabled():
+        out = like(_expand_reduced_array(g.data, self.shape, self.axes, self.keepdim), g)
+        return (out,)
+    return (expand_reduced(g, self.shape, self.axes, self.keepdim),)
 
 
 def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -94,21 +82,19 @@ def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = F
     data = input.data
     if data.dtype == np.bool_ and dtype is None:
         dtype = np.int64
-    out = wrap(data.sum(axis=axes, keepdims=keepdim, dtype=dtype))
-    if DEVICES and input._device is not CPU:
-        out._device = input._device
+    out = like(data.sum(axis=axes, keepdims=keepdim, dtype=dtype), input)
     if needs_grad(input):
         node = attach(SumBackward0((edge_of(input),)), out)
         node.shape, node.axes, node.keepdim = data.shape, axes, keepdim
     return out
 
 
-class MeanBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        if not grad_enabled():
-            g = grads[0].data / self.count
-            return (_like(_expand_reduced_array(g, self.shape, self.axes, self.keepdim), grads[0]),)
-        return (expand_reduced(grads[0] / self.count, self.shape, self.axes, self.keepdim),)
+@backward()
+def MeanBackward0(self: Any, grads: list[Any]) -> Any:
+    if not grad_enabled():
+        g = grads[0].data / self.count
+        return (like(_expand_reduced_array(g, self.shape, self.axes, self.keepdim), grads[0]),)
+    return (expand_reduced(grads[0] / self.count, self.shape, self.axes, self.keepdim),)
 
 
 def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -120,9 +106,7 @@ def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = 
             f"complex dtype. Got: {data.dtype}"
         )
     axes = axes_of(dim, data.ndim)
-    out = wrap(data.mean(axis=axes, keepdims=keepdim, dtype=dtype))
-    if DEVICES and input._device is not CPU:
-        out._device = input._device
+    out = like(data.mean(axis=axes, keepdims=keepdim, dtype=dtype), input)
     if needs_grad(input):
         node = attach(MeanBackward0((edge_of(input),)), out)
         count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
@@ -176,14 +160,12 @@ def _check_nonempty(data: np.ndarray[Any, Any], axes: tuple[int, ...] | None, fn
 
 
 # ------------------------------------------------------------------------------ var
-class VarBackward0(Node):
-    _saved = ("x",)
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        x = self.x.unpack(self)
-        g = expand_reduced(grads[0], self.shape, self.axes, self.keepdim)
-        centered = x - x.mean(self.axes, keepdim=True)
-        return (g * centered * self.scale,)
+@backward(saved=("x",))
+def VarBackward0(self: Any, grads: list[Any]) -> Any:
+    x = self.x.unpack(self)
+    g = expand_reduced(grads[0], self.shape, self.axes, self.keepdim)
+    centered = x - x.mean(self.axes, keepdim=True)
+    return (g * centered * self.scale,)
 
 
 def var(
@@ -222,7 +204,7 @@ def var(
     with np.errstate(divide="ignore", invalid="ignore"):
         centered = data - data.mean(axis=axes, keepdims=True)
         sq = np.square(centered).sum(axis=axes, keepdims=keepdim)
-        out = _like(sq / data.dtype.type(dof if dof > 0 else 0), input)
+        out = like(sq / data.dtype.type(dof if dof > 0 else 0), input)
     if needs_grad(input):
         node = attach(VarBackward0((edge_of(input),)), out)
         node.x, node.shape, node.axes, node.keepdim = save(input), data.shape, axes, keepdim
@@ -242,28 +224,24 @@ MaxResult = _return_type("max")
 MinResult = _return_type("min")
 
 
-class MaxBackward1(Node):
+@backward()
+def MaxBackward1(self: Any, grads: list[Any]) -> Any:
     """Full max: the gradient is shared evenly among the elements equal to the maximum."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        return (g.expand(self.mask.shape) * self.mask.astype(g.data.dtype),)
+    g = grads[0]
+    return (g.expand(self.mask.shape) * self.mask.astype(g.data.dtype),)
 
 
-class MinBackward1(MaxBackward1):
-    pass
+MinBackward1 = variant("MinBackward1", MaxBackward1)
 
 
-class MaxBackward0(Node):
+@backward()
+def MaxBackward0(self: Any, grads: list[Any]) -> Any:
     """Max over a dim: the gradient goes to the element at the returned index only."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = expand_reduced(grads[0], self.mask.shape, self.axes, self.keepdim)
-        return (g * self.mask.astype(g.data.dtype),)
+    g = expand_reduced(grads[0], self.mask.shape, self.axes, self.keepdim)
+    return (g * self.mask.astype(g.data.dtype),)
 
 
-class MinBackward0(MaxBackward0):
-    pass
+MinBackward0 = variant("MinBackward0", MaxBackward0)
 
 
 def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
@@ -278,7 +256,7 @@ def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
             raise TypeError(f"{fname}(): 'keepdim' needs 'dim'")
         _check_nonempty(data, None, fname)
         value = data.max() if largest else data.min()
-        out = _like(value, input)
+        out = like(value, input)
         if needs_grad(input):
             mask = np.isnan(data) if np.isnan(value) else (data == value)
             share = mask / np.count_nonzero(mask)
@@ -294,7 +272,7 @@ def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
             idx, values = idx.squeeze(axes[0]), values.squeeze(axes[0])
     else:
         idx, values = np.zeros((), dtype=np.int64), data.copy()
-    out = _like(values, input)
+    out = like(values, input)
     if needs_grad(input):
         mask = np.zeros(data.shape, dtype=bool)
         if axes:
@@ -304,7 +282,7 @@ def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
             mask[...] = True
         node = attach((MaxBackward0 if largest else MinBackward0)((edge_of(input),)), out)
         node.mask, node.axes, node.keepdim = mask, axes, keepdim
-    return (MaxResult if largest else MinResult)(out, _like(idx.astype(np.int64), input))
+    return (MaxResult if largest else MinResult)(out, like(idx.astype(np.int64), input))
 
 
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
@@ -332,12 +310,12 @@ def _arg_extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Tenso
         idx = np.asarray(find(data.reshape(-1)))
         if keepdim:
             idx = idx.reshape((1,) * data.ndim)
-        return _like(idx.astype(np.int64), input)
+        return like(idx.astype(np.int64), input)
     axes = _one_dim(dim, data.ndim, fname)
     _check_nonempty(data, axes, fname)
     if not axes:
-        return _like(np.zeros((), dtype=np.int64), input)
-    return _like(np.asarray(find(data, axis=axes[0], keepdims=keepdim)).astype(np.int64), input)
+        return like(np.zeros((), dtype=np.int64), input)
+    return like(np.asarray(find(data, axis=axes[0], keepdims=keepdim)).astype(np.int64), input)
 
 
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
@@ -365,7 +343,7 @@ def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdi
     data = x.data
     shape = data.shape
     if axes == ():  # a 0-d input is its own product
-        return _like(np.ones(shape, dtype=data.dtype), x)
+        return like(np.ones(shape, dtype=data.dtype), x)
     zero = data == 0
     if not zero.any():
         return expand_reduced(result, shape, axes, keepdim) / x
@@ -378,29 +356,25 @@ def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdi
         rank = np.cumsum(zero, axis=axes[0]) - 1
     counts = zero.sum(axis=axes, keepdims=True)
     if grad_enabled():
-        other_zeros: Tensor = _like(np.zeros(shape, dtype=data.dtype), x)
+        other_zeros: Tensor = like(np.zeros(shape, dtype=data.dtype), x)
         for k in range(int(counts.max())):
             this = zero & (rank == k)
             excl = _prod(where(zero & ~this, x, 1.0), axes, keepdim=True).expand(shape)
             other_zeros = where(this, excl, other_zeros)
     else:
-        other_zeros = _like(np.broadcast_to(counts == 1, shape).astype(data.dtype), x)
+        other_zeros = like(np.broadcast_to(counts == 1, shape).astype(data.dtype), x)
     return where(zero, q * other_zeros, q / x_nonzero * r)
 
 
-class ProdBackward0(Node):
+@backward(saved=("x", "result"))
+def ProdBackward0(self: Any, grads: list[Any]) -> Any:
     """Product of all elements."""
-
-    _saved = ("x", "result")
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        x, result = self.x.unpack(self), self.result.unpack(self)
-        g = expand_reduced(grads[0], x.data.shape, self.axes, self.keepdim)
-        return (g * _prod_others(x, result, self.axes, self.keepdim),)
+    x, result = self.x.unpack(self), self.result.unpack(self)
+    g = expand_reduced(grads[0], x.data.shape, self.axes, self.keepdim)
+    return (g * _prod_others(x, result, self.axes, self.keepdim),)
 
 
-class ProdBackward1(ProdBackward0):
-    """Product over one dim."""
+ProdBackward1 = variant("ProdBackward1", ProdBackward0, """Product over one dim.""")
 
 
 def _prod(input: Tensor, axes: tuple[int, ...] | None, keepdim: bool, dtype: Any = None) -> Tensor:
@@ -408,7 +382,7 @@ def _prod(input: Tensor, axes: tuple[int, ...] | None, keepdim: bool, dtype: Any
         input = input.to(dtype)
     data = input.data
     acc = np.int64 if data.dtype.kind in "bui" else None
-    out = _like(np.asarray(data.prod(axis=axes, keepdims=keepdim, dtype=acc)), input)
+    out = like(np.asarray(data.prod(axis=axes, keepdims=keepdim, dtype=acc)), input)
     if needs_grad(input):
         cls = ProdBackward0 if axes is None else ProdBackward1
         node = attach(cls((edge_of(input),)), out)
@@ -431,14 +405,12 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype:
 
 
 # ------------------------------------------------------------------------------ logsumexp
-class LogsumexpBackward0(Node):
-    _saved = ("x", "result")
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        x, result = self.x.unpack(self), self.result.unpack(self)
-        shape = x.data.shape
-        g = expand_reduced(grads[0], shape, self.axes, self.keepdim)
-        return (g * (x - expand_reduced(result, shape, self.axes, self.keepdim)).exp(),)
+@backward(saved=("x", "result"))
+def LogsumexpBackward0(self: Any, grads: list[Any]) -> Any:
+    x, result = self.x.unpack(self), self.result.unpack(self)
+    shape = x.data.shape
+    g = expand_reduced(grads[0], shape, self.axes, self.keepdim)
+    return (g * (x - expand_reduced(result, shape, self.axes, self.keepdim)).exp(),)
 
 
 def _stable_max(data: np.ndarray[Any, Any], axes: tuple[int, ...] | None) -> np.ndarray[Any, Any]:
@@ -452,14 +424,14 @@ def _stable_max(data: np.ndarray[Any, Any], axes: tuple[int, ...] | None) -> np.
 def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
     """``log(sum(exp(input), dim))``, computed without overflow; integer inputs give float32."""
     if input.data.dtype.kind != "f":
-        input = _like(input.data.astype(np.float32), input)
+        input = like(input.data.astype(np.float32), input)
     data = input.data
     axes = axes_of(dim, data.ndim)
     m = _stable_max(data, axes)
     with np.errstate(divide="ignore", invalid="ignore"):
         s = np.exp(data - m).sum(axis=axes, keepdims=True)
         res = np.log(s) + m
-    out = _like(res if keepdim else res.reshape(_reduced_shape(data.shape, axes, False)), input)
+    out = like(res if keepdim else res.reshape(_reduced_shape(data.shape, axes, False)), input)
     if needs_grad(input):
         node = attach(LogsumexpBackward0((edge_of(input),)), out)
         node.x, node.result = save(input), save(out, is_output=True)
@@ -477,12 +449,10 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, fname: str) -> tuple[Ten
     return input, _one_dim(dim, data.ndim, fname)
 
 
-class SoftmaxBackward0(Node):
-    _saved = ("result",)
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        y, g = self.result.unpack(self), grads[0]
-        return (y * (g - (g * y).sum(self.axes, keepdim=True)),)
+@backward(saved=("result",))
+def SoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
+    y, g = self.result.unpack(self), grads[0]
+    return (y * (g - (g * y).sum(self.axes, keepdim=True)),)
 
 
 def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
@@ -491,25 +461,21 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     data = input.data
     with np.errstate(invalid="ignore"):
         e = np.exp(data - data.max(axis=axes, keepdims=True)) if data.size else data.copy()
-        out = _like(e / e.sum(axis=axes, keepdims=True), input)
+        out = like(e / e.sum(axis=axes, keepdims=True), input)
     if needs_grad(input):
         node = attach(SoftmaxBackward0((edge_of(input),)), out)
         node.result, node.axes = save(out, is_output=True), axes
     return out
 
 
-class LogSoftmaxBackward0(Node):
-    _saved = ("result",)
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        y, g = self.result.unpack(self), grads[0]
-        if not grad_enabled():
-            gd = g.data
-            out = wrap(gd - np.exp(y.data) * gd.sum(self.axes, keepdims=True))
-            if DEVICES and g._device is not CPU:
-                out._device = g._device
-            return (out,)
-        return (g - y.exp() * g.sum(self.axes, keepdim=True),)
+@backward(saved=("result",))
+def LogSoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
+    y, g = self.result.unpack(self), grads[0]
+    if not grad_enabled():
+        gd = g.data
+        out = like(gd - np.exp(y.data) * gd.sum(self.axes, keepdims=True), g)
+        return (out,)
+    return (g - y.exp() * g.sum(self.axes, keepdim=True),)
 
 
 def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
@@ -517,7 +483,7 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     input, axes = _softmax_input(input, dim, dtype, "log_softmax")
     data = input.data
     if not data.size:
-        out = _like(data.copy(), input)
+        out = like(data.copy(), input)
     else:
         peak = data.max(axis=axes, keepdims=True)
         if np.isfinite(peak).all():
@@ -528,7 +494,7 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
             with np.errstate(divide="ignore", invalid="ignore"):
                 shifted = data - peak
                 out = wrap(shifted - np.log(np.exp(shifted).sum(axis=axes, keepdims=True)))
-        if DEVICES and input._device is not CPU:
+        if input._device is not CPU:
             out._device = input._device
     if needs_grad(input):
         node = attach(LogSoftmaxBackward0((edge_of(input),)), out)

@@ -11,12 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from .._device import CPU, watch
 from .._views import make_view
-from ._util import Node, Tensor, attach, edge_of, needs_grad, wrap
-
-DEVICES = False
-watch(globals())
+from ._registry import backward, variant
+from ._util import Tensor, attach, edge_of, like, needs_grad
 
 __all__ = [
     "reshape",
@@ -49,9 +46,9 @@ def _dim(dim: int, ndim: int) -> int:
     return dim % max(ndim, 1)
 
 
-class ViewBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (grads[0].reshape(self.shape),)
+@backward()
+def ViewBackward0(self: Any, grads: list[Any]) -> Any:
+    return (grads[0].reshape(self.shape),)
 
 
 def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Tensor:
@@ -75,9 +72,7 @@ def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Ten
             "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
         )
     else:
-        out = wrap(out_data)
-        if DEVICES and input._device is not CPU:
-            out._device = input._device
+        out = like(out_data, input)
     if needs_grad(input):
         node = attach(ViewBackward0((edge_of(input),)), out)
         node.shape = input.data.shape
@@ -109,9 +104,9 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(input, shape[:start] + (merged,) + shape[end + 1 :])
 
 
-class PermuteBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (grads[0].permute(*np.argsort(self.dims).tolist()),)
+@backward()
+def PermuteBackward0(self: Any, grads: list[Any]) -> Any:
+    return (grads[0].permute(*np.argsort(self.dims).tolist()),)
 
 
 def permute(input: Tensor, *dims: Any) -> Tensor:
@@ -136,9 +131,9 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
     return out
 
 
-class TransposeBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (grads[0].transpose(self.dim0, self.dim1),)
+@backward()
+def TransposeBackward0(self: Any, grads: list[Any]) -> Any:
+    return (grads[0].transpose(self.dim0, self.dim1),)
 
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -172,19 +167,16 @@ def mT_property(input: Tensor) -> Tensor:
     return transpose(input, -2, -1)
 
 
-class SqueezeBackward0(Node):
+@backward()
+def SqueezeBackward0(self: Any, grads: list[Any]) -> Any:
     """``squeeze()``; its subclasses name ``squeeze(dim)`` and ``squeeze(dims)`` as PyTorch does."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (grads[0].reshape(self.shape),)
+    return (grads[0].reshape(self.shape),)
 
 
-class SqueezeBackward1(SqueezeBackward0):
-    pass
+SqueezeBackward1 = variant("SqueezeBackward1", SqueezeBackward0)
 
 
-class SqueezeBackward2(SqueezeBackward0):
-    pass
+SqueezeBackward2 = variant("SqueezeBackward2", SqueezeBackward0)
 
 
 def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
@@ -210,9 +202,9 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     return out
 
 
-class UnsqueezeBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (grads[0].squeeze(self.dim),)
+@backward()
+def UnsqueezeBackward0(self: Any, grads: list[Any]) -> Any:
+    return (grads[0].squeeze(self.dim),)
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
@@ -228,9 +220,9 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     return out
 
 
-class ExpandBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (sum_to_size(grads[0], self.shape),)
+@backward()
+def ExpandBackward0(self: Any, grads: list[Any]) -> Any:
+    return (sum_to_size(grads[0], self.shape),)
 
 
 def expand(input: Tensor, *sizes: Any) -> Tensor:
@@ -274,9 +266,9 @@ def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
     return expand(input, tuple(shape))
 
 
-class SumToSizeBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (expand(grads[0], self.shape),)
+@backward()
+def SumToSizeBackward0(self: Any, grads: list[Any]) -> Any:
+    return (expand(grads[0], self.shape),)
 
 
 def _sum_to(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
@@ -306,22 +298,20 @@ def sum_to_size(input: Tensor, *size: Any) -> Tensor:
             raise ValueError
     except ValueError:
         raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(input.data.shape)}}}.") from None
-    out = wrap(_sum_to(input.data, shape))
-    if DEVICES and input._device is not CPU:
-        out._device = input._device
+    out = like(_sum_to(input.data, shape), input)
     if needs_grad(input):
         node = attach(SumToSizeBackward0((edge_of(input),)), out)
         node.shape = input.data.shape
     return out
 
 
-class RepeatBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        # Each input element appears once per tile: split every dim into (tiles, size), sum tiles.
-        shape, reps = self.padded_shape, self.repeats
-        split = tuple(x for pair in zip(reps, shape) for x in pair)
-        summed = grads[0].reshape(split).sum(tuple(range(0, 2 * len(shape), 2)))
-        return (summed.reshape(self.shape),)
+@backward()
+def RepeatBackward0(self: Any, grads: list[Any]) -> Any:
+    # Each input element appears once per tile: split every dim into (tiles, size), sum tiles.
+    shape, reps = self.padded_shape, self.repeats
+    split = tuple(x for pair in zip(reps, shape) for x in pair)
+    summed = grads[0].reshape(split).sum(tuple(range(0, 2 * len(shape), 2)))
+    return (summed.reshape(self.shape),)
 
 
 def repeat(input: Tensor, *sizes: Any) -> Tensor:
@@ -333,9 +323,7 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
             "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
         )
     padded = (1,) * (len(reps) - len(shape)) + shape
-    out = wrap(np.tile(input.data.reshape(padded), reps))
-    if DEVICES and input._device is not CPU:
-        out._device = input._device
+    out = like(np.tile(input.data.reshape(padded), reps), input)
     if needs_grad(input):
         node = attach(RepeatBackward0((edge_of(input),)), out)
         node.shape, node.padded_shape, node.repeats = shape, padded, reps

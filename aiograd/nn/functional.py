@@ -13,7 +13,6 @@ import warnings
 import numpy as np
 
 from .._device import CPU as _CPU
-from .._device import watch as _watch
 from .._ops._util import Node as _Node
 from .._ops._util import Tensor as _Tensor
 from .._ops._util import attach as _attach
@@ -51,8 +50,6 @@ __all__ = [
 
 _REDUCTIONS = ("none", "mean", "sum")
 
-_DEVICES = False
-_watch(globals(), "_DEVICES")
 
 
 def _torch_name(cls: type) -> type:
@@ -145,7 +142,7 @@ def mse_loss(
     """
     reduction = _reduction(size_average, reduce, reduction)
     target = _to_tensor(target, input)
-    if _DEVICES:
+    if input._device is not _CPU or target._device is not _CPU:
         _common_device(input, target)
     if input.data.shape != target.data.shape:
         warnings.warn(
@@ -165,8 +162,7 @@ def mse_loss(
     else:
         data = sq
     out = _wrap(data.astype(sq.dtype, copy=False))
-    if _DEVICES:
-        _on(out, input._device)
+    _on(out, input._device)
     if _needs_grad(input, target):
         node = _attach(_MseLossBackward0((_edge_of(input), _edge_of(target))), out)
         node.input, node.target, node.reduction = _save(input), _save(target), reduction
@@ -190,7 +186,7 @@ class _NllLossBackward0(_Node):
         g = grads[0]
         if self.reduction != "none" and not _grad_enabled():
             out = _wrap(g.data * self.coef)
-            if _DEVICES and g._device is not _CPU:
+            if g._device is not _CPU:
                 out._device = g._device
             return (out,)
         coef = self.coef.astype(g.data.dtype, copy=False)  # a device-less constant
@@ -261,7 +257,7 @@ def _nll_loss_plain(input: Tensor, t: Any, ignore_index: int, mean: bool) -> Ten
     rows = np.arange(t.size)
     scale = 1.0 / t.size if mean else 1.0
     out = _wrap(np.asarray(-x[rows, t].sum() * scale, dtype=x.dtype))
-    if _DEVICES and input._device is not _CPU:
+    if input._device is not _CPU:
         out._device = input._device
     if _needs_grad(input):
         node = _attach(_NllLossBackward0((_edge_of(input),)), out)
@@ -289,7 +285,7 @@ def nll_loss(
     """
     reduction = _reduction(size_average, reduce, reduction)
     target = _to_tensor(target, input)
-    if _DEVICES:
+    if input._device is not _CPU or target._device is not _CPU or (isinstance(weight, _Tensor) and weight._device is not _CPU):
         _common_device(input, target, weight)
     if weight is None and reduction != "none":
         fast = _nll_loss_plain(input, target.data, ignore_index, reduction == "mean")
@@ -320,7 +316,7 @@ def nll_loss(
         with np.errstate(invalid="ignore", divide="ignore"):
             data = np.asarray(losses.sum() / total)
     out = _wrap(np.asarray(data).astype(x.dtype, copy=False))
-    if _DEVICES and input._device is not _CPU:
+    if input._device is not _CPU:
         out._device = input._device
     if _needs_grad(input):
         cls = _NllLoss2DBackward0 if x.ndim > 2 else _NllLossBackward0
@@ -360,7 +356,7 @@ def cross_entropy(
     class_dim = 0 if input.data.ndim == 1 else 1
     n_classes = input.data.shape[class_dim]
     target = _to_tensor(target, input)
-    if _DEVICES:
+    if input._device is not _CPU or target._device is not _CPU or (isinstance(weight, _Tensor) and weight._device is not _CPU):
         _common_device(input, target, weight)
     if target.data.shape == input.data.shape:
         return _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing)
