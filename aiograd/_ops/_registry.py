@@ -76,7 +76,7 @@ def op(*nodes: type[Node], name: str | None = None) -> Callable[[F], F]:
     as an op recording ``nodes``."""
 
     def deco(forward: F) -> F:
-        return register(name or forward.__name__.rstrip("_"), forward, *nodes)
+        return register(name or forward.__name__, forward, *nodes)
 
     return deco
 
@@ -88,9 +88,15 @@ def _node_class(name: str, base: type[Node], module: str, namespace: dict[str, A
 
 
 def backward(
-    *, saved: tuple[str, ...] = (), base: type[Node] = Node, cost: Callable[..., float] | None = None, **attrs: Any
+    *,
+    name: str | None = None,
+    saved: tuple[str, ...] = (),
+    base: type[Node] = Node,
+    cost: Callable[..., float] | None = None,
+    **attrs: Any,
 ) -> Callable[[Rule], type[Node]]:
-    """Decorator: the Node subclass whose ``apply`` is the decorated formula, named after it.
+    """Decorator: the Node subclass whose ``apply`` is the decorated formula, named after it
+    (or ``name``).
 
     ``saved`` names the SavedTensor fields the forward stores on the node, ``cost`` overrides
     ``Node.cost`` (the engine's offload estimate), ``attrs`` are class attributes."""
@@ -101,7 +107,7 @@ def backward(
             namespace["_saved"] = saved
         if cost is not None:
             namespace["cost"] = cost
-        return _node_class(rule.__name__, base, rule.__module__, namespace)
+        return _node_class(name or rule.__name__, base, rule.__module__, namespace)
 
     return deco
 

@@ -140,7 +140,7 @@ def cpu(input: Tensor) -> Tensor:
     return input if input._device is CPU else to(input, CPU)
 
 
-@op(ToCopyBackward0)
+@op(ToCopyBackward0, name="float")
 def float_(input: Tensor) -> Tensor:
     """Cast to float32."""
     return to(input, np.float32)
@@ -158,7 +158,7 @@ def long(input: Tensor) -> Tensor:
     return to(input, np.int64)
 
 
-@op()
+@op(name="bool")
 def bool_(input: Tensor) -> Tensor:
     """Cast to bool."""
     return to(input, np.bool_)

@@ -8,16 +8,18 @@ from typing import Any
 
 import numpy as np
 
-from ._registry import backward
+from ._registry import backward, op
 from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
-from .elementwise import sqrt, where
-from .reduction import axes_of, expand_reduced, var
-from .shape import expand, reshape, transpose
+from .casting import ToCopyBackward0
+from .elementwise import PowBackward0, SqrtBackward0, sqrt, where
+from .reduction import VarBackward0, axes_of, expand_reduced, var
+from .shape import ExpandBackward0, TransposeBackward0, ViewBackward0, expand, reshape, transpose
 
 __all__ = ["t", "square", "std", "norm"]
 
 
 
+@op(TransposeBackward0)
 def t(input: Tensor) -> Tensor:
     """Transpose a tensor of at most 2 dimensions (``input.t()``)."""
     if input.data.ndim > 2:
@@ -25,11 +27,13 @@ def t(input: Tensor) -> Tensor:
     return transpose(input, 0, 1) if input.data.ndim == 2 else input
 
 
+@op(ExpandBackward0)
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
     """``input.expand(other.shape)``."""
     return expand(input, other.data.shape)
 
 
+@op(ViewBackward0)
 def view_as(input: Tensor, other: Tensor) -> Tensor:
     """``input.view(other.shape)``."""
     return reshape(input, other.data.shape)
@@ -38,6 +42,7 @@ def view_as(input: Tensor, other: Tensor) -> Tensor:
 reshape_as = view_as
 
 
+@op()
 def contiguous(input: Tensor) -> Tensor:
     """``input`` itself when its array is C-contiguous, else a recorded contiguous copy."""
     if input.data.flags.c_contiguous:
@@ -59,16 +64,19 @@ def is_floating_point(input: Tensor) -> bool:
     return input.data.dtype.kind == "f"
 
 
+@op(ToCopyBackward0)
 def type_as(input: Tensor, other: Tensor) -> Tensor:
     """``input`` cast to ``other``'s dtype (differentiable)."""
     return input.to(other)  # type: ignore[attr-defined, no-any-return]
 
 
+@op(PowBackward0)
 def square(input: Tensor) -> Tensor:
     """Elementwise ``input ** 2``."""
     return input**2
 
 
+@op(VarBackward0, SqrtBackward0)
 def std(
     input: Tensor,
     dim: int | Sequence[int] | bool | None = None,
@@ -99,6 +107,7 @@ def LinalgVectorNormBackward0(self: Any, grads: list[Any]) -> Any:
     return (x * expand_reduced(scale, x.data.shape, self.axes, self.keepdim),)
 
 
+@op(LinalgVectorNormBackward0)
 def norm(
     input: Tensor, p: float | str = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False
 ) -> Tensor:

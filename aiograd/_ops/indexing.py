@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._views import make_view
-from ._registry import backward, variant
+from ._registry import backward, op, variant
 from ._util import Tensor, attach, common_device, edge_of, like, needs_grad
 from .shape import _dim
 
@@ -301,6 +301,7 @@ def check_index_devices(input: Tensor, index: Any) -> None:
             )
 
 
+@op(IndexBackward0, SliceBackward0, SelectBackward0, UnsqueezeBackward0, AliasBackward0)
 def getitem(input: Tensor, index: Any) -> Tensor:
     """``input[index]``: ints, slices (any step), None, Ellipsis, boolean masks, integer arrays,
     lists or tensors, and tuples of them, with PyTorch's (= numpy's) semantics."""
@@ -324,6 +325,7 @@ def _index_array(index: Any) -> np.ndarray[Any, Any]:
     return arr
 
 
+@op(IndexSelectBackward0)
 def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
     """The entries of ``input`` at positions ``index`` (a vector of ints) along ``dim``."""
     common_device(input, index)
@@ -345,6 +347,7 @@ def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ gather
+@op(GatherBackward0)
 def gather(input: Tensor, dim: int, index: Any, *, sparse_grad: bool = False) -> Tensor:
     """``out[i][j][k] = input[index[i][j][k]][j][k]`` for ``dim=0`` (and so on for other dims)."""
     common_device(input, index)

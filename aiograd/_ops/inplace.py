@@ -35,9 +35,30 @@ from .._device import CPU, mixed_devices_error
 from .._hooks import hooks_of
 from .._saved import ERR_BACKWARD_TWICE, SavedTensor
 from .._views import View, view_index
-from ._registry import backward
+from ._registry import backward, op
 from ._util import Node, Tensor, edge_of, grad_enabled, like, save, wrap
-from .elementwise import add, clamp, div, exp, mul, neg, pow, relu, sub, to
+from .elementwise import (
+    AddBackward0,
+    ClampBackward1,
+    DivBackward0,
+    ExpBackward0,
+    MulBackward0,
+    NegBackward0,
+    PowBackward0,
+    PowBackward1,
+    ReluBackward0,
+    SubBackward0,
+    add,
+    clamp,
+    div,
+    exp,
+    mul,
+    neg,
+    pow,
+    relu,
+    sub,
+    to,
+)
 from .indexing import (
     IndexBackward0,
     _normalize,
@@ -414,6 +435,7 @@ def _needs_old_self(other: Any) -> bool:
 
 
 # ------------------------------------------------------------------------------ arithmetic
+@op(AddBackward0)
 def add_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
     """``self += alpha * other`` in place."""
     other = _operand(self, other)
@@ -426,6 +448,7 @@ def add_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
     return self
 
 
+@op(SubBackward0)
 def sub_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
     """``self -= alpha * other`` in place."""
     other = _operand(self, other)
@@ -438,6 +461,7 @@ def sub_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
     return self
 
 
+@op(MulBackward0)
 def mul_(self: Tensor, other: Any) -> Tensor:
     """``self *= other`` in place."""
     other = _operand(self, other)
@@ -449,6 +473,7 @@ def mul_(self: Tensor, other: Any) -> Tensor:
     return self
 
 
+@op(DivBackward0)
 def div_(self: Tensor, other: Any) -> Tensor:
     """``self /= other`` in place (true division)."""
     other = _operand(self, other)
@@ -460,6 +485,7 @@ def div_(self: Tensor, other: Any) -> Tensor:
     return self
 
 
+@op(PowBackward0, PowBackward1)
 def pow_(self: Tensor, exponent: Any) -> Tensor:
     """``self **= exponent`` in place."""
     exponent = _operand(self, exponent)
@@ -473,6 +499,7 @@ def pow_(self: Tensor, exponent: Any) -> Tensor:
     return self
 
 
+@op(NegBackward0)
 def neg_(self: Tensor) -> Tensor:
     """``self = -self`` in place."""
     if _recording(self):
@@ -482,6 +509,7 @@ def neg_(self: Tensor) -> Tensor:
     return self
 
 
+@op(ExpBackward0)
 def exp_(self: Tensor) -> Tensor:
     """``self = exp(self)`` in place."""
     if _recording(self):
@@ -492,6 +520,7 @@ def exp_(self: Tensor) -> Tensor:
     return self
 
 
+@op(ReluBackward0)
 def relu_(self: Tensor) -> Tensor:
     """``self = max(self, 0)`` in place."""
     if _recording(self):
@@ -532,6 +561,7 @@ def ClampBackward0(self: Any, grads: list[Any]) -> Any:
     return tuple(out)
 
 
+@op(ClampBackward0, ClampBackward1)
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Limit the values to ``[min, max]`` in place (bounds: numbers or tensors)."""
     if min is None and max is None:
@@ -619,19 +649,18 @@ def FillBackward3(self: Any, grads: list[Any]) -> Any:
     return (_zeros_grad(g) if e_self is not None else None, value_grad)
 
 
-class CopyBackwards(Node):
+@backward()
+def CopyBackwards(self: Any, grads: list[Any]) -> Any:
     """``copy_``: the old values are gone (zero gradient); ``src`` gets the gradient, summed
     over the broadcast, cast to its dtype and moved to its device."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        e_self, e_src = self.next_edges
-        grad_src = None
-        if e_src is not None:
-            grad_src = _grad_to(g, self.shape, self.dtype)
-            if grad_src._device is not self.src_device:
-                grad_src = to(grad_src, self.src_device)
-        return (_zeros_grad(g) if e_self is not None else None, grad_src)
+    g = grads[0]
+    e_self, e_src = self.next_edges
+    grad_src = None
+    if e_src is not None:
+        grad_src = _grad_to(g, self.shape, self.dtype)
+        if grad_src._device is not self.src_device:
+            grad_src = to(grad_src, self.src_device)
+    return (_zeros_grad(g) if e_self is not None else None, grad_src)
 
 
 def _fill(self: Tensor, value: Any) -> None:
@@ -643,6 +672,7 @@ def _fill(self: Tensor, value: Any) -> None:
     _bump(self)
 
 
+@op(ZeroBackward0)
 def zero_(self: Tensor) -> Tensor:
     """Set every element to 0 in place."""
     if _recording(self):
@@ -654,6 +684,7 @@ def zero_(self: Tensor) -> Tensor:
     return self
 
 
+@op(FillBackward2, FillBackward3)
 def fill_(self: Tensor, value: Any) -> Tensor:
     """Set every element to ``value`` (a number or a 0-dim tensor) in place."""
     if isinstance(value, Tensor) and value.data.ndim:
@@ -682,6 +713,7 @@ def _assign(self: Tensor, src: Any) -> None:
     _bump(self)
 
 
+@op(CopyBackwards)
 def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` (broadcast to this shape, cast to this dtype, from any device) into this
     tensor in place."""
@@ -722,6 +754,7 @@ def IndexPutBackward0(self: Any, grads: list[Any]) -> Any:
     return (grad_self, grad_values)
 
 
+@op(IndexPutBackward0)
 def index_put_(self: Tensor, adv: tuple[Any, ...], values: Any, accumulate: bool = False) -> Tensor:
     """``self[adv] = values`` for a normalised advanced index (see ``indexing._normalize``)."""
     values = _operand(self, values)
@@ -796,6 +829,7 @@ def _full(basic: tuple[Any, ...], shape: tuple[int, ...]) -> bool:
     return True
 
 
+@op(IndexPutBackward0, CopySlices, name="setitem")
 def setitem(self: Tensor, index: Any, value: Any) -> None:
     """``self[index] = value``: a basic index copies ``value`` into the view ``self[index]``; an
     advanced one (masks, integer arrays) is PyTorch's ``index_put_`` (on the view of its basic

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._views import make_view
-from ._registry import backward, variant
+from ._registry import backward, op, variant
 from ._util import Node, Tensor, attach, common_device, edge_of, needs_grad, on, wrap
 from .indexing import getitem
 from .shape import _dim
@@ -58,6 +58,7 @@ def CatBackward0(self: Any, grads: list[Any]) -> Any:
     return tuple(out)
 
 
+@op(CatBackward0)
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors along an existing dimension ``dim``."""
     tensors = _tensor_list(tensors, "cat")
@@ -106,6 +107,7 @@ def StackBackward0(self: Any, grads: list[Any]) -> Any:
     )
 
 
+@op(StackBackward0)
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join equally shaped tensors along a new dimension ``dim``."""
     tensors = _tensor_list(tensors, "stack")
@@ -129,36 +131,34 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ split, chunk
-class _JoinGradsBackward(Node):
-    """A multi-output node: joins its outputs' gradients, zeros for those that got none."""
-
-    def _filled(self, grads: list[Tensor | None]) -> list[Tensor] | None:
-        first = next((g for g in grads if g is not None), None)
-        if first is None:
-            return None
-        dtype, dev = first.data.dtype, first._device
-        return [
-            g if g is not None else on(wrap(np.zeros(shape, dtype=dtype)), dev)
-            for g, shape in zip(grads, self.shapes)
-        ]
+def _filled(node: Any, grads: list[Tensor | None]) -> list[Tensor] | None:
+    """A multi-output node's gradients, zeros for the outputs that got none (None if none did)."""
+    first = next((g for g in grads if g is not None), None)
+    if first is None:
+        return None
+    dtype, dev = first.data.dtype, first._device
+    return [
+        g if g is not None else on(wrap(dev.xp.zeros(shape, dtype=dtype)), dev)
+        for g, shape in zip(grads, node.shapes)
+    ]
 
 
-@backward(base=_JoinGradsBackward)
+@backward()
 def SplitBackward0(self: Any, grads: list[Any]) -> Any:
-    filled = self._filled(grads)
+    filled = _filled(self, grads)
     return (None if filled is None else cat(filled, self.dim),)
 
 
 SplitWithSizesBackward0 = variant("SplitWithSizesBackward0", SplitBackward0)
 
 
-@backward(base=_JoinGradsBackward)
+@backward()
 def UnbindBackward0(self: Any, grads: list[Any]) -> Any:
-    filled = self._filled(grads)
+    filled = _filled(self, grads)
     return (None if filled is None else stack(filled, self.dim),)
 
 
-def _record(input: Tensor, pieces: list[Any], cls: type[_JoinGradsBackward], d: int) -> tuple[Tensor, ...]:
+def _record(input: Tensor, pieces: list[Any], cls: type[Node], d: int) -> tuple[Tensor, ...]:
     """The pieces are views of ``input`` (they share its version counter); with a graph they are
     outputs of one node, and PyTorch refuses in-place ops on such views (``_multi_output``)."""
     outs = tuple(make_view(input, p) for p in pieces)
@@ -173,7 +173,7 @@ def _record(input: Tensor, pieces: list[Any], cls: type[_JoinGradsBackward], d: 
     return outs
 
 
-def _split_sizes(input: Tensor, sizes: list[int], d: int, cls: type[_JoinGradsBackward]) -> tuple[Tensor, ...]:
+def _split_sizes(input: Tensor, sizes: list[int], d: int, cls: type[Node]) -> tuple[Tensor, ...]:
     data = input.data
     lead = (_FULL,) * d
     outs = []
@@ -189,6 +189,7 @@ def _check_1d(input: Tensor, fn: str) -> None:
         raise RuntimeError(f"{fn} expects at least a 1-dimensional tensor")
 
 
+@op(SplitWithSizesBackward0)
 def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Split into pieces of the given sizes along ``dim`` (they must add up to its size)."""
     _check_1d(input, "split")
@@ -207,6 +208,7 @@ def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) ->
     return _split_sizes(input, sizes, d, SplitWithSizesBackward0)
 
 
+@op(SplitBackward0, SplitWithSizesBackward0)
 def split(input: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Split into chunks of ``split_size`` along ``dim`` (the last may be smaller), or into
     pieces of the sizes in a list."""
@@ -227,6 +229,7 @@ def split(input: Tensor, split_size_or_sections: int | Sequence[int], dim: int =
     return _split_sizes(input, sizes, d, SplitBackward0)
 
 
+@op(SplitBackward0, SplitWithSizesBackward0)
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into at most ``chunks`` equal pieces along ``dim`` (the last may be smaller, and
     there may be fewer pieces, as in PyTorch)."""
@@ -241,6 +244,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     return split(input, size, d)
 
 
+@op(UnbindBackward0)
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """The slices along ``dim``, that dimension removed."""
     data = input.data

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._device import CPU
-from ._registry import backward, variant
+from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save, wrap
 from .shape import _dim
 
@@ -76,6 +76,7 @@ def SumBackward0(self: Any, grads: list[Any]) -> Any:
     return (expand_reduced(g, self.shape, self.axes, self.keepdim),)
 
 
+@op(SumBackward0)
 def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Sum over ``dim`` (int, tuple, or None for all)."""
     axes = axes_of(dim, input.data.ndim)
@@ -97,6 +98,7 @@ def MeanBackward0(self: Any, grads: list[Any]) -> Any:
     return (expand_reduced(grads[0] / self.count, self.shape, self.axes, self.keepdim),)
 
 
+@op(MeanBackward0)
 def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Mean over ``dim`` (int, tuple, or None for all)."""
     data = input.data
@@ -168,6 +170,7 @@ def VarBackward0(self: Any, grads: list[Any]) -> Any:
     return (g * centered * self.scale,)
 
 
+@op(VarBackward0)
 def var(
     input: Tensor,
     dim: int | Sequence[int] | bool | None = None,
@@ -285,6 +288,7 @@ def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
     return (MaxResult if largest else MinResult)(out, like(idx.astype(np.int64), input))
 
 
+@op(MaxBackward0, MaxBackward1)
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """Maximum, as ``torch.max``.
 
@@ -296,6 +300,7 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     return _extreme(input, dim, keepdim, True)
 
 
+@op(MinBackward0, MinBackward1)
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """Minimum, as ``torch.min``: see :func:`max`."""
     return _extreme(input, dim, keepdim, False)
@@ -318,11 +323,13 @@ def _arg_extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Tenso
     return like(np.asarray(find(data, axis=axes[0], keepdims=keepdim)).astype(np.int64), input)
 
 
+@op()
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the (first) maximum, flattened when ``dim`` is None; int64, not differentiable."""
     return _arg_extreme(input, dim, keepdim, True)
 
 
+@op()
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the (first) minimum, flattened when ``dim`` is None; int64, not differentiable."""
     return _arg_extreme(input, dim, keepdim, False)
@@ -391,6 +398,7 @@ def _prod(input: Tensor, axes: tuple[int, ...] | None, keepdim: bool, dtype: Any
     return out
 
 
+@op(ProdBackward0, ProdBackward1)
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Product of all elements, or over ``dim`` (an int); exact gradients also with zeros.
 
@@ -421,6 +429,7 @@ def _stable_max(data: np.ndarray[Any, Any], axes: tuple[int, ...] | None) -> np.
     return np.where(np.isinf(m), 0, m).astype(data.dtype, copy=False)
 
 
+@op(LogsumexpBackward0)
 def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
     """``log(sum(exp(input), dim))``, computed without overflow; integer inputs give float32."""
     if input.data.dtype.kind != "f":
@@ -455,6 +464,7 @@ def SoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
     return (y * (g - (g * y).sum(self.axes, keepdim=True)),)
 
 
+@op(SoftmaxBackward0)
 def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """``exp(x) / sum(exp(x), dim)``, computed without overflow (``dtype`` casts first)."""
     input, axes = _softmax_input(input, dim, dtype, "softmax")
@@ -478,6 +488,7 @@ def LogSoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
     return (g - y.exp() * g.sum(self.axes, keepdim=True),)
 
 
+@op(LogSoftmaxBackward0)
 def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """``x - logsumexp(x, dim)``, computed without overflow (``dtype`` casts first)."""
     input, axes = _softmax_input(input, dim, dtype, "log_softmax")

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .._views import make_view
-from ._registry import backward, variant
+from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, like, needs_grad
 
 __all__ = [
@@ -81,17 +81,20 @@ def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Ten
     return out
 
 
+@op(ViewBackward0)
 def reshape(input: Tensor, *shape: Any) -> Tensor:
     """The same data with a new shape (one dim may be -1): a view when numpy can make one,
     else a copy."""
     return _view_or_copy(input, shape, False)
 
 
+@op(ViewBackward0)
 def view(input: Tensor, *shape: Any) -> Tensor:
     """A view with a new shape (one dim may be -1); RuntimeError if the strides do not allow one."""
     return _view_or_copy(input, shape, True)
 
 
+@op(ViewBackward0)
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims ``start_dim`` to ``end_dim`` into one."""
     shape = input.data.shape
@@ -109,6 +112,7 @@ def PermuteBackward0(self: Any, grads: list[Any]) -> Any:
     return (grads[0].permute(*np.argsort(self.dims).tolist()),)
 
 
+@op(PermuteBackward0)
 def permute(input: Tensor, *dims: Any) -> Tensor:
     """Reorder the dimensions."""
     order = _shape_arg(dims)
@@ -136,6 +140,7 @@ def TransposeBackward0(self: Any, grads: list[Any]) -> Any:
     return (grads[0].transpose(self.dim0, self.dim1),)
 
 
+@op(TransposeBackward0)
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dimensions."""
     ndim = input.data.ndim
@@ -149,6 +154,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     return out
 
 
+@op(PermuteBackward0, name="T")
 def t_property(input: Tensor) -> Tensor:
     """``Tensor.T``: all dimensions reversed (the transpose, for a matrix)."""
     ndim = input.data.ndim
@@ -157,6 +163,7 @@ def t_property(input: Tensor) -> Tensor:
     return permute(input, *range(ndim - 1, -1, -1))
 
 
+@op(TransposeBackward0, name="mT")
 def mT_property(input: Tensor) -> Tensor:
     """``Tensor.mT``: the last two dimensions swapped."""
     if input.data.ndim < 2:
@@ -179,6 +186,7 @@ SqueezeBackward1 = variant("SqueezeBackward1", SqueezeBackward0)
 SqueezeBackward2 = variant("SqueezeBackward2", SqueezeBackward0)
 
 
+@op(SqueezeBackward0, SqueezeBackward1, SqueezeBackward2)
 def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Remove dimensions of size 1 (all, or those in ``dim`` that have size 1)."""
     shape = input.data.shape
@@ -207,6 +215,7 @@ def UnsqueezeBackward0(self: Any, grads: list[Any]) -> Any:
     return (grads[0].squeeze(self.dim),)
 
 
+@op(UnsqueezeBackward0)
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a dimension of size 1 at ``dim``."""
     ndim = input.data.ndim + 1
@@ -225,6 +234,7 @@ def ExpandBackward0(self: Any, grads: list[Any]) -> Any:
     return (sum_to_size(grads[0], self.shape),)
 
 
+@op(ExpandBackward0)
 def expand(input: Tensor, *sizes: Any) -> Tensor:
     """Broadcast to ``sizes`` without copying; -1 keeps a dimension's size."""
     target = _shape_arg(sizes)
@@ -261,6 +271,7 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
     return out
 
 
+@op(ExpandBackward0)
 def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
     """Broadcast to ``shape`` (numpy's rules), as ``expand``."""
     return expand(input, tuple(shape))
@@ -287,6 +298,7 @@ def _sum_to(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[An
     return data
 
 
+@op(SumToSizeBackward0)
 def sum_to_size(input: Tensor, *size: Any) -> Tensor:
     """Sum broadcast dimensions away so that the result has shape ``size`` (broadcast's adjoint)."""
     shape = _shape_arg(size)
@@ -314,6 +326,7 @@ def RepeatBackward0(self: Any, grads: list[Any]) -> Any:
     return (summed.reshape(self.shape),)
 
 
+@op(RepeatBackward0)
 def repeat(input: Tensor, *sizes: Any) -> Tensor:
     """Tile the tensor ``sizes[i]`` times along dim ``i`` (torch's ``Tensor.repeat``)."""
     reps = _shape_arg(sizes)

@@ -13,7 +13,9 @@ import warnings
 import numpy as np
 
 from .._device import CPU as _CPU
-from .._ops._util import Node as _Node
+from .._ops._registry import backward as _backward
+from .._ops._registry import op as _op
+from .._ops._registry import variant as _variant
 from .._ops._util import Tensor as _Tensor
 from .._ops._util import attach as _attach
 from .._ops._util import common_device as _common_device
@@ -50,12 +52,6 @@ __all__ = [
 
 _REDUCTIONS = ("none", "mean", "sum")
 
-
-
-def _torch_name(cls: type) -> type:
-    """Name a private node class as PyTorch names it (``_MseLossBackward0`` -> ``MseLossBackward0``)."""
-    cls.__name__ = cls.__qualname__ = cls.__name__.lstrip("_")
-    return cls
 
 
 def _reduction(size_average: Any, reduce: Any, reduction: str) -> str:
@@ -108,26 +104,24 @@ def log_softmax(
 
 
 # ------------------------------------------------------------------------------ mse_loss
-@_torch_name
-class _MseLossBackward0(_Node):
-    _saved = ("input", "target")
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        x, y = self.input.unpack(self), self.target.unpack(self)
-        diff = x - y
-        if self.reduction == "none":
-            scaled = g * 2.0
-        else:
-            scale = 2.0 / diff.data.size if self.reduction == "mean" and diff.data.size else 2.0
-            scaled = (g * scale).expand(diff.data.shape)
-        d = scaled * diff
-        ex, ey = self.next_edges
-        gx = _reduce_grad(d, x.data.shape) if ex is not None else None
-        gy = _reduce_grad(-d, y.data.shape) if ey is not None else None
-        return (gx, gy)
+@_backward(name="MseLossBackward0", saved=("input", "target"))
+def _MseLossBackward0(self: Any, grads: list[Any]) -> Any:
+    g = grads[0]
+    x, y = self.input.unpack(self), self.target.unpack(self)
+    diff = x - y
+    if self.reduction == "none":
+        scaled = g * 2.0
+    else:
+        scale = 2.0 / diff.data.size if self.reduction == "mean" and diff.data.size else 2.0
+        scaled = (g * scale).expand(diff.data.shape)
+    d = scaled * diff
+    ex, ey = self.next_edges
+    gx = _reduce_grad(d, x.data.shape) if ex is not None else None
+    gy = _reduce_grad(-d, y.data.shape) if ey is not None else None
+    return (gx, gy)
 
 
+@_op(_MseLossBackward0)
 def mse_loss(
     input: Tensor,
     target: Tensor,
@@ -174,30 +168,26 @@ def _size(t: Tensor) -> str:
 
 
 # ------------------------------------------------------------------------------ nll_loss
-@_torch_name
-class _NllLossBackward0(_Node):
+@_backward(name="NllLossBackward0")
+def _NllLossBackward0(self: Any, grads: list[Any]) -> Any:
     """Gradient of the picked log-probabilities: ``-weight[target]`` at each target, 0 elsewhere.
 
     ``self.coef`` is that constant mask (divided by the total weight for ``'mean'``), shaped as
     the input; ``self.class_dim`` is where the class dimension sits.
     """
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        if self.reduction != "none" and not _grad_enabled():
-            out = _wrap(g.data * self.coef)
-            if g._device is not _CPU:
-                out._device = g._device
-            return (out,)
-        coef = self.coef.astype(g.data.dtype, copy=False)  # a device-less constant
-        if self.reduction == "none" and coef.ndim > 1:
-            g = g.unsqueeze(self.class_dim)
-        return (g * coef,)
+    g = grads[0]
+    if self.reduction != "none" and not _grad_enabled():
+        out = _wrap(g.data * self.coef)
+        if g._device is not _CPU:
+            out._device = g._device
+        return (out,)
+    coef = self.coef.astype(g.data.dtype, copy=False)  # a device-less constant
+    if self.reduction == "none" and coef.ndim > 1:
+        g = g.unsqueeze(self.class_dim)
+    return (g * coef,)
 
 
-@_torch_name
-class _NllLoss2DBackward0(_NllLossBackward0):
-    """``nll_loss`` with spatial dims ``(N, C, d1, ...)``."""
+_NllLoss2DBackward0 = _variant("NllLoss2DBackward0", _NllLossBackward0, "``nll_loss`` with spatial dims ``(N, C, d1, ...)``.")
 
 
 def _check_nll(input: Tensor, target: Tensor, weight: Any) -> tuple[Any, Any, Any]:
@@ -267,6 +257,7 @@ def _nll_loss_plain(input: Tensor, t: Any, ignore_index: int, mean: bool) -> Ten
     return out
 
 
+@_op(_NllLossBackward0, _NllLoss2DBackward0)
 def nll_loss(
     input: Tensor,
     target: Tensor,
@@ -331,6 +322,7 @@ def nll_loss(
 
 
 # ------------------------------------------------------------------------------ cross_entropy
+@_op(_NllLossBackward0, _NllLoss2DBackward0)
 def cross_entropy(
     input: Tensor,
     target: Tensor,
