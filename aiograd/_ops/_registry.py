@@ -127,7 +127,8 @@ Saves = Literal["input", "result"] | None
 class Unary:
     """One unary elementwise op as a table row.
 
-    ``forward(xp, array)`` computes the output array with the input's array module ``xp``;
+    ``forward`` names the function of the input's array module ``xp`` that computes the output
+    array (``"tanh"``: ``xp.tanh(array)``), or is a ``forward(xp, array)`` callable;
     ``vjp(grad, saved)`` is the input's gradient from the output's gradient and the saved
     tensor (the input or the result, as ``saves`` says; None if nothing is saved), written with
     aiograd ops so it can be differentiated again. ``fast(grad_array, saved_array)``, where
@@ -136,7 +137,7 @@ class Unary:
 
     name: str
     node: str
-    forward: Callable[[Any, Any], Any]
+    forward: str | Callable[[Any, Any], Any]
     vjp: Callable[[Any, Any], Any]
     saves: Saves = None
     fast: Callable[[Any, Any], Any] | None = None
@@ -171,14 +172,27 @@ def _unary_node(row: Unary, module: str) -> type[Node]:
 
 def unary(row: Unary, module: str) -> tuple[Callable[[Tensor], Tensor], type[Node]]:
     """The forward function and node class of a unary table row, registered."""
-    forward, saves = row.forward, row.saves
+    saves = row.saves
     cls = _unary_node(row, module)
+    forward = row.forward
+    if isinstance(forward, str):  # the name of an array-module function, e.g. "tanh"
+        name = forward
+        on_cpu: Any = getattr(CPU.xp, name)  # resolved once: the CPU is the hot path
+
+        def compute(xp: Any, data: Any) -> Any:
+            return getattr(xp, name)(data)
+
+    else:
+        on_cpu, compute = None, forward
 
     def fn(input: Tensor) -> Tensor:
         dev = input._device
-        out = wrap(forward(dev.xp, input.data))
-        if dev is not CPU:
-            out._device = dev
+        if dev is CPU and on_cpu is not None:
+            out = wrap(on_cpu(input.data))
+        else:
+            out = wrap(compute(dev.xp, input.data))
+            if dev is not CPU:
+                out._device = dev
         if needs_grad(input):
             # attach, then save: a saved output must already require grad (for create_graph)
             node: Any = attach(cls((edge_of(input),)), out)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ._registry import Unary, backward, op, register, unary, variant
 from ._util import (
+    CPU,
     Tensor,
     attach,
     data_of,
@@ -45,6 +46,11 @@ def _shape(x: Any) -> tuple[int, ...]:
 
 def _binary_edges(a: Any, b: Any) -> tuple[Any, Any]:
     return (edge_of(a), edge_of(b))
+
+
+def _off_cpu(a: Any, b: Any) -> bool:
+    """True if ``a`` or ``b`` is a tensor off the CPU (the rare case that ``place2`` handles)."""
+    return getattr(a, "_device", CPU) is not CPU or getattr(b, "_device", CPU) is not CPU
 
 
 def _xp(*xs: Any) -> Any:
@@ -78,7 +84,8 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     a = input.data if isinstance(input, Tensor) else input
     b = other.data if isinstance(other, Tensor) else other
     out = wrap(a + (b if alpha == 1 else alpha * b))
-    input, other = place2(out, input, other)
+    if _off_cpu(input, other):
+        input, other = place2(out, input, other)
     if needs_grad(input, other):
         node: Any = attach(AddBackward0(_binary_edges(input, other)), out)
         node.a_shape, node.b_shape, node.alpha = _shape(input), _shape(other), alpha
@@ -104,7 +111,8 @@ def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     a = input.data if isinstance(input, Tensor) else input
     b = other.data if isinstance(other, Tensor) else other
     out = wrap(a - (b if alpha == 1 else alpha * b))
-    input, other = place2(out, input, other)
+    if _off_cpu(input, other):
+        input, other = place2(out, input, other)
     if needs_grad(input, other):
         cls = SubBackward0 if isinstance(input, Tensor) else RsubBackward1
         node: Any = attach(cls(_binary_edges(input, other)), out)
@@ -119,10 +127,15 @@ def MulBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
     if not grad_enabled():
         gd = g.data
         ga = gb = None
+        dev = g._device
         if ea is not None:
-            ga = like(_sum_to(gd * data_of(saved(self, self.b)), self.a_shape), g)
+            ga = wrap(_sum_to(gd * data_of(saved(self, self.b)), self.a_shape))
+            if dev is not CPU:
+                ga._device = dev
         if eb is not None:
-            gb = like(_sum_to(gd * data_of(saved(self, self.a)), self.b_shape), g)
+            gb = wrap(_sum_to(gd * data_of(saved(self, self.a)), self.b_shape))
+            if dev is not CPU:
+                gb._device = dev
         return (ga, gb)
     ga = reduce_grad(g * saved(self, self.b), self.a_shape) if ea is not None else None
     gb = reduce_grad(g * saved(self, self.a), self.b_shape) if eb is not None else None
@@ -140,7 +153,8 @@ def mul(input: Any, other: Any) -> Tensor:
     a = input.data if isinstance(input, Tensor) else input
     b = other.data if isinstance(other, Tensor) else other
     out = wrap(a * b)
-    input, other = place2(out, input, other)
+    if _off_cpu(input, other):
+        input, other = place2(out, input, other)
     if needs_grad(input, other):
         node: Any = attach(MulBackward0(_binary_edges(input, other)), out)
         ea, eb = node.next_edges
@@ -254,29 +268,29 @@ def _sigmoid(xp: Any, x: Any) -> Any:
     return xp.where(x >= 0, 1.0, z) / (1.0 + z)
 
 
-# One row per op: name, PyTorch's node, forward(xp, array), vjp(grad, saved) on tensors, what
+# One row per op: name, PyTorch's node, forward (an array-module function's name, or (xp, array) -> array), vjp(grad, saved) on tensors, what
 # the node saves ("input" as ``x``, "result" as ``result``), and an optional array formula for
 # the backward with grad mode off (no tensors made on the hot path).
 UNARY = [
-    Unary("neg", "NegBackward0", lambda xp, x: xp.negative(x), lambda g, _: -g,
+    Unary("neg", "NegBackward0", "negative", lambda g, _: -g,
           doc="``-input``."),
-    Unary("exp", "ExpBackward0", lambda xp, x: xp.exp(x), lambda g, y: g * y, "result",
+    Unary("exp", "ExpBackward0", "exp", lambda g, y: g * y, "result",
           fast=lambda g, y: g * y, doc="Elementwise ``e ** input``."),
-    Unary("log", "LogBackward0", lambda xp, x: xp.log(x), lambda g, x: g / x, "input",
+    Unary("log", "LogBackward0", "log", lambda g, x: g / x, "input",
           doc="Natural logarithm."),
-    Unary("log1p", "Log1PBackward0", lambda xp, x: xp.log1p(x), lambda g, x: g / (x + 1.0), "input",
+    Unary("log1p", "Log1PBackward0", "log1p", lambda g, x: g / (x + 1.0), "input",
           doc="``log(1 + input)``, accurate near zero."),
-    Unary("sqrt", "SqrtBackward0", lambda xp, x: xp.sqrt(x), lambda g, y: g / (y * 2.0), "result",
+    Unary("sqrt", "SqrtBackward0", "sqrt", lambda g, y: g / (y * 2.0), "result",
           doc="Elementwise square root."),
-    Unary("abs", "AbsBackward0", lambda xp, x: xp.abs(x), lambda g, x: g * sign(x), "input",
+    Unary("abs", "AbsBackward0", "abs", lambda g, x: g * sign(x), "input",
           doc="Elementwise absolute value (gradient 0 at 0, as PyTorch)."),
-    Unary("sign", "SignBackward0", lambda xp, x: xp.sign(x), lambda g, _: g * 0.0,
+    Unary("sign", "SignBackward0", "sign", lambda g, _: g * 0.0,
           doc="Elementwise sign: -1, 0 or 1 (gradient zero everywhere)."),
-    Unary("sin", "SinBackward0", lambda xp, x: xp.sin(x), lambda g, x: g * cos(x), "input",
+    Unary("sin", "SinBackward0", "sin", lambda g, x: g * cos(x), "input",
           doc="Elementwise sine."),
-    Unary("cos", "CosBackward0", lambda xp, x: xp.cos(x), lambda g, x: g * -sin(x), "input",
+    Unary("cos", "CosBackward0", "cos", lambda g, x: g * -sin(x), "input",
           doc="Elementwise cosine."),
-    Unary("tanh", "TanhBackward0", lambda xp, x: xp.tanh(x), lambda g, y: g * (1.0 - y * y), "result",
+    Unary("tanh", "TanhBackward0", "tanh", lambda g, y: g * (1.0 - y * y), "result",
           fast=lambda g, y: g * (1.0 - y * y), doc="Elementwise hyperbolic tangent."),
     Unary("sigmoid", "SigmoidBackward0", _sigmoid, lambda g, y: g * (y * (1.0 - y)), "result",
           fast=lambda g, y: g * (y * (1.0 - y)),
