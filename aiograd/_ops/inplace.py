@@ -754,7 +754,6 @@ def IndexPutBackward0(self: Any, grads: list[Any]) -> Any:
     return (grad_self, grad_values)
 
 
-@op(IndexPutBackward0)
 def index_put_(self: Tensor, adv: tuple[Any, ...], values: Any, accumulate: bool = False) -> Tensor:
     """``self[adv] = values`` for a normalised advanced index (see ``indexing._normalize``)."""
     values = _operand(self, values)
