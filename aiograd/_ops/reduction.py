@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from .._device import CPU
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save, wrap
+from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
+from .elementwise import maximum, minimum, where
 from .shape import _dim
 
 __all__ = [
@@ -54,15 +54,17 @@ def expand_reduced(grad: Tensor, shape: tuple[int, ...], axes: tuple[int, ...] |
     return grad.expand(shape)
 
 
-def _expand_reduced_array(grad: Any, shape: tuple[int, ...], axes: tuple[int, ...] | None, keepdim: bool) -> Any:
+def _expand_reduced_array(
+    xp: Any, grad: Any, shape: tuple[int, ...], axes: tuple[int, ...] | None, keepdim: bool
+) -> Any:
     """``expand_reduced`` on the array (the no-create_graph fast path).
 
     Materialised rather than a broadcast view: ``np.broadcast_to`` costs more than filling a small
     array, and an owned, writable gradient can be stolen or accumulated in place downstream.
     """
     if axes is not None and not keepdim:
-        grad = np.expand_dims(grad, axes)
-    out = np.empty(shape, dtype=grad.dtype)
+        grad = xp.expand_dims(grad, axes)
+    out = xp.empty(shape, dtype=grad.dtype)
     out[...] = grad
     return out
 
@@ -71,7 +73,7 @@ def _expand_reduced_array(grad: Any, shape: tuple[int, ...], axes: tuple[int, ..
 def SumBackward0(self: Any, grads: list[Any]) -> Any:
     g = grads[0]
     if not grad_enabled():
-        out = like(_expand_reduced_array(g.data, self.shape, self.axes, self.keepdim), g)
+        out = like(_expand_reduced_array(g._device.xp, g.data, self.shape, self.axes, self.keepdim), g)
         return (out,)
     return (expand_reduced(g, self.shape, self.axes, self.keepdim),)
 
@@ -94,7 +96,7 @@ def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = F
 def MeanBackward0(self: Any, grads: list[Any]) -> Any:
     if not grad_enabled():
         g = grads[0].data / self.count
-        return (like(_expand_reduced_array(g, self.shape, self.axes, self.keepdim), grads[0]),)
+        return (like(_expand_reduced_array(grads[0]._device.xp, g, self.shape, self.axes, self.keepdim), grads[0]),)
     return (expand_reduced(grads[0] / self.count, self.shape, self.axes, self.keepdim),)
 
 
@@ -206,7 +208,7 @@ def var(
         )
     with np.errstate(divide="ignore", invalid="ignore"):
         centered = data - data.mean(axis=axes, keepdims=True)
-        sq = np.square(centered).sum(axis=axes, keepdims=keepdim)
+        sq = input._device.xp.square(centered).sum(axis=axes, keepdims=keepdim)
         out = like(sq / data.dtype.type(dof if dof > 0 else 0), input)
     if needs_grad(input):
         node = attach(VarBackward0((edge_of(input),)), out)
@@ -248,12 +250,10 @@ MinBackward0 = variant("MinBackward0", MaxBackward0)
 
 
 def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
-    from .elementwise import maximum, minimum
-
     fname = "max" if largest else "min"
     if isinstance(dim, Tensor):  # max(input, other): elementwise, as torch.max
         return (maximum if largest else minimum)(input, dim)
-    data = input.data
+    data, xp = input.data, input._device.xp
     if dim is None:
         if keepdim:
             raise TypeError(f"{fname}(): 'keepdim' needs 'dim'")
@@ -261,26 +261,26 @@ def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
         value = data.max() if largest else data.min()
         out = like(value, input)
         if needs_grad(input):
-            mask = np.isnan(data) if np.isnan(value) else (data == value)
-            share = mask / np.count_nonzero(mask)
+            mask = xp.isnan(data) if xp.isnan(value) else (data == value)
+            share = mask / xp.count_nonzero(mask)
             node = attach((MaxBackward1 if largest else MinBackward1)((edge_of(input),)), out)
             node.mask = share
         return out
     axes = _one_dim(dim, data.ndim, fname)
     _check_nonempty(data, axes, fname)
     if axes:
-        idx = (np.argmax if largest else np.argmin)(data, axis=axes[0], keepdims=True)
-        values = np.take_along_axis(data, idx, axis=axes[0])
+        idx = (xp.argmax if largest else xp.argmin)(data, axis=axes[0], keepdims=True)
+        values = xp.take_along_axis(data, idx, axis=axes[0])
         if not keepdim:
             idx, values = idx.squeeze(axes[0]), values.squeeze(axes[0])
     else:
-        idx, values = np.zeros((), dtype=np.int64), data.copy()
+        idx, values = xp.zeros((), dtype=np.int64), data.copy()
     out = like(values, input)
     if needs_grad(input):
-        mask = np.zeros(data.shape, dtype=bool)
+        mask = xp.zeros(data.shape, dtype=bool)
         if axes:
-            full_idx = idx if keepdim else np.expand_dims(idx, axes[0])
-            np.put_along_axis(mask, full_idx, True, axis=axes[0])
+            full_idx = idx if keepdim else xp.expand_dims(idx, axes[0])
+            xp.put_along_axis(mask, full_idx, True, axis=axes[0])
         else:
             mask[...] = True
         node = attach((MaxBackward0 if largest else MinBackward0)((edge_of(input),)), out)
@@ -308,19 +308,19 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 
 def _arg_extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Tensor:
     fname = "argmax" if largest else "argmin"
-    data = input.data
-    find = np.argmax if largest else np.argmin
+    data, xp = input.data, input._device.xp
+    find = xp.argmax if largest else xp.argmin
     if dim is None:
         _check_nonempty(data, None, fname)
-        idx = np.asarray(find(data.reshape(-1)))
+        idx = xp.asarray(find(data.reshape(-1)))
         if keepdim:
             idx = idx.reshape((1,) * data.ndim)
         return like(idx.astype(np.int64), input)
     axes = _one_dim(dim, data.ndim, fname)
     _check_nonempty(data, axes, fname)
     if not axes:
-        return like(np.zeros((), dtype=np.int64), input)
-    return like(np.asarray(find(data, axis=axes[0], keepdims=keepdim)).astype(np.int64), input)
+        return like(xp.zeros((), dtype=np.int64), input)
+    return like(xp.asarray(find(data, axis=axes[0], keepdims=keepdim)).astype(np.int64), input)
 
 
 @op()
@@ -345,12 +345,10 @@ def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdi
     zero gets ``q * (product of the other zeros)``, which is 1 for a lone zero and 0 for several
     (built one rank of zeros at a time when grad mode is on, so that higher orders are right).
     """
-    from .elementwise import where
-
-    data = x.data
+    data, xp = x.data, x._device.xp
     shape = data.shape
     if axes == ():  # a 0-d input is its own product
-        return like(np.ones(shape, dtype=data.dtype), x)
+        return like(xp.ones(shape, dtype=data.dtype), x)
     zero = data == 0
     if not zero.any():
         return expand_reduced(result, shape, axes, keepdim) / x
@@ -358,18 +356,18 @@ def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdi
     q = _prod(x_nonzero, axes, keepdim=True).expand(shape)
     r = _prod(where(zero, x, 1.0), axes, keepdim=True).expand(shape)
     if axes is None:
-        rank = (np.cumsum(zero.reshape(-1)) - 1).reshape(shape)
+        rank = (xp.cumsum(zero.reshape(-1)) - 1).reshape(shape)
     else:
-        rank = np.cumsum(zero, axis=axes[0]) - 1
+        rank = xp.cumsum(zero, axis=axes[0]) - 1
     counts = zero.sum(axis=axes, keepdims=True)
     if grad_enabled():
-        other_zeros: Tensor = like(np.zeros(shape, dtype=data.dtype), x)
+        other_zeros: Tensor = like(xp.zeros(shape, dtype=data.dtype), x)
         for k in range(int(counts.max())):
             this = zero & (rank == k)
             excl = _prod(where(zero & ~this, x, 1.0), axes, keepdim=True).expand(shape)
             other_zeros = where(this, excl, other_zeros)
     else:
-        other_zeros = like(np.broadcast_to(counts == 1, shape).astype(data.dtype), x)
+        other_zeros = like(xp.broadcast_to(counts == 1, shape).astype(data.dtype), x)
     return where(zero, q * other_zeros, q / x_nonzero * r)
 
 
@@ -389,7 +387,7 @@ def _prod(input: Tensor, axes: tuple[int, ...] | None, keepdim: bool, dtype: Any
         input = input.to(dtype)
     data = input.data
     acc = np.int64 if data.dtype.kind in "bui" else None
-    out = like(np.asarray(data.prod(axis=axes, keepdims=keepdim, dtype=acc)), input)
+    out = like(input._device.xp.asarray(data.prod(axis=axes, keepdims=keepdim, dtype=acc)), input)
     if needs_grad(input):
         cls = ProdBackward0 if axes is None else ProdBackward1
         node = attach(cls((edge_of(input),)), out)
@@ -421,12 +419,12 @@ def LogsumexpBackward0(self: Any, grads: list[Any]) -> Any:
     return (g * (x - expand_reduced(result, shape, self.axes, self.keepdim)).exp(),)
 
 
-def _stable_max(data: np.ndarray[Any, Any], axes: tuple[int, ...] | None) -> np.ndarray[Any, Any]:
+def _stable_max(xp: Any, data: Any, axes: tuple[int, ...] | None) -> Any:
     """The max over ``axes`` (kept), with infinities replaced by 0 so that shifting is safe."""
     if data.size == 0:
-        return np.zeros(_reduced_shape(data.shape, axes, True), dtype=data.dtype)
+        return xp.zeros(_reduced_shape(data.shape, axes, True), dtype=data.dtype)
     m = data.max(axis=axes, keepdims=True)
-    return np.where(np.isinf(m), 0, m).astype(data.dtype, copy=False)
+    return xp.where(xp.isinf(m), 0, m).astype(data.dtype, copy=False)
 
 
 @op(LogsumexpBackward0)
@@ -434,12 +432,12 @@ def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False) ->
     """``log(sum(exp(input), dim))``, computed without overflow; integer inputs give float32."""
     if input.data.dtype.kind != "f":
         input = like(input.data.astype(np.float32), input)
-    data = input.data
+    data, xp = input.data, input._device.xp
     axes = axes_of(dim, data.ndim)
-    m = _stable_max(data, axes)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.exp(data - m).sum(axis=axes, keepdims=True)
-        res = np.log(s) + m
+    m = _stable_max(xp, data, axes)
+    with np.errstate(divide="ignore", invalid="ignore"):  # host error state (numpy's warnings)
+        s = xp.exp(data - m).sum(axis=axes, keepdims=True)
+        res = xp.log(s) + m
     out = like(res if keepdim else res.reshape(_reduced_shape(data.shape, axes, False)), input)
     if needs_grad(input):
         node = attach(LogsumexpBackward0((edge_of(input),)), out)
@@ -468,9 +466,9 @@ def SoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
 def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """``exp(x) / sum(exp(x), dim)``, computed without overflow (``dtype`` casts first)."""
     input, axes = _softmax_input(input, dim, dtype, "softmax")
-    data = input.data
+    data, xp = input.data, input._device.xp
     with np.errstate(invalid="ignore"):
-        e = np.exp(data - data.max(axis=axes, keepdims=True)) if data.size else data.copy()
+        e = xp.exp(data - data.max(axis=axes, keepdims=True)) if data.size else data.copy()
         out = like(e / e.sum(axis=axes, keepdims=True), input)
     if needs_grad(input):
         node = attach(SoftmaxBackward0((edge_of(input),)), out)
@@ -483,8 +481,7 @@ def LogSoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
     y, g = self.result.unpack(self), grads[0]
     if not grad_enabled():
         gd = g.data
-        out = like(gd - np.exp(y.data) * gd.sum(self.axes, keepdims=True), g)
-        return (out,)
+        return (like(gd - g._device.xp.exp(y.data) * gd.sum(self.axes, keepdims=True), g),)
     return (g - y.exp() * g.sum(self.axes, keepdim=True),)
 
 
@@ -492,21 +489,19 @@ def LogSoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
 def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """``x - logsumexp(x, dim)``, computed without overflow (``dtype`` casts first)."""
     input, axes = _softmax_input(input, dim, dtype, "log_softmax")
-    data = input.data
+    data, xp = input.data, input._device.xp
     if not data.size:
         out = like(data.copy(), input)
     else:
         peak = data.max(axis=axes, keepdims=True)
-        if np.isfinite(peak).all():
+        if xp.isfinite(peak).all():
             # The common case needs no errstate (entering one costs more than the math here).
             shifted = data - peak
-            out = wrap(shifted - np.log(np.exp(shifted).sum(axis=axes, keepdims=True)))
+            out = like(shifted - xp.log(xp.exp(shifted).sum(axis=axes, keepdims=True)), input)
         else:
             with np.errstate(divide="ignore", invalid="ignore"):
                 shifted = data - peak
-                out = wrap(shifted - np.log(np.exp(shifted).sum(axis=axes, keepdims=True)))
-        if input._device is not CPU:
-            out._device = input._device
+                out = like(shifted - xp.log(xp.exp(shifted).sum(axis=axes, keepdims=True)), input)
     if needs_grad(input):
         node = attach(LogSoftmaxBackward0((edge_of(input),)), out)
         node.result, node.axes = save(out, is_output=True), axes
