@@ -11,7 +11,7 @@ import numpy as np
 from ._registry import backward, op, register
 from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
 from .casting import ToCopyBackward0
-from .elementwise import PowBackward0, SqrtBackward0, sqrt, where
+from .elementwise import PowBackward0, SqrtBackward0, clone, sqrt, where
 from .reduction import VarBackward0, axes_of, expand_reduced, var
 from .shape import ExpandBackward0, TransposeBackward0, ViewBackward0, expand, reshape, transpose
 
@@ -47,10 +47,8 @@ def contiguous(input: Tensor) -> Tensor:
     """``input`` itself when its array is C-contiguous, else a recorded contiguous copy."""
     if input.data.flags.c_contiguous:
         return input
-    from .elementwise import clone
-
     out = clone(input)
-    out.data = np.ascontiguousarray(out.data)
+    out.data = input._device.xp.ascontiguousarray(out.data)
     return out
 
 
@@ -95,10 +93,11 @@ def LinalgVectorNormBackward0(self: Any, grads: list[Any]) -> Any:
     g = grads[0]
     x, result = self.x.unpack(self), self.result.unpack(self)
     if not grad_enabled():
+        xp = g._device.xp
         with np.errstate(divide="ignore", invalid="ignore"):
-            scale = np.where(result.data == 0, 0.0, g.data / result.data).astype(g.data.dtype)
+            scale = xp.where(result.data == 0, 0.0, g.data / result.data).astype(g.data.dtype)
         if self.axes is not None and not self.keepdim:
-            scale = np.expand_dims(scale, self.axes)
+            scale = xp.expand_dims(scale, self.axes)
         out = like(x.data * scale, g)
         return (out,)
     zero = result.data == 0  # a device-less constant
@@ -121,7 +120,7 @@ def norm(
         p = 2
     axes = axes_of(dim, data.ndim)
     if p == 2:
-        out = like(np.sqrt(np.square(data).sum(axis=axes, keepdims=keepdim)), input)
+        out = like(input._device.xp.sqrt(input._device.xp.square(data).sum(axis=axes, keepdims=keepdim)), input)
         if needs_grad(input):
             node = attach(LinalgVectorNormBackward0((edge_of(input),)), out)
             node.x, node.result = save(input), save(out, is_output=True)

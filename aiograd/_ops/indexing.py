@@ -115,7 +115,7 @@ def _scatter(grad: Tensor, shape: tuple[int, ...], index: Index, take_cls: type[
     """Zeros of ``shape`` with ``grad`` added at ``index`` (the adjoint of ``_take``)."""
     basic, adv, accumulate = index
     g = grad.data
-    z = np.zeros(shape, dtype=g.dtype)
+    z = grad._device.xp.zeros(shape, dtype=g.dtype)
     if adv is None:
         z[basic if basic is not None else ()] = g
     else:

@@ -58,6 +58,7 @@ from .elementwise import (
     relu,
     sub,
     to,
+    where,
 )
 from .indexing import (
     IndexBackward0,
@@ -162,9 +163,10 @@ def AsStridedBackward0(self: Any, grads: list[Any]) -> Any:
         return (None,)
     index = (None, (self.flat,), self.overlap)
     if not grad_enabled():
-        z = np.zeros(self.size, dtype=g.data.dtype)
+        xp = g._device.xp
+        z = xp.zeros(self.size, dtype=g.data.dtype)
         if self.overlap:
-            np.add.at(z, self.flat, g.data)
+            xp.add.at(z, self.flat, g.data)
         else:
             z[self.flat] = g.data
         out = like(z.reshape(self.shape), g)
@@ -535,8 +537,6 @@ def relu_(self: Tensor) -> Tensor:
 def ClampBackward0(self: Any, grads: list[Any]) -> Any:
     """``clamp_`` with tensor bounds: the gradient goes to whichever of self, min and max
     the output took its value from (PyTorch's ``clamp_backward_min_max``)."""
-    from .elementwise import where
-
     g = grads[0]
     x = self.x.unpack(self).data
     lo = None if self.lo is None else self.lo.unpack(self).data

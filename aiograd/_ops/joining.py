@@ -15,7 +15,7 @@ import numpy as np
 
 from .._views import make_view
 from ._registry import backward, op, variant
-from ._util import Node, Tensor, attach, common_device, edge_of, needs_grad, on, wrap
+from ._util import Node, Tensor, attach, common_device, edge_of, like, needs_grad, on, wrap
 from .indexing import getitem
 from .shape import _dim
 
@@ -48,7 +48,7 @@ def CatBackward0(self: Any, grads: list[Any]) -> Any:
     offset = 0
     for edge, size, dtype in zip(self.next_edges, self.sizes, self.dtypes):
         if size is None:  # a legacy empty 1-D input, skipped in forward
-            out.append(on(wrap(np.zeros((0,), dtype=dtype)), g._device) if edge is not None else None)
+            out.append(like(g._device.xp.zeros((0,), dtype=dtype), g) if edge is not None else None)
             continue
         if edge is not None:
             out.append(_as_dtype(getitem(g, lead + (slice(offset, offset + size),)), dtype))
@@ -83,8 +83,8 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                     f"Sizes of tensors must match except in dimension {d}. Expected size "
                     f"{ref.shape[k]} but got size {a.shape[k]} for tensor number {i} in the list."
                 )
-    out = wrap(np.concatenate([a for _, a in used], axis=d))
-    on(out, common_device(*tensors))
+    dev = common_device(*tensors)
+    out = on(wrap(dev.xp.concatenate([a for _, a in used], axis=d)), dev)
     if needs_grad(*tensors):
         node = attach(CatBackward0(tuple(edge_of(t) for t in tensors)), out)
         node.dim = d
@@ -121,8 +121,8 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                 f"and {list(t.data.shape)} at entry {i}"
             )
     d = _dim(dim, len(shape) + 1)
-    out = wrap(np.stack([t.data for t in tensors], axis=d))
-    on(out, common_device(*tensors))
+    dev = common_device(*tensors)
+    out = on(wrap(dev.xp.stack([t.data for t in tensors], axis=d)), dev)
     if needs_grad(*tensors):
         node = attach(StackBackward0(tuple(edge_of(t) for t in tensors)), out)
         node.dim = d

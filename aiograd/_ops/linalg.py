@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from .._cost import matmul_cost
 from .._device import CPU
 from .._graph_context import should_compute
@@ -122,7 +120,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D"
         )
     try:
-        out = wrap(np.matmul(a, b))
+        out = wrap(input._device.xp.matmul(a, b))
     except ValueError:
         raise RuntimeError(_mismatch(a.shape, b.shape)) from None
     if input._device is not CPU or other._device is not CPU:

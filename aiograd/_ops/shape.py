@@ -145,7 +145,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dimensions."""
     ndim = input.data.ndim
     d0, d1 = _dim(dim0, ndim), _dim(dim1, ndim)
-    out = make_view(input, np.swapaxes(input.data, d0, d1) if ndim else input.data.view())
+    out = make_view(input, input._device.xp.swapaxes(input.data, d0, d1) if ndim else input.data.view())
     if needs_grad(input):
         node = attach(TransposeBackward0((edge_of(input),)), out)
         node.dim0, node.dim1 = d0, d1
@@ -201,7 +201,7 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
             if d in wrapped[:i]:
                 raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         axes = tuple(sorted(d for d in wrapped if shape and shape[d] == 1))
-    out = make_view(input, np.squeeze(input.data, axis=axes) if axes else input.data.view())
+    out = make_view(input, input._device.xp.squeeze(input.data, axis=axes) if axes else input.data.view())
     if needs_grad(input):
         node = attach(cls((edge_of(input),)), out)
         node.shape = shape
@@ -220,7 +220,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a dimension of size 1 at ``dim``."""
     ndim = input.data.ndim + 1
     d = _dim(dim, ndim)
-    out = make_view(input, np.expand_dims(input.data, d))
+    out = make_view(input, input._device.xp.expand_dims(input.data, d))
     if needs_grad(input):
         node = attach(UnsqueezeBackward0((edge_of(input),)), out)
         node.dim = d
@@ -262,7 +262,7 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
         (shape[i - lead] if s == -1 and i >= lead else s) for i, s in enumerate(target)
     )
     # Read-only, as numpy makes broadcasts: an in-place op on it raises PyTorch's overlap error.
-    out = make_view(input, np.broadcast_to(input.data, resolved))
+    out = make_view(input, input._device.xp.broadcast_to(input.data, resolved))
     if needs_grad(input):
         node = attach(ExpandBackward0((edge_of(input),)), out)
         node.shape = shape
@@ -336,7 +336,7 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
             "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
         )
     padded = (1,) * (len(reps) - len(shape)) + shape
-    out = like(np.tile(input.data.reshape(padded), reps), input)
+    out = like(input._device.xp.tile(input.data.reshape(padded), reps), input)
     if needs_grad(input):
         node = attach(RepeatBackward0((edge_of(input),)), out)
         node.shape, node.padded_shape, node.repeats = shape, padded, reps
