@@ -21,6 +21,7 @@ from .._ops._util import attach as _attach
 from .._ops._util import common_device as _common_device
 from .._ops._util import edge_of as _edge_of
 from .._ops._util import grad_enabled as _grad_enabled
+from .._ops._util import like as _like
 from .._ops._util import needs_grad as _needs_grad
 from .._ops._util import on as _on
 from .._ops._util import save as _save
@@ -146,13 +147,14 @@ def mse_loss(
             UserWarning,
             stacklevel=2,
         )
+    xp = input._device.xp
     diff = input.data - target.data
     sq = diff * diff
     if reduction == "mean":
         with np.errstate(invalid="ignore", divide="ignore"):
-            data = np.asarray(sq.mean() if sq.size else sq.sum() / 0.0)
+            data = xp.asarray(sq.mean() if sq.size else sq.sum() / 0.0)
     elif reduction == "sum":
-        data = np.asarray(sq.sum())
+        data = xp.asarray(sq.sum())
     else:
         data = sq
     out = _wrap(data.astype(sq.dtype, copy=False))
@@ -244,11 +246,9 @@ def _nll_loss_plain(input: Tensor, t: Any, ignore_index: int, mean: bool) -> Ten
         return None
     if 0 <= ignore_index < n_classes and (t == ignore_index).any():
         return None
-    rows = np.arange(t.size)
+    rows = input._device.xp.arange(t.size)
     scale = 1.0 / t.size if mean else 1.0
-    out = _wrap(np.asarray(-x[rows, t].sum() * scale, dtype=x.dtype))
-    if input._device is not _CPU:
-        out._device = input._device
+    out = _like(input._device.xp.asarray(-x[rows, t].sum() * scale, dtype=x.dtype), input)
     if _needs_grad(input):
         node = _attach(_NllLossBackward0((_edge_of(input),)), out)
         coef = np.zeros(x.shape, x.dtype)
@@ -291,24 +291,23 @@ def nll_loss(
     bad = ~ignored & ((t < 0) | (t >= n_classes))
     if bad.any():
         raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
-    safe_t = np.where(ignored, 0, t)
-    w_t = (np.ones(t.shape, dtype=x.dtype) if w is None else w.astype(x.dtype)[safe_t])
-    w_t = np.where(ignored, 0, w_t).astype(x.dtype, copy=False)
-    idx = np.expand_dims(safe_t, class_dim)
-    picked = np.take_along_axis(x, idx, axis=class_dim).squeeze(class_dim)
+    xp = input._device.xp
+    safe_t = xp.where(ignored, 0, t)
+    w_t = (xp.ones(t.shape, dtype=x.dtype) if w is None else w.astype(x.dtype)[safe_t])
+    w_t = xp.where(ignored, 0, w_t).astype(x.dtype, copy=False)
+    idx = xp.expand_dims(safe_t, class_dim)
+    picked = xp.take_along_axis(x, idx, axis=class_dim).squeeze(class_dim)
     losses = -(w_t * picked)
     total = None
     if reduction == "none":
         data = losses
     elif reduction == "sum":
-        data = np.asarray(losses.sum())
+        data = xp.asarray(losses.sum())
     else:
         total = w_t.sum()
         with np.errstate(invalid="ignore", divide="ignore"):
-            data = np.asarray(losses.sum() / total)
-    out = _wrap(np.asarray(data).astype(x.dtype, copy=False))
-    if input._device is not _CPU:
-        out._device = input._device
+            data = xp.asarray(losses.sum() / total)
+    out = _like(xp.asarray(data).astype(x.dtype, copy=False), input)
     if _needs_grad(input):
         cls = _NllLoss2DBackward0 if x.ndim > 2 else _NllLossBackward0
         node = _attach(cls((_edge_of(input),)), out)
