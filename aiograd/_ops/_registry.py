@@ -22,13 +22,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from .._node import Node, edge_of, save
 from .._tensor import Tensor
 from ._util import CPU, attach, grad_enabled, needs_grad, wrap
 
-__all__ = ["OPS", "OpRule", "Unary", "backward", "op", "register", "unary", "variant"]
+__all__ = ["OPS", "OpRule", "Unary", "UnaryOp", "backward", "op", "register", "unary", "variant"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 #: A backward formula: ``(node, grads of the outputs) -> one gradient (or None) per input``.
@@ -123,6 +123,12 @@ def variant(name: str, of: type[Node], doc: str | None = None, **attrs: Any) -> 
 Saves = Literal["input", "result"] | None
 
 
+class UnaryOp(Protocol):
+    """The signature of a unary op made from a table row: ``exp(input) -> Tensor``."""
+
+    def __call__(self, input: Tensor) -> Tensor: ...
+
+
 @dataclass(frozen=True)
 class Unary:
     """One unary elementwise op as a table row.
@@ -170,7 +176,7 @@ def _unary_node(row: Unary, module: str) -> type[Node]:
     return _node_class(row.node, Node, module, namespace)
 
 
-def unary(row: Unary, module: str) -> tuple[Callable[[Tensor], Tensor], type[Node]]:
+def unary(row: Unary, module: str) -> tuple[UnaryOp, type[Node]]:
     """The forward function and node class of a unary table row, registered."""
     saves = row.saves
     cls = _unary_node(row, module)

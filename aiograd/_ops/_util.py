@@ -1,14 +1,15 @@
 """What every op module uses to record itself: unwrapping, the grad check, attaching a node.
 
-Op pattern (forward and backward side by side, one family per module)::
+Op pattern (forward and backward side by side, one family per module, both registered in
+``_registry``; a unary elementwise op is a single table row instead)::
 
-    class ExpBackward0(Node):
-        _saved = ("result",)
-        def apply(self, grads):
-            return (grads[0] * self.result.unpack(self),)
+    @backward(saved=("result",))
+    def ExpBackward0(self, grads):
+        return (grads[0] * self.result.unpack(self),)
 
-    def exp(input):
-        out = wrap(np.exp(input.data))
+    @op(ExpBackward0)
+    def exp(input: Tensor) -> Tensor:
+        out = like(input._device.xp.exp(input.data), input)
         if needs_grad(input):
             node = attach(ExpBackward0((edge_of(input),)), out)
             node.result = save(out, is_output=True)

@@ -9,7 +9,7 @@ forward.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -415,7 +415,13 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ comparisons
-def _compare(name: str, ufunc: str) -> Any:
+class Comparison(Protocol):
+    """The signature of a comparison op: ``eq(input, other) -> Tensor`` (bool)."""
+
+    def __call__(self, input: Any, other: Any) -> Tensor: ...
+
+
+def _compare(name: str, ufunc: str) -> Comparison:
     def compare(input: Any, other: Any) -> Tensor:
         out = wrap(getattr(_xp(input, other), ufunc)(data_of(input), data_of(other)))
         place2(out, input, other)
