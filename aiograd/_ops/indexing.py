@@ -306,7 +306,8 @@ def getitem(input: Tensor, index: Any) -> Tensor:
     """``input[index]``: ints, slices (any step), None, Ellipsis, boolean masks, integer arrays,
     lists or tensors, and tuples of them, with PyTorch's (= numpy's) semantics."""
     data = input.data
-    check_index_devices(input, index)
+    if not isinstance(index, (int, slice)):  # only tensors in an index can be on a device
+        check_index_devices(input, index)
     try:
         norm, cls = _normalize(data, index)
         return _take(input, norm, cls)

@@ -120,7 +120,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D"
         )
     try:
-        out = wrap(input._device.xp.matmul(a, b))
+        out = wrap(a @ b)  # the arrays' own matmul: any array module
     except ValueError:
         raise RuntimeError(_mismatch(a.shape, b.shape)) from None
     if input._device is not CPU or other._device is not CPU:
@@ -193,7 +193,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if bias is not None:
         data += bias.data
     out = wrap(data)
-    if input._device is not CPU or weight._device is not CPU or (isinstance(bias, Tensor) and bias._device is not CPU):
+    if input._device is not CPU or weight._device is not CPU or (bias is not None and bias._device is not CPU):
         on(out, common_device(input, weight, bias))
     if needs_grad(input, weight, bias):
         node = attach(LinearBackward0((edge_of(input), edge_of(weight), edge_of(bias))), out)

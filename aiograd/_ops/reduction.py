@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
+from ._util import CPU, Tensor, attach, edge_of, grad_enabled, like, needs_grad, save, wrap
 from .elementwise import maximum, minimum, where
 from .shape import _dim
 
@@ -497,11 +497,13 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
         if xp.isfinite(peak).all():
             # The common case needs no errstate (entering one costs more than the math here).
             shifted = data - peak
-            out = like(shifted - xp.log(xp.exp(shifted).sum(axis=axes, keepdims=True)), input)
+            out = wrap(shifted - xp.log(xp.exp(shifted).sum(axis=axes, keepdims=True)))
         else:
             with np.errstate(divide="ignore", invalid="ignore"):
                 shifted = data - peak
-                out = like(shifted - xp.log(xp.exp(shifted).sum(axis=axes, keepdims=True)), input)
+                out = wrap(shifted - xp.log(xp.exp(shifted).sum(axis=axes, keepdims=True)))
+        if input._device is not CPU:
+            out._device = input._device
     if needs_grad(input):
         node = attach(LogSoftmaxBackward0((edge_of(input),)), out)
         node.result, node.axes = save(out, is_output=True), axes

@@ -145,7 +145,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dimensions."""
     ndim = input.data.ndim
     d0, d1 = _dim(dim0, ndim), _dim(dim1, ndim)
-    out = make_view(input, input._device.xp.swapaxes(input.data, d0, d1) if ndim else input.data.view())
+    out = make_view(input, input.data.swapaxes(d0, d1) if ndim else input.data.view())
     if needs_grad(input):
         node = attach(TransposeBackward0((edge_of(input),)), out)
         node.dim0, node.dim1 = d0, d1
@@ -201,7 +201,7 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
             if d in wrapped[:i]:
                 raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         axes = tuple(sorted(d for d in wrapped if shape and shape[d] == 1))
-    out = make_view(input, input._device.xp.squeeze(input.data, axis=axes) if axes else input.data.view())
+    out = make_view(input, input.data.squeeze(axis=axes) if axes else input.data.view())
     if needs_grad(input):
         node = attach(cls((edge_of(input),)), out)
         node.shape = shape

@@ -246,9 +246,12 @@ def _nll_loss_plain(input: Tensor, t: Any, ignore_index: int, mean: bool) -> Ten
         return None
     if 0 <= ignore_index < n_classes and (t == ignore_index).any():
         return None
-    rows = input._device.xp.arange(t.size)
+    xp = input._device.xp
+    rows = xp.arange(t.size)
     scale = 1.0 / t.size if mean else 1.0
-    out = _like(input._device.xp.asarray(-x[rows, t].sum() * scale, dtype=x.dtype), input)
+    out = _wrap(xp.asarray(-x[rows, t].sum() * scale, dtype=x.dtype))
+    if input._device is not _CPU:
+        out._device = input._device
     if _needs_grad(input):
         node = _attach(_NllLossBackward0((_edge_of(input),)), out)
         coef = np.zeros(x.shape, x.dtype)
