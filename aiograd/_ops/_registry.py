@@ -19,7 +19,6 @@ iterate over.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
@@ -115,8 +114,7 @@ def backward(
 def variant(name: str, of: type[Node], doc: str | None = None, **attrs: Any) -> type[Node]:
     """A node with ``of``'s rule under another of PyTorch's names (``RsubBackward1`` for
     ``number - tensor``); ``attrs`` override class attributes."""
-    module = sys._getframe(1).f_globals["__name__"]
-    return _node_class(name, of, module, {"__doc__": doc, **attrs})
+    return _node_class(name, of, of.__module__, {"__doc__": doc, **attrs})
 
 
 # ----------------------------------------------------------------------- unary elementwise rows
