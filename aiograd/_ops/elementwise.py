@@ -291,9 +291,10 @@ def _sigmoid(xp: Any, x: Any) -> Any:
     return xp.where(x >= 0, 1.0, z) / (1.0 + z)
 
 
-# One row per op: name, PyTorch's node, forward (an array-module function's name, or (xp, array) -> array), vjp(grad, saved) on tensors, what
-# the node saves ("input" as ``x``, "result" as ``result``), and an optional array formula for
-# the backward with grad mode off (no tensors made on the hot path).
+# One row per op: name, PyTorch's node, forward (the name of the array-module function, or
+# ``(xp, array) -> array``), vjp(grad, saved) on tensors, what the node saves ("input" as ``x``,
+# "result" as ``result``), and optionally ``fast``: the vjp on arrays, for the backward with
+# grad mode off (no tensors made on that hot path).
 UNARY = [
     Unary("neg", "NegBackward0", "negative", lambda g, _: -g,
           doc="``-input``."),
@@ -324,19 +325,20 @@ UNARY = [
           doc="A copy of the data, recorded in the graph (its gradient passes through unchanged)."),
 ]
 
-neg, NegBackward0 = unary(UNARY[0], __name__)
-exp, ExpBackward0 = unary(UNARY[1], __name__)
-log, LogBackward0 = unary(UNARY[2], __name__)
-log1p, Log1PBackward0 = unary(UNARY[3], __name__)
-sqrt, SqrtBackward0 = unary(UNARY[4], __name__)
-abs, AbsBackward0 = unary(UNARY[5], __name__)
-sign, SignBackward0 = unary(UNARY[6], __name__)
-sin, SinBackward0 = unary(UNARY[7], __name__)
-cos, CosBackward0 = unary(UNARY[8], __name__)
-tanh, TanhBackward0 = unary(UNARY[9], __name__)
-sigmoid, SigmoidBackward0 = unary(UNARY[10], __name__)
-relu, ReluBackward0 = unary(UNARY[11], __name__)
-clone, CloneBackward0 = unary(UNARY[12], __name__)
+_MADE = {row.name: unary(row, __name__) for row in UNARY}  # registered, by name
+neg, NegBackward0 = _MADE["neg"]
+exp, ExpBackward0 = _MADE["exp"]
+log, LogBackward0 = _MADE["log"]
+log1p, Log1PBackward0 = _MADE["log1p"]
+sqrt, SqrtBackward0 = _MADE["sqrt"]
+abs, AbsBackward0 = _MADE["abs"]
+sign, SignBackward0 = _MADE["sign"]
+sin, SinBackward0 = _MADE["sin"]
+cos, CosBackward0 = _MADE["cos"]
+tanh, TanhBackward0 = _MADE["tanh"]
+sigmoid, SigmoidBackward0 = _MADE["sigmoid"]
+relu, ReluBackward0 = _MADE["relu"]
+clone, CloneBackward0 = _MADE["clone"]
 
 
 @backward(saved=("x",))
