@@ -117,20 +117,22 @@ def _bump(self: Tensor) -> None:
         vc[0] += 1
 
 
-def _ufunc(ufunc: Any, self: Tensor, operand: Any) -> None:
-    """``self.data = ufunc(self.data, operand)`` in place, then the version bump."""
+def _ufunc(name: str, self: Tensor, operand: Any) -> None:
+    """``self.data = xp.<name>(self.data, operand)`` in place (``xp``: the tensor's array
+    module), then the version bump."""
     data = self.data
     try:
-        ufunc(data, operand, out=data)
+        getattr(self._device.xp, name)(data, operand, out=data)
     except (ValueError, TypeError) as e:
         raise _error(e, self, operand) from None
     _bump(self)
 
 
-def _unary(ufunc: Any, self: Tensor) -> None:
+def _unary(name: str, self: Tensor) -> None:
+    """``self.data = xp.<name>(self.data)`` in place, then the version bump."""
     data = self.data
     try:
-        ufunc(data, out=data)
+        getattr(self._device.xp, name)(data, out=data)
     except (ValueError, TypeError) as e:
         raise _error(e, self, 1.0) from None  # (1.0: a float result, for the cast message)
     _bump(self)
@@ -160,7 +162,7 @@ def _commit(self: Tensor, out: Tensor) -> Node | None:
             f"output with shape {list(data.shape)} doesn't match the broadcast shape {list(out.data.shape)}"
         )
     try:
-        np.copyto(data, out.data, casting="same_kind")
+        self._device.xp.copyto(data, out.data, casting="same_kind")
     except (ValueError, TypeError) as e:
         if isinstance(e, TypeError):
             e = RuntimeError(

@@ -131,7 +131,7 @@ def fill_(self: Tensor, value: Any) -> Tensor:
 def _assign(self: Tensor, src: Any) -> None:
     data = self.data
     try:
-        np.copyto(data, src, casting="unsafe")
+        self._device.xp.copyto(data, src, casting="unsafe")
     except (ValueError, TypeError) as e:
         raise _error(e, self, src) from None
     _bump(self)

@@ -84,7 +84,7 @@ def add_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
         _commit(self, add(_alias(self, False), other, alpha=alpha))
         return self
     b = other.data if isinstance(other, Tensor) else other
-    _ufunc(np.add, self, b if alpha == 1 else alpha * b)
+    _ufunc("add", self, b if alpha == 1 else alpha * b)
     return self
 
 
@@ -97,7 +97,7 @@ def sub_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
         _commit(self, sub(_alias(self, False), other, alpha=alpha))
         return self
     b = other.data if isinstance(other, Tensor) else other
-    _ufunc(np.subtract, self, b if alpha == 1 else alpha * b)
+    _ufunc("subtract", self, b if alpha == 1 else alpha * b)
     return self
 
 
@@ -109,7 +109,7 @@ def mul_(self: Tensor, other: Any) -> Tensor:
         _check_shape(self, other)
         _commit(self, mul(_alias(self, _needs_old_self(other)), other))
         return self
-    _ufunc(np.multiply, self, other.data if isinstance(other, Tensor) else other)
+    _ufunc("multiply", self, other.data if isinstance(other, Tensor) else other)
     return self
 
 
@@ -121,7 +121,7 @@ def div_(self: Tensor, other: Any) -> Tensor:
         _check_shape(self, other)
         _commit(self, div(_alias(self, _needs_old_self(other)), other))
         return self
-    _ufunc(np.true_divide, self, other.data if isinstance(other, Tensor) else other)
+    _ufunc("true_divide", self, other.data if isinstance(other, Tensor) else other)
     return self
 
 
@@ -135,7 +135,7 @@ def pow_(self: Tensor, exponent: Any) -> Tensor:
         if node is not None and hasattr(node, "result"):
             node.result = _save_result(self)  # PowBackward1 saves the output: now ``self``
         return self
-    _ufunc(np.power, self, exponent.data if isinstance(exponent, Tensor) else exponent)
+    _ufunc("power", self, exponent.data if isinstance(exponent, Tensor) else exponent)
     return self
 
 
@@ -145,7 +145,7 @@ def neg_(self: Tensor) -> Tensor:
     if _recording(self):
         _commit(self, neg(_alias(self, False)))
         return self
-    _unary(np.negative, self)
+    _unary("negative", self)
     return self
 
 
@@ -156,7 +156,7 @@ def exp_(self: Tensor) -> Tensor:
         node = _commit(self, exp(_alias(self, False)))
         node.result = _save_result(self)  # type: ignore[union-attr]
         return self
-    _unary(np.exp, self)
+    _unary("exp", self)
     return self
 
 
@@ -167,7 +167,7 @@ def relu_(self: Tensor) -> Tensor:
         node = _commit(self, relu(_alias(self, False)))
         node.result = _save_result(self)  # type: ignore[union-attr]
         return self
-    _ufunc(np.maximum, self, 0)
+    _ufunc("maximum", self, 0)
     return self
 
 
@@ -230,13 +230,13 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
 
 
 def _clip(self: Tensor, lo: Any, hi: Any) -> None:
-    data = self.data
+    data, xp = self.data, self._device.xp
     try:
         if lo is not None and hi is not None and not (np.isscalar(lo) and np.isscalar(hi)):
             # PyTorch's order: max with min first, then min with max (min wins if min > max).
-            np.minimum(np.maximum(data, lo), hi, out=data)
+            xp.minimum(xp.maximum(data, lo), hi, out=data)
         else:
-            np.clip(data, lo, hi, out=data)
+            xp.clip(data, lo, hi, out=data)
     except (ValueError, TypeError) as e:
         raise _error(e, self, lo if hi is None else hi) from None
     _bump(self)
