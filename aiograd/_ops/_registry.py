@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal, Protocol, TypeVar
 
 from .._node import Node, edge_of, save
@@ -187,16 +188,15 @@ def unary(row: Unary, module: str) -> tuple[UnaryOp, type[Node]]:
             return getattr(xp, name)(data)
 
     else:
-        on_cpu, compute = None, forward
+        on_cpu, compute = partial(forward, CPU.xp), forward
 
     def fn(input: Tensor) -> Tensor:
         dev = input._device
-        if dev is CPU and on_cpu is not None:
+        if dev is CPU:
             out = wrap(on_cpu(input.data))
         else:
             out = wrap(compute(dev.xp, input.data))
-            if dev is not CPU:
-                out._device = dev
+            out._device = dev
         if needs_grad(input):
             # attach, then save: a saved output must already require grad (for create_graph)
             node: Any = attach(cls((edge_of(input),)), out)
