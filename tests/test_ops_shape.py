@@ -51,8 +51,8 @@ SPECS = [
     OpSpec("transpose_fn", lambda lib, x: lib.transpose(x, 1, 2), X),
     OpSpec("T_2d", lambda lib, x: x.T, ((3, 4),), grad_fn="PermuteBackward0"),
     # torch deprecates .T on other ranks (a warning): aiograd reverses all dims, as it still does
-    OpSpec("T_3d", lambda lib, x: x.T * 1.0, X, torch=False),
-    OpSpec("T_1d", lambda lib, x: x.T * 1.0, ((4,),), torch=False),
+    OpSpec("T_3d", lambda lib, x: x.T * 1.0, X, torch=False, why="torch warns (deprecated .T on 3-D)"),
+    OpSpec("T_1d", lambda lib, x: x.T * 1.0, ((4,),), torch=False, why="torch warns (deprecated .T on 1-D)"),
     OpSpec("mT", lambda lib, x: x.mT, X, grad_fn="TransposeBackward0"),
     OpSpec("mT_2d", lambda lib, x: x.mT, ((3, 4),)),
     OpSpec("permute", lambda lib, x: x.permute(2, 0, 1), X, grad_fn="PermuteBackward0"),
@@ -94,9 +94,10 @@ SPECS = [
         "chain",
         lambda lib, x: x.reshape(4, 6).T.unsqueeze(0).expand(2, -1, -1).permute(1, 0, 2).flatten(1),
         X,
+        op=None,
     ),
     # a view used twice and squared: second derivatives that depend on x
-    OpSpec("views_multiplied", lambda lib, x: x.mT * x.transpose(1, 2) + x.reshape(2, 4, 3), X),
+    OpSpec("views_multiplied", lambda lib, x: x.mT * x.transpose(1, 2) + x.reshape(2, 4, 3), X, op=None),
     OpSpec("expand_squared", lambda lib, x: x.expand(2, 3, 4) ** 2, ((3, 1),)),
 ]
 

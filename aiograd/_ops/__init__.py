@@ -1,1 +1,2 @@
-"""Differentiable ops, one module per family; each module's table binds its Tensor methods."""
+"""Differentiable ops, one module per family, each op registered with its backward rule in
+``_registry.OPS``; each family module's ``TENSOR_METHODS`` table binds its Tensor methods."""

@@ -1,14 +1,15 @@
 """What every op module uses to record itself: unwrapping, the grad check, attaching a node.
 
-Op pattern (forward and backward side by side, one family per module)::
+Op pattern (forward and backward side by side, one family per module, both registered in
+``_registry``; a unary elementwise op is a single table row instead)::
 
-    class ExpBackward0(Node):
-        _saved = ("result",)
-        def apply(self, grads):
-            return (grads[0] * self.result.unpack(self),)
+    @backward(saved=("result",))
+    def ExpBackward0(self, grads):
+        return (grads[0] * self.result.unpack(self),)
 
-    def exp(input):
-        out = wrap(np.exp(input.data))
+    @op(ExpBackward0)
+    def exp(input: Tensor) -> Tensor:
+        out = like(input._device.xp.exp(input.data), input)
         if needs_grad(input):
             node = attach(ExpBackward0((edge_of(input),)), out)
             node.result = save(out, is_output=True)
@@ -18,12 +19,13 @@ Backward formulas use aiograd's own ops, so under ``create_graph=True`` they are
 higher-order gradients come for free.
 
 Devices: an op's output lives on its inputs' device, and an op mixing devices raises PyTorch's
-error. Each op module has a global ``DEVICES`` (kept by ``aiograd._device.watch``) that stays
-False until the first non-CPU tensor is created; the ops test it once and only then place their
-outputs (``out._device = ...``) and check their inputs (``common_device``). Numbers and numpy
-arrays are device-less constants. Backward formulas keep their gradients on the incoming
-gradient's device the same way: their fast paths set ``_device`` from the gradient, and the
-constants they make are numpy arrays (device-less) or placed with ``on``.
+error. A fresh tensor is on the CPU (a class-level default), so an op places its output only if
+its input is elsewhere (``x._device is not CPU``, one identity test); ``like`` and ``on`` do
+that, ``common_device`` checks several inputs, and ``casting.place`` is the TensorIterator rule
+of the elementwise ops. Numbers and numpy arrays are device-less constants. Backward formulas
+keep their gradients on the incoming gradient's device the same way. Math on a tensor's data
+goes through its device's array module ``x._device.xp`` (numpy for cpu and sim), so a device
+whose arrays are not numpy's works unchanged.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .._device import CPU, mixed_devices_error, watch
+from .._device import CPU, mixed_devices_error
 from .._grad_mode import grad_enabled
 from .._node import Node, edge_of, save
 from .._saved import SavedTensor
@@ -47,6 +49,7 @@ __all__ = [
     "data_of",
     "edge_of",
     "grad_enabled",
+    "like",
     "needs_grad",
     "on",
     "save",
@@ -56,9 +59,6 @@ __all__ = [
 ]
 
 wrap = Tensor._wrap
-
-DEVICES = False
-watch(globals())
 
 
 def data_of(x: Any) -> Any:
@@ -72,8 +72,16 @@ def to_tensor(x: Any, like: Any = None) -> Tensor:
     if isinstance(x, Tensor):
         return x
     out = Tensor._wrap(np.asarray(x))
-    if DEVICES and isinstance(like, Tensor) and like._device is not CPU:
+    if isinstance(like, Tensor) and like._device is not CPU:
         out._device = like._device
+    return out
+
+
+def like(data: Any, tensor: Tensor) -> Tensor:
+    """Wrap an op's (or a backward formula's) result array on ``tensor``'s device."""
+    out = wrap(data)
+    if tensor._device is not CPU:
+        out._device = tensor._device
     return out
 
 

@@ -8,18 +8,18 @@ from typing import Any
 
 import numpy as np
 
-from .._device import CPU, watch
-from ._util import Node, Tensor, attach, edge_of, grad_enabled, needs_grad, save, wrap
-from .elementwise import sqrt, where
-from .reduction import axes_of, expand_reduced, var
-from .shape import expand, reshape, transpose
+from ._registry import backward, op, register
+from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
+from .casting import ToCopyBackward0
+from .elementwise import PowBackward0, SqrtBackward0, clone, sqrt, where
+from .reduction import VarBackward0, axes_of, expand_reduced, var
+from .shape import ExpandBackward0, TransposeBackward0, ViewBackward0, expand, reshape, transpose
 
 __all__ = ["t", "square", "std", "norm"]
 
-DEVICES = False
-watch(globals())
 
 
+@op(TransposeBackward0)
 def t(input: Tensor) -> Tensor:
     """Transpose a tensor of at most 2 dimensions (``input.t()``)."""
     if input.data.ndim > 2:
@@ -27,27 +27,28 @@ def t(input: Tensor) -> Tensor:
     return transpose(input, 0, 1) if input.data.ndim == 2 else input
 
 
+@op(ExpandBackward0)
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
     """``input.expand(other.shape)``."""
     return expand(input, other.data.shape)
 
 
+@op(ViewBackward0)
 def view_as(input: Tensor, other: Tensor) -> Tensor:
     """``input.view(other.shape)``."""
     return reshape(input, other.data.shape)
 
 
-reshape_as = view_as
+reshape_as = register("reshape_as", view_as, ViewBackward0)
 
 
+@op()
 def contiguous(input: Tensor) -> Tensor:
     """``input`` itself when its array is C-contiguous, else a recorded contiguous copy."""
     if input.data.flags.c_contiguous:
         return input
-    from .elementwise import clone
-
     out = clone(input)
-    out.data = np.ascontiguousarray(out.data)
+    out.data = input._device.xp.ascontiguousarray(out.data)
     return out
 
 
@@ -61,16 +62,19 @@ def is_floating_point(input: Tensor) -> bool:
     return input.data.dtype.kind == "f"
 
 
+@op(ToCopyBackward0)
 def type_as(input: Tensor, other: Tensor) -> Tensor:
     """``input`` cast to ``other``'s dtype (differentiable)."""
     return input.to(other)  # type: ignore[attr-defined, no-any-return]
 
 
+@op(PowBackward0)
 def square(input: Tensor) -> Tensor:
     """Elementwise ``input ** 2``."""
     return input**2
 
 
+@op(VarBackward0, SqrtBackward0)
 def std(
     input: Tensor,
     dim: int | Sequence[int] | bool | None = None,
@@ -83,29 +87,26 @@ def std(
     return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
 
 
-class LinalgVectorNormBackward0(Node):
+@backward(saved=("x", "result"))
+def LinalgVectorNormBackward0(self: Any, grads: list[Any]) -> Any:
     """Backward of the 2-norm: ``g * x / norm``, and 0 where the norm is 0 (as PyTorch)."""
-
-    _saved = ("x", "result")
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        x, result = self.x.unpack(self), self.result.unpack(self)
-        if not grad_enabled():
-            with np.errstate(divide="ignore", invalid="ignore"):
-                scale = np.where(result.data == 0, 0.0, g.data / result.data).astype(g.data.dtype)
-            if self.axes is not None and not self.keepdim:
-                scale = np.expand_dims(scale, self.axes)
-            out = wrap(x.data * scale)
-            if DEVICES and g._device is not CPU:
-                out._device = g._device
-            return (out,)
-        zero = result.data == 0  # a device-less constant
-        safe = where(zero, 1.0, result)
-        scale = where(zero, 0.0, g / safe)
-        return (x * expand_reduced(scale, x.data.shape, self.axes, self.keepdim),)
+    g = grads[0]
+    x, result = self.x.unpack(self), self.result.unpack(self)
+    if not grad_enabled():
+        xp = g._device.xp
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = xp.where(result.data == 0, 0.0, g.data / result.data).astype(g.data.dtype)
+        if self.axes is not None and not self.keepdim:
+            scale = xp.expand_dims(scale, self.axes)
+        out = like(x.data * scale, g)
+        return (out,)
+    zero = result.data == 0  # a device-less constant
+    safe = where(zero, 1.0, result)
+    scale = where(zero, 0.0, g / safe)
+    return (x * expand_reduced(scale, x.data.shape, self.axes, self.keepdim),)
 
 
+@op(LinalgVectorNormBackward0)
 def norm(
     input: Tensor, p: float | str = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False
 ) -> Tensor:
@@ -119,9 +120,7 @@ def norm(
         p = 2
     axes = axes_of(dim, data.ndim)
     if p == 2:
-        out = wrap(np.sqrt(np.square(data).sum(axis=axes, keepdims=keepdim)))
-        if DEVICES and input._device is not CPU:
-            out._device = input._device
+        out = like(input._device.xp.sqrt(input._device.xp.square(data).sum(axis=axes, keepdims=keepdim)), input)
         if needs_grad(input):
             node = attach(LinalgVectorNormBackward0((edge_of(input),)), out)
             node.x, node.result = save(input), save(out, is_output=True)

@@ -20,13 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from .._device import CPU, watch
 from .._views import make_view
-from ._util import Node, Tensor, attach, common_device, edge_of, needs_grad, wrap
+from ._registry import backward, op, variant
+from ._util import Tensor, attach, common_device, edge_of, like, needs_grad
 from .shape import _dim
-
-DEVICES = False
-watch(globals())
 
 __all__ = ["getitem", "index_select", "gather"]
 
@@ -37,73 +34,57 @@ _FULL = slice(None)
 
 
 # ------------------------------------------------------------------------------ backward nodes
-class _ScatterBackward(Node):
+@backward()
+def _ScatterBackward(self: Any, grads: list[Any]) -> Any:
     """Backward of a scatter (the backward of an indexing op): index the gradient again."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (_take(grads[0], self.index, self.take_cls),)
+    return (_take(grads[0], self.index, self.take_cls),)
 
 
-class IndexPutBackward0(_ScatterBackward):
-    pass
+IndexPutBackward0 = variant("IndexPutBackward0", _ScatterBackward)
 
 
-class SliceBackwardBackward0(_ScatterBackward):
-    pass
+SliceBackwardBackward0 = variant("SliceBackwardBackward0", _ScatterBackward)
 
 
-class SelectBackwardBackward0(_ScatterBackward):
-    pass
+SelectBackwardBackward0 = variant("SelectBackwardBackward0", _ScatterBackward)
 
 
-class SqueezeBackward1(_ScatterBackward):
-    pass
+SqueezeBackward1 = variant("SqueezeBackward1", _ScatterBackward)
 
 
-class IndexAddBackward0(_ScatterBackward):
-    pass
+IndexAddBackward0 = variant("IndexAddBackward0", _ScatterBackward)
 
 
-class ScatterAddBackward0(_ScatterBackward):
-    pass
+ScatterAddBackward0 = variant("ScatterAddBackward0", _ScatterBackward)
 
 
-class _TakeBackward(Node):
+@backward(scatter_cls=IndexPutBackward0)
+def _TakeBackward(self: Any, grads: list[Any]) -> Any:
     """Backward of an indexing op: scatter (add) the gradient into zeros of the input's shape."""
-
-    scatter_cls: type[_ScatterBackward] = IndexPutBackward0
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (_scatter(grads[0], self.shape, self.index, type(self)),)
+    return (_scatter(grads[0], self.shape, self.index, type(self)),)
 
 
-class IndexBackward0(_TakeBackward):
-    scatter_cls = IndexPutBackward0
+IndexBackward0 = variant("IndexBackward0", _TakeBackward, scatter_cls=IndexPutBackward0)
 
 
-class SliceBackward0(_TakeBackward):
-    scatter_cls = SliceBackwardBackward0
+SliceBackward0 = variant("SliceBackward0", _TakeBackward, scatter_cls=SliceBackwardBackward0)
 
 
-class SelectBackward0(_TakeBackward):
-    scatter_cls = SelectBackwardBackward0
+SelectBackward0 = variant("SelectBackward0", _TakeBackward, scatter_cls=SelectBackwardBackward0)
 
 
-class UnsqueezeBackward0(_TakeBackward):
-    scatter_cls = SqueezeBackward1
+UnsqueezeBackward0 = variant("UnsqueezeBackward0", _TakeBackward, scatter_cls=SqueezeBackward1)
 
 
-class AliasBackward0(_TakeBackward):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (grads[0],)
+@backward(base=_TakeBackward)
+def AliasBackward0(self: Any, grads: list[Any]) -> Any:
+    return (grads[0],)
 
 
-class IndexSelectBackward0(_TakeBackward):
-    scatter_cls = IndexAddBackward0
+IndexSelectBackward0 = variant("IndexSelectBackward0", _TakeBackward, scatter_cls=IndexAddBackward0)
 
 
-class GatherBackward0(_TakeBackward):
-    scatter_cls = ScatterAddBackward0
+GatherBackward0 = variant("GatherBackward0", _TakeBackward, scatter_cls=ScatterAddBackward0)
 
 
 # ------------------------------------------------------------------------------ the two kernels
@@ -121,9 +102,7 @@ def _take(input: Tensor, index: Index, cls: type[_TakeBackward]) -> Tensor:
     else:
         if basic is not None:
             data = data[basic]
-        out = wrap(data[adv])
-        if DEVICES and input._device is not CPU:
-            out._device = input._device
+        out = like(data[adv], input)
     if needs_grad(input):
         node = attach(cls((edge_of(input),)), out)
         node.shape, node.index = input.data.shape, index
@@ -136,7 +115,7 @@ def _scatter(grad: Tensor, shape: tuple[int, ...], index: Index, take_cls: type[
     """Zeros of ``shape`` with ``grad`` added at ``index`` (the adjoint of ``_take``)."""
     basic, adv, accumulate = index
     g = grad.data
-    z = np.zeros(shape, dtype=g.dtype)
+    z = grad._device.xp.zeros(shape, dtype=g.dtype)
     if adv is None:
         z[basic if basic is not None else ()] = g
     else:
@@ -145,9 +124,7 @@ def _scatter(grad: Tensor, shape: tuple[int, ...], index: Index, take_cls: type[
             np.add.at(view, adv, g)
         else:
             view[adv] = g
-    out = wrap(z)
-    if DEVICES and grad._device is not CPU:
-        out._device = grad._device
+    out = like(z, grad)
     if needs_grad(grad):
         node = attach(take_cls.scatter_cls((edge_of(grad),)), out)
         node.index, node.take_cls = index, take_cls
@@ -324,11 +301,12 @@ def check_index_devices(input: Tensor, index: Any) -> None:
             )
 
 
+@op(IndexBackward0, SliceBackward0, SelectBackward0, UnsqueezeBackward0, AliasBackward0)
 def getitem(input: Tensor, index: Any) -> Tensor:
     """``input[index]``: ints, slices (any step), None, Ellipsis, boolean masks, integer arrays,
     lists or tensors, and tuples of them, with PyTorch's (= numpy's) semantics."""
     data = input.data
-    if DEVICES:
+    if not isinstance(index, (int, slice)):  # only tensors in an index can be on a device
         check_index_devices(input, index)
     try:
         norm, cls = _normalize(data, index)
@@ -348,10 +326,10 @@ def _index_array(index: Any) -> np.ndarray[Any, Any]:
     return arr
 
 
+@op(IndexSelectBackward0)
 def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
     """The entries of ``input`` at positions ``index`` (a vector of ints) along ``dim``."""
-    if DEVICES:
-        common_device(input, index)
+    common_device(input, index)
     idx = _index_array(index)
     if idx.dtype.kind not in "iu":
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
@@ -370,10 +348,10 @@ def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ gather
+@op(GatherBackward0)
 def gather(input: Tensor, dim: int, index: Any, *, sparse_grad: bool = False) -> Tensor:
     """``out[i][j][k] = input[index[i][j][k]][j][k]`` for ``dim=0`` (and so on for other dims)."""
-    if DEVICES:
-        common_device(input, index)
+    common_device(input, index)
     idx = _index_array(index)
     if idx.dtype.kind not in "iu":
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")

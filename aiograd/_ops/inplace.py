@@ -1,6 +1,7 @@
 """In-place ops: ``add_``, ``sub_``, ``mul_``, ``div_``, ``pow_``, ``neg_``, ``exp_``, ``relu_``,
 ``clamp_``, ``zero_``, ``fill_``, ``copy_``, ``__setitem__`` and ``+=``, ``-=``, ``*=``, ``/=``,
-``**=``; and the graph surgery they need (``rebase_inplace``, ``CopySlices``, view regeneration).
+``**=``. The graph surgery they need (``rebase_inplace``, ``CopySlices``, view regeneration) is
+in aiograd/_ops/rebase.py.
 
 Every op modifies the array in place with numpy (so the views of the tensor, which share it, see
 the change for free) and bumps the version counter, under no_grad too. Nothing else happens when
@@ -25,536 +26,185 @@ When a gradient is involved (grad mode on, and the tensor or an operand requires
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
 
-from .. import _views
-from .._device import CPU, mixed_devices_error, watch
-from .._hooks import hooks_of
-from .._saved import ERR_BACKWARD_TWICE, SavedTensor
-from .._views import View, view_index
-from ._util import Node, Tensor, edge_of, grad_enabled, save, wrap
-from .elementwise import add, clamp, div, exp, mul, neg, pow, relu, sub, to
-from .indexing import (
-    IndexBackward0,
-    _normalize,
-    _scatter,
-    _take,
-    _torch_message,
-    check_index_devices,
+from ._inplace_util import (
+    _alias,
+    _bump,
+    _check_shape,
+    _commit,
+    _error,
+    _needs_old_self,
+    _operand,
+    _recording,
+    _ufunc,
+    _unary,
 )
-from .shape import sum_to_size
-
-DEVICES = False
-watch(globals())
+from ._registry import backward, op
+from ._util import Tensor, edge_of, save
+from .assign import _constant, _grad_to, copy_, fill_, setitem, zero_
+from .elementwise import (
+    AddBackward0,
+    ClampBackward1,
+    DivBackward0,
+    ExpBackward0,
+    MulBackward0,
+    NegBackward0,
+    PowBackward0,
+    PowBackward1,
+    ReluBackward0,
+    SubBackward0,
+    add,
+    clamp,
+    div,
+    exp,
+    mul,
+    neg,
+    pow,
+    relu,
+    sub,
+    where,
+)
+from .rebase import AsStridedBackward0, CopySlices, _save_result, rebase_inplace
 
 __all__ = [
     "add_", "sub_", "mul_", "div_", "pow_", "neg_", "exp_", "relu_", "clamp_", "zero_", "fill_",
     "copy_", "setitem", "rebase_inplace", "CopySlices", "AsStridedBackward0",
 ]
 
-LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
-VIEW_OF_LEAF_ERROR = "a view of a leaf Variable that requires grad is being used in an in-place operation."
-NO_GRAD_VIEW_ERROR = (
-    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
-    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
-    "code by moving both the view and the inplace either both inside the no_grad block (if you "
-    "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
-    "tracked)."
-)
-MULTI_OUTPUT_VIEW_ERROR = (
-    " is a view and is being modified inplace. This view is the output of a function that "
-    "returns multiple views. Such functions do not allow the output views to be modified "
-    "inplace. You should replace the inplace operation by an out-of-place one."
-)
-OVERLAP_ERROR = (
-    "unsupported operation: more than one element of the written-to tensor refers to a single "
-    "memory location. Please clone() the tensor before performing the operation."
-)
-
-_TORCH_DTYPE_NAMES = {
-    "float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "int16": "Short",
-    "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool",
-    "complex64": "ComplexFloat", "complex128": "ComplexDouble",
-}
-
-
-# ------------------------------------------------------------------------------ graph surgery
-def _move_retains_grad(old: Node | None, old_nr: int, new: Node, new_nr: int) -> None:
-    """A retained grad follows the tensor to its new grad_fn (the latest version's gradient)."""
-    if old is None or old._hooks is None:
-        return
-    ref = old._hooks.retains_grad.pop(old_nr, None)
-    if ref is not None:
-        hooks_of(new).retains_grad[new_nr] = ref
-
-
-def rebase_inplace(tensor: Tensor, node: Node, output_nr: int = 0) -> None:
-    """Make ``node`` (output ``output_nr``) the history of ``tensor``, just modified in place.
-
-    For the ops here, and for ``ctx.mark_dirty`` in custom Functions. It bumps nothing (the
-    caller bumps the version counter first) and checks nothing (PyTorch's leaf and view errors
-    come before the data is touched). What it does:
-
-    - a plain tensor gets ``node`` as grad_fn, output_nr ``output_nr`` and requires grad; a
-      ``retain_grad()`` entry moves from the old grad_fn to ``node``, so ``.grad`` is the
-      gradient of the latest version; hooks registered before stay with the old grad_fn;
-    - a view rebases its base instead: the base's grad_fn becomes a ``CopySlices`` around
-      ``node``, which must then have one output (RuntimeError otherwise, as in PyTorch) whose
-      edge 0 is the view's old history; the base's retained grad moves to it; the view's grad_fn
-      is regenerated at once as a view of the base's new history (and every other view's when
-      next read, since the version moved).
-
-    Tensors of a non floating dtype are left alone (they never require grad).
-    """
-    if tensor.data.dtype.kind != "f":
-        return
-    if type(tensor) is View:
-        if output_nr != 0 or node.num_inputs != 1:
-            raise RuntimeError("Functions which modify views in-place must return a single Variable")
-        base: Tensor = tensor._base  # type: ignore[assignment]
-        copy_slices = CopySlices(base, tensor, node)
-        old, old_nr = base.grad_fn, base.output_nr
-        base.grad_fn = copy_slices
-        if old_nr:
-            base.output_nr = 0
-        base._requires_grad = True
-        if base._retains_grad:
-            _move_retains_grad(old, old_nr, copy_slices, 0)
-        regenerate(tensor)
-        return
-    old, old_nr = tensor.grad_fn, tensor.output_nr
-    tensor.grad_fn = node
-    if old_nr != output_nr:
-        tensor.output_nr = output_nr
-    tensor._requires_grad = True
-    if tensor._retains_grad:
-        _move_retains_grad(old, old_nr, node, output_nr)
-
-
-class AsStridedBackward0(Node):
-    """A view's grad_fn once its base changed: the gradient lands on the view's region of
-    zeros shaped like the base (summed where a broadcast view repeats an element)."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        if g is None:
-            return (None,)
-        index = (None, (self.flat,), self.overlap)
-        if not grad_enabled():
-            z = np.zeros(self.size, dtype=g.data.dtype)
-            if self.overlap:
-                np.add.at(z, self.flat, g.data)
-            else:
-                z[self.flat] = g.data
-            out = wrap(z.reshape(self.shape))
-            if DEVICES and g._device is not CPU:
-                out._device = g._device
-            return (out,)
-        return (_scatter(g, (self.size,), index, IndexBackward0).reshape(self.shape),)
-
-
-def regenerate(view: View) -> Node | None:
-    """A view's grad_fn after its base's version moved: ``AsStridedBackward0`` on the base's
-    current history (None while neither had any)."""
-    base: Tensor = view._base  # type: ignore[assignment]
-    old = view._fn
-    if old is None and not base._requires_grad:
-        return None
-    node = AsStridedBackward0((edge_of(base),))
-    node.shape, node.size = base.data.shape, base.data.size
-    node.flat, node.overlap = view_index(view.data, base.data)
-    vc = base._vc
-    view._fn = node
-    view._attr_version = 0 if vc is None else vc[0]
-    if view._retains_grad:
-        _move_retains_grad(old, 0, node, 0)
-    return node
-
-
-_views.regenerate = regenerate
-
-
-class CopySlices(Node):
-    """The base's grad_fn after an in-place op on one of its views (PyTorch's CopySlices).
-
-    Holds the op's node ``fn``. Backward: the base's gradient is copied, the view's region of it
-    goes through ``fn`` (as the gradient of the view after the op) and the result replaces that
-    region (edge 0, to the base's old history); ``fn``'s other gradients (edges 1...) go to the
-    op's other inputs.
-    """
-
-    _saved = ("fn",)
-
-    def __init__(self, base: Tensor, view: Tensor, fn: Node) -> None:
-        super().__init__((edge_of(base),) + tuple(fn.next_edges[1:]))
-        self.fn: Node | None = fn
-        self.is_async = fn.is_async
-        self.shape, self.size = base.data.shape, base.data.size
-        self.flat, _ = view_index(view.data, base.data)
-
-    def release_variables(self) -> None:
-        # As PyTorch: only the reference goes. ``fn`` may also be a node of a double-backward
-        # graph (a saved output rebuilt with it as grad_fn) that still has to run there.
-        self.fn = None
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        if g is None:
-            return [None] * len(self.next_edges)
-        fn = self.fn
-        if fn is None:
-            raise RuntimeError(ERR_BACKWARD_TWICE)
-        if grad_enabled():
-            flat_grad = g.reshape(-1)
-            grad_slice = _take(flat_grad, (None, (self.flat,), False), IndexBackward0)
-            res = fn.apply([grad_slice])
-        else:
-            flat_grad = g.data.reshape(-1).copy()
-            grad_slice = wrap(flat_grad[self.flat])
-            if DEVICES and g._device is not CPU:
-                grad_slice._device = g._device
-            res = fn.apply([grad_slice])
-        if fn.is_async:
-            return self._finish_async(flat_grad, res, g._device)
-        return self._finish(flat_grad, res, g._device)
-
-    async def _finish_async(self, flat_grad: Any, res: Any, device: Any) -> list[Any]:
-        return self._finish(flat_grad, await res, device)
-
-    def _finish(self, flat_grad: Any, res: Any, device: Any) -> list[Any]:
-        out = list(res)
-        r0 = out[0]
-        if r0 is None:
-            return out  # as PyTorch: no gradient for the base at all
-        if isinstance(flat_grad, np.ndarray):
-            flat_grad[self.flat] = r0.data
-            out[0] = wrap(flat_grad.reshape(self.shape))
-            if device is not CPU:
-                out[0]._device = device
-            return out
-        keep = np.ones(self.size, dtype=bool)
-        keep[self.flat] = False
-        index = (None, (self.flat,), False)
-        put = _scatter(r0, (self.size,), index, IndexBackward0)
-        out[0] = (flat_grad * keep + put).reshape(self.shape)
-        return out
-
-
-class SavedInplaceViewOutput(SavedTensor):
-    """A view modified in place and saved as its op's output: unpacked (and named in version
-    errors) with the view's grad_fn after the rebase, not the op's node (which CopySlices
-    wraps), as PyTorch's ``is_inplace_on_view`` SavedVariable."""
-
-    __slots__ = ("fn_ref",)
-
-    def __init__(self, tensor: Tensor) -> None:
-        super().__init__(tensor, True)
-        self.fn_ref = weakref.ref(tensor.grad_fn)  # type: ignore[arg-type]
-
-    def unpack(self, node: Node) -> Tensor:
-        fn = self.fn_ref()
-        return super().unpack(node if fn is None else fn)
-
-
-def _save_result(tensor: Tensor) -> SavedTensor:
-    return SavedInplaceViewOutput(tensor) if type(tensor) is View else save(tensor, is_output=True)
-
-
-# ------------------------------------------------------------------------------ checks, errors
-def _recording(self: Tensor, *operands: Any) -> bool:
-    """PyTorch's ``check_inplace``; True when the op must be recorded."""
-    if not grad_enabled():
-        return False
-    rec = self._requires_grad
-    if not rec:
-        for o in operands:
-            if isinstance(o, Tensor) and o._requires_grad:
-                rec = True
-                break
-    if type(self) is View:
-        base: Tensor = self._base  # type: ignore[assignment]
-        if rec or base._requires_grad:
-            if self._no_grad_view:  # type: ignore[attr-defined]
-                raise RuntimeError(NO_GRAD_VIEW_ERROR)
-            if self._multi_output is not None:  # type: ignore[attr-defined]
-                raise RuntimeError(self._multi_output + MULTI_OUTPUT_VIEW_ERROR)  # type: ignore[attr-defined]
-            if base.grad_fn is None and (base._requires_grad or self._requires_grad):
-                raise RuntimeError(VIEW_OF_LEAF_ERROR)
-    elif rec and self._requires_grad and self.grad_fn is None:
-        raise RuntimeError(LEAF_ERROR)
-    return rec
-
-
-def _dtype_name(dtype: Any) -> str:
-    return _TORCH_DTYPE_NAMES.get(np.dtype(dtype).name, str(dtype))
-
-
-def _overlapping(data: np.ndarray[Any, Any]) -> bool:
-    return any(s == 0 and n > 1 for n, s in zip(data.shape, data.strides))
-
-
-def _broadcast_message(out_shape: tuple[int, ...], shape: tuple[int, ...]) -> str | None:
-    """PyTorch's message when ``shape`` cannot be written into ``out_shape``; None if it can."""
-    for i in range(1, min(len(out_shape), len(shape)) + 1):
-        a, b = out_shape[-i], shape[-i]
-        if a != b and a != 1 and b != 1:
-            return (
-                f"The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
-                f"dimension {max(len(out_shape), len(shape)) - i}"
-            )
-    full = np.broadcast_shapes(out_shape, shape)
-    if full != out_shape:
-        return f"output with shape {list(out_shape)} doesn't match the broadcast shape {list(full)}"
-    return None
-
-
-def _error(exc: Exception, self: Tensor, operand: Any = None) -> Exception:
-    """numpy's complaint about an in-place write, in PyTorch's words where it has some."""
-    data = self.data
-    if not data.flags.writeable and _overlapping(data):
-        return RuntimeError(OVERLAP_ERROR)
-    if isinstance(exc, TypeError) and operand is not None:
-        result = np.result_type(data, operand)
-        return RuntimeError(
-            f"result type {_dtype_name(result)} can't be cast to the desired output type "
-            f"{_dtype_name(data.dtype)}"
-        )
-    if isinstance(exc, ValueError) and operand is not None:
-        message = _broadcast_message(data.shape, np.shape(operand))
-        if message is not None:
-            return RuntimeError(message)
-    return exc
-
-
-def _bump(self: Tensor) -> None:
-    vc = self._vc
-    if vc is None:
-        self._vc = [1]
-    else:
-        vc[0] += 1
-
-
-def _ufunc(ufunc: Any, self: Tensor, operand: Any) -> None:
-    """``self.data = ufunc(self.data, operand)`` in place, then the version bump."""
-    data = self.data
-    try:
-        ufunc(data, operand, out=data)
-    except (ValueError, TypeError) as e:
-        raise _error(e, self, operand) from None
-    _bump(self)
-
-
-def _unary(ufunc: Any, self: Tensor) -> None:
-    data = self.data
-    try:
-        ufunc(data, out=data)
-    except (ValueError, TypeError) as e:
-        raise _error(e, self, 1.0) from None  # (1.0: a float result, for the cast message)
-    _bump(self)
-
-
-# ------------------------------------------------------------------------------ recording
-def _alias(self: Tensor, copy: bool) -> Tensor:
-    """The tensor's current version as a separate Tensor with the same history: what the
-    out-of-place twin of an in-place op takes as input. ``copy`` gives it its own array, for
-    formulas that save it (the old values must survive the write)."""
-    alias = wrap(self.data.copy() if copy else self.data)
-    if DEVICES and self._device is not CPU:
-        alias._device = self._device
-    fn = self.grad_fn
-    if fn is not None:
-        alias.grad_fn = fn
-        alias._requires_grad = True
-        nr = self.output_nr
-        if nr:
-            alias.output_nr = nr
-    return alias
-
-
-def _commit(self: Tensor, out: Tensor) -> Node | None:
-    """Write the out-of-place result into ``self``, bump, and make its node ``self``'s history."""
-    data = self.data
-    if out.data.shape != data.shape:
-        raise RuntimeError(
-            f"output with shape {list(data.shape)} doesn't match the broadcast shape {list(out.data.shape)}"
-        )
-    try:
-        np.copyto(data, out.data, casting="same_kind")
-    except (ValueError, TypeError) as e:
-        if isinstance(e, TypeError):
-            e = RuntimeError(
-                f"result type {_dtype_name(out.data.dtype)} can't be cast to the desired output "
-                f"type {_dtype_name(data.dtype)}"
-            )
-        raise _error(e, self) from None
-    _bump(self)
-    node = out.grad_fn
-    if node is not None:
-        rebase_inplace(self, node, 0)
-    return node
-
-
-def _check_shape(self: Tensor, other: Any) -> None:
-    """The broadcast errors of a binary in-place op, before anything is computed."""
-    if isinstance(other, (Tensor, np.ndarray)):
-        shape = other.shape
-        if shape != self.data.shape:
-            message = _broadcast_message(self.data.shape, shape)
-            if message is not None:
-                raise RuntimeError(message)
-
-
-def _operand(self: Tensor, other: Any) -> Any:
-    """An in-place op's tensor operand on ``self``'s device (PyTorch's TensorIterator rule: a
-    0-dim CPU tensor is a scalar, moved there, differentiably); PyTorch's error otherwise."""
-    if isinstance(other, Tensor) and other._device is not self._device:
-        if other._device is not CPU or other.data.ndim or self._device is CPU:
-            raise mixed_devices_error((self._device, other._device))
-        return to(other, self._device)
-    return other
-
-
-def _needs_old_self(other: Any) -> bool:
-    """``mul_``/``div_`` save the old ``self`` only for the other operand's gradient."""
-    return isinstance(other, Tensor) and other._requires_grad
-
-
 # ------------------------------------------------------------------------------ arithmetic
+@op(AddBackward0)
 def add_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
     """``self += alpha * other`` in place."""
-    if DEVICES:
-        other = _operand(self, other)
+    other = _operand(self, other)
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, add(_alias(self, False), other, alpha=alpha))
         return self
     b = other.data if isinstance(other, Tensor) else other
-    _ufunc(np.add, self, b if alpha == 1 else alpha * b)
+    _ufunc("add", self, b if alpha == 1 else alpha * b)
     return self
 
 
+@op(SubBackward0)
 def sub_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
     """``self -= alpha * other`` in place."""
-    if DEVICES:
-        other = _operand(self, other)
+    other = _operand(self, other)
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, sub(_alias(self, False), other, alpha=alpha))
         return self
     b = other.data if isinstance(other, Tensor) else other
-    _ufunc(np.subtract, self, b if alpha == 1 else alpha * b)
+    _ufunc("subtract", self, b if alpha == 1 else alpha * b)
     return self
 
 
+@op(MulBackward0)
 def mul_(self: Tensor, other: Any) -> Tensor:
     """``self *= other`` in place."""
-    if DEVICES:
-        other = _operand(self, other)
+    other = _operand(self, other)
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, mul(_alias(self, _needs_old_self(other)), other))
         return self
-    _ufunc(np.multiply, self, other.data if isinstance(other, Tensor) else other)
+    _ufunc("multiply", self, other.data if isinstance(other, Tensor) else other)
     return self
 
 
+@op(DivBackward0)
 def div_(self: Tensor, other: Any) -> Tensor:
     """``self /= other`` in place (true division)."""
-    if DEVICES:
-        other = _operand(self, other)
+    other = _operand(self, other)
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, div(_alias(self, _needs_old_self(other)), other))
         return self
-    _ufunc(np.true_divide, self, other.data if isinstance(other, Tensor) else other)
+    _ufunc("true_divide", self, other.data if isinstance(other, Tensor) else other)
     return self
 
 
+@op(PowBackward0, PowBackward1)
 def pow_(self: Tensor, exponent: Any) -> Tensor:
     """``self **= exponent`` in place."""
-    if DEVICES:
-        exponent = _operand(self, exponent)
+    exponent = _operand(self, exponent)
     if _recording(self, exponent):
         _check_shape(self, exponent)
         node = _commit(self, pow(_alias(self, True), exponent))
         if node is not None and hasattr(node, "result"):
             node.result = _save_result(self)  # PowBackward1 saves the output: now ``self``
         return self
-    _ufunc(np.power, self, exponent.data if isinstance(exponent, Tensor) else exponent)
+    _ufunc("power", self, exponent.data if isinstance(exponent, Tensor) else exponent)
     return self
 
 
+@op(NegBackward0)
 def neg_(self: Tensor) -> Tensor:
     """``self = -self`` in place."""
     if _recording(self):
         _commit(self, neg(_alias(self, False)))
         return self
-    _unary(np.negative, self)
+    _unary("negative", self)
     return self
 
 
+@op(ExpBackward0)
 def exp_(self: Tensor) -> Tensor:
     """``self = exp(self)`` in place."""
     if _recording(self):
         node = _commit(self, exp(_alias(self, False)))
         node.result = _save_result(self)  # type: ignore[union-attr]
         return self
-    _unary(np.exp, self)
+    _unary("exp", self)
     return self
 
 
+@op(ReluBackward0)
 def relu_(self: Tensor) -> Tensor:
     """``self = max(self, 0)`` in place."""
     if _recording(self):
         node = _commit(self, relu(_alias(self, False)))
         node.result = _save_result(self)  # type: ignore[union-attr]
         return self
-    _ufunc(np.maximum, self, 0)
+    _ufunc("maximum", self, 0)
     return self
 
 
-class ClampBackward0(Node):
+@backward(saved=("x", "lo", "hi"))
+def ClampBackward0(self: Any, grads: list[Any]) -> Any:
     """``clamp_`` with tensor bounds: the gradient goes to whichever of self, min and max
     the output took its value from (PyTorch's ``clamp_backward_min_max``)."""
-
-    _saved = ("x", "lo", "hi")
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        from .elementwise import where
-
-        g = grads[0]
-        x = self.x.unpack(self).data
-        lo = None if self.lo is None else self.lo.unpack(self).data
-        hi = None if self.hi is None else self.hi.unpack(self).data
-        e_self, e_lo, e_hi = self.next_edges
-        zero = np.zeros((), dtype=g.data.dtype)  # a device-less constant
-        if lo is not None and hi is not None:
-            take_self = (x >= lo) & (x <= hi)
-            take_lo = (x < lo) & (lo < hi)
-            take_hi = (x > hi) | (hi < lo)
-        elif lo is not None:
-            take_self, take_lo, take_hi = x >= lo, x < lo, None
-        else:
-            take_self, take_lo, take_hi = x <= hi, None, x > hi
-        out = [None, None, None]
-        if e_self is not None:
-            out[0] = where(take_self, g, zero)
-        if e_lo is not None:
-            out[1] = _grad_to(where(take_lo, g, zero), self.lo_shape, self.lo_dtype)
-        if e_hi is not None:
-            out[2] = _grad_to(where(take_hi, g, zero), self.hi_shape, self.hi_dtype)
-        return tuple(out)
+    g = grads[0]
+    x = self.x.unpack(self).data
+    lo = None if self.lo is None else self.lo.unpack(self).data
+    hi = None if self.hi is None else self.hi.unpack(self).data
+    e_self, e_lo, e_hi = self.next_edges
+    zero = np.zeros((), dtype=g.data.dtype)  # a device-less constant
+    if lo is not None and hi is not None:
+        take_self = (x >= lo) & (x <= hi)
+        take_lo = (x < lo) & (lo < hi)
+        take_hi = (x > hi) | (hi < lo)
+    elif lo is not None:
+        take_self, take_lo, take_hi = x >= lo, x < lo, None
+    else:
+        take_self, take_lo, take_hi = x <= hi, None, x > hi
+    out = [None, None, None]
+    if e_self is not None:
+        out[0] = where(take_self, g, zero)
+    if e_lo is not None:
+        out[1] = _grad_to(where(take_lo, g, zero), self.lo_shape, self.lo_dtype)
+    if e_hi is not None:
+        out[2] = _grad_to(where(take_hi, g, zero), self.hi_shape, self.hi_dtype)
+    return tuple(out)
 
 
+@op(ClampBackward0, ClampBackward1)
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Limit the values to ``[min, max]`` in place (bounds: numbers or tensors)."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if DEVICES:
-        min, max = _operand(self, min), _operand(self, max)
+    min, max = _operand(self, min), _operand(self, max)
     tensor_bounds = isinstance(min, Tensor) or isinstance(max, Tensor)
     lo = min.data if isinstance(min, Tensor) else min
     hi = max.data if isinstance(max, Tensor) else max
@@ -580,299 +230,15 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
 
 
 def _clip(self: Tensor, lo: Any, hi: Any) -> None:
-    data = self.data
+    data, xp = self.data, self._device.xp
     try:
         if lo is not None and hi is not None and not (np.isscalar(lo) and np.isscalar(hi)):
             # PyTorch's order: max with min first, then min with max (min wins if min > max).
-            np.minimum(np.maximum(data, lo), hi, out=data)
+            xp.minimum(xp.maximum(data, lo), hi, out=data)
         else:
-            np.clip(data, lo, hi, out=data)
+            xp.clip(data, lo, hi, out=data)
     except (ValueError, TypeError) as e:
         raise _error(e, self, lo if hi is None else hi) from None
-    _bump(self)
-
-
-# ------------------------------------------------------------------------------ zero_, fill_, copy_
-def _grad_to(g: Tensor, shape: tuple[int, ...], dtype: Any) -> Tensor:
-    """A gradient brought back to an operand that was broadcast (and cast) into the output."""
-    if g.data.shape != shape:
-        if len(shape) > g.data.ndim:
-            g = g.reshape((1,) * (len(shape) - g.data.ndim) + g.data.shape)
-        g = sum_to_size(g, shape)
-    if g.data.dtype != dtype:
-        g = g.to(dtype)
-    return g
-
-
-def _zeros_grad(g: Tensor) -> Tensor:
-    out = wrap(np.zeros(g.data.shape, dtype=g.data.dtype))
-    if DEVICES and g._device is not CPU:
-        out._device = g._device
-    return out
-
-
-def _constant(value: Any, like: Tensor) -> Tensor:
-    """A number or array as a tensor on ``like``'s device."""
-    out = wrap(np.asarray(value))
-    if DEVICES and like._device is not CPU:
-        out._device = like._device
-    return out
-
-
-class ZeroBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (_zeros_grad(grads[0]),)
-
-
-class FillBackward2(Node):
-    """``fill_`` with a number."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (_zeros_grad(grads[0]),)
-
-
-class FillBackward3(Node):
-    """``fill_`` with a 0-dim tensor: every element's gradient goes to the value."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        e_self, e_value = self.next_edges
-        value_grad = None
-        if e_value is not None:
-            value_grad = _grad_to(g.sum(), (), self.dtype)
-            if value_grad._device is not self.src_device:
-                value_grad = to(value_grad, self.src_device)
-        return (_zeros_grad(g) if e_self is not None else None, value_grad)
-
-
-class CopyBackwards(Node):
-    """``copy_``: the old values are gone (zero gradient); ``src`` gets the gradient, summed
-    over the broadcast, cast to its dtype and moved to its device."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        e_self, e_src = self.next_edges
-        grad_src = None
-        if e_src is not None:
-            grad_src = _grad_to(g, self.shape, self.dtype)
-            if grad_src._device is not self.src_device:
-                grad_src = to(grad_src, self.src_device)
-        return (_zeros_grad(g) if e_self is not None else None, grad_src)
-
-
-def _fill(self: Tensor, value: Any) -> None:
-    data = self.data
-    try:
-        data.fill(value)
-    except (ValueError, TypeError) as e:
-        raise _error(e, self) from None
-    _bump(self)
-
-
-def zero_(self: Tensor) -> Tensor:
-    """Set every element to 0 in place."""
-    if _recording(self):
-        node = ZeroBackward0((edge_of(self),))
-        _fill(self, 0)
-        rebase_inplace(self, node, 0)
-        return self
-    _fill(self, 0)
-    return self
-
-
-def fill_(self: Tensor, value: Any) -> Tensor:
-    """Set every element to ``value`` (a number or a 0-dim tensor) in place."""
-    if isinstance(value, Tensor) and value.data.ndim:
-        raise RuntimeError(
-            f"fill_ only supports 0-dimension value tensor but got tensor with {value.data.ndim} dimensions."
-        )
-    if _recording(self, value):
-        if isinstance(value, Tensor):
-            node: Node = FillBackward3((edge_of(self), edge_of(value)))
-            node.dtype, node.src_device = value.data.dtype, value._device
-        else:
-            node = FillBackward2((edge_of(self),))
-        _fill(self, value.data if isinstance(value, Tensor) else value)
-        rebase_inplace(self, node, 0)
-        return self
-    _fill(self, value.data if isinstance(value, Tensor) else value)
-    return self
-
-
-def _assign(self: Tensor, src: Any) -> None:
-    data = self.data
-    try:
-        np.copyto(data, src, casting="unsafe")
-    except (ValueError, TypeError) as e:
-        raise _error(e, self, src) from None
-    _bump(self)
-
-
-def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
-    """Copy ``src`` (broadcast to this shape, cast to this dtype, from any device) into this
-    tensor in place."""
-    s = src.data if isinstance(src, Tensor) else np.asarray(src)
-    if _recording(self, src):
-        _check_shape(self, s)
-        node = CopyBackwards((edge_of(self), edge_of(src)))
-        node.shape, node.dtype = s.shape, s.dtype
-        node.src_device = src._device if isinstance(src, Tensor) else self._device
-        _assign(self, s)
-        rebase_inplace(self, node, 0)
-        return self
-    _assign(self, s)
-    return self
-
-
-# ------------------------------------------------------------------------------ __setitem__
-class IndexPutBackward0(Node):
-    """``self[indices] = values``: the overwritten positions get no gradient; ``values`` gets
-    the gradient at those positions (summed over its broadcast)."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        e_self, e_values = self.next_edges
-        adv = self.index
-        grad_self = grad_values = None
-        if e_self is not None:
-            if grad_enabled():
-                keep = np.ones(g.data.shape, dtype=bool)
-                keep[adv] = False
-                grad_self = g * keep
-            else:
-                z = g.data.copy()
-                z[adv] = 0
-                grad_self = wrap(z)
-                if DEVICES and g._device is not CPU:
-                    grad_self._device = g._device
-        if e_values is not None:
-            taken = _take(g, (None, adv, self.accumulate), IndexBackward0)
-            grad_values = _grad_to(taken, self.values_shape, self.values_dtype)
-        return (grad_self, grad_values)
-
-
-def index_put_(self: Tensor, adv: tuple[Any, ...], values: Any, accumulate: bool = False) -> Tensor:
-    """``self[adv] = values`` for a normalised advanced index (see ``indexing._normalize``)."""
-    if DEVICES:
-        values = _operand(self, values)
-    v = values.data if isinstance(values, Tensor) else values
-    rec = _recording(self, values)
-    if rec:
-        node = IndexPutBackward0((edge_of(self), edge_of(values)))
-        node.index, node.accumulate = adv, accumulate
-        node.values_shape, node.values_dtype = np.shape(v), getattr(v, "dtype", None)
-    data = self.data
-    try:
-        data[adv] = v
-    except (ValueError, TypeError) as e:
-        raise _error(e, self) from None
-    _bump(self)
-    if rec:
-        rebase_inplace(self, node, 0)
-    return self
-
-
-def _value_message(target: tuple[int, ...], value: tuple[int, ...], basic: bool) -> str | None:
-    """PyTorch's message when ``value`` cannot be written at an index whose result has shape
-    ``target``; None if it can."""
-    trimmed = tuple(value)
-    while len(trimmed) > len(target) and trimmed[0] == 1:
-        trimmed = trimmed[1:]  # leading 1s are dropped, as in PyTorch
-    if not basic:
-        try:
-            if np.broadcast_shapes(trimmed, target) == target:
-                return None
-        except ValueError:
-            pass
-        return (
-            f"shape mismatch: value tensor of shape {list(value)} cannot be broadcast to indexing "
-            f"result of shape {list(target)}"
-        )
-    if len(trimmed) > len(target):
-        return (
-            f"expand(aiograd.Tensor{{{list(value)}}}, size={list(target)}): the number of sizes "
-            f"provided ({len(target)}) must be greater or equal to the number of dimensions in the "
-            f"tensor ({len(value)})"
-        )
-    lead = len(target) - len(trimmed)
-    for i, size in enumerate(trimmed):
-        if size != 1 and size != target[lead + i]:
-            return (
-                f"The expanded size of the tensor ({target[lead + i]}) must match the existing size "
-                f"({size}) at non-singleton dimension {lead + i}.  Target sizes: {list(target)}.  "
-                f"Tensor sizes: {list(trimmed)}"
-            )
-    return None
-
-
-def _check_value(target: np.ndarray[Any, Any], adv: Any, value: Any) -> None:
-    shape = target.shape if adv is None else target[adv].shape
-    message = _value_message(shape, np.shape(value), adv is None)
-    if message is not None:
-        raise RuntimeError(message)
-
-
-def _full(basic: tuple[Any, ...], shape: tuple[int, ...]) -> bool:
-    """True if the basic index takes everything (only full slices and Ellipsis)."""
-    consumed = sum(1 for it in basic if it is not Ellipsis)
-    d = 0
-    for it in basic:
-        if it is Ellipsis:
-            d += len(shape) - consumed
-        elif isinstance(it, slice) and d < len(shape) and it.indices(shape[d]) == (0, shape[d], 1):
-            d += 1
-        else:
-            return False
-    return True
-
-
-def setitem(self: Tensor, index: Any, value: Any) -> None:
-    """``self[index] = value``: a basic index copies ``value`` into the view ``self[index]``; an
-    advanced one (masks, integer arrays) is PyTorch's ``index_put_`` (on the view of its basic
-    part, if any). Gradients flow to ``value`` when it requires grad."""
-    data = self.data
-    if DEVICES:
-        check_index_devices(self, index)
-    try:
-        (basic, adv, accumulate), cls = _normalize(data, index)
-    except IndexError as e:
-        msg = _torch_message(str(e), data.ndim, index)
-        if msg == str(e):
-            raise
-        raise IndexError(msg) from None
-    if DEVICES and adv is not None:
-        value = _operand(self, value)  # index_put_'s rule; a basic index copies from any device
-    v = value.data if isinstance(value, Tensor) else value
-    if grad_enabled() and (
-        self._requires_grad
-        or (isinstance(value, Tensor) and value._requires_grad)
-        or (type(self) is View and self._base._requires_grad)  # type: ignore[union-attr]
-    ):
-        # PyTorch's sequence, so that the checks and the graph are PyTorch's: the basic part is
-        # a view (none for an index of full slices), written with copy_ (fill_ for one value)
-        # or index_put_.
-        if basic is None or _full(basic, data.shape):
-            target = self
-        else:
-            target = _take(self, (basic, None, False), cls)
-        _check_value(target.data, adv, v)
-        if adv is not None:
-            index_put_(target, adv, value, accumulate)
-        elif np.shape(v) == () and target.data.ndim:
-            fill_(target, value if isinstance(value, Tensor) else _constant(v, target))
-        else:
-            copy_(target, value)
-        return
-    try:
-        if adv is None:
-            data[basic] = v
-        else:
-            (data if basic is None else data[basic])[adv] = v
-    except (ValueError, TypeError) as e:
-        if isinstance(e, ValueError) and not (not data.flags.writeable and _overlapping(data)):
-            target = data if basic is None else data[basic]
-            _check_value(target if type(target) is np.ndarray else np.asarray(target), adv, v)
-        raise _error(e, self) from None
     _bump(self)
 
 

@@ -13,14 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from .._device import watch
 from .._views import make_view
-from ._util import Node, Tensor, attach, common_device, edge_of, needs_grad, on, wrap
+from ._registry import backward, op, variant
+from ._util import Node, Tensor, attach, common_device, edge_of, like, needs_grad, on, wrap
 from .indexing import getitem
 from .shape import _dim
-
-DEVICES = False
-watch(globals())
 
 __all__ = ["cat", "concat", "concatenate", "stack", "split", "split_with_sizes", "chunk", "unbind"]
 
@@ -43,24 +40,25 @@ def _as_dtype(grad: Tensor, dtype: np.dtype[Any]) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ cat
-class CatBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        lead = (_FULL,) * self.dim
-        out: list[Tensor | None] = []
-        offset = 0
-        for edge, size, dtype in zip(self.next_edges, self.sizes, self.dtypes):
-            if size is None:  # a legacy empty 1-D input, skipped in forward
-                out.append(on(wrap(np.zeros((0,), dtype=dtype)), g._device) if edge is not None else None)
-                continue
-            if edge is not None:
-                out.append(_as_dtype(getitem(g, lead + (slice(offset, offset + size),)), dtype))
-            else:
-                out.append(None)
-            offset += size
-        return tuple(out)
+@backward()
+def CatBackward0(self: Any, grads: list[Any]) -> Any:
+    g = grads[0]
+    lead = (_FULL,) * self.dim
+    out: list[Tensor | None] = []
+    offset = 0
+    for edge, size, dtype in zip(self.next_edges, self.sizes, self.dtypes):
+        if size is None:  # a legacy empty 1-D input, skipped in forward
+            out.append(like(g._device.xp.zeros((0,), dtype=dtype), g) if edge is not None else None)
+            continue
+        if edge is not None:
+            out.append(_as_dtype(getitem(g, lead + (slice(offset, offset + size),)), dtype))
+        else:
+            out.append(None)
+        offset += size
+    return tuple(out)
 
 
+@op(CatBackward0)
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors along an existing dimension ``dim``."""
     tensors = _tensor_list(tensors, "cat")
@@ -85,9 +83,8 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                     f"Sizes of tensors must match except in dimension {d}. Expected size "
                     f"{ref.shape[k]} but got size {a.shape[k]} for tensor number {i} in the list."
                 )
-    out = wrap(np.concatenate([a for _, a in used], axis=d))
-    if DEVICES:
-        on(out, common_device(*tensors))
+    dev = common_device(*tensors)
+    out = on(wrap(dev.xp.concatenate([a for _, a in used], axis=d)), dev)
     if needs_grad(*tensors):
         node = attach(CatBackward0(tuple(edge_of(t) for t in tensors)), out)
         node.dim = d
@@ -101,15 +98,16 @@ concatenate = cat
 
 
 # ------------------------------------------------------------------------------ stack
-class StackBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        pieces = unbind(grads[0], self.dim)
-        return tuple(
-            _as_dtype(p, dtype) if edge is not None else None
-            for p, edge, dtype in zip(pieces, self.next_edges, self.dtypes)
-        )
+@backward()
+def StackBackward0(self: Any, grads: list[Any]) -> Any:
+    pieces = unbind(grads[0], self.dim)
+    return tuple(
+        _as_dtype(p, dtype) if edge is not None else None
+        for p, edge, dtype in zip(pieces, self.next_edges, self.dtypes)
+    )
 
 
+@op(StackBackward0)
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Join equally shaped tensors along a new dimension ``dim``."""
     tensors = _tensor_list(tensors, "stack")
@@ -123,9 +121,8 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                 f"and {list(t.data.shape)} at entry {i}"
             )
     d = _dim(dim, len(shape) + 1)
-    out = wrap(np.stack([t.data for t in tensors], axis=d))
-    if DEVICES:
-        on(out, common_device(*tensors))
+    dev = common_device(*tensors)
+    out = on(wrap(dev.xp.stack([t.data for t in tensors], axis=d)), dev)
     if needs_grad(*tensors):
         node = attach(StackBackward0(tuple(edge_of(t) for t in tensors)), out)
         node.dim = d
@@ -134,37 +131,34 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ split, chunk
-class _JoinGradsBackward(Node):
-    """A multi-output node: joins its outputs' gradients, zeros for those that got none."""
-
-    def _filled(self, grads: list[Tensor | None]) -> list[Tensor] | None:
-        first = next((g for g in grads if g is not None), None)
-        if first is None:
-            return None
-        dtype, dev = first.data.dtype, first._device
-        return [
-            g if g is not None else on(wrap(np.zeros(shape, dtype=dtype)), dev)
-            for g, shape in zip(grads, self.shapes)
-        ]
+def _filled(node: Any, grads: list[Tensor | None]) -> list[Tensor] | None:
+    """A multi-output node's gradients, zeros for the outputs that got none (None if none did)."""
+    first = next((g for g in grads if g is not None), None)
+    if first is None:
+        return None
+    dtype, dev = first.data.dtype, first._device
+    return [
+        g if g is not None else on(wrap(dev.xp.zeros(shape, dtype=dtype)), dev)
+        for g, shape in zip(grads, node.shapes)
+    ]
 
 
-class SplitBackward0(_JoinGradsBackward):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        filled = self._filled(grads)
-        return (None if filled is None else cat(filled, self.dim),)
+@backward()
+def SplitBackward0(self: Any, grads: list[Any]) -> Any:
+    filled = _filled(self, grads)
+    return (None if filled is None else cat(filled, self.dim),)
 
 
-class SplitWithSizesBackward0(SplitBackward0):
-    pass
+SplitWithSizesBackward0 = variant("SplitWithSizesBackward0", SplitBackward0)
 
 
-class UnbindBackward0(_JoinGradsBackward):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        filled = self._filled(grads)
-        return (None if filled is None else stack(filled, self.dim),)
+@backward()
+def UnbindBackward0(self: Any, grads: list[Any]) -> Any:
+    filled = _filled(self, grads)
+    return (None if filled is None else stack(filled, self.dim),)
 
 
-def _record(input: Tensor, pieces: list[Any], cls: type[_JoinGradsBackward], d: int) -> tuple[Tensor, ...]:
+def _record(input: Tensor, pieces: list[Any], cls: type[Node], d: int) -> tuple[Tensor, ...]:
     """The pieces are views of ``input`` (they share its version counter); with a graph they are
     outputs of one node, and PyTorch refuses in-place ops on such views (``_multi_output``)."""
     outs = tuple(make_view(input, p) for p in pieces)
@@ -179,7 +173,7 @@ def _record(input: Tensor, pieces: list[Any], cls: type[_JoinGradsBackward], d: 
     return outs
 
 
-def _split_sizes(input: Tensor, sizes: list[int], d: int, cls: type[_JoinGradsBackward]) -> tuple[Tensor, ...]:
+def _split_sizes(input: Tensor, sizes: list[int], d: int, cls: type[Node]) -> tuple[Tensor, ...]:
     data = input.data
     lead = (_FULL,) * d
     outs = []
@@ -195,6 +189,7 @@ def _check_1d(input: Tensor, fn: str) -> None:
         raise RuntimeError(f"{fn} expects at least a 1-dimensional tensor")
 
 
+@op(SplitWithSizesBackward0)
 def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Split into pieces of the given sizes along ``dim`` (they must add up to its size)."""
     _check_1d(input, "split")
@@ -213,6 +208,7 @@ def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) ->
     return _split_sizes(input, sizes, d, SplitWithSizesBackward0)
 
 
+@op(SplitBackward0, SplitWithSizesBackward0)
 def split(input: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Split into chunks of ``split_size`` along ``dim`` (the last may be smaller), or into
     pieces of the sizes in a list."""
@@ -233,6 +229,7 @@ def split(input: Tensor, split_size_or_sections: int | Sequence[int], dim: int =
     return _split_sizes(input, sizes, d, SplitBackward0)
 
 
+@op(SplitBackward0, SplitWithSizesBackward0)
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into at most ``chunks`` equal pieces along ``dim`` (the last may be smaller, and
     there may be fewer pieces, as in PyTorch)."""
@@ -247,6 +244,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     return split(input, size, d)
 
 
+@op(UnbindBackward0)
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """The slices along ``dim``, that dimension removed."""
     data = input.data

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from .._cost import matmul_cost
-from .._device import CPU, watch
+from .._device import CPU
 from .._graph_context import should_compute
+from ._registry import backward, op
 from ._util import (
-    Node,
     Tensor,
     attach,
     common_device,
@@ -24,9 +22,6 @@ from ._util import (
 )
 from .shape import _sum_to, reduce_grad
 
-DEVICES = False
-watch(globals())
-
 __all__ = ["matmul", "mm", "linear"]
 
 
@@ -37,72 +32,68 @@ def _saved_shape(saved: Any) -> tuple[int, ...]:
     return data.shape if data is not None else ()
 
 
-class MmBackward0(Node):
+def _mm_cost(self: Any, grads: list[Any]) -> float:
+    g = grads[0]
+    if g is None:
+        return 0.0
+    m, n = g.data.shape
+    inner = _saved_shape(self.b if self.b is not None else self.a)
+    k = inner[0] if self.b is not None and inner else (inner[1] if inner else 0)
+    products = sum(e is not None for e in self.next_edges)
+    return matmul_cost(m, k, n, products)
+
+
+@backward(saved=("a", "b"), cost=_mm_cost)
+def MmBackward0(self: Any, grads: list[Any]) -> Any:
     """Backward of a product of two 2-D matrices."""
-
-    _saved = ("a", "b")
-
-    def cost(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        if g is None:
-            return 0.0
-        m, n = g.data.shape
-        inner = _saved_shape(self.b if self.b is not None else self.a)
-        k = inner[0] if self.b is not None and inner else (inner[1] if inner else 0)
-        products = sum(e is not None for e in self.next_edges)
-        return matmul_cost(m, k, n, products)
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        ea, eb = self.next_edges
-        want_a, want_b = should_compute(ea), should_compute(eb)
-        if not grad_enabled():
-            gd = g.data
-            ga = wrap(gd @ self.b.unpack(self).data.T) if want_a else None
-            gb = wrap(self.a.unpack(self).data.T @ gd) if want_b else None
-            if DEVICES and g._device is not CPU:
-                for r in (ga, gb):
-                    if r is not None:
-                        r._device = g._device
-            return (ga, gb)
-        ga = matmul(g, self.b.unpack(self).mT) if want_a else None
-        gb = matmul(self.a.unpack(self).mT, g) if want_b else None
+    g = grads[0]
+    ea, eb = self.next_edges
+    want_a, want_b = should_compute(ea), should_compute(eb)
+    if not grad_enabled():
+        gd = g.data
+        ga = wrap(gd @ self.b.unpack(self).data.T) if want_a else None
+        gb = wrap(self.a.unpack(self).data.T @ gd) if want_b else None
+        if g._device is not CPU:
+            for r in (ga, gb):
+                if r is not None:
+                    r._device = g._device
         return (ga, gb)
+    ga = matmul(g, self.b.unpack(self).mT) if want_a else None
+    gb = matmul(self.a.unpack(self).mT, g) if want_b else None
+    return (ga, gb)
 
 
-class MatmulBackward0(Node):
+def _matmul_cost(self: Any, grads: list[Any]) -> float:
+    g = grads[0]
+    b_shape = _saved_shape(self.b)
+    if g is None or not b_shape:
+        return 0.0
+    k = b_shape[-2] if len(b_shape) > 1 else b_shape[0]
+    return matmul_cost(max(g.data.size, 1), k, 1, sum(e is not None for e in self.next_edges))
+
+
+@backward(saved=("a", "b"), cost=_matmul_cost)
+def MatmulBackward0(self: Any, grads: list[Any]) -> Any:
     """Backward of the general case: 1-D operands are promoted, batch dims broadcast."""
-
-    _saved = ("a", "b")
-
-    def cost(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        b_shape = _saved_shape(self.b)
-        if g is None or not b_shape:
-            return 0.0
-        k = b_shape[-2] if len(b_shape) > 1 else b_shape[0]
-        return matmul_cost(max(g.data.size, 1), k, 1, sum(e is not None for e in self.next_edges))
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        a, b = self.a.unpack(self), self.b.unpack(self)
-        a_vec, b_vec = a.data.ndim == 1, b.data.ndim == 1
-        a2 = a.unsqueeze(0) if a_vec else a
-        b2 = b.unsqueeze(-1) if b_vec else b
-        # Column first: for a dot product the gradient is 0-d, and () -> (1,) -> (1, 1).
-        if b_vec:
-            g = g.unsqueeze(-1)
-        if a_vec:
-            g = g.unsqueeze(-2)
-        ea, eb = self.next_edges
-        ga = gb = None
-        if should_compute(ea):
-            ga = reduce_grad(matmul(g, b2.mT), a2.data.shape)
-            ga = ga.squeeze(0) if a_vec else ga
-        if should_compute(eb):
-            gb = reduce_grad(matmul(a2.mT, g), b2.data.shape)
-            gb = gb.squeeze(-1) if b_vec else gb
-        return (ga, gb)
+    g = grads[0]
+    a, b = self.a.unpack(self), self.b.unpack(self)
+    a_vec, b_vec = a.data.ndim == 1, b.data.ndim == 1
+    a2 = a.unsqueeze(0) if a_vec else a
+    b2 = b.unsqueeze(-1) if b_vec else b
+    # Column first: for a dot product the gradient is 0-d, and () -> (1,) -> (1, 1).
+    if b_vec:
+        g = g.unsqueeze(-1)
+    if a_vec:
+        g = g.unsqueeze(-2)
+    ea, eb = self.next_edges
+    ga = gb = None
+    if should_compute(ea):
+        ga = reduce_grad(matmul(g, b2.mT), a2.data.shape)
+        ga = ga.squeeze(0) if a_vec else ga
+    if should_compute(eb):
+        gb = reduce_grad(matmul(a2.mT, g), b2.data.shape)
+        gb = gb.squeeze(-1) if b_vec else gb
+    return (ga, gb)
 
 
 def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
@@ -118,6 +109,7 @@ def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
     return f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, a))} and {'x'.join(map(str, b))})"
 
 
+@op(MmBackward0, MatmulBackward0)
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with numpy's ``matmul`` rules (dot, mv, mm, batched mm)."""
     # An array operand (``x @ array``) is a constant: a tensor that needs no grad, so it can be saved.
@@ -128,10 +120,10 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D"
         )
     try:
-        out = wrap(np.matmul(a, b))
+        out = wrap(a @ b)  # the arrays' own matmul: any array module
     except ValueError:
         raise RuntimeError(_mismatch(a.shape, b.shape)) from None
-    if DEVICES:
+    if input._device is not CPU or other._device is not CPU:
         on(out, common_device(input, other))
     if needs_grad(input, other):
         cls = MmBackward0 if a.ndim == 2 and b.ndim == 2 else MatmulBackward0
@@ -143,6 +135,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     return out
 
 
+@op(MmBackward0)
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """Product of two 2-D matrices."""
     if input.data.ndim != 2 or mat2.data.ndim != 2:
@@ -150,42 +143,41 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
-class LinearBackward0(Node):
+def _linear_cost(self: Any, grads: list[Any]) -> float:
+    g = grads[0]
+    if g is None:
+        return 0.0
+    batch, out = g.data.shape
+    fan_in = (_saved_shape(self.weight) or _saved_shape(self.x) or (0, 0))[-1]
+    products = sum(e is not None for e in self.next_edges[:2])
+    return matmul_cost(batch, fan_in, out, products)
+
+
+@backward(saved=("x", "weight"), cost=_linear_cost)
+def LinearBackward0(self: Any, grads: list[Any]) -> Any:
     """Fused ``x @ W.T + b`` for 2-D ``x``: one node instead of three."""
-
-    _saved = ("x", "weight")
-
-    def cost(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        if g is None:
-            return 0.0
-        batch, out = g.data.shape
-        fan_in = (_saved_shape(self.weight) or _saved_shape(self.x) or (0, 0))[-1]
-        products = sum(e is not None for e in self.next_edges[:2])
-        return matmul_cost(batch, fan_in, out, products)
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        ex, ew, eb = self.next_edges
-        want_x, want_w = should_compute(ex), should_compute(ew)
-        if not grad_enabled():
-            gd = g.data
-            gx = wrap(gd @ self.weight.unpack(self).data) if want_x else None
-            gw = wrap(gd.T @ self.x.unpack(self).data) if want_w else None
-            gb = None
-            if eb is not None:
-                gb = wrap(_sum_to(gd, self.bias_shape))
-            if DEVICES and g._device is not CPU:
-                for r in (gx, gw, gb):
-                    if r is not None:
-                        r._device = g._device
-            return (gx, gw, gb)
-        gx = matmul(g, self.weight.unpack(self)) if want_x else None
-        gw = matmul(g.mT, self.x.unpack(self)) if want_w else None
-        gb = reduce_grad(g, self.bias_shape) if eb is not None else None
+    g = grads[0]
+    ex, ew, eb = self.next_edges
+    want_x, want_w = should_compute(ex), should_compute(ew)
+    if not grad_enabled():
+        gd = g.data
+        gx = wrap(gd @ self.weight.unpack(self).data) if want_x else None
+        gw = wrap(gd.T @ self.x.unpack(self).data) if want_w else None
+        gb = None
+        if eb is not None:
+            gb = wrap(_sum_to(gd, self.bias_shape))
+        if g._device is not CPU:
+            for r in (gx, gw, gb):
+                if r is not None:
+                    r._device = g._device
         return (gx, gw, gb)
+    gx = matmul(g, self.weight.unpack(self)) if want_x else None
+    gw = matmul(g.mT, self.x.unpack(self)) if want_w else None
+    gb = reduce_grad(g, self.bias_shape) if eb is not None else None
+    return (gx, gw, gb)
 
 
+@op(LinearBackward0, MmBackward0, MatmulBackward0)
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``, as ``torch.nn.functional.linear``."""
     if input.data.ndim != 2:
@@ -201,7 +193,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if bias is not None:
         data += bias.data
     out = wrap(data)
-    if DEVICES:
+    if input._device is not CPU or weight._device is not CPU or (bias is not None and bias._device is not CPU):
         on(out, common_device(input, weight, bias))
     if needs_grad(input, weight, bias):
         node = attach(LinearBackward0((edge_of(input), edge_of(weight), edge_of(bias))), out)

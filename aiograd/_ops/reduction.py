@@ -13,12 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from .._device import CPU, watch
-from ._util import Node, Tensor, attach, edge_of, grad_enabled, needs_grad, save, wrap
+from ._registry import backward, op, variant
+from ._util import CPU, Tensor, attach, edge_of, grad_enabled, like, needs_grad, save, wrap
+from .elementwise import maximum, minimum, where
 from .shape import _dim
-
-DEVICES = False
-watch(globals())
 
 __all__ = [
     "sum", "mean", "var", "max", "min", "prod", "logsumexp", "softmax", "log_softmax", "argmax",
@@ -56,61 +54,53 @@ def expand_reduced(grad: Tensor, shape: tuple[int, ...], axes: tuple[int, ...] |
     return grad.expand(shape)
 
 
-def _expand_reduced_array(grad: Any, shape: tuple[int, ...], axes: tuple[int, ...] | None, keepdim: bool) -> Any:
+def _expand_reduced_array(
+    xp: Any, grad: Any, shape: tuple[int, ...], axes: tuple[int, ...] | None, keepdim: bool
+) -> Any:
     """``expand_reduced`` on the array (the no-create_graph fast path).
 
     Materialised rather than a broadcast view: ``np.broadcast_to`` costs more than filling a small
     array, and an owned, writable gradient can be stolen or accumulated in place downstream.
     """
     if axes is not None and not keepdim:
-        grad = np.expand_dims(grad, axes)
-    out = np.empty(shape, dtype=grad.dtype)
+        grad = xp.expand_dims(grad, axes)
+    out = xp.empty(shape, dtype=grad.dtype)
     out[...] = grad
     return out
 
 
-def _like(data: Any, like: Tensor) -> Tensor:
-    """Wrap ``data`` on ``like``'s device (an op output, or a backward formula's result)."""
-    out = wrap(data)
-    if DEVICES and like._device is not CPU:
-        out._device = like._device
-    return out
+@backward()
+def SumBackward0(self: Any, grads: list[Any]) -> Any:
+    g = grads[0]
+    if not grad_enabled():
+        out = like(_expand_reduced_array(g._device.xp, g.data, self.shape, self.axes, self.keepdim), g)
+        return (out,)
+    return (expand_reduced(g, self.shape, self.axes, self.keepdim),)
 
 
-class SumBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        if not grad_enabled():
-            out = wrap(_expand_reduced_array(g.data, self.shape, self.axes, self.keepdim))
-            if DEVICES and g._device is not CPU:
-                out._device = g._device
-            return (out,)
-        return (expand_reduced(g, self.shape, self.axes, self.keepdim),)
-
-
+@op(SumBackward0)
 def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Sum over ``dim`` (int, tuple, or None for all)."""
     axes = axes_of(dim, input.data.ndim)
     data = input.data
     if data.dtype == np.bool_ and dtype is None:
         dtype = np.int64
-    out = wrap(data.sum(axis=axes, keepdims=keepdim, dtype=dtype))
-    if DEVICES and input._device is not CPU:
-        out._device = input._device
+    out = like(data.sum(axis=axes, keepdims=keepdim, dtype=dtype), input)
     if needs_grad(input):
         node = attach(SumBackward0((edge_of(input),)), out)
         node.shape, node.axes, node.keepdim = data.shape, axes, keepdim
     return out
 
 
-class MeanBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        if not grad_enabled():
-            g = grads[0].data / self.count
-            return (_like(_expand_reduced_array(g, self.shape, self.axes, self.keepdim), grads[0]),)
-        return (expand_reduced(grads[0] / self.count, self.shape, self.axes, self.keepdim),)
+@backward()
+def MeanBackward0(self: Any, grads: list[Any]) -> Any:
+    if not grad_enabled():
+        g = grads[0].data / self.count
+        return (like(_expand_reduced_array(grads[0]._device.xp, g, self.shape, self.axes, self.keepdim), grads[0]),)
+    return (expand_reduced(grads[0] / self.count, self.shape, self.axes, self.keepdim),)
 
 
+@op(MeanBackward0)
 def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Mean over ``dim`` (int, tuple, or None for all)."""
     data = input.data
@@ -120,9 +110,7 @@ def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = 
             f"complex dtype. Got: {data.dtype}"
         )
     axes = axes_of(dim, data.ndim)
-    out = wrap(data.mean(axis=axes, keepdims=keepdim, dtype=dtype))
-    if DEVICES and input._device is not CPU:
-        out._device = input._device
+    out = like(data.mean(axis=axes, keepdims=keepdim, dtype=dtype), input)
     if needs_grad(input):
         node = attach(MeanBackward0((edge_of(input),)), out)
         count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
@@ -176,16 +164,15 @@ def _check_nonempty(data: np.ndarray[Any, Any], axes: tuple[int, ...] | None, fn
 
 
 # ------------------------------------------------------------------------------ var
-class VarBackward0(Node):
-    _saved = ("x",)
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        x = self.x.unpack(self)
-        g = expand_reduced(grads[0], self.shape, self.axes, self.keepdim)
-        centered = x - x.mean(self.axes, keepdim=True)
-        return (g * centered * self.scale,)
+@backward(saved=("x",))
+def VarBackward0(self: Any, grads: list[Any]) -> Any:
+    x = self.x.unpack(self)
+    g = expand_reduced(grads[0], self.shape, self.axes, self.keepdim)
+    centered = x - x.mean(self.axes, keepdim=True)
+    return (g * centered * self.scale,)
 
 
+@op(VarBackward0)
 def var(
     input: Tensor,
     dim: int | Sequence[int] | bool | None = None,
@@ -221,8 +208,8 @@ def var(
         )
     with np.errstate(divide="ignore", invalid="ignore"):
         centered = data - data.mean(axis=axes, keepdims=True)
-        sq = np.square(centered).sum(axis=axes, keepdims=keepdim)
-        out = _like(sq / data.dtype.type(dof if dof > 0 else 0), input)
+        sq = input._device.xp.square(centered).sum(axis=axes, keepdims=keepdim)
+        out = like(sq / data.dtype.type(dof if dof > 0 else 0), input)
     if needs_grad(input):
         node = attach(VarBackward0((edge_of(input),)), out)
         node.x, node.shape, node.axes, node.keepdim = save(input), data.shape, axes, keepdim
@@ -242,71 +229,66 @@ MaxResult = _return_type("max")
 MinResult = _return_type("min")
 
 
-class MaxBackward1(Node):
+@backward()
+def MaxBackward1(self: Any, grads: list[Any]) -> Any:
     """Full max: the gradient is shared evenly among the elements equal to the maximum."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        return (g.expand(self.mask.shape) * self.mask.astype(g.data.dtype),)
+    g = grads[0]
+    return (g.expand(self.mask.shape) * self.mask.astype(g.data.dtype),)
 
 
-class MinBackward1(MaxBackward1):
-    pass
+MinBackward1 = variant("MinBackward1", MaxBackward1)
 
 
-class MaxBackward0(Node):
+@backward()
+def MaxBackward0(self: Any, grads: list[Any]) -> Any:
     """Max over a dim: the gradient goes to the element at the returned index only."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = expand_reduced(grads[0], self.mask.shape, self.axes, self.keepdim)
-        return (g * self.mask.astype(g.data.dtype),)
+    g = expand_reduced(grads[0], self.mask.shape, self.axes, self.keepdim)
+    return (g * self.mask.astype(g.data.dtype),)
 
 
-class MinBackward0(MaxBackward0):
-    pass
+MinBackward0 = variant("MinBackward0", MaxBackward0)
 
 
 def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
-    from .elementwise import maximum, minimum
-
     fname = "max" if largest else "min"
     if isinstance(dim, Tensor):  # max(input, other): elementwise, as torch.max
         return (maximum if largest else minimum)(input, dim)
-    data = input.data
+    data, xp = input.data, input._device.xp
     if dim is None:
         if keepdim:
             raise TypeError(f"{fname}(): 'keepdim' needs 'dim'")
         _check_nonempty(data, None, fname)
         value = data.max() if largest else data.min()
-        out = _like(value, input)
+        out = like(value, input)
         if needs_grad(input):
-            mask = np.isnan(data) if np.isnan(value) else (data == value)
-            share = mask / np.count_nonzero(mask)
+            mask = xp.isnan(data) if xp.isnan(value) else (data == value)
+            share = mask / xp.count_nonzero(mask)
             node = attach((MaxBackward1 if largest else MinBackward1)((edge_of(input),)), out)
             node.mask = share
         return out
     axes = _one_dim(dim, data.ndim, fname)
     _check_nonempty(data, axes, fname)
     if axes:
-        idx = (np.argmax if largest else np.argmin)(data, axis=axes[0], keepdims=True)
-        values = np.take_along_axis(data, idx, axis=axes[0])
+        idx = (xp.argmax if largest else xp.argmin)(data, axis=axes[0], keepdims=True)
+        values = xp.take_along_axis(data, idx, axis=axes[0])
         if not keepdim:
             idx, values = idx.squeeze(axes[0]), values.squeeze(axes[0])
     else:
-        idx, values = np.zeros((), dtype=np.int64), data.copy()
-    out = _like(values, input)
+        idx, values = xp.zeros((), dtype=np.int64), data.copy()
+    out = like(values, input)
     if needs_grad(input):
-        mask = np.zeros(data.shape, dtype=bool)
+        mask = xp.zeros(data.shape, dtype=bool)
         if axes:
-            full_idx = idx if keepdim else np.expand_dims(idx, axes[0])
-            np.put_along_axis(mask, full_idx, True, axis=axes[0])
+            full_idx = idx if keepdim else xp.expand_dims(idx, axes[0])
+            xp.put_along_axis(mask, full_idx, True, axis=axes[0])
         else:
             mask[...] = True
         node = attach((MaxBackward0 if largest else MinBackward0)((edge_of(input),)), out)
         node.mask, node.axes, node.keepdim = mask, axes, keepdim
-    return (MaxResult if largest else MinResult)(out, _like(idx.astype(np.int64), input))
+    return (MaxResult if largest else MinResult)(out, like(idx.astype(np.int64), input))
 
 
+@op(MaxBackward0, MaxBackward1)
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """Maximum, as ``torch.max``.
 
@@ -318,6 +300,7 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     return _extreme(input, dim, keepdim, True)
 
 
+@op(MinBackward0, MinBackward1)
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """Minimum, as ``torch.min``: see :func:`max`."""
     return _extreme(input, dim, keepdim, False)
@@ -325,26 +308,28 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 
 def _arg_extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Tensor:
     fname = "argmax" if largest else "argmin"
-    data = input.data
-    find = np.argmax if largest else np.argmin
+    data, xp = input.data, input._device.xp
+    find = xp.argmax if largest else xp.argmin
     if dim is None:
         _check_nonempty(data, None, fname)
-        idx = np.asarray(find(data.reshape(-1)))
+        idx = xp.asarray(find(data.reshape(-1)))
         if keepdim:
             idx = idx.reshape((1,) * data.ndim)
-        return _like(idx.astype(np.int64), input)
+        return like(idx.astype(np.int64), input)
     axes = _one_dim(dim, data.ndim, fname)
     _check_nonempty(data, axes, fname)
     if not axes:
-        return _like(np.zeros((), dtype=np.int64), input)
-    return _like(np.asarray(find(data, axis=axes[0], keepdims=keepdim)).astype(np.int64), input)
+        return like(xp.zeros((), dtype=np.int64), input)
+    return like(xp.asarray(find(data, axis=axes[0], keepdims=keepdim)).astype(np.int64), input)
 
 
+@op()
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the (first) maximum, flattened when ``dim`` is None; int64, not differentiable."""
     return _arg_extreme(input, dim, keepdim, True)
 
 
+@op()
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the (first) minimum, flattened when ``dim`` is None; int64, not differentiable."""
     return _arg_extreme(input, dim, keepdim, False)
@@ -360,12 +345,10 @@ def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdi
     zero gets ``q * (product of the other zeros)``, which is 1 for a lone zero and 0 for several
     (built one rank of zeros at a time when grad mode is on, so that higher orders are right).
     """
-    from .elementwise import where
-
-    data = x.data
+    data, xp = x.data, x._device.xp
     shape = data.shape
     if axes == ():  # a 0-d input is its own product
-        return _like(np.ones(shape, dtype=data.dtype), x)
+        return like(xp.ones(shape, dtype=data.dtype), x)
     zero = data == 0
     if not zero.any():
         return expand_reduced(result, shape, axes, keepdim) / x
@@ -373,34 +356,30 @@ def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdi
     q = _prod(x_nonzero, axes, keepdim=True).expand(shape)
     r = _prod(where(zero, x, 1.0), axes, keepdim=True).expand(shape)
     if axes is None:
-        rank = (np.cumsum(zero.reshape(-1)) - 1).reshape(shape)
+        rank = (xp.cumsum(zero.reshape(-1)) - 1).reshape(shape)
     else:
-        rank = np.cumsum(zero, axis=axes[0]) - 1
+        rank = xp.cumsum(zero, axis=axes[0]) - 1
     counts = zero.sum(axis=axes, keepdims=True)
     if grad_enabled():
-        other_zeros: Tensor = _like(np.zeros(shape, dtype=data.dtype), x)
+        other_zeros: Tensor = like(xp.zeros(shape, dtype=data.dtype), x)
         for k in range(int(counts.max())):
             this = zero & (rank == k)
             excl = _prod(where(zero & ~this, x, 1.0), axes, keepdim=True).expand(shape)
             other_zeros = where(this, excl, other_zeros)
     else:
-        other_zeros = _like(np.broadcast_to(counts == 1, shape).astype(data.dtype), x)
+        other_zeros = like(xp.broadcast_to(counts == 1, shape).astype(data.dtype), x)
     return where(zero, q * other_zeros, q / x_nonzero * r)
 
 
-class ProdBackward0(Node):
+@backward(saved=("x", "result"))
+def ProdBackward0(self: Any, grads: list[Any]) -> Any:
     """Product of all elements."""
-
-    _saved = ("x", "result")
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        x, result = self.x.unpack(self), self.result.unpack(self)
-        g = expand_reduced(grads[0], x.data.shape, self.axes, self.keepdim)
-        return (g * _prod_others(x, result, self.axes, self.keepdim),)
+    x, result = self.x.unpack(self), self.result.unpack(self)
+    g = expand_reduced(grads[0], x.data.shape, self.axes, self.keepdim)
+    return (g * _prod_others(x, result, self.axes, self.keepdim),)
 
 
-class ProdBackward1(ProdBackward0):
-    """Product over one dim."""
+ProdBackward1 = variant("ProdBackward1", ProdBackward0, """Product over one dim.""")
 
 
 def _prod(input: Tensor, axes: tuple[int, ...] | None, keepdim: bool, dtype: Any = None) -> Tensor:
@@ -408,7 +387,7 @@ def _prod(input: Tensor, axes: tuple[int, ...] | None, keepdim: bool, dtype: Any
         input = input.to(dtype)
     data = input.data
     acc = np.int64 if data.dtype.kind in "bui" else None
-    out = _like(np.asarray(data.prod(axis=axes, keepdims=keepdim, dtype=acc)), input)
+    out = like(input._device.xp.asarray(data.prod(axis=axes, keepdims=keepdim, dtype=acc)), input)
     if needs_grad(input):
         cls = ProdBackward0 if axes is None else ProdBackward1
         node = attach(cls((edge_of(input),)), out)
@@ -417,6 +396,7 @@ def _prod(input: Tensor, axes: tuple[int, ...] | None, keepdim: bool, dtype: Any
     return out
 
 
+@op(ProdBackward0, ProdBackward1)
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Product of all elements, or over ``dim`` (an int); exact gradients also with zeros.
 
@@ -431,35 +411,34 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype:
 
 
 # ------------------------------------------------------------------------------ logsumexp
-class LogsumexpBackward0(Node):
-    _saved = ("x", "result")
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        x, result = self.x.unpack(self), self.result.unpack(self)
-        shape = x.data.shape
-        g = expand_reduced(grads[0], shape, self.axes, self.keepdim)
-        return (g * (x - expand_reduced(result, shape, self.axes, self.keepdim)).exp(),)
+@backward(saved=("x", "result"))
+def LogsumexpBackward0(self: Any, grads: list[Any]) -> Any:
+    x, result = self.x.unpack(self), self.result.unpack(self)
+    shape = x.data.shape
+    g = expand_reduced(grads[0], shape, self.axes, self.keepdim)
+    return (g * (x - expand_reduced(result, shape, self.axes, self.keepdim)).exp(),)
 
 
-def _stable_max(data: np.ndarray[Any, Any], axes: tuple[int, ...] | None) -> np.ndarray[Any, Any]:
+def _stable_max(xp: Any, data: Any, axes: tuple[int, ...] | None) -> Any:
     """The max over ``axes`` (kept), with infinities replaced by 0 so that shifting is safe."""
     if data.size == 0:
-        return np.zeros(_reduced_shape(data.shape, axes, True), dtype=data.dtype)
+        return xp.zeros(_reduced_shape(data.shape, axes, True), dtype=data.dtype)
     m = data.max(axis=axes, keepdims=True)
-    return np.where(np.isinf(m), 0, m).astype(data.dtype, copy=False)
+    return xp.where(xp.isinf(m), 0, m).astype(data.dtype, copy=False)
 
 
+@op(LogsumexpBackward0)
 def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
     """``log(sum(exp(input), dim))``, computed without overflow; integer inputs give float32."""
     if input.data.dtype.kind != "f":
-        input = _like(input.data.astype(np.float32), input)
-    data = input.data
+        input = like(input.data.astype(np.float32), input)
+    data, xp = input.data, input._device.xp
     axes = axes_of(dim, data.ndim)
-    m = _stable_max(data, axes)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.exp(data - m).sum(axis=axes, keepdims=True)
-        res = np.log(s) + m
-    out = _like(res if keepdim else res.reshape(_reduced_shape(data.shape, axes, False)), input)
+    m = _stable_max(xp, data, axes)
+    with np.errstate(divide="ignore", invalid="ignore"):  # host error state (numpy's warnings)
+        s = xp.exp(data - m).sum(axis=axes, keepdims=True)
+        res = xp.log(s) + m
+    out = like(res if keepdim else res.reshape(_reduced_shape(data.shape, axes, False)), input)
     if needs_grad(input):
         node = attach(LogsumexpBackward0((edge_of(input),)), out)
         node.x, node.result = save(input), save(out, is_output=True)
@@ -477,58 +456,53 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, fname: str) -> tuple[Ten
     return input, _one_dim(dim, data.ndim, fname)
 
 
-class SoftmaxBackward0(Node):
-    _saved = ("result",)
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        y, g = self.result.unpack(self), grads[0]
-        return (y * (g - (g * y).sum(self.axes, keepdim=True)),)
+@backward(saved=("result",))
+def SoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
+    y, g = self.result.unpack(self), grads[0]
+    return (y * (g - (g * y).sum(self.axes, keepdim=True)),)
 
 
+@op(SoftmaxBackward0)
 def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """``exp(x) / sum(exp(x), dim)``, computed without overflow (``dtype`` casts first)."""
     input, axes = _softmax_input(input, dim, dtype, "softmax")
-    data = input.data
+    data, xp = input.data, input._device.xp
     with np.errstate(invalid="ignore"):
-        e = np.exp(data - data.max(axis=axes, keepdims=True)) if data.size else data.copy()
-        out = _like(e / e.sum(axis=axes, keepdims=True), input)
+        e = xp.exp(data - data.max(axis=axes, keepdims=True)) if data.size else data.copy()
+        out = like(e / e.sum(axis=axes, keepdims=True), input)
     if needs_grad(input):
         node = attach(SoftmaxBackward0((edge_of(input),)), out)
         node.result, node.axes = save(out, is_output=True), axes
     return out
 
 
-class LogSoftmaxBackward0(Node):
-    _saved = ("result",)
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        y, g = self.result.unpack(self), grads[0]
-        if not grad_enabled():
-            gd = g.data
-            out = wrap(gd - np.exp(y.data) * gd.sum(self.axes, keepdims=True))
-            if DEVICES and g._device is not CPU:
-                out._device = g._device
-            return (out,)
-        return (g - y.exp() * g.sum(self.axes, keepdim=True),)
+@backward(saved=("result",))
+def LogSoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
+    y, g = self.result.unpack(self), grads[0]
+    if not grad_enabled():
+        gd = g.data
+        return (like(gd - g._device.xp.exp(y.data) * gd.sum(self.axes, keepdims=True), g),)
+    return (g - y.exp() * g.sum(self.axes, keepdim=True),)
 
 
+@op(LogSoftmaxBackward0)
 def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """``x - logsumexp(x, dim)``, computed without overflow (``dtype`` casts first)."""
     input, axes = _softmax_input(input, dim, dtype, "log_softmax")
-    data = input.data
+    data, xp = input.data, input._device.xp
     if not data.size:
-        out = _like(data.copy(), input)
+        out = like(data.copy(), input)
     else:
         peak = data.max(axis=axes, keepdims=True)
-        if np.isfinite(peak).all():
+        if xp.isfinite(peak).all():
             # The common case needs no errstate (entering one costs more than the math here).
             shifted = data - peak
-            out = wrap(shifted - np.log(np.exp(shifted).sum(axis=axes, keepdims=True)))
+            out = wrap(shifted - xp.log(xp.exp(shifted).sum(axis=axes, keepdims=True)))
         else:
             with np.errstate(divide="ignore", invalid="ignore"):
                 shifted = data - peak
-                out = wrap(shifted - np.log(np.exp(shifted).sum(axis=axes, keepdims=True)))
-        if DEVICES and input._device is not CPU:
+                out = wrap(shifted - xp.log(xp.exp(shifted).sum(axis=axes, keepdims=True)))
+        if input._device is not CPU:
             out._device = input._device
     if needs_grad(input):
         node = attach(LogSoftmaxBackward0((edge_of(input),)), out)

@@ -11,12 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from .._device import CPU, watch
 from .._views import make_view
-from ._util import Node, Tensor, attach, edge_of, needs_grad, wrap
-
-DEVICES = False
-watch(globals())
+from ._registry import backward, op, variant
+from ._util import Tensor, attach, edge_of, like, needs_grad
 
 __all__ = [
     "reshape",
@@ -49,9 +46,9 @@ def _dim(dim: int, ndim: int) -> int:
     return dim % max(ndim, 1)
 
 
-class ViewBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (grads[0].reshape(self.shape),)
+@backward()
+def ViewBackward0(self: Any, grads: list[Any]) -> Any:
+    return (grads[0].reshape(self.shape),)
 
 
 def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Tensor:
@@ -75,9 +72,7 @@ def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Ten
             "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
         )
     else:
-        out = wrap(out_data)
-        if DEVICES and input._device is not CPU:
-            out._device = input._device
+        out = like(out_data, input)
     if needs_grad(input):
         node = attach(ViewBackward0((edge_of(input),)), out)
         node.shape = input.data.shape
@@ -86,17 +81,20 @@ def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Ten
     return out
 
 
+@op(ViewBackward0)
 def reshape(input: Tensor, *shape: Any) -> Tensor:
     """The same data with a new shape (one dim may be -1): a view when numpy can make one,
     else a copy."""
     return _view_or_copy(input, shape, False)
 
 
+@op(ViewBackward0)
 def view(input: Tensor, *shape: Any) -> Tensor:
     """A view with a new shape (one dim may be -1); RuntimeError if the strides do not allow one."""
     return _view_or_copy(input, shape, True)
 
 
+@op(ViewBackward0)
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims ``start_dim`` to ``end_dim`` into one."""
     shape = input.data.shape
@@ -109,11 +107,12 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(input, shape[:start] + (merged,) + shape[end + 1 :])
 
 
-class PermuteBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (grads[0].permute(*np.argsort(self.dims).tolist()),)
+@backward()
+def PermuteBackward0(self: Any, grads: list[Any]) -> Any:
+    return (grads[0].permute(*np.argsort(self.dims).tolist()),)
 
 
+@op(PermuteBackward0)
 def permute(input: Tensor, *dims: Any) -> Tensor:
     """Reorder the dimensions."""
     order = _shape_arg(dims)
@@ -136,16 +135,17 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
     return out
 
 
-class TransposeBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (grads[0].transpose(self.dim0, self.dim1),)
+@backward()
+def TransposeBackward0(self: Any, grads: list[Any]) -> Any:
+    return (grads[0].transpose(self.dim0, self.dim1),)
 
 
+@op(TransposeBackward0)
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dimensions."""
     ndim = input.data.ndim
     d0, d1 = _dim(dim0, ndim), _dim(dim1, ndim)
-    out = make_view(input, np.swapaxes(input.data, d0, d1) if ndim else input.data.view())
+    out = make_view(input, input.data.swapaxes(d0, d1) if ndim else input.data.view())
     if needs_grad(input):
         node = attach(TransposeBackward0((edge_of(input),)), out)
         node.dim0, node.dim1 = d0, d1
@@ -154,6 +154,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     return out
 
 
+@op(PermuteBackward0, name="T")
 def t_property(input: Tensor) -> Tensor:
     """``Tensor.T``: all dimensions reversed (the transpose, for a matrix)."""
     ndim = input.data.ndim
@@ -162,6 +163,7 @@ def t_property(input: Tensor) -> Tensor:
     return permute(input, *range(ndim - 1, -1, -1))
 
 
+@op(TransposeBackward0, name="mT")
 def mT_property(input: Tensor) -> Tensor:
     """``Tensor.mT``: the last two dimensions swapped."""
     if input.data.ndim < 2:
@@ -172,21 +174,19 @@ def mT_property(input: Tensor) -> Tensor:
     return transpose(input, -2, -1)
 
 
-class SqueezeBackward0(Node):
+@backward()
+def SqueezeBackward0(self: Any, grads: list[Any]) -> Any:
     """``squeeze()``; its subclasses name ``squeeze(dim)`` and ``squeeze(dims)`` as PyTorch does."""
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (grads[0].reshape(self.shape),)
+    return (grads[0].reshape(self.shape),)
 
 
-class SqueezeBackward1(SqueezeBackward0):
-    pass
+SqueezeBackward1 = variant("SqueezeBackward1", SqueezeBackward0)
 
 
-class SqueezeBackward2(SqueezeBackward0):
-    pass
+SqueezeBackward2 = variant("SqueezeBackward2", SqueezeBackward0)
 
 
+@op(SqueezeBackward0, SqueezeBackward1, SqueezeBackward2)
 def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Remove dimensions of size 1 (all, or those in ``dim`` that have size 1)."""
     shape = input.data.shape
@@ -201,7 +201,7 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
             if d in wrapped[:i]:
                 raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         axes = tuple(sorted(d for d in wrapped if shape and shape[d] == 1))
-    out = make_view(input, np.squeeze(input.data, axis=axes) if axes else input.data.view())
+    out = make_view(input, input.data.squeeze(axis=axes) if axes else input.data.view())
     if needs_grad(input):
         node = attach(cls((edge_of(input),)), out)
         node.shape = shape
@@ -210,16 +210,17 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     return out
 
 
-class UnsqueezeBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (grads[0].squeeze(self.dim),)
+@backward()
+def UnsqueezeBackward0(self: Any, grads: list[Any]) -> Any:
+    return (grads[0].squeeze(self.dim),)
 
 
+@op(UnsqueezeBackward0)
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a dimension of size 1 at ``dim``."""
     ndim = input.data.ndim + 1
     d = _dim(dim, ndim)
-    out = make_view(input, np.expand_dims(input.data, d))
+    out = make_view(input, input._device.xp.expand_dims(input.data, d))
     if needs_grad(input):
         node = attach(UnsqueezeBackward0((edge_of(input),)), out)
         node.dim = d
@@ -228,11 +229,12 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     return out
 
 
-class ExpandBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (sum_to_size(grads[0], self.shape),)
+@backward()
+def ExpandBackward0(self: Any, grads: list[Any]) -> Any:
+    return (sum_to_size(grads[0], self.shape),)
 
 
+@op(ExpandBackward0)
 def expand(input: Tensor, *sizes: Any) -> Tensor:
     """Broadcast to ``sizes`` without copying; -1 keeps a dimension's size."""
     target = _shape_arg(sizes)
@@ -260,7 +262,7 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
         (shape[i - lead] if s == -1 and i >= lead else s) for i, s in enumerate(target)
     )
     # Read-only, as numpy makes broadcasts: an in-place op on it raises PyTorch's overlap error.
-    out = make_view(input, np.broadcast_to(input.data, resolved))
+    out = make_view(input, input._device.xp.broadcast_to(input.data, resolved))
     if needs_grad(input):
         node = attach(ExpandBackward0((edge_of(input),)), out)
         node.shape = shape
@@ -269,14 +271,15 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
     return out
 
 
+@op(ExpandBackward0)
 def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
     """Broadcast to ``shape`` (numpy's rules), as ``expand``."""
     return expand(input, tuple(shape))
 
 
-class SumToSizeBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        return (expand(grads[0], self.shape),)
+@backward()
+def SumToSizeBackward0(self: Any, grads: list[Any]) -> Any:
+    return (expand(grads[0], self.shape),)
 
 
 def _sum_to(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
@@ -295,6 +298,7 @@ def _sum_to(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[An
     return data
 
 
+@op(SumToSizeBackward0)
 def sum_to_size(input: Tensor, *size: Any) -> Tensor:
     """Sum broadcast dimensions away so that the result has shape ``size`` (broadcast's adjoint)."""
     shape = _shape_arg(size)
@@ -306,24 +310,23 @@ def sum_to_size(input: Tensor, *size: Any) -> Tensor:
             raise ValueError
     except ValueError:
         raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(input.data.shape)}}}.") from None
-    out = wrap(_sum_to(input.data, shape))
-    if DEVICES and input._device is not CPU:
-        out._device = input._device
+    out = like(_sum_to(input.data, shape), input)
     if needs_grad(input):
         node = attach(SumToSizeBackward0((edge_of(input),)), out)
         node.shape = input.data.shape
     return out
 
 
-class RepeatBackward0(Node):
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        # Each input element appears once per tile: split every dim into (tiles, size), sum tiles.
-        shape, reps = self.padded_shape, self.repeats
-        split = tuple(x for pair in zip(reps, shape) for x in pair)
-        summed = grads[0].reshape(split).sum(tuple(range(0, 2 * len(shape), 2)))
-        return (summed.reshape(self.shape),)
+@backward()
+def RepeatBackward0(self: Any, grads: list[Any]) -> Any:
+    # Each input element appears once per tile: split every dim into (tiles, size), sum tiles.
+    shape, reps = self.padded_shape, self.repeats
+    split = tuple(x for pair in zip(reps, shape) for x in pair)
+    summed = grads[0].reshape(split).sum(tuple(range(0, 2 * len(shape), 2)))
+    return (summed.reshape(self.shape),)
 
 
+@op(RepeatBackward0)
 def repeat(input: Tensor, *sizes: Any) -> Tensor:
     """Tile the tensor ``sizes[i]`` times along dim ``i`` (torch's ``Tensor.repeat``)."""
     reps = _shape_arg(sizes)
@@ -333,9 +336,7 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
             "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
         )
     padded = (1,) * (len(reps) - len(shape)) + shape
-    out = wrap(np.tile(input.data.reshape(padded), reps))
-    if DEVICES and input._device is not CPU:
-        out._device = input._device
+    out = like(input._device.xp.tile(input.data.reshape(padded), reps), input)
     if needs_grad(input):
         node = attach(RepeatBackward0((edge_of(input),)), out)
         node.shape, node.padded_shape, node.repeats = shape, padded, reps

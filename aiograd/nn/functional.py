@@ -13,13 +13,15 @@ import warnings
 import numpy as np
 
 from .._device import CPU as _CPU
-from .._device import watch as _watch
-from .._ops._util import Node as _Node
+from .._ops._registry import backward as _backward
+from .._ops._registry import op as _op
+from .._ops._registry import variant as _variant
 from .._ops._util import Tensor as _Tensor
 from .._ops._util import attach as _attach
 from .._ops._util import common_device as _common_device
 from .._ops._util import edge_of as _edge_of
 from .._ops._util import grad_enabled as _grad_enabled
+from .._ops._util import like as _like
 from .._ops._util import needs_grad as _needs_grad
 from .._ops._util import on as _on
 from .._ops._util import save as _save
@@ -51,14 +53,6 @@ __all__ = [
 
 _REDUCTIONS = ("none", "mean", "sum")
 
-_DEVICES = False
-_watch(globals(), "_DEVICES")
-
-
-def _torch_name(cls: type) -> type:
-    """Name a private node class as PyTorch names it (``_MseLossBackward0`` -> ``MseLossBackward0``)."""
-    cls.__name__ = cls.__qualname__ = cls.__name__.lstrip("_")
-    return cls
 
 
 def _reduction(size_average: Any, reduce: Any, reduction: str) -> str:
@@ -111,26 +105,24 @@ def log_softmax(
 
 
 # ------------------------------------------------------------------------------ mse_loss
-@_torch_name
-class _MseLossBackward0(_Node):
-    _saved = ("input", "target")
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        x, y = self.input.unpack(self), self.target.unpack(self)
-        diff = x - y
-        if self.reduction == "none":
-            scaled = g * 2.0
-        else:
-            scale = 2.0 / diff.data.size if self.reduction == "mean" and diff.data.size else 2.0
-            scaled = (g * scale).expand(diff.data.shape)
-        d = scaled * diff
-        ex, ey = self.next_edges
-        gx = _reduce_grad(d, x.data.shape) if ex is not None else None
-        gy = _reduce_grad(-d, y.data.shape) if ey is not None else None
-        return (gx, gy)
+@_backward(name="MseLossBackward0", saved=("input", "target"))
+def _MseLossBackward0(self: Any, grads: list[Any]) -> Any:
+    g = grads[0]
+    x, y = self.input.unpack(self), self.target.unpack(self)
+    diff = x - y
+    if self.reduction == "none":
+        scaled = g * 2.0
+    else:
+        scale = 2.0 / diff.data.size if self.reduction == "mean" and diff.data.size else 2.0
+        scaled = (g * scale).expand(diff.data.shape)
+    d = scaled * diff
+    ex, ey = self.next_edges
+    gx = _reduce_grad(d, x.data.shape) if ex is not None else None
+    gy = _reduce_grad(-d, y.data.shape) if ey is not None else None
+    return (gx, gy)
 
 
+@_op(_MseLossBackward0)
 def mse_loss(
     input: Tensor,
     target: Tensor,
@@ -145,7 +137,7 @@ def mse_loss(
     """
     reduction = _reduction(size_average, reduce, reduction)
     target = _to_tensor(target, input)
-    if _DEVICES:
+    if input._device is not _CPU or target._device is not _CPU:
         _common_device(input, target)
     if input.data.shape != target.data.shape:
         warnings.warn(
@@ -155,18 +147,18 @@ def mse_loss(
             UserWarning,
             stacklevel=2,
         )
+    xp = input._device.xp
     diff = input.data - target.data
     sq = diff * diff
     if reduction == "mean":
         with np.errstate(invalid="ignore", divide="ignore"):
-            data = np.asarray(sq.mean() if sq.size else sq.sum() / 0.0)
+            data = xp.asarray(sq.mean() if sq.size else sq.sum() / 0.0)
     elif reduction == "sum":
-        data = np.asarray(sq.sum())
+        data = xp.asarray(sq.sum())
     else:
         data = sq
     out = _wrap(data.astype(sq.dtype, copy=False))
-    if _DEVICES:
-        _on(out, input._device)
+    _on(out, input._device)
     if _needs_grad(input, target):
         node = _attach(_MseLossBackward0((_edge_of(input), _edge_of(target))), out)
         node.input, node.target, node.reduction = _save(input), _save(target), reduction
@@ -178,30 +170,26 @@ def _size(t: Tensor) -> str:
 
 
 # ------------------------------------------------------------------------------ nll_loss
-@_torch_name
-class _NllLossBackward0(_Node):
+@_backward(name="NllLossBackward0")
+def _NllLossBackward0(self: Any, grads: list[Any]) -> Any:
     """Gradient of the picked log-probabilities: ``-weight[target]`` at each target, 0 elsewhere.
 
     ``self.coef`` is that constant mask (divided by the total weight for ``'mean'``), shaped as
     the input; ``self.class_dim`` is where the class dimension sits.
     """
-
-    def apply(self, grads):  # type: ignore[no-untyped-def]
-        g = grads[0]
-        if self.reduction != "none" and not _grad_enabled():
-            out = _wrap(g.data * self.coef)
-            if _DEVICES and g._device is not _CPU:
-                out._device = g._device
-            return (out,)
-        coef = self.coef.astype(g.data.dtype, copy=False)  # a device-less constant
-        if self.reduction == "none" and coef.ndim > 1:
-            g = g.unsqueeze(self.class_dim)
-        return (g * coef,)
+    g = grads[0]
+    if self.reduction != "none" and not _grad_enabled():
+        out = _wrap(g.data * self.coef)
+        if g._device is not _CPU:
+            out._device = g._device
+        return (out,)
+    coef = self.coef.astype(g.data.dtype, copy=False)  # a device-less constant
+    if self.reduction == "none" and coef.ndim > 1:
+        g = g.unsqueeze(self.class_dim)
+    return (g * coef,)
 
 
-@_torch_name
-class _NllLoss2DBackward0(_NllLossBackward0):
-    """``nll_loss`` with spatial dims ``(N, C, d1, ...)``."""
+_NllLoss2DBackward0 = _variant("NllLoss2DBackward0", _NllLossBackward0, "``nll_loss`` with spatial dims ``(N, C, d1, ...)``.")
 
 
 def _check_nll(input: Tensor, target: Tensor, weight: Any) -> tuple[Any, Any, Any]:
@@ -258,10 +246,11 @@ def _nll_loss_plain(input: Tensor, t: Any, ignore_index: int, mean: bool) -> Ten
         return None
     if 0 <= ignore_index < n_classes and (t == ignore_index).any():
         return None
-    rows = np.arange(t.size)
+    xp = input._device.xp
+    rows = xp.arange(t.size)
     scale = 1.0 / t.size if mean else 1.0
-    out = _wrap(np.asarray(-x[rows, t].sum() * scale, dtype=x.dtype))
-    if _DEVICES and input._device is not _CPU:
+    out = _wrap(xp.asarray(-x[rows, t].sum() * scale, dtype=x.dtype))
+    if input._device is not _CPU:
         out._device = input._device
     if _needs_grad(input):
         node = _attach(_NllLossBackward0((_edge_of(input),)), out)
@@ -271,6 +260,7 @@ def _nll_loss_plain(input: Tensor, t: Any, ignore_index: int, mean: bool) -> Ten
     return out
 
 
+@_op(_NllLossBackward0, _NllLoss2DBackward0)
 def nll_loss(
     input: Tensor,
     target: Tensor,
@@ -289,7 +279,7 @@ def nll_loss(
     """
     reduction = _reduction(size_average, reduce, reduction)
     target = _to_tensor(target, input)
-    if _DEVICES:
+    if input._device is not _CPU or target._device is not _CPU or (isinstance(weight, _Tensor) and weight._device is not _CPU):
         _common_device(input, target, weight)
     if weight is None and reduction != "none":
         fast = _nll_loss_plain(input, target.data, ignore_index, reduction == "mean")
@@ -304,24 +294,23 @@ def nll_loss(
     bad = ~ignored & ((t < 0) | (t >= n_classes))
     if bad.any():
         raise IndexError(f"Target {int(t[bad].reshape(-1)[0])} is out of bounds.")
-    safe_t = np.where(ignored, 0, t)
-    w_t = (np.ones(t.shape, dtype=x.dtype) if w is None else w.astype(x.dtype)[safe_t])
-    w_t = np.where(ignored, 0, w_t).astype(x.dtype, copy=False)
-    idx = np.expand_dims(safe_t, class_dim)
-    picked = np.take_along_axis(x, idx, axis=class_dim).squeeze(class_dim)
+    xp = input._device.xp
+    safe_t = xp.where(ignored, 0, t)
+    w_t = (xp.ones(t.shape, dtype=x.dtype) if w is None else w.astype(x.dtype)[safe_t])
+    w_t = xp.where(ignored, 0, w_t).astype(x.dtype, copy=False)
+    idx = xp.expand_dims(safe_t, class_dim)
+    picked = xp.take_along_axis(x, idx, axis=class_dim).squeeze(class_dim)
     losses = -(w_t * picked)
     total = None
     if reduction == "none":
         data = losses
     elif reduction == "sum":
-        data = np.asarray(losses.sum())
+        data = xp.asarray(losses.sum())
     else:
         total = w_t.sum()
         with np.errstate(invalid="ignore", divide="ignore"):
-            data = np.asarray(losses.sum() / total)
-    out = _wrap(np.asarray(data).astype(x.dtype, copy=False))
-    if _DEVICES and input._device is not _CPU:
-        out._device = input._device
+            data = xp.asarray(losses.sum() / total)
+    out = _like(xp.asarray(data).astype(x.dtype, copy=False), input)
     if _needs_grad(input):
         cls = _NllLoss2DBackward0 if x.ndim > 2 else _NllLossBackward0
         node = _attach(cls((_edge_of(input),)), out)
@@ -335,6 +324,7 @@ def nll_loss(
 
 
 # ------------------------------------------------------------------------------ cross_entropy
+@_op(_NllLossBackward0, _NllLoss2DBackward0)
 def cross_entropy(
     input: Tensor,
     target: Tensor,
@@ -360,7 +350,7 @@ def cross_entropy(
     class_dim = 0 if input.data.ndim == 1 else 1
     n_classes = input.data.shape[class_dim]
     target = _to_tensor(target, input)
-    if _DEVICES:
+    if input._device is not _CPU or target._device is not _CPU or (isinstance(weight, _Tensor) and weight._device is not _CPU):
         _common_device(input, target, weight)
     if target.data.shape == input.data.shape:
         return _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing)

@@ -1,0 +1,202 @@
+"""What the in-place ops share: PyTorch's checks and error messages, the version bump, and the
+recording of an in-place op as its out-of-place twin on the old version (``_alias``,
+``_commit``). See aiograd/_ops/inplace.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._device import CPU, mixed_devices_error
+from .._views import View
+from ._util import Node, Tensor, grad_enabled, like
+from .elementwise import (
+    to,
+)
+from .rebase import rebase_inplace
+
+LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
+VIEW_OF_LEAF_ERROR = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+NO_GRAD_VIEW_ERROR = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
+    "code by moving both the view and the inplace either both inside the no_grad block (if you "
+    "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+    "tracked)."
+)
+MULTI_OUTPUT_VIEW_ERROR = (
+    " is a view and is being modified inplace. This view is the output of a function that "
+    "returns multiple views. Such functions do not allow the output views to be modified "
+    "inplace. You should replace the inplace operation by an out-of-place one."
+)
+OVERLAP_ERROR = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single "
+    "memory location. Please clone() the tensor before performing the operation."
+)
+
+_TORCH_DTYPE_NAMES = {
+    "float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "int16": "Short",
+    "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool",
+    "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+}
+
+
+# ------------------------------------------------------------------------------ checks, errors
+def _recording(self: Tensor, *operands: Any) -> bool:
+    """PyTorch's ``check_inplace``; True when the op must be recorded."""
+    if not grad_enabled():
+        return False
+    rec = self._requires_grad
+    if not rec:
+        for o in operands:
+            if isinstance(o, Tensor) and o._requires_grad:
+                rec = True
+                break
+    if type(self) is View:
+        base: Tensor = self._base  # type: ignore[assignment]
+        if rec or base._requires_grad:
+            if self._no_grad_view:  # type: ignore[attr-defined]
+                raise RuntimeError(NO_GRAD_VIEW_ERROR)
+            if self._multi_output is not None:  # type: ignore[attr-defined]
+                raise RuntimeError(self._multi_output + MULTI_OUTPUT_VIEW_ERROR)  # type: ignore[attr-defined]
+            if base.grad_fn is None and (base._requires_grad or self._requires_grad):
+                raise RuntimeError(VIEW_OF_LEAF_ERROR)
+    elif rec and self._requires_grad and self.grad_fn is None:
+        raise RuntimeError(LEAF_ERROR)
+    return rec
+
+
+def _dtype_name(dtype: Any) -> str:
+    return _TORCH_DTYPE_NAMES.get(np.dtype(dtype).name, str(dtype))
+
+
+def _overlapping(data: np.ndarray[Any, Any]) -> bool:
+    return any(s == 0 and n > 1 for n, s in zip(data.shape, data.strides))
+
+
+def _broadcast_message(out_shape: tuple[int, ...], shape: tuple[int, ...]) -> str | None:
+    """PyTorch's message when ``shape`` cannot be written into ``out_shape``; None if it can."""
+    for i in range(1, min(len(out_shape), len(shape)) + 1):
+        a, b = out_shape[-i], shape[-i]
+        if a != b and a != 1 and b != 1:
+            return (
+                f"The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
+                f"dimension {max(len(out_shape), len(shape)) - i}"
+            )
+    full = np.broadcast_shapes(out_shape, shape)
+    if full != out_shape:
+        return f"output with shape {list(out_shape)} doesn't match the broadcast shape {list(full)}"
+    return None
+
+
+def _error(exc: Exception, self: Tensor, operand: Any = None) -> Exception:
+    """numpy's complaint about an in-place write, in PyTorch's words where it has some."""
+    data = self.data
+    if not data.flags.writeable and _overlapping(data):
+        return RuntimeError(OVERLAP_ERROR)
+    if isinstance(exc, TypeError) and operand is not None:
+        result = np.result_type(data, operand)
+        return RuntimeError(
+            f"result type {_dtype_name(result)} can't be cast to the desired output type "
+            f"{_dtype_name(data.dtype)}"
+        )
+    if isinstance(exc, ValueError) and operand is not None:
+        message = _broadcast_message(data.shape, np.shape(operand))
+        if message is not None:
+            return RuntimeError(message)
+    return exc
+
+
+def _bump(self: Tensor) -> None:
+    vc = self._vc
+    if vc is None:
+        self._vc = [1]
+    else:
+        vc[0] += 1
+
+
+def _ufunc(name: str, self: Tensor, operand: Any) -> None:
+    """``self.data = xp.<name>(self.data, operand)`` in place (``xp``: the tensor's array
+    module), then the version bump."""
+    data = self.data
+    try:
+        getattr(self._device.xp, name)(data, operand, out=data)
+    except (ValueError, TypeError) as e:
+        raise _error(e, self, operand) from None
+    _bump(self)
+
+
+def _unary(name: str, self: Tensor) -> None:
+    """``self.data = xp.<name>(self.data)`` in place, then the version bump."""
+    data = self.data
+    try:
+        getattr(self._device.xp, name)(data, out=data)
+    except (ValueError, TypeError) as e:
+        raise _error(e, self, 1.0) from None  # (1.0: a float result, for the cast message)
+    _bump(self)
+
+
+# ------------------------------------------------------------------------------ recording
+def _alias(self: Tensor, copy: bool) -> Tensor:
+    """The tensor's current version as a separate Tensor with the same history: what the
+    out-of-place twin of an in-place op takes as input. ``copy`` gives it its own array, for
+    formulas that save it (the old values must survive the write)."""
+    alias = like(self.data.copy() if copy else self.data, self)
+    fn = self.grad_fn
+    if fn is not None:
+        alias.grad_fn = fn
+        alias._requires_grad = True
+        nr = self.output_nr
+        if nr:
+            alias.output_nr = nr
+    return alias
+
+
+def _commit(self: Tensor, out: Tensor) -> Node | None:
+    """Write the out-of-place result into ``self``, bump, and make its node ``self``'s history."""
+    data = self.data
+    if out.data.shape != data.shape:
+        raise RuntimeError(
+            f"output with shape {list(data.shape)} doesn't match the broadcast shape {list(out.data.shape)}"
+        )
+    try:
+        self._device.xp.copyto(data, out.data, casting="same_kind")
+    except (ValueError, TypeError) as e:
+        if isinstance(e, TypeError):
+            e = RuntimeError(
+                f"result type {_dtype_name(out.data.dtype)} can't be cast to the desired output "
+                f"type {_dtype_name(data.dtype)}"
+            )
+        raise _error(e, self) from None
+    _bump(self)
+    node = out.grad_fn
+    if node is not None:
+        rebase_inplace(self, node, 0)
+    return node
+
+
+def _check_shape(self: Tensor, other: Any) -> None:
+    """The broadcast errors of a binary in-place op, before anything is computed."""
+    if isinstance(other, (Tensor, np.ndarray)):
+        shape = other.shape
+        if shape != self.data.shape:
+            message = _broadcast_message(self.data.shape, shape)
+            if message is not None:
+                raise RuntimeError(message)
+
+
+def _operand(self: Tensor, other: Any) -> Any:
+    """An in-place op's tensor operand on ``self``'s device (PyTorch's TensorIterator rule: a
+    0-dim CPU tensor is a scalar, moved there, differentiably); PyTorch's error otherwise."""
+    if isinstance(other, Tensor) and other._device is not self._device:
+        if other._device is not CPU or other.data.ndim or self._device is CPU:
+            raise mixed_devices_error((self._device, other._device))
+        return to(other, self._device)
+    return other
+
+
+def _needs_old_self(other: Any) -> bool:
+    """``mul_``/``div_`` save the old ``self`` only for the other operand's gradient."""
+    return isinstance(other, Tensor) and other._requires_grad

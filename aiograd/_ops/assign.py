@@ -1,0 +1,302 @@
+"""Assignment in place: ``zero_``, ``fill_``, ``copy_`` and ``tensor[index] = value`` (a basic
+index copies into the view it selects; an advanced one, masks and integer arrays, is PyTorch's
+``index_put_``). The arithmetic in-place ops are in aiograd/_ops/inplace.py, which binds these
+as Tensor methods too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._views import View
+from ._inplace_util import _bump, _check_shape, _error, _operand, _overlapping, _recording
+from ._registry import backward, op
+from ._util import Node, Tensor, edge_of, grad_enabled, like
+from .casting import to
+from .indexing import (
+    IndexBackward0,
+    _normalize,
+    _take,
+    _torch_message,
+    check_index_devices,
+)
+from .rebase import CopySlices, rebase_inplace
+from .shape import sum_to_size
+
+__all__ = ["copy_", "fill_", "index_put_", "setitem", "zero_"]
+
+
+# ------------------------------------------------------------------------------ zero_, fill_, copy_
+def _grad_to(g: Tensor, shape: tuple[int, ...], dtype: Any) -> Tensor:
+    """A gradient brought back to an operand that was broadcast (and cast) into the output."""
+    if g.data.shape != shape:
+        if len(shape) > g.data.ndim:
+            g = g.reshape((1,) * (len(shape) - g.data.ndim) + g.data.shape)
+        g = sum_to_size(g, shape)
+    if g.data.dtype != dtype:
+        g = g.to(dtype)
+    return g
+
+
+def _zeros_grad(g: Tensor) -> Tensor:
+    return like(g._device.xp.zeros(g.data.shape, dtype=g.data.dtype), g)
+
+
+def _constant(value: Any, device_of: Tensor) -> Tensor:
+    """A number or array as a tensor on ``device_of``'s device."""
+    return like(device_of._device.xp.asarray(value), device_of)
+
+
+@backward()
+def ZeroBackward0(self: Any, grads: list[Any]) -> Any:
+    return (_zeros_grad(grads[0]),)
+
+
+@backward()
+def FillBackward2(self: Any, grads: list[Any]) -> Any:
+    """``fill_`` with a number."""
+    return (_zeros_grad(grads[0]),)
+
+
+@backward()
+def FillBackward3(self: Any, grads: list[Any]) -> Any:
+    """``fill_`` with a 0-dim tensor: every element's gradient goes to the value."""
+    g = grads[0]
+    e_self, e_value = self.next_edges
+    value_grad = None
+    if e_value is not None:
+        value_grad = _grad_to(g.sum(), (), self.dtype)
+        if value_grad._device is not self.src_device:
+            value_grad = to(value_grad, self.src_device)
+    return (_zeros_grad(g) if e_self is not None else None, value_grad)
+
+
+@backward()
+def CopyBackwards(self: Any, grads: list[Any]) -> Any:
+    """``copy_``: the old values are gone (zero gradient); ``src`` gets the gradient, summed
+    over the broadcast, cast to its dtype and moved to its device."""
+    g = grads[0]
+    e_self, e_src = self.next_edges
+    grad_src = None
+    if e_src is not None:
+        grad_src = _grad_to(g, self.shape, self.dtype)
+        if grad_src._device is not self.src_device:
+            grad_src = to(grad_src, self.src_device)
+    return (_zeros_grad(g) if e_self is not None else None, grad_src)
+
+
+def _fill(self: Tensor, value: Any) -> None:
+    data = self.data
+    try:
+        data.fill(value)
+    except (ValueError, TypeError) as e:
+        raise _error(e, self) from None
+    _bump(self)
+
+
+@op(ZeroBackward0)
+def zero_(self: Tensor) -> Tensor:
+    """Set every element to 0 in place."""
+    if _recording(self):
+        node = ZeroBackward0((edge_of(self),))
+        _fill(self, 0)
+        rebase_inplace(self, node, 0)
+        return self
+    _fill(self, 0)
+    return self
+
+
+@op(FillBackward2, FillBackward3)
+def fill_(self: Tensor, value: Any) -> Tensor:
+    """Set every element to ``value`` (a number or a 0-dim tensor) in place."""
+    if isinstance(value, Tensor) and value.data.ndim:
+        raise RuntimeError(
+            f"fill_ only supports 0-dimension value tensor but got tensor with {value.data.ndim} dimensions."
+        )
+    if _recording(self, value):
+        if isinstance(value, Tensor):
+            node: Node = FillBackward3((edge_of(self), edge_of(value)))
+            node.dtype, node.src_device = value.data.dtype, value._device
+        else:
+            node = FillBackward2((edge_of(self),))
+        _fill(self, value.data if isinstance(value, Tensor) else value)
+        rebase_inplace(self, node, 0)
+        return self
+    _fill(self, value.data if isinstance(value, Tensor) else value)
+    return self
+
+
+def _assign(self: Tensor, src: Any) -> None:
+    data = self.data
+    try:
+        self._device.xp.copyto(data, src, casting="unsafe")
+    except (ValueError, TypeError) as e:
+        raise _error(e, self, src) from None
+    _bump(self)
+
+
+@op(CopyBackwards)
+def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
+    """Copy ``src`` (broadcast to this shape, cast to this dtype, from any device) into this
+    tensor in place."""
+    s = src.data if isinstance(src, Tensor) else np.asarray(src)
+    if _recording(self, src):
+        _check_shape(self, s)
+        node = CopyBackwards((edge_of(self), edge_of(src)))
+        node.shape, node.dtype = s.shape, s.dtype
+        node.src_device = src._device if isinstance(src, Tensor) else self._device
+        _assign(self, s)
+        rebase_inplace(self, node, 0)
+        return self
+    _assign(self, s)
+    return self
+
+
+# ------------------------------------------------------------------------------ __setitem__
+@backward()
+def IndexPutBackward0(self: Any, grads: list[Any]) -> Any:
+    """``self[indices] = values``: the overwritten positions get no gradient; ``values`` gets
+    the gradient at those positions (summed over its broadcast)."""
+    g = grads[0]
+    e_self, e_values = self.next_edges
+    adv = self.index
+    grad_self = grad_values = None
+    if e_self is not None:
+        if grad_enabled():
+            keep = np.ones(g.data.shape, dtype=bool)
+            keep[adv] = False
+            grad_self = g * keep
+        else:
+            z = g.data.copy()
+            z[adv] = 0
+            grad_self = like(z, g)
+    if e_values is not None:
+        taken = _take(g, (None, adv, self.accumulate), IndexBackward0)
+        grad_values = _grad_to(taken, self.values_shape, self.values_dtype)
+    return (grad_self, grad_values)
+
+
+def index_put_(self: Tensor, adv: tuple[Any, ...], values: Any, accumulate: bool = False) -> Tensor:
+    """``self[adv] = values`` for a normalised advanced index (see ``indexing._normalize``)."""
+    values = _operand(self, values)
+    v = values.data if isinstance(values, Tensor) else values
+    rec = _recording(self, values)
+    if rec:
+        node = IndexPutBackward0((edge_of(self), edge_of(values)))
+        node.index, node.accumulate = adv, accumulate
+        node.values_shape, node.values_dtype = np.shape(v), getattr(v, "dtype", None)
+    data = self.data
+    try:
+        data[adv] = v
+    except (ValueError, TypeError) as e:
+        raise _error(e, self) from None
+    _bump(self)
+    if rec:
+        rebase_inplace(self, node, 0)
+    return self
+
+
+def _value_message(target: tuple[int, ...], value: tuple[int, ...], basic: bool) -> str | None:
+    """PyTorch's message when ``value`` cannot be written at an index whose result has shape
+    ``target``; None if it can."""
+    trimmed = tuple(value)
+    while len(trimmed) > len(target) and trimmed[0] == 1:
+        trimmed = trimmed[1:]  # leading 1s are dropped, as in PyTorch
+    if not basic:
+        try:
+            if np.broadcast_shapes(trimmed, target) == target:
+                return None
+        except ValueError:
+            pass
+        return (
+            f"shape mismatch: value tensor of shape {list(value)} cannot be broadcast to indexing "
+            f"result of shape {list(target)}"
+        )
+    if len(trimmed) > len(target):
+        return (
+            f"expand(aiograd.Tensor{{{list(value)}}}, size={list(target)}): the number of sizes "
+            f"provided ({len(target)}) must be greater or equal to the number of dimensions in the "
+            f"tensor ({len(value)})"
+        )
+    lead = len(target) - len(trimmed)
+    for i, size in enumerate(trimmed):
+        if size != 1 and size != target[lead + i]:
+            return (
+                f"The expanded size of the tensor ({target[lead + i]}) must match the existing size "
+                f"({size}) at non-singleton dimension {lead + i}.  Target sizes: {list(target)}.  "
+                f"Tensor sizes: {list(trimmed)}"
+            )
+    return None
+
+
+def _check_value(target: np.ndarray[Any, Any], adv: Any, value: Any) -> None:
+    shape = target.shape if adv is None else target[adv].shape
+    message = _value_message(shape, np.shape(value), adv is None)
+    if message is not None:
+        raise RuntimeError(message)
+
+
+def _full(basic: tuple[Any, ...], shape: tuple[int, ...]) -> bool:
+    """True if the basic index takes everything (only full slices and Ellipsis)."""
+    consumed = sum(1 for it in basic if it is not Ellipsis)
+    d = 0
+    for it in basic:
+        if it is Ellipsis:
+            d += len(shape) - consumed
+        elif isinstance(it, slice) and d < len(shape) and it.indices(shape[d]) == (0, shape[d], 1):
+            d += 1
+        else:
+            return False
+    return True
+
+
+@op(IndexPutBackward0, CopySlices, name="setitem")
+def setitem(self: Tensor, index: Any, value: Any) -> None:
+    """``self[index] = value``: a basic index copies ``value`` into the view ``self[index]``; an
+    advanced one (masks, integer arrays) is PyTorch's ``index_put_`` (on the view of its basic
+    part, if any). Gradients flow to ``value`` when it requires grad."""
+    data = self.data
+    check_index_devices(self, index)
+    try:
+        (basic, adv, accumulate), cls = _normalize(data, index)
+    except IndexError as e:
+        msg = _torch_message(str(e), data.ndim, index)
+        if msg == str(e):
+            raise
+        raise IndexError(msg) from None
+    if adv is not None:
+        value = _operand(self, value)  # index_put_'s rule; a basic index copies from any device
+    v = value.data if isinstance(value, Tensor) else value
+    if grad_enabled() and (
+        self._requires_grad
+        or (isinstance(value, Tensor) and value._requires_grad)
+        or (type(self) is View and self._base._requires_grad)  # type: ignore[union-attr]
+    ):
+        # PyTorch's sequence, so that the checks and the graph are PyTorch's: the basic part is
+        # a view (none for an index of full slices), written with copy_ (fill_ for one value)
+        # or index_put_.
+        if basic is None or _full(basic, data.shape):
+            target = self
+        else:
+            target = _take(self, (basic, None, False), cls)
+        _check_value(target.data, adv, v)
+        if adv is not None:
+            index_put_(target, adv, value, accumulate)
+        elif np.shape(v) == () and target.data.ndim:
+            fill_(target, value if isinstance(value, Tensor) else _constant(v, target))
+        else:
+            copy_(target, value)
+        return
+    try:
+        if adv is None:
+            data[basic] = v
+        else:
+            (data if basic is None else data[basic])[adv] = v
+    except (ValueError, TypeError) as e:
+        if isinstance(e, ValueError) and not (not data.flags.writeable and _overlapping(data)):
+            target = data if basic is None else data[basic]
+            _check_value(target if type(target) is np.ndarray else np.asarray(target), adv, v)
+        raise _error(e, self) from None
+    _bump(self)

@@ -1,0 +1,166 @@
+"""Moving and casting tensors (``to``, ``cpu``, ``float`` ...), and the device rule of the
+elementwise ops (``place``), which moves a CPU scalar tensor with ``to``.
+
+PyTorch's TensorIterator rule: an op's output lives on the first non-CPU device among its tensor
+operands; a 0-dim CPU tensor next to it is a scalar, moved there (differentiably, by ``to``);
+any other tensor elsewhere is an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._device import CPU, device, enable_devices, mixed_devices_error, placement
+from ._registry import backward, op
+from ._util import Tensor, attach, edge_of, needs_grad, wrap
+
+__all__ = ["bool_", "cpu", "double", "float_", "long", "place", "place2", "to"]
+
+
+def place(out: Tensor, *xs: Any) -> Any:
+    """Place ``out`` on its operands' device (PyTorch's TensorIterator rule, see the module
+    docstring); returns the operands, a CPU scalar tensor moved to that device."""
+    common = CPU
+    for x in xs:
+        if isinstance(x, Tensor) and x._device is not CPU:
+            common = x._device
+            break
+    if common is CPU:
+        return xs
+    out._device = common
+    moved = list(xs)
+    for i, x in enumerate(xs):
+        if isinstance(x, Tensor) and x._device is not common:
+            if x._device is not CPU or x.data.ndim:
+                raise mixed_devices_error(y._device for y in xs if isinstance(y, Tensor))
+            moved[i] = to(x, common)
+    return moved
+
+
+def place2(out: Tensor, a: Any, b: Any) -> Any:
+    """``place`` for two operands, fast where they agree (or one is a constant)."""
+    da = a._device if isinstance(a, Tensor) else None
+    db = b._device if isinstance(b, Tensor) else None
+    if da is db or db is None:
+        if da is not CPU and da is not None:
+            out._device = da
+        return a, b
+    if da is None:
+        if db is not CPU:
+            out._device = db
+        return a, b
+    return place(out, a, b)
+
+
+@backward()
+def ToCopyBackward0(self: Any, grads: list[Any]) -> tuple[Tensor]:
+    """Backward of ``to``: the gradient goes back to the source's device and dtype."""
+    return (to(grads[0], self.src_device, self.dtype),)
+
+
+_TO_SIGNATURES = (
+    "to() received an invalid combination of arguments - got ({}), but expected one of:\n"
+    " * (aiograd.device device = None, dtype dtype = None, bool non_blocking = False, bool copy = False)\n"
+    " * (dtype dtype, bool non_blocking = False, bool copy = False)\n"
+    " * (Tensor tensor, bool non_blocking = False, bool copy = False)"
+)
+
+
+def _to_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, bool]:
+    """``to``'s three signatures, parsed as PyTorch parses them: (device, dtype, copy)."""
+    dev = dtype = None
+    rest = list(args)
+    first = rest[0] if rest else None
+    if isinstance(first, Tensor):
+        dev, dtype = first._device, first.data.dtype
+        rest.pop(0)
+    elif isinstance(first, (str, device, int)) and not isinstance(first, (bool, np.integer)):
+        dev = placement(first)
+        rest.pop(0)
+        if rest and not isinstance(rest[0], bool):
+            dtype = rest.pop(0)
+    elif first is not None and not isinstance(first, bool):
+        dtype = rest.pop(0)
+    flags = {"non_blocking": False, "copy": False}
+    for name, value in zip(("non_blocking", "copy"), rest):
+        flags[name] = value
+    if len(rest) > 2:
+        raise TypeError(_TO_SIGNATURES.format(", ".join(type(a).__name__ for a in args)))
+    for name, value in kwargs.items():
+        if name == "device" and dev is None:
+            dev = None if value is None else placement(value)
+        elif name == "dtype" and dtype is None:
+            dtype = value
+        elif name in flags:
+            flags[name] = value
+        elif name != "memory_format":
+            raise TypeError(f"to() got an unexpected keyword argument '{name}'")
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+    return dev, dtype, bool(flags["copy"])
+
+
+@op(ToCopyBackward0)
+def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """Move to a device and/or cast to a dtype, as ``torch.Tensor.to``: ``t.to("sim:0")``,
+    ``t.to(np.float32)``, ``t.to(device, dtype)``, ``t.to(other)`` (its device and dtype),
+    keywords ``device``, ``dtype``, ``non_blocking`` (ignored) and ``copy``.
+
+    Returns ``input`` itself when nothing changes (and ``copy`` is False), as PyTorch does;
+    otherwise a new tensor with its own array, recorded as ``ToCopyBackward0`` (whose backward
+    moves the gradient back to the source's device and dtype).
+    """
+    dev, dtype, copy = _to_args(args, kwargs)
+    src = input._device
+    if dev is None:
+        dev = src
+    data = input.data
+    if dtype is not None and dtype != data.dtype:
+        data = data.astype(dtype)
+    elif dev is not src or copy:
+        data = data.copy()
+    else:
+        return input
+    out = wrap(data)
+    if dev is not CPU:
+        out._device = dev
+        # Until the device flag of the modules outside the ops is gone: a first device tensor.
+        enable_devices()
+    if needs_grad(input):
+        node = attach(ToCopyBackward0((edge_of(input),)), out)
+        node.src_device, node.dtype = src, input.data.dtype
+    return out
+
+
+@op(ToCopyBackward0)
+def cpu(input: Tensor) -> Tensor:
+    """``input`` on the CPU (itself if it is there already); differentiable."""
+    return input if input._device is CPU else to(input, CPU)
+
+
+@op(ToCopyBackward0, name="float")
+def float_(input: Tensor) -> Tensor:
+    """Cast to float32."""
+    return to(input, np.float32)
+
+
+@op(ToCopyBackward0)
+def double(input: Tensor) -> Tensor:
+    """Cast to float64."""
+    return to(input, np.float64)
+
+
+@op()
+def long(input: Tensor) -> Tensor:
+    """Cast to int64 (not differentiable)."""
+    return to(input, np.int64)
+
+
+@op(name="bool")
+def bool_(input: Tensor) -> Tensor:
+    """Cast to bool."""
+    return to(input, np.bool_)
+
+
