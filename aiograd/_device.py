@@ -122,8 +122,6 @@ def device_type(name: str) -> DeviceType:
         source = _SOURCES[name]
         implementation = importlib.import_module(source) if isinstance(source, str) else source
         loaded = _LOADED[name] = DeviceType.from_implementation(name, implementation)
-        if name != "cpu":
-            _enable_devices()  # TRANSITIONAL, see the end of the module
     return loaded
 
 
@@ -277,32 +275,6 @@ def mixed_devices_error(devices: Any) -> RuntimeError:
 
 
 # ---------------------------------------------------------------------------------------------
-# TRANSITIONAL, delete at merge: the multi-device switch that ``_ops``, ``nn.functional`` and
-# ``_engine`` still use on this branch (their own branches replace ``if DEVICES and ...`` with a
-# ``... is not CPU`` test). Modules that call ``watch(globals())`` keep a ``DEVICES`` flag, set
-# True for good when the first non-CPU device type is loaded (by ``device_type``).
-
-DEVICES = False
-_watchers: list[tuple[dict[str, Any], str]] = []
-
-
-def watch(module_globals: dict[str, Any], name: str = "DEVICES") -> None:
-    """TRANSITIONAL: keep ``module_globals[name]`` equal to this module's ``DEVICES``."""
-    module_globals[name] = DEVICES
-    _watchers.append((module_globals, name))
-
-
-def _enable_devices() -> None:
-    global DEVICES
-    if DEVICES:
-        return
-    DEVICES = True
-    for g, name in _watchers:
-        g[name] = True
-
-
-def enable_devices() -> None:
-    """TRANSITIONAL: nothing left to do (loading a non-CPU device type enabled the checks)."""
 
 
 def non_cpu_devices_exist() -> bool:

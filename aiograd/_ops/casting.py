@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._device import CPU, device, enable_devices, mixed_devices_error, placement
+from .._device import CPU, device, device_type, mixed_devices_error, placement
 from ._registry import backward, op
 from ._util import Tensor, attach, edge_of, needs_grad, wrap
 
@@ -117,17 +117,21 @@ def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     if dev is None:
         dev = src
     data = input.data
-    if dtype is not None and dtype != data.dtype:
+    if dev is not src:
+        # Out of one device's memory and into the other's, through their device types (a copy
+        # between numpy devices; host and device memory for an accelerator).
+        data = device_type(dev.type).to_device(device_type(src.type).to_host(data), dev.index)
+        if dtype is not None and dtype != data.dtype:
+            data = data.astype(dtype)
+    elif dtype is not None and dtype != data.dtype:
         data = data.astype(dtype)
-    elif dev is not src or copy:
+    elif copy:
         data = data.copy()
     else:
         return input
     out = wrap(data)
     if dev is not CPU:
         out._device = dev
-        # Until the device flag of the modules outside the ops is gone: a first device tensor.
-        enable_devices()
     if needs_grad(input):
         node = attach(ToCopyBackward0((edge_of(input),)), out)
         node.src_device, node.dtype = src, input.data.dtype

@@ -20,7 +20,7 @@ When a gradient is involved (grad mode on, and the tensor or an operand requires
 - ``rebase_inplace`` moves the tensor to the new node. For a view it rebases the base instead,
   with PyTorch's ``CopySlices``: the base's new grad_fn hands the gradient of the view's region
   through the in-place op's node and lets the rest pass; the view's grad_fn becomes a view of the
-  base's new history (``AsStridedBackward0``, made by ``regenerate``), as does every other view's
+  base's new history (``AsStridedBackward0``, made by ``_views.regenerate_grad_fn``), as does every other view's
   when it is next read (see aiograd/_views.py).
 """
 
@@ -67,11 +67,11 @@ from .elementwise import (
     sub,
     where,
 )
-from .rebase import AsStridedBackward0, CopySlices, _save_result, rebase_inplace
+from .rebase import CopySlices, _save_result, rebase_inplace
 
 __all__ = [
     "add_", "sub_", "mul_", "div_", "pow_", "neg_", "exp_", "relu_", "clamp_", "zero_", "fill_",
-    "copy_", "setitem", "rebase_inplace", "CopySlices", "AsStridedBackward0",
+    "copy_", "setitem", "rebase_inplace", "CopySlices",
 ]
 
 # ------------------------------------------------------------------------------ arithmetic

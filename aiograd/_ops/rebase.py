@@ -1,7 +1,7 @@
 """Graph surgery for in-place ops: ``rebase_inplace`` moves a modified tensor onto its new node;
 for a view it rebases the base with PyTorch's ``CopySlices``, and the view's grad_fn becomes a
-view of the base's new history (``AsStridedBackward0``, made by ``regenerate``, which
-aiograd/_views.py calls when a view is next read). See aiograd/_ops/inplace.py for the ops.
+view of the base's new history (``AsStridedBackward0``, made by
+``aiograd._views.regenerate_grad_fn``, which also runs when a view is next read). See aiograd/_ops/inplace.py for the ops.
 """
 
 from __future__ import annotations
@@ -11,28 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from .. import _views
 from .._device import CPU
-from .._hooks import hooks_of
 from .._saved import ERR_BACKWARD_TWICE, SavedTensor
-from .._views import View, view_index
-from ._registry import backward
+from .._views import View, move_retains_grad, regenerate_grad_fn, view_index
 from ._util import Node, Tensor, edge_of, grad_enabled, like, save, wrap
 from .indexing import IndexBackward0, _scatter, _take
 
-__all__ = ["AsStridedBackward0", "CopySlices", "rebase_inplace", "regenerate"]
+__all__ = ["CopySlices", "rebase_inplace"]
 
 
 # ------------------------------------------------------------------------------ graph surgery
-def _move_retains_grad(old: Node | None, old_nr: int, new: Node, new_nr: int) -> None:
-    """A retained grad follows the tensor to its new grad_fn (the latest version's gradient)."""
-    if old is None or old._hooks is None:
-        return
-    ref = old._hooks.retains_grad.pop(old_nr, None)
-    if ref is not None:
-        hooks_of(new).retains_grad[new_nr] = ref
-
-
 def rebase_inplace(tensor: Tensor, node: Node, output_nr: int = 0) -> None:
     """Make ``node`` (output ``output_nr``) the history of ``tensor``, just modified in place.
 
@@ -64,8 +52,8 @@ def rebase_inplace(tensor: Tensor, node: Node, output_nr: int = 0) -> None:
             base.output_nr = 0
         base._requires_grad = True
         if base._retains_grad:
-            _move_retains_grad(old, old_nr, copy_slices, 0)
-        regenerate(tensor)
+            move_retains_grad(old, old_nr, copy_slices, 0)
+        regenerate_grad_fn(tensor)
         return
     old, old_nr = tensor.grad_fn, tensor.output_nr
     tensor.grad_fn = node
@@ -73,48 +61,7 @@ def rebase_inplace(tensor: Tensor, node: Node, output_nr: int = 0) -> None:
         tensor.output_nr = output_nr
     tensor._requires_grad = True
     if tensor._retains_grad:
-        _move_retains_grad(old, old_nr, node, output_nr)
-
-
-@backward()
-def AsStridedBackward0(self: Any, grads: list[Any]) -> Any:
-    """A view's grad_fn once its base changed: the gradient lands on the view's region of
-    zeros shaped like the base (summed where a broadcast view repeats an element)."""
-    g = grads[0]
-    if g is None:
-        return (None,)
-    index = (None, (self.flat,), self.overlap)
-    if not grad_enabled():
-        xp = g._device.xp
-        z = xp.zeros(self.size, dtype=g.data.dtype)
-        if self.overlap:
-            xp.add.at(z, self.flat, g.data)
-        else:
-            z[self.flat] = g.data
-        out = like(z.reshape(self.shape), g)
-        return (out,)
-    return (_scatter(g, (self.size,), index, IndexBackward0).reshape(self.shape),)
-
-
-def regenerate(view: View) -> Node | None:
-    """A view's grad_fn after its base's version moved: ``AsStridedBackward0`` on the base's
-    current history (None while neither had any)."""
-    base: Tensor = view._base  # type: ignore[assignment]
-    old = view._fn
-    if old is None and not base._requires_grad:
-        return None
-    node = AsStridedBackward0((edge_of(base),))
-    node.shape, node.size = base.data.shape, base.data.size
-    node.flat, node.overlap = view_index(view.data, base.data)
-    vc = base._vc
-    view._fn = node
-    view._attr_version = 0 if vc is None else vc[0]
-    if view._retains_grad:
-        _move_retains_grad(old, 0, node, 0)
-    return node
-
-
-_views.regenerate = regenerate
+        move_retains_grad(old, old_nr, node, output_nr)
 
 
 class CopySlices(Node):
