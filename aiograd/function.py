@@ -20,7 +20,7 @@ as in PyTorch, so ``y.grad_fn.saved_tensors`` and the attributes set on ``ctx`` 
 the graph. The engine calls ``backward`` with grad mode equal to ``create_graph``, so a backward
 written with aiograd ops is itself differentiable; ``@once_differentiable`` opts out. What
 ``backward`` returns is checked and conformed with PyTorch's rules and messages
-(pytorch-semantics.md, D 47-48 and F).
+(``torch/csrc/autograd/python_function.cpp`` and ``custom_function.cpp``: ``validate_outputs``).
 """
 
 from __future__ import annotations
