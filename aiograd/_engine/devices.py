@@ -36,6 +36,7 @@ class DeviceQueue(ReadyQueue):
         self.worker: asyncio.Task[None] | None = None
 
     def push(self, task: NodeTask) -> None:
+        """Queue ``task``; start the worker if it is not running."""
         super().push(task)
         worker = self.worker
         if worker is None or worker.done():

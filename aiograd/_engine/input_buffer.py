@@ -8,7 +8,7 @@ alone and no graph is being recorded (PyTorch's ``InputBuffer::add``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .._device import CPU
 from .._node import owns
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["InputBuffer", "accumulate", "buffer_device", "defer_contribution", "sum_in_order"]
 
-InputBuffer = list  # list[Tensor | None], one slot per node input
+#: One slot per node input: the sum of the gradients received so far, or None.
+InputBuffer: TypeAlias = "list[Tensor | None]"
 
 
 def accumulate(buffer: list[Any], i: int, grad: Tensor, create_graph: bool) -> None:

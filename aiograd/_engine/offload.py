@@ -81,6 +81,7 @@ class ExecutorLoad:
         return entry
 
     def release(self, entry: list[Any]) -> None:
+        """A node ``occupy`` counted came back."""
         self.nodes_in_flight -= 1
         entry[1] -= 1
 

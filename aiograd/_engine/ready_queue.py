@@ -35,6 +35,7 @@ class ReadyQueue(asyncio.PriorityQueue[NodeTask]):
         self._changed: asyncio.Event | None = None
 
     def push(self, task: NodeTask) -> None:
+        """Queue ``task``, and wake whoever waits on this queue."""
         front = self.front
         if front is None and not self.queued:
             self.front = task
@@ -64,6 +65,7 @@ class ReadyQueue(asyncio.PriorityQueue[NodeTask]):
         return self.queued + (self.front is not None)
 
     def has_work(self) -> bool:
+        """Whether a NodeTask is waiting."""
         return self.front is not None or self.queued > 0
 
     async def wait(self) -> None:

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ._registry import Unary, backward, op, register, unary, variant
+from ._registry import Unary, UnaryOp, backward, op, register, unary, variant
 from ._util import (
     CPU,
     Tensor,
@@ -212,7 +212,10 @@ def div(input: Any, other: Any) -> Tensor:
     return out
 
 
-true_divide = register("true_divide", div, DivBackward0)
+@op(DivBackward0)
+def true_divide(input: Any, other: Any) -> Tensor:
+    """Elementwise true division with broadcasting; the same as :func:`div`."""
+    return div(input, other)
 
 
 @backward(saved=("a",))
@@ -326,6 +329,20 @@ UNARY = [
 ]
 
 _MADE = {row.name: unary(row, __name__) for row in UNARY}  # registered, by name
+# Declared, so type checkers (and pyright --verifytypes) see each one's signature.
+neg: UnaryOp
+exp: UnaryOp
+log: UnaryOp
+log1p: UnaryOp
+sqrt: UnaryOp
+abs: UnaryOp
+sign: UnaryOp
+sin: UnaryOp
+cos: UnaryOp
+tanh: UnaryOp
+sigmoid: UnaryOp
+relu: UnaryOp
+clone: UnaryOp
 neg, NegBackward0 = _MADE["neg"]
 exp, ExpBackward0 = _MADE["exp"]
 log, LogBackward0 = _MADE["log"]
@@ -368,7 +385,10 @@ def clamp(input: Tensor, min: float | None = None, max: float | None = None) -> 
     return out
 
 
-clip = register("clip", clamp, ClampBackward1)
+@op(ClampBackward1)
+def clip(input: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
+    """Limit values to ``[min, max]``; the same as :func:`clamp`."""
+    return clamp(input, min, max)
 
 
 @backward(saved=("a", "b"))
@@ -457,9 +477,12 @@ def _compare(name: str, ufunc: str) -> Comparison:
     return register(name, compare, family="elementwise")
 
 
-eq, ne = _compare("eq", "equal"), _compare("ne", "not_equal")
-lt, le = _compare("lt", "less"), _compare("le", "less_equal")
-gt, ge = _compare("gt", "greater"), _compare("ge", "greater_equal")
+eq: Comparison = _compare("eq", "equal")
+ne: Comparison = _compare("ne", "not_equal")
+lt: Comparison = _compare("lt", "less")
+le: Comparison = _compare("le", "less_equal")
+gt: Comparison = _compare("gt", "greater")
+ge: Comparison = _compare("ge", "greater_equal")
 
 
 def _reflected(fn: Any) -> Any:
