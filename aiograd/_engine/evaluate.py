@@ -52,17 +52,24 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
             dev = buffer_device(buffer)
             if dev is not None:
                 executor = engine.offload_executor(dev.type)
-        # Most nodes are small and estimate their cost from their gradients' size: the first
-        # gradient's size rules them out here, without a call.
-        if executor is not None and (
-            not node.cost_scales_with_grads
-            or (buffer[0] is not None and buffer[0].data.size >= graph_task.small_size)
-            or not graph_task.small_size  # a zero threshold offloads every node
-        ) and _worth_offloading(engine, graph_task, node, buffer):
-            if exec_info is not None:
-                capture(graph_task, exec_info[node].captures, buffer)
-            offload(engine, graph_task, node, buffer, executor)
-            return OFFLOADED
+        if executor is not None:
+            # Most nodes are small and estimate their cost from their gradients' size: the
+            # first gradient's size rules them out without calling cost().
+            if node.cost_scales_with_grads:
+                first = buffer[0]
+                small = first is None or first.data.size < graph_task.small_size
+                cost = 0.0 if small else node.cost(buffer)
+            else:
+                cost = node.cost(buffer)
+            # Offloading pays when the node can overlap with other work (ready nodes, or nodes
+            # already in flight); a lone node leaves the loop only when it would stall it.
+            if cost >= engine.offload_threshold and (  # type: ignore[operator]  (an executor: a threshold)
+                graph_task.in_flight or graph_task.queue.has_work() or cost >= engine.stall_threshold
+            ):
+                if exec_info is not None:
+                    capture(graph_task, exec_info[node].captures, buffer)
+                offload(engine, graph_task, node, buffer, executor)
+                return OFFLOADED
     if exec_info is not None:
         capture(graph_task, exec_info[node].captures, buffer)
     outputs = node.apply(buffer)
@@ -70,21 +77,6 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
         node.release_variables()
     engine.propagate(graph_task, node, outputs)
     return None
-
-
-def _worth_offloading(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]) -> bool:
-    """Offloading pays when the node's estimated cost reaches the threshold and it can overlap
-    with other work (ready nodes, or nodes already in flight); a lone node leaves the loop only
-    when running it here would stall the loop."""
-    if node.cost_scales_with_grads:
-        first = buffer[0]
-        small = first is None or first.data.size < graph_task.small_size
-        cost = 0.0 if small else node.cost(buffer)
-    else:
-        cost = node.cost(buffer)
-    if cost < engine.offload_threshold:  # type: ignore[operator]  (set: an executor is)
-        return False
-    return bool(graph_task.in_flight) or graph_task.queue.has_work() or cost >= engine.stall_threshold
 
 
 async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:

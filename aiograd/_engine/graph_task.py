@@ -57,7 +57,7 @@ class GraphTask:
 
     def __init__(
         self, keep_graph: bool, create_graph: bool, reentrant_depth: int, queue: ReadyQueue,
-        *, deterministic: bool, multi_device: bool,
+        deterministic: bool, multi_device: bool,
     ) -> None:
         self.keep_graph: bool = keep_graph
         self.create_graph: bool = create_graph

@@ -9,7 +9,8 @@ __all__ = [
     "use_deterministic_algorithms",
 ]
 
-_deterministic = False
+#: Read by the engine as each backward starts (set with use_deterministic_algorithms).
+deterministic = False
 _shuffle_seed: int | None = None
 
 
@@ -18,13 +19,13 @@ def use_deterministic_algorithms(mode: bool) -> None:
     nodes finish in (or the shuffle debug mode runs ready nodes in): each InputBuffer slot adds
     its contributions in a fixed order (that of the producing nodes' sequence numbers) once all
     have arrived. Read when a backward starts."""
-    global _deterministic
-    _deterministic = bool(mode)
+    global deterministic
+    deterministic = bool(mode)
 
 
 def are_deterministic_algorithms_enabled() -> bool:
     """True after ``use_deterministic_algorithms(True)``."""
-    return _deterministic
+    return deterministic
 
 
 def set_shuffle_seed(seed: int | None) -> None:
