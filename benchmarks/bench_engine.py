@@ -11,14 +11,19 @@ for the same call when torch is installed.
 
 from __future__ import annotations
 
+import os
 import statistics
+import sys
 import time
 
 import numpy as np
 from _timing import Timer
 
-import aiograd as ag
-from aiograd._node import Node, grad_accumulator
+# This checkout's aiograd, not whichever is installed (as the other benchmarks do).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+
+import aiograd as ag  # noqa: E402
+from aiograd._node import Node, grad_accumulator  # noqa: E402
 
 CHAIN = 100_000
 REPEATS = 5
