@@ -187,6 +187,9 @@ class device:
             object.__setattr__(self, "xp", device_type(kind).array_module)
             object.__setattr__(self, "_str", kind if index is None else f"{kind}:{index}")
             self = _interned.setdefault(key, self)
+            if kind != "cpu":
+                global non_cpu_devices_exist
+                non_cpu_devices_exist = True
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -277,7 +280,7 @@ def mixed_devices_error(devices: Any) -> RuntimeError:
 # ---------------------------------------------------------------------------------------------
 
 
-def non_cpu_devices_exist() -> bool:
-    """Whether any device other than the CPU has been named yet (devices are interned): until
-    then no tensor can live elsewhere, and the engine skips routing NodeTasks by device."""
-    return len(_interned) > 1
+#: Whether a device other than the CPU has been made (devices are interned): until then no
+#: tensor can live elsewhere, and the engine skips routing NodeTasks by device. This module's
+#: own flag, set above; the engine reads it once per backward call.
+non_cpu_devices_exist = False

@@ -128,7 +128,7 @@ class Engine:
         else:
             parent, queue, nesting, depth, checkpoint_valid = None, ReadyQueue(), 0, 0, True
         graph_task = GraphTask(
-            keep_graph, create_graph, depth, queue, settings.deterministic, _device.non_cpu_devices_exist()
+            keep_graph, create_graph, depth, queue, settings.deterministic, _device.non_cpu_devices_exist
         )
         graph_task.checkpoint_valid = checkpoint_valid and output_edges is None
         graph_task.executor = self.offload_executor("cpu")

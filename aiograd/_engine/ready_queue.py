@@ -26,14 +26,18 @@ __all__ = ["ReadyQueue"]
 class ReadyQueue(asyncio.PriorityQueue[NodeTask]):
     """A GraphTask's CPU queue, or a device's queue shared by every GraphTask."""
 
-    # Class-level defaults, overridden per instance on first write: a queue is made for every
-    # backward call, and an __init__ of its own would cost that call a Python frame.
-    #: The NodeTask held in front of the heap (see the module docstring), or None.
-    front: NodeTask | None = None
-    #: NodeTasks in the heap, counted here: ``empty()`` would be a call on every push.
-    queued: int = 0
-    waiting: int = 0  # coroutines in wait()
-    _changed: asyncio.Event | None = None
+    # Slots, not class-level defaults: push and pop read them for every node, and a slot is the
+    # fastest attribute there is (a class-level default is a miss in the instance dict first).
+    __slots__ = ("front", "queued", "waiting", "_changed")
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: The NodeTask held in front of the heap (see the module docstring), or None.
+        self.front: NodeTask | None = None
+        #: NodeTasks in the heap, counted here: ``empty()`` would be a call on every push.
+        self.queued: int = 0
+        self.waiting: int = 0  # coroutines in wait()
+        self._changed: asyncio.Event | None = None
 
     def push(self, task: NodeTask) -> None:
         """Queue ``task``, and wake whoever waits on this queue."""
