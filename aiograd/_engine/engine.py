@@ -295,23 +295,22 @@ class Engine:
                 # ``self.push(graph_task, next_node, next_buffer)``, inlined: one call less on
                 # the engine's hottest line, about 4% of a small node's whole cost.
                 graph_task.outstanding += 1
-                queue = graph_task.queue
-                if graph_task.multi_device:
-                    dev = buffer_device(next_buffer)
-                    if dev is not None:
-                        queue = self.device_queue(dev)
-                queue.push((RUN, -graph_task.reentrant_depth, -next_node.sequence_nr, self.tie(),
-                            graph_task, next_node, next_buffer, None))
+                (self.queue_for(graph_task, next_buffer) if graph_task.multi_device else graph_task.queue).push(
+                    (RUN, -graph_task.reentrant_depth, -next_node.sequence_nr, self.tie(), graph_task,
+                     next_node, next_buffer, None)
+                )
 
     def push(self, graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
         """Queue a ready node: on its gradients' device's queue, else its GraphTask's."""
         graph_task.outstanding += 1
-        queue = graph_task.queue
-        if graph_task.multi_device:
-            dev = buffer_device(buffer)
-            if dev is not None:
-                queue = self.device_queue(dev)
+        queue = self.queue_for(graph_task, buffer) if graph_task.multi_device else graph_task.queue
         queue.push((RUN, -graph_task.reentrant_depth, -node.sequence_nr, self.tie(), graph_task, node, buffer, None))
+
+    def queue_for(self, graph_task: GraphTask, buffer: list[Any]) -> ReadyQueue:
+        """Where a ready node waits: the queue of the first non-CPU device among its gradients,
+        else its GraphTask's own queue."""
+        dev = buffer_device(buffer)
+        return graph_task.queue if dev is None else self.device_queue(dev)
 
     # ------------------------------------------------------------------------------- devices, executors
     def device_queue(self, dev: Any) -> DeviceQueue:

@@ -47,29 +47,27 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
             capture(graph_task, info.captures, buffer)
             return None
     executor = graph_task.executor
+    if graph_task.multi_device and executor is not None:
+        dev = buffer_device(buffer)
+        if dev is not None:
+            executor = engine.offload_executor(dev.type)
     if executor is not None:
-        if graph_task.multi_device:
-            dev = buffer_device(buffer)
-            if dev is not None:
-                executor = engine.offload_executor(dev.type)
-        if executor is not None:
-            # Most nodes are small and estimate their cost from their gradients' size: the
-            # first gradient's size rules them out without calling cost().
-            if node.cost_scales_with_grads:
-                first = buffer[0]
-                small = first is None or first.data.size < graph_task.small_size
-                cost = 0.0 if small else node.cost(buffer)
-            else:
-                cost = node.cost(buffer)
-            # Offloading pays when the node can overlap with other work (ready nodes, or nodes
-            # already in flight); a lone node leaves the loop only when it would stall it.
-            if cost >= engine.offload_threshold and (  # type: ignore[operator]  (an executor: a threshold)
-                graph_task.in_flight or graph_task.queue.has_work() or cost >= engine.stall_threshold
-            ):
-                if exec_info is not None:
-                    capture(graph_task, exec_info[node].captures, buffer)
-                offload(engine, graph_task, node, buffer, executor)
-                return OFFLOADED
+        # Most nodes are small and estimate their cost from their gradients' size: the first
+        # gradient's size rules them out without calling cost().
+        if node.cost_scales_with_grads:
+            first = buffer[0]
+            cost = node.cost(buffer) if first is not None and first.data.size >= graph_task.small_size else 0.0
+        else:
+            cost = node.cost(buffer)
+        # Offloading pays when the node can overlap with other work (ready nodes, or nodes
+        # already in flight); a lone node leaves the loop only when it would stall it.
+        if cost >= engine.offload_threshold and (  # type: ignore[operator]  (an executor: a threshold)
+            graph_task.in_flight or graph_task.queue.has_work() or cost >= engine.stall_threshold
+        ):
+            if exec_info is not None:
+                capture(graph_task, exec_info[node].captures, buffer)
+            offload(engine, graph_task, node, buffer, executor)
+            return OFFLOADED
     if exec_info is not None:
         capture(graph_task, exec_info[node].captures, buffer)
     outputs = node.apply(buffer)

@@ -41,17 +41,21 @@ class ReadyQueue(asyncio.PriorityQueue[NodeTask]):
 
     def push(self, task: NodeTask) -> None:
         """Queue ``task``, and wake whoever waits on this queue."""
-        front = self.front
-        if front is None and not self.queued:
+        if self.front is None and not self.queued:
             self.front = task
         else:
-            if front is not None:
-                self.front = None
-                self.put_nowait(front)
-            self.put_nowait(task)
-            self.queued = self.qsize()
+            self._push_behind(task)
         if self.waiting:
             self.wake_all()
+
+    def _push_behind(self, task: NodeTask) -> None:
+        """Into the heap, with the front slot's NodeTask if there is one (order is the heap's)."""
+        front = self.front
+        if front is not None:
+            self.front = None
+            self.put_nowait(front)
+        self.put_nowait(task)
+        self.queued = self.qsize()
 
     def pop(self) -> NodeTask | None:
         """The most urgent NodeTask, or None if there is none."""
