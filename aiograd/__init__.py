@@ -124,19 +124,7 @@ from ._ops.elementwise import (
 from ._ops.indexing import gather, index_select
 from ._ops.joining import cat, chunk, concat, concatenate, split, split_with_sizes, stack, unbind
 from ._ops.linalg import matmul, mm
-from ._ops.reduction import (
-    argmax,
-    argmin,
-    log_softmax,
-    logsumexp,
-    max,
-    mean,
-    min,
-    prod,
-    softmax,
-    sum,
-    var,
-)
+from ._ops.reduction import argmax, argmin, max, mean, min, prod, sum, var
 from ._ops.shape import (
     broadcast_to,
     expand,
@@ -148,6 +136,7 @@ from ._ops.shape import (
     transpose,
     unsqueeze,
 )
+from ._ops.softmax import log_softmax, logsumexp, softmax
 from ._runner import run
 from ._tensor import Tensor, is_tensor
 from .function import Function

@@ -11,12 +11,24 @@ from typing import Any
 
 from . import _hooks
 from ._autograd import tensor_backward
-from ._ops import convenience, elementwise, indexing, inplace, joining, linalg, reduction, shape
+from ._ops import (
+    convenience,
+    elementwise,
+    indexing,
+    inplace,
+    joining,
+    linalg,
+    reduction,
+    shape,
+    softmax,
+)
 from ._tensor import Tensor
 
 __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]
 
-_FAMILIES = (elementwise, indexing, joining, linalg, reduction, shape, convenience, inplace, _hooks)
+_FAMILIES = (
+    elementwise, indexing, joining, linalg, reduction, softmax, shape, convenience, inplace, _hooks
+)
 
 #: Every method and operator bound onto Tensor here: name -> function (a later family wins).
 BOUND_METHODS: dict[str, Callable[..., Any]] = {}

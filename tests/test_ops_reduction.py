@@ -20,6 +20,7 @@ from helpers import requires_torch, rng, to_torch, torch
 
 import aiograd as ag
 from aiograd._ops import reduction as R
+from aiograd._ops import softmax as S
 from aiograd.testing import gradcheck, gradgradcheck
 
 
@@ -240,10 +241,13 @@ def test_return_type_and_methods() -> None:
     values, indices = x.min(0)
     assert values.tolist() == [1.0, 2.0] and indices.tolist() == [0, 1]
     assert "values=" in repr(res) and repr(res).startswith("max(")
-    for name in ("max", "min", "var", "prod", "logsumexp", "softmax", "log_softmax", "argmax",
-                 "argmin", "sum", "mean"):
-        assert getattr(ag.Tensor, name) is getattr(R, name)
-        assert name in R.__all__
+    for module, names in (
+        (R, ("max", "min", "var", "prod", "argmax", "argmin", "sum", "mean")),
+        (S, ("logsumexp", "softmax", "log_softmax")),
+    ):
+        for name in names:
+            assert getattr(ag.Tensor, name) is getattr(module, name)
+            assert name in module.__all__
 
 
 # ------------------------------------------------------------------------------ argmax / argmin

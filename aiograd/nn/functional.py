@@ -30,9 +30,9 @@ from .._ops._util import wrap as _wrap
 from .._ops.elementwise import relu, sigmoid, tanh
 from .._ops.linalg import linear
 from .._ops.reduction import _dtype_name
-from .._ops.reduction import log_softmax as _log_softmax
-from .._ops.reduction import softmax as _softmax
 from .._ops.shape import reduce_grad as _reduce_grad
+from .._ops.softmax import log_softmax as _log_softmax
+from .._ops.softmax import softmax as _softmax
 
 if typing.TYPE_CHECKING:
     from typing import Any

@@ -1,0 +1,119 @@
+"""The log-sum-exp family: logsumexp, softmax, log_softmax, each computed without overflow
+(shifted by the maximum along the reduced dims), with backward formulas in aiograd ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._registry import backward, op
+from ._util import CPU, Tensor, attach, edge_of, grad_enabled, like, needs_grad, save, wrap
+from .reduction import _dtype_name, _one_dim, _reduced_shape, axes_of, expand_reduced
+
+__all__ = ["logsumexp", "softmax", "log_softmax"]
+
+
+# ------------------------------------------------------------------------------ logsumexp
+@backward(saved=("x", "result"))
+def LogsumexpBackward0(self: Any, grads: list[Any]) -> Any:
+    x, result = self.x.unpack(self), self.result.unpack(self)
+    shape = x.data.shape
+    g = expand_reduced(grads[0], shape, self.axes, self.keepdim)
+    return (g * (x - expand_reduced(result, shape, self.axes, self.keepdim)).exp(),)
+
+
+def _stable_max(xp: Any, data: Any, axes: tuple[int, ...] | None) -> Any:
+    """The max over ``axes`` (kept), with infinities replaced by 0 so that shifting is safe."""
+    if data.size == 0:
+        return xp.zeros(_reduced_shape(data.shape, axes, True), dtype=data.dtype)
+    m = data.max(axis=axes, keepdims=True)
+    return xp.where(xp.isinf(m), 0, m).astype(data.dtype, copy=False)
+
+
+@op(LogsumexpBackward0)
+def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(input), dim))``, computed without overflow; integer inputs give float32."""
+    if input.data.dtype.kind != "f":
+        input = like(input.data.astype(np.float32), input)
+    data, xp = input.data, input._device.xp
+    axes = axes_of(dim, data.ndim)
+    m = _stable_max(xp, data, axes)
+    with np.errstate(divide="ignore", invalid="ignore"):  # host error state (numpy's warnings)
+        s = xp.exp(data - m).sum(axis=axes, keepdims=True)
+        res = xp.log(s) + m
+    out = like(res if keepdim else res.reshape(_reduced_shape(data.shape, axes, False)), input)
+    if needs_grad(input):
+        node = attach(LogsumexpBackward0((edge_of(input),)), out)
+        node.x, node.result = save(input), save(out, is_output=True)
+        node.axes, node.keepdim = axes, keepdim
+    return out
+
+
+# ------------------------------------------------------------------------------ softmax
+def _softmax_input(input: Tensor, dim: Any, dtype: Any, fname: str) -> tuple[Tensor, tuple[int, ...]]:
+    if dtype is not None:
+        input = input.to(dtype)
+    data = input.data
+    if data.dtype.kind != "f":
+        raise RuntimeError(f'"{fname}" not implemented for \'{_dtype_name(data.dtype)}\'')
+    return input, _one_dim(dim, data.ndim, fname)
+
+
+@backward(saved=("result",))
+def SoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
+    y, g = self.result.unpack(self), grads[0]
+    return (y * (g - (g * y).sum(self.axes, keepdim=True)),)
+
+
+@op(SoftmaxBackward0)
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """``exp(x) / sum(exp(x), dim)``, computed without overflow (``dtype`` casts first)."""
+    input, axes = _softmax_input(input, dim, dtype, "softmax")
+    data, xp = input.data, input._device.xp
+    with np.errstate(invalid="ignore"):
+        e = xp.exp(data - data.max(axis=axes, keepdims=True)) if data.size else data.copy()
+        out = like(e / e.sum(axis=axes, keepdims=True), input)
+    if needs_grad(input):
+        node = attach(SoftmaxBackward0((edge_of(input),)), out)
+        node.result, node.axes = save(out, is_output=True), axes
+    return out
+
+
+@backward(saved=("result",))
+def LogSoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
+    y, g = self.result.unpack(self), grads[0]
+    if not grad_enabled():
+        gd = g.data
+        return (like(gd - g._device.xp.exp(y.data) * gd.sum(self.axes, keepdims=True), g),)
+    return (g - y.exp() * g.sum(self.axes, keepdim=True),)
+
+
+@op(LogSoftmaxBackward0)
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """``x - logsumexp(x, dim)``, computed without overflow (``dtype`` casts first)."""
+    input, axes = _softmax_input(input, dim, dtype, "log_softmax")
+    data, xp = input.data, input._device.xp
+    if not data.size:
+        out = like(data.copy(), input)
+    else:
+        peak = data.max(axis=axes, keepdims=True)
+        if xp.isfinite(peak).all():
+            # The common case needs no errstate (entering one costs more than the math here).
+            shifted = data - peak
+            out = wrap(shifted - xp.log(xp.exp(shifted).sum(axis=axes, keepdims=True)))
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                shifted = data - peak
+                out = wrap(shifted - xp.log(xp.exp(shifted).sum(axis=axes, keepdims=True)))
+        if input._device is not CPU:
+            out._device = input._device
+    if needs_grad(input):
+        node = attach(LogSoftmaxBackward0((edge_of(input),)), out)
+        node.result, node.axes = save(out, is_output=True), axes
+    return out
+
+
+TENSOR_METHODS = {"logsumexp": logsumexp, "softmax": softmax, "log_softmax": log_softmax}
