@@ -190,6 +190,8 @@ def unary(row: Unary, module: str) -> tuple[UnaryOp, type[Node]]:
     else:
         on_cpu, compute = partial(forward, CPU.xp), forward
 
+    by_result, by_input = saves == "result", saves == "input"  # decided once, not per call
+
     def fn(input: Tensor) -> Tensor:
         dev = input._device
         if dev is CPU:
@@ -200,9 +202,9 @@ def unary(row: Unary, module: str) -> tuple[UnaryOp, type[Node]]:
         if needs_grad(input):
             # attach, then save: a saved output must already require grad (for create_graph)
             node: Any = attach(cls((edge_of(input),)), out)
-            if saves == "result":
+            if by_result:
                 node.result = save(out, is_output=True)
-            elif saves == "input":
+            elif by_input:
                 node.x = save(input)
         return out
 
