@@ -123,14 +123,19 @@ class Engine:
         parent = current_graph_task.get()
         worker = current_worker.get() if parent is not None else None
         if worker is not None and not parent.future.done():
-            queue, nesting = worker
-            depth, checkpoint_valid = parent.reentrant_depth + 1, parent.checkpoint_valid
+            queue, nesting = worker  # the queue its node is drained from; nested drives so far
+            graph_task = GraphTask(
+                keep_graph, create_graph, parent.reentrant_depth + 1, queue, settings.deterministic,
+                _device.non_cpu_devices_exist,
+            )
+            graph_task.checkpoint_valid = parent.checkpoint_valid and output_edges is None
         else:
-            parent, queue, nesting, depth, checkpoint_valid = None, ReadyQueue(), 0, 0, True
-        graph_task = GraphTask(
-            keep_graph, create_graph, depth, queue, settings.deterministic, _device.non_cpu_devices_exist
-        )
-        graph_task.checkpoint_valid = checkpoint_valid and output_edges is None
+            parent, nesting = None, 0
+            graph_task = GraphTask(
+                keep_graph, create_graph, 0, ReadyQueue(), settings.deterministic,
+                _device.non_cpu_devices_exist,
+            )
+            graph_task.checkpoint_valid = output_edges is None
         graph_task.executor = self.offload_executor("cpu")
         if graph_task.executor is not None:
             # Gradients smaller than this cannot make an elementwise node reach the threshold.
