@@ -43,3 +43,22 @@ def format_tensor(t: Tensor) -> str:
     elif t._requires_grad:
         extras.append("requires_grad=True")
     return prefix + ", ".join([body, *extras]) + ")"
+
+
+#: PyTorch's legacy tensor type names by dtype (``torch.FloatTensor``), as its error messages
+#: print them; aiograd prints ``aiograd.FloatTensor``.
+_LEGACY_NAMES = {
+    "float16": "HalfTensor", "bfloat16": "BFloat16Tensor", "float32": "FloatTensor",
+    "float64": "DoubleTensor", "int8": "CharTensor", "uint8": "ByteTensor", "int16": "ShortTensor",
+    "int32": "IntTensor", "int64": "LongTensor", "bool": "BoolTensor",
+    "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor",
+}
+
+
+def legacy_type_name(t: Tensor) -> str:
+    """``aiograd.FloatTensor`` (``aiograd.sim.FloatTensor`` off the CPU): the name PyTorch's
+    messages give a tensor's type (``Tensor.type()``)."""
+    kind = _LEGACY_NAMES.get(str(t.data.dtype), f"{t.data.dtype}Tensor")
+    device = t._device.type
+    return f"aiograd.{kind}" if device == "cpu" else f"aiograd.{device}.{kind}"
+

@@ -6,7 +6,9 @@ The storage (``NodeHooks``, ``RemovableHandle``, ``hooks_of``, ``add_hook``) is 
 node in ``aiograd._node`` and re-exported here; this module runs the hooks for the engine and
 registers the tensor hooks. Hooks may be plain functions or ``async def``; the engine awaits what
 they return when it is awaitable. Order at a node is PyTorch's (torch/csrc/autograd/engine.cpp,
-``call_function``): tensor hooks, retains-grad, node pre-hooks, apply, node post-hooks.
+``call_function``): tensor hooks, retains-grad, node pre-hooks, apply (for a leaf: accumulation,
+then post-accumulate-grad hooks), node post-hooks. What a hook returns is checked as PyTorch
+checks it (type, device, size, count), so a wrong gradient is an error, never silently summed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from ._format import legacy_type_name
 from ._node import NodeHooks, RemovableHandle, add_hook, grad_accumulator, hooks_of
 from ._tensor import Tensor
 
@@ -44,22 +47,48 @@ async def run_tensor_pre_hooks(hooks: NodeHooks, buffer: list[Any]) -> None:
                 break
             result = await _call(fn, grad)
             if result is not None:
-                buffer[output_nr] = _checked_hook_result(result, grad)
+                if not isinstance(result, Tensor):
+                    raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+                _check_value(grad, result, fn)
+                buffer[output_nr] = result
 
 
-def _checked_hook_result(result: Any, grad: Tensor) -> Tensor:
-    if not isinstance(result, Tensor):
-        raise TypeError(f"hook returned {type(result).__name__}, expected a Tensor or None")
-    if result.data.shape != grad.data.shape:
+def _hook_name(fn: Any) -> str:
+    return getattr(fn, "__name__", "<unknown>")
+
+
+def _check_value(original: Tensor, result: Tensor, fn: Any) -> None:
+    """A hook may replace a gradient only by one of the same type, device and size (PyTorch's
+    ``check_variable_result``, torch/csrc/autograd/python_hook.cpp): anything else would be
+    broadcast or cast into ``.grad`` silently."""
+    if result.data.dtype != original.data.dtype or result._device is not original._device:
         raise RuntimeError(
-            f"hook 'hook' has changed the size of value: expected {list(grad.data.shape)} but got "
-            f"{list(result.data.shape)}"
+            f"hook '{_hook_name(fn)}' has changed the type of value (was {legacy_type_name(original)} "
+            f"got {legacy_type_name(result)})"
         )
-    if result.data.dtype != grad.data.dtype:
+    if result.data.shape != original.data.shape:
+        raise RuntimeError(f"hook '{_hook_name(fn)}' has changed the size of value")
+
+
+def _checked_values(result: Any, originals: Any, fn: Any) -> list[Any]:
+    """The gradients a node hook returned, checked against the ones it was given as PyTorch
+    checks them (``_call_hooks``/``check_result``, torch/csrc/autograd/python_hook.cpp)."""
+    if not isinstance(result, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
+    if len(result) != len(originals):
         raise RuntimeError(
-            f"hook 'hook' has changed the type of value (was {grad.data.dtype} got {result.data.dtype})"
+            f"hook '{_hook_name(fn)}' has returned an incorrect number of values (got {len(result)}, "
+            f"but expected {len(originals)})"
         )
-    return result
+    for original, value in zip(originals, result):
+        if value is None:
+            continue
+        if original is None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
+        if not isinstance(value, Tensor):
+            raise TypeError(f"expected Variable, but hook returned '{type(value).__name__}'")
+        _check_value(original, value, fn)
+    return list(result)
 
 
 def run_retains_grad(hooks: NodeHooks, grads: list[Any]) -> None:
@@ -76,18 +105,21 @@ def run_retains_grad(hooks: NodeHooks, grads: list[Any]) -> None:
 
 
 async def run_pre_hooks(hooks: NodeHooks, buffer: list[Any]) -> list[Any]:
+    """Node pre-hooks ``fn(grad_outputs)``, in order; a returned tuple replaces the gradients."""
     for fn in _each(hooks.pre):
         result = await _call(fn, tuple(buffer))
         if result is not None:
-            buffer = list(result)
+            buffer = _checked_values(result, buffer, fn)
     return buffer
 
 
 async def run_post_hooks(hooks: NodeHooks, outputs: Any, inputs: list[Any]) -> Any:
+    """Node post-hooks ``fn(grad_inputs, grad_outputs)``, in order; a returned tuple replaces
+    ``grad_inputs``."""
     for fn in _each(hooks.post):
         result = await _call(fn, tuple(outputs), tuple(inputs))
         if result is not None:
-            outputs = tuple(result)
+            outputs = tuple(_checked_values(result, outputs, fn))
     return outputs
 
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .engine import Engine
     from .graph_task import GraphTask
 
-__all__ = ["OFFLOADED", "capture", "evaluate", "evaluate_slow"]
+__all__ = ["OFFLOADED", "capture", "evaluate", "evaluate_slow", "undefined_only"]
 
 #: What ``evaluate`` returns for a node it handed to an executor (its result comes back later,
 #: as a DONE NodeTask).
@@ -70,7 +70,10 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
             return OFFLOADED
     if exec_info is not None:
         capture(graph_task, exec_info[node].captures, buffer)
-    outputs = node.apply(buffer)
+    if buffer and buffer[0] is None and undefined_only(node, buffer):
+        outputs = (None,) * len(node.next_edges)
+    else:
+        outputs = node.apply(buffer)
     if not graph_task.keep_graph and node._saved:
         node.release_variables()
     engine.propagate(graph_task, node, outputs)
@@ -79,7 +82,8 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
 
 async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
     """``evaluate`` with everything around ``apply``, in PyTorch's order: tensor pre-hooks,
-    retains_grad, node pre-hooks, apply, node post-hooks, post-accumulate-grad hooks; with the
+    retains_grad, node pre-hooks, apply (for a leaf: accumulation, then post-accumulate-grad
+    hooks), node post-hooks; with the
     anomaly-mode NaN check and the current node recorded for anomaly reports."""
     hooks = node._hooks
     exec_info = graph_task.exec_info
@@ -107,26 +111,44 @@ async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffe
             buffer = await run_pre_hooks(hooks, buffer)
     anomaly_token = current_node.set(node) if graph_task.anomaly else None
     try:
-        outputs = node.apply(buffer)
-        if node.is_async:
-            outputs = await outputs
+        if buffer and buffer[0] is None and undefined_only(node, buffer):
+            outputs = (None,) * len(node.next_edges)
+        else:
+            outputs = node.apply(buffer)
+            if node.is_async:
+                outputs = await outputs
     finally:
         if anomaly_token is not None:
             current_node.reset(anomaly_token)
     if not graph_task.keep_graph and node._saved:
         node.release_variables()
     if hooks is not None:
-        if hooks.post:
-            outputs = await run_post_hooks(hooks, outputs, buffer)
+        # A leaf's post-accumulate-grad hooks are part of its AccumulateGrad's apply in
+        # PyTorch (accumulate_grad.h), so they run before the node's post-hooks.
         if hooks.post_accumulate and buffer[0] is not None:
             variable = node.variable  # type: ignore[attr-defined]  (AccumulateGrad)
             if variable is not None:
                 await run_post_accumulate_hooks(hooks, variable)
+        if hooks.post:
+            outputs = await run_post_hooks(hooks, outputs, buffer)
     if graph_task.check_nan:
         for i, out in enumerate(outputs):
             if out is not None and out._device.xp.isnan(out.data).any():
                 raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
     engine.propagate(graph_task, node, outputs)
+
+
+def undefined_only(node: Node, buffer: list[Any]) -> bool:
+    """True if every gradient ``node`` received is undefined (None) and it is a node that then
+    has nothing to compute: its inputs' gradients are all undefined too, without calling it (a
+    formula need not handle None). PyTorch's generated nodes behave so; a custom Function's
+    backward still runs, on materialized zeros or on the Nones (``runs_on_undefined``)."""
+    if node.runs_on_undefined:
+        return False
+    for grad in buffer:
+        if grad is not None:
+            return False
+    return True
 
 
 def capture(graph_task: GraphTask, captures: Any, buffer: list[Any]) -> None:
