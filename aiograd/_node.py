@@ -111,6 +111,10 @@ class Node:
     #: True when ``apply`` returns an awaitable (a custom Function with ``async def backward``):
     #: the engine awaits it.
     is_async = False
+    #: True for nodes whose ``apply`` runs even when every gradient it receives is undefined
+    #: (None): a custom Function's backward does (PyTorch materializes zeros for it); every other
+    #: node is skipped by the engine and passes undefined gradients on.
+    runs_on_undefined = False
     #: Names of SavedTensor attributes that ``release_variables`` frees.
     _saved: tuple[str, ...] = ()
 
@@ -178,7 +182,14 @@ class Node:
                 setattr(self, name, FREED)
 
     def __call__(self, *grads: Tensor | None) -> Any:
-        out = self.apply(list(grads))
+        """Run the node's formula on ``grads`` (one per output of its op, None for undefined),
+        as PyTorch's ``Node.__call__``: the input gradients, a tensor when there is one."""
+        if len(grads) != self.num_inputs:
+            raise TypeError(f"expected {self.num_inputs} arguments, got {len(grads)} instead")
+        if self.runs_on_undefined or any(g is not None for g in grads):
+            out = self.apply(list(grads))
+        else:  # all undefined: nothing to compute, as in the engine
+            out = (None,) * len(self.next_edges)
         return out[0] if len(out) == 1 else tuple(out)
 
     def __repr__(self) -> str:

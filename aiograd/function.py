@@ -128,6 +128,7 @@ class _FunctionBackward(_Node, FunctionCtx):
 
     _forward_cls: type[Function]
     _saved = ("saved_tensors",)  # non-empty: the engine calls release_variables after backward
+    runs_on_undefined = True  # backward gets zeros (or the Nones) for undefined gradients
 
     def __init__(self, next_edges: tuple[_Any, ...]) -> None:
         super().__init__(next_edges)
