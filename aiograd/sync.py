@@ -50,6 +50,7 @@ from ._anomaly import current_node as _current_node
 from ._autograd import GradientsLike as _GradientsLike
 from ._autograd import TensorOrTensors as _TensorOrTensors
 from ._engine import current_worker as _current_worker
+from ._engine.completion import release_frames as _release_frames
 from ._graph_context import current_graph_task as _current_graph_task
 from ._tensor import Tensor as _Tensor
 
@@ -225,6 +226,10 @@ def _submit(name: str, fn: _Callable[[], _Any]) -> tuple[_futures.Future[_Any], 
         return current.portal.start_task_soon(fn, name=f"aiograd.sync.{name}"), current.thread
 
 
+#: Modules whose frames an error crosses on its way back from the loop thread.
+_BRIDGE_MODULES = ("aiograd.", "anyio.", "asyncio.", "concurrent.futures.")
+
+
 def _call(name: str, function: _Callable[..., _Coroutine[_Any, _Any, _T]], *args: _Any) -> _T:
     """Run ``await function(*args)`` on the background loop and wait for its result."""
     _check_no_running_loop(name)
@@ -240,13 +245,17 @@ def _call(name: str, function: _Callable[..., _Coroutine[_Any, _Any, _T]], *args
             "aiograd.sync.shutdown(cancel=True), interpreter exit, or a CancelledError raised "
             "inside the backward)"
         ) from None
-    except BaseException:
+    except BaseException as exc:
         # Interrupted while waiting (KeyboardInterrupt, ...): stop the GraphTask, and wait until
         # it has, so that no .grad changes after the caller got the exception. A call that is
         # already done (its own error is being re-raised) cannot be cancelled.
         if future.cancel():
             while not finished.wait(0.1) and thread.is_alive():
                 pass
+        # The future holds the error and the frames that ran it hold the future: cleared, so
+        # the failed graph is freed by reference counting alone.
+        _release_frames(exc.__traceback__, _BRIDGE_MODULES)
+        del future
         raise
 
 

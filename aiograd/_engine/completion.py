@@ -19,11 +19,13 @@ from .._hooks import run_post_accumulate_hooks
 from .._node import AccumulateGrad
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from .._node import Edge, Node
     from .._tensor import Tensor
     from .graph_task import GraphTask
 
-__all__ = ["abandon", "complete", "fail", "staging_targets"]
+__all__ = ["abandon", "complete", "fail", "release_frames", "staging_targets"]
 
 
 async def complete(graph_task: GraphTask) -> None:
@@ -77,6 +79,22 @@ def fail(graph_task: GraphTask, exc: BaseException, node: Node | None) -> None:
     abandon(graph_task)
 
 
+def release_frames(tb: TracebackType | None, modules: tuple[str, ...] = ("aiograd._engine.",)) -> None:
+    """Clear the locals of the finished frames of ``modules`` in a traceback (its lines stay),
+    so an error that reaches the caller does not keep its GraphTask and graph alive through
+    them: those frames hold the GraphTask (or a future), which holds the error, which holds the
+    frames, a reference cycle only the garbage collector would break (PyTorch's frames are C++
+    and hold nothing). The user's own frames (hooks, Function backwards) keep their locals."""
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_globals.get("__name__", "").startswith(modules):
+            try:
+                frame.clear()
+            except RuntimeError:  # still running (the frame re-raising it)
+                pass
+        tb = tb.tb_next
+
+
 def abandon(graph_task: GraphTask) -> None:
     """``graph_task`` failed or was cancelled: its nodes awaited on device workers are
     cancelled, and every reentrant GraphTask nested in it fails (iteratively: they may be
@@ -101,15 +119,16 @@ def abandon(graph_task: GraphTask) -> None:
 
 
 def staging_targets(
+    root: Node,
     dependencies: dict[Node, int],
     output_edges: list[Edge] | None,
     inputs: tuple[Tensor, ...] | None,
 ) -> tuple[list[Edge], list[Any]]:
     """``backward(atomic=True)``: the edges to capture and, for each, what receives it. Without
-    ``inputs``, every leaf the graph reaches; with them, each input (a leaf's AccumulateGrad,
-    or the non-leaf tensor itself)."""
+    ``inputs``, every leaf the graph reaches (the root too: ``leaf.backward(g)``); with them,
+    each input (a leaf's AccumulateGrad, or the non-leaf tensor itself)."""
     if output_edges is None:
-        accumulators = [n for n in dependencies if type(n) is AccumulateGrad]
+        accumulators = [n for n in (root, *dependencies) if type(n) is AccumulateGrad]
         return [(n, 0) for n in accumulators], accumulators
     assert inputs is not None
     return output_edges, [

@@ -20,7 +20,7 @@ from .._grad_mode import _grad_enabled
 from .._node import GraphRoot
 from ..executors import Executor
 from . import settings
-from .completion import abandon, complete, fail, staging_targets
+from .completion import abandon, complete, fail, release_frames, staging_targets
 from .context import await_as, current_graph_task, current_worker, running, yield_to_loop
 from .devices import DeviceQueue
 from .evaluate import OFFLOADED, evaluate
@@ -83,7 +83,9 @@ class Engine:
             raise ValueError(f"max_reentrant_depth must be >= 0, got {max_reentrant_depth}")
         if nodes_per_turn is not None and nodes_per_turn < 1:
             raise ValueError(f"nodes_per_turn must be None or >= 1, got {nodes_per_turn}")
-        self.loop: asyncio.AbstractEventLoop = loop if loop is not None else asyncio.get_running_loop()
+        # Held weakly: the engine lives in a registry keyed weakly by its loop, and a strong
+        # reference back would keep every loop that ever ran a backward alive for good.
+        self._loop = weakref.ref(loop if loop is not None else asyncio.get_running_loop())
         self.executors: dict[str, Executor] = dict(executors or {})
         self.offload_threshold: float | None = offload_threshold
         self.stall_threshold: float = stall_threshold
@@ -150,15 +152,23 @@ class Engine:
         min_topo_nr = min((e[0].topological_nr for e in output_edges), default=0) if output_edges else 0
         graph_task.dependencies = compute_dependencies(root, min_topo_nr)
         if atomic:
-            output_edges, graph_task.staged = staging_targets(graph_task.dependencies, output_edges, staged_inputs)
+            output_edges, graph_task.staged = staging_targets(root, graph_task.dependencies, output_edges, staged_inputs)
             accumulate_grad = False  # captured, then committed on completion
         if output_edges is not None:
             graph_task.exec_info = init_to_execute(root, output_edges, accumulate_grad, min_topo_nr)
             graph_task.captured = [None] * len(output_edges)
         self.push(graph_task, root, buffer)
-        if parent is None:
+        if parent is not None:
+            return await run_reentrant(self, parent, graph_task, nesting)
+        try:
             return await self.drive(graph_task, 0)
-        return await run_reentrant(self, parent, graph_task, nesting)
+        except BaseException as exc:
+            # The error's traceback holds the engine's frames, whose locals hold the GraphTask,
+            # which holds the error: a reference cycle that would keep the whole graph (and
+            # anything in its nodes' metadata) alive until the garbage collector runs.
+            release_frames(exc.__traceback__)
+            del graph_task
+            raise
 
     # ------------------------------------------------------------------------------- the loop
     async def drive(self, graph_task: GraphTask, nesting: int) -> list[Tensor | None]:
@@ -337,6 +347,14 @@ class Engine:
             return None
         executor = self.executor(device_type)
         return None if executor.inline else executor
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop this engine serves."""
+        loop = self._loop()
+        if loop is None:
+            raise RuntimeError("the event loop of this aiograd Engine is gone")
+        return loop
 
     # ------------------------------------------------------------------------------- lifetime
     async def aclose(self) -> None:

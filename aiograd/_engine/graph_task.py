@@ -141,8 +141,8 @@ def init_to_execute(
     input's node is captured (``grad()``) or run (``backward(inputs=)``), and every node with a
     path to one is needed."""
     exec_info: dict[Node, ExecInfo] = {}
-    exec_info[root] = ExecInfo()
-    exec_info[root].needed = True
+    # The root is needed only if it leads to an input, like every other node: PyTorch does not
+    # run a root that cannot reach one (its tensor hooks still see the gradient).
     for index, (node, input_nr) in enumerate(output_edges):
         info = exec_info.get(node)
         if info is None:
