@@ -39,14 +39,15 @@ def _each(store: dict[int, Any]) -> Any:
 
 
 async def run_tensor_pre_hooks(hooks: NodeHooks, buffer: list[Any]) -> None:
-    """Tensor hooks of each output slot, in order; a returned tensor replaces the grad."""
+    """Tensor hooks of each output slot, in order; a returned tensor replaces the grad. As in
+    PyTorch, a hook also sees an undefined gradient (None), and may not replace it."""
     for output_nr, store in hooks.tensor_pre.items():
         for fn in _each(store):
             grad = buffer[output_nr]
-            if grad is None:
-                break
             result = await _call(fn, grad)
             if result is not None:
+                if grad is None:
+                    raise RuntimeError("can't replace a None gradient with a non-None value")
                 if not isinstance(result, Tensor):
                     raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
                 _check_value(grad, result, fn)
