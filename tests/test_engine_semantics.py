@@ -444,3 +444,28 @@ def test_a_failed_double_backward_awaited_on_a_loop_leaves_no_cycle():
     finally:
         gc.enable()
         loop.close()
+
+
+# ------------------------------------------------------------------ order across random graphs
+@requires_torch
+@pytest.mark.parametrize("seed", range(20))
+def test_tensor_hooks_fire_in_torchs_order_on_random_graphs(seed: int):
+    """Every intermediate result and leaf of a random program gets a tensor hook; the order in
+    which they fire (the order the engine runs their nodes) is torch's."""
+    from test_random_graphs import MENU, build, leaves_for, random_plan
+
+    rng = np.random.default_rng(300 + seed)
+    plan = random_plan(rng, 3, 10, smooth_only=False)
+    ours, theirs = leaves_for(rng, 3)
+    logs: list[list[int]] = []
+    for name, leaves in (("aiograd", ours), ("torch", theirs)):
+        lib = lib_of(name)
+        pool = build(lib, leaves, plan)
+        log: list[int] = []
+        for i, t in enumerate(pool):
+            if t.requires_grad:
+                t.register_hook(lambda g, i=i: log.append(i))
+        roots = [pool[-1].sum(), pool[-2].sum()] if len(pool) > 4 else [pool[-1].sum()]
+        backward(name, roots)
+        logs.append(log)
+    assert logs[0] == logs[1], [MENU[op][0] for op, _ in plan]
