@@ -464,7 +464,7 @@ def test_tensor_hooks_fire_in_torchs_order_on_random_graphs(seed: int):
         log: list[int] = []
         for i, t in enumerate(pool):
             if t.requires_grad:
-                t.register_hook(lambda g, i=i: log.append(i))
+                t.register_hook(lambda g, i=i, log=log: log.append(i))
         roots = [pool[-1].sum(), pool[-2].sum()] if len(pool) > 4 else [pool[-1].sum()]
         backward(name, roots)
         logs.append(log)
