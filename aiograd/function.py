@@ -46,6 +46,10 @@ from ._node import edge_of as _edge_of
 from ._saved import ERR_BACKWARD_TWICE as _ERR_BACKWARD_TWICE
 from ._saved import SavedTensor as _SavedTensor
 from ._tensor import Tensor as _Tensor
+from ._views import IN_CUSTOM_FUNCTION as _IN_CUSTOM_FUNCTION
+from ._views import MULTI_OUTPUT_NODE as _MULTI_OUTPUT_NODE
+from ._views import View as _View
+from ._views import make_view as _make_view
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
@@ -275,10 +279,41 @@ class Function:
             },
         )
 
+    def __init__(self, *args: _Any, **kwargs: _Any) -> None:
+        _warnings.warn(
+            f"{self.__class__} should not be instantiated. Methods on autograd functions are all "
+            "static, so you should invoke them on the class itself. Instantiating an autograd "
+            "function will raise an error in a future version of PyTorch.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+
+    def __call__(self, *args: _Any, **kwargs: _Any) -> _Any:
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use "
+            "new-style autograd function with static forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)"
+        )
+
     @staticmethod
     def forward(ctx: _Any, *args: _Any, **kwargs: _Any) -> _Any:
-        """Compute the outputs (a tensor or a tuple) from the inputs; runs under no_grad."""
+        """Compute the outputs (a tensor or a tuple) from the inputs; runs under no_grad.
+
+        Either ``forward(ctx, *args)``, or ``forward(*args)`` with :meth:`setup_context`.
+        """
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx: _Any, inputs: tuple[_Any, ...], output: _Any) -> _Any:
+        """Fill ``ctx`` from the inputs and the output, for a ``forward`` written without ``ctx``.
+
+        Define it to write ``forward(*args)`` (PyTorch 2's style): ``apply`` then calls
+        ``forward(*args)`` and ``setup_context(ctx, args, output)``, both under no_grad, before
+        the outputs get their history. ``inputs`` is the tuple of ``forward``'s arguments
+        (defaults filled in), ``output`` what ``forward`` returned. Every ``ctx`` method works
+        there as in ``forward``.
+        """
+        raise NotImplementedError("setup_context is not implemented.")
 
     @staticmethod
     def backward(ctx: _Any, *grad_outputs: _Any, **kwargs: _Any) -> _Any:
@@ -295,6 +330,14 @@ class Function:
     #: Another name for ``backward``: define one or the other.
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx: _Any, *grad_inputs: _Any) -> _Any:
+        """Forward-mode AD, which aiograd does not have: raises, as PyTorch's default does."""
+        raise NotImplementedError(
+            "You must implement the jvp function for custom autograd.Function to use it with "
+            "forward mode AD."
+        )
+
     @classmethod
     def _backward_fn(cls) -> _Callable[..., _Any]:
         if cls.backward is not Function.backward and cls.vjp is not Function.vjp:
@@ -308,12 +351,16 @@ class Function:
     def apply(cls, *args: _Any, **kwargs: _Any) -> _Any:
         """Run ``forward`` and record the node that calls ``backward`` during backward.
 
-        Keyword arguments that ``forward`` also accepts positionally count as inputs (like
-        PyTorch, which binds them); keyword-only ones are passed through as constants.
+        Keyword arguments bind to ``forward``'s positional parameters by name, as in PyTorch
+        (a keyword-only one is a TypeError); with :meth:`setup_context`, defaults are filled in.
         """
+        with_setup = cls.setup_context is not Function.setup_context
+        if with_setup:
+            bound = _inspect.signature(cls.forward).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, bound.kwargs
         if kwargs:
-            bound = _inspect.signature(cls.forward).bind(None, *args, **kwargs)
-            args, kwargs = bound.args[1:], bound.kwargs
+            args = _bind_keywords(cls.forward, args, kwargs, with_setup)
         is_tensor_input = tuple(isinstance(a, _Tensor) for a in args)
         needs_input_grad = tuple(t and a._requires_grad for t, a in zip(is_tensor_input, args))
         executable = any(needs_input_grad) and _grad_enabled_now()
@@ -328,14 +375,45 @@ class Function:
             )
         token = _grad_enabled.set(False)
         try:
-            raw = cls.forward(ctx, *args, **kwargs)
+            if with_setup:
+                raw = cls.forward(*args)
+                cls.setup_context(ctx, args, raw)
+            else:
+                raw = cls.forward(ctx, *args)
         finally:
             _grad_enabled.reset(token)
-        return _wrap_outputs(ctx, tensor_inputs, raw, executable)
+        return _wrap_outputs(ctx, tensor_inputs, raw, executable, with_setup)
 
 
-def _wrap_outputs(ctx: _FunctionBackward, inputs: list[_Tensor], raw: _Any, executable: bool) -> _Any:
-    """Give the outputs their history (PyTorch's ``_wrap_outputs``/``set_history``), then save."""
+_MISSING = object()
+
+
+def _bind_keywords(forward: _Any, args: tuple[_Any, ...], kwargs: dict[str, _Any], with_setup: bool) -> tuple[_Any, ...]:
+    """``apply``'s keyword arguments put at the positions of ``forward``'s parameters of those
+    names (after ``ctx``), with PyTorch's errors (``THPFunction_apply``): no default is filled
+    in, and keyword-only parameters cannot be given."""
+    params = list(_inspect.signature(forward).parameters.values())[0 if with_setup else 1 :]
+    positional = [p.name if p.kind is p.POSITIONAL_OR_KEYWORD else None for p in params
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    slots = list(args)
+    for name, value in kwargs.items():
+        if name not in positional:
+            raise TypeError(f"forward() got an unexpected keyword argument '{name}'")
+        position = positional.index(name)
+        if position < len(args):
+            raise TypeError(f"forward() got multiple values for argument '{name}'")
+        slots.extend([_MISSING] * (position + 1 - len(slots)))
+        slots[position] = value
+    for position, value in enumerate(slots):
+        if value is _MISSING:
+            raise TypeError(f"forward() missing required argument: '{positional[position]}' (position {position})")
+    return tuple(slots)
+
+
+def _wrap_outputs(
+    ctx: _FunctionBackward, inputs: list[_Tensor], raw: _Any, executable: bool, with_setup: bool
+) -> _Any:
+    """Give the outputs their history (PyTorch's ``_process_backward_mode_ad``), then save."""
     is_tuple = isinstance(raw, tuple)
     outputs = list(raw) if is_tuple else [raw]
     input_ids = {id(t) for t in inputs}
@@ -369,41 +447,43 @@ def _wrap_outputs(ctx: _FunctionBackward, inputs: list[_Tensor], raw: _Any, exec
         # Before any rebase: rebase_inplace refuses a view modified by a multi-output node.
         ctx.num_inputs = len(outputs)
 
+    saved_ids = {id(t) for t in ctx._to_save} if with_setup else set()
+    differentiable_outputs = 0
     for i, var in enumerate(outputs):
         if not isinstance(var, _Tensor):
             continue
         is_input = id(var) in input_ids
         is_modified = id(var) in dirty_ids
         differentiable = executable and id(var) not in non_diff_ids and var.data.dtype.kind == "f"
+        if is_input and not is_modified and id(var) in saved_ids and (differentiable or not var._requires_grad):
+            raise RuntimeError(_INPUT_RETURNED_AS_IS_SAVED)
         if not differentiable:
             if not var._requires_grad:
                 if is_input and not is_modified:
-                    var = var.detach()  # a new tensor sharing the data, as PyTorch's view_as_self
+                    var = _make_view(var, var.data)  # PyTorch's view_as_self
             elif is_input:
                 var = var.detach()
-            else:
+            elif type(var) is not _View:
                 var.grad_fn = None
                 var._requires_grad = False
         elif is_modified:
-            if var.grad_fn is None and var._requires_grad:
-                raise RuntimeError(
-                    "a leaf Variable that requires grad has been used in an in-place operation."
-                )
-            if not is_input:
-                _warnings.warn(
-                    "Only input Tensors should be given to ctx.mark_dirty(). If a Tensor is not an "
-                    "input, there is no need to pass it to mark_dirty().",
-                    UserWarning,
-                    stacklevel=3,
-                )
+            _check_dirty(var, is_input, len(outputs))
             _rebase(var, ctx, i)
         else:
             if is_input:
-                var = var.detach()
+                var = _make_view(var, var.data)  # PyTorch's view_as_self
             var._requires_grad = True
             var.grad_fn = ctx
             var.output_nr = i
+        if type(var) is _View and not (is_input and is_modified):
+            # The view+inplace logic would bypass the custom backward: PyTorch forbids it.
+            var._creation = _IN_CUSTOM_FUNCTION  # type: ignore[attr-defined]
+        differentiable_outputs += differentiable
         outputs[i] = var
+    if differentiable_outputs > 1:
+        for var in outputs:
+            if type(var) is _View:
+                var._creation = _MULTI_OUTPUT_NODE  # type: ignore[attr-defined]
 
     if executable:
         ctx._output_meta = tuple(
@@ -424,6 +504,44 @@ def _wrap_outputs(ctx: _FunctionBackward, inputs: list[_Tensor], raw: _Any, exec
         ctx._saved_variables = tuple(saved)
     ctx._to_save = ()
     return tuple(outputs) if is_tuple else outputs[0]
+
+
+_INPUT_RETURNED_AS_IS_SAVED = (
+    "An input that has been returned as-is as output is being saved for backward. This is not "
+    "supported if you override setup_context. You should return and save a view of the input "
+    "instead, e.g. with x.view_as(x) or setup ctx inside the forward function itself."
+)
+_MARK_DIRTY_NOT_INPUT = (
+    "ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have been "
+    "mutated should be passed to ctx.mark_dirty()."
+)
+_DIRTY_VIEW_OF_SEVERAL_OUTPUTS = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your Function "
+    "cannot return more than one Tensor. This is not supported by the current autograd engine. "
+    "You should either make sure the input is not a view (using .clone() for example) or make "
+    "your Function only return one Tensor (potentially splitting it into two Functions: one "
+    "doing the inplace that returns a single Tensor and a second one that does the other "
+    "operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do "
+    "this change."
+)
+
+
+def _check_dirty(var: _Tensor, is_input: bool, num_outputs: int) -> None:
+    """PyTorch's checks of a tensor given to ``mark_dirty``, in its order (``set_history``)."""
+    from ._ops._inplace_util import _recording
+
+    is_view = type(var) is _View
+    fn = var._fn if is_view else var.grad_fn  # type: ignore[attr-defined]
+    # In PyTorch a view requires grad with its base, even one made under no_grad.
+    if fn is None and (var._requires_grad or (is_view and var._base._requires_grad)):  # type: ignore[union-attr]
+        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+    if not is_input:
+        if is_view:  # a view of an intermediate of forward
+            raise RuntimeError(_MARK_DIRTY_NOT_INPUT)
+        _warnings.warn(_MARK_DIRTY_NOT_INPUT, UserWarning, stacklevel=4)
+    if is_view and num_outputs > 1:
+        raise RuntimeError(_DIRTY_VIEW_OF_SEVERAL_OUTPUTS)
+    _recording(var)  # PyTorch's check_inplace: the errors of views and of leaves
 
 
 def _bump_version(tensor: _Tensor) -> None:
