@@ -362,7 +362,7 @@ class Function:
         if kwargs:
             args = _bind_keywords(cls.forward, args, kwargs, with_setup)
         is_tensor_input = tuple(isinstance(a, _Tensor) for a in args)
-        needs_input_grad = tuple(t and a._requires_grad for t, a in zip(is_tensor_input, args))
+        needs_input_grad = tuple(t and _torch_requires_grad(a) for t, a in zip(is_tensor_input, args))
         executable = any(needs_input_grad) and _grad_enabled_now()
         tensor_inputs = [a for a in args if isinstance(a, _Tensor)]
         ctx = cls._backward_cls(tuple(_edge_of(a) for a in tensor_inputs) if executable else ())
@@ -383,6 +383,14 @@ class Function:
         finally:
             _grad_enabled.reset(token)
         return _wrap_outputs(ctx, tensor_inputs, raw, executable, with_setup)
+
+
+def _torch_requires_grad(tensor: _Tensor) -> bool:
+    """PyTorch's ``requires_grad``: a view made under no_grad requires grad with its base (it
+    still gets no gradient: its edge is None)."""
+    if tensor._requires_grad:
+        return True
+    return type(tensor) is _View and tensor._base._requires_grad  # type: ignore[union-attr]
 
 
 _MISSING = object()
@@ -532,8 +540,7 @@ def _check_dirty(var: _Tensor, is_input: bool, num_outputs: int) -> None:
 
     is_view = type(var) is _View
     fn = var._fn if is_view else var.grad_fn  # type: ignore[attr-defined]
-    # In PyTorch a view requires grad with its base, even one made under no_grad.
-    if fn is None and (var._requires_grad or (is_view and var._base._requires_grad)):  # type: ignore[union-attr]
+    if fn is None and _torch_requires_grad(var):
         raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
     if not is_input:
         if is_view:  # a view of an intermediate of forward
