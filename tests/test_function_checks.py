@@ -574,3 +574,32 @@ def test_a_function_used_under_no_grad_records_nothing_and_detaches_a_returned_i
             y = _returns(lib, lambda t: t).apply(x)
         results.append((y.requires_grad, y.grad_fn, y._base is x))
     assert results[0] == results[1] == (False, None, False)
+
+
+def test_an_input_returned_twice_gives_two_views_and_they_are_multi_output() -> None:
+    def build(lib: Any) -> type:
+        class Twice(base_class(lib)):  # type: ignore[misc]
+            @staticmethod
+            def forward(ctx: Any, x: Any) -> Any:
+                return x, x
+
+            @staticmethod
+            def backward(ctx: Any, g: Any, h: Any) -> Any:
+                return g + h * 10
+
+        return Twice
+
+    results = []
+    for lib in (ag, torch):
+        leaf = lib.tensor([1.0, 2.0], requires_grad=True)
+        x = leaf * 1
+        a, b = build(lib).apply(x)
+        backward(lib, (a + b).sum())
+        results.append((a is b, a._base is x, b._base is x, (a.output_nr, b.output_nr), leaf.grad.tolist()))
+    assert results[0] == results[1] == (False, True, True, (0, 1), [11.0, 11.0])
+
+    def scenario(lib: Any) -> Any:
+        a, _ = build(lib).apply(lib.tensor([1.0, 2.0], requires_grad=True) * 1)
+        return a.mul_(2)
+
+    assert_same_error(scenario, MULTI_OUTPUT)
