@@ -24,9 +24,18 @@ stored too only when it is not 0. ``detach()`` shares the counter and the array 
 (as in PyTorch). An in-place op on a view rebases the base (``CopySlices``, in
 ``aiograd/_ops/inplace.py``); ``view_index`` locates the view's elements in the base for it.
 
+Each view remembers how it was made, PyTorch's ``CreationMeta`` (``_creation``): under no_grad,
+as one of several outputs of one node (``split``, ``chunk``, ``unbind``, a custom Function with
+several differentiable outputs), or by a custom Function. A view of such a view inherits it. Such
+a view may not be modified in place while a gradient is involved, and once its base or another
+view of it was modified in place its ``grad_fn`` cannot be read: both raise PyTorch's error
+(``view_rebase_error``, PyTorch's ``handle_view_on_rebase``), since the rebase would give wrong
+gradients.
+
 Where aiograd differs: a view made under no_grad of a tensor that requires grad does not require
 grad (PyTorch says it does, though it gets no gradient); modifying it in place with grad mode on
-raises PyTorch's error all the same. Views do not follow a ``.data`` reassignment of their base.
+raises PyTorch's error all the same. ``inference_mode`` is ``no_grad`` here, so its views give the
+no_grad message. Views do not follow a ``.data`` reassignment of their base.
 """
 
 from __future__ import annotations
@@ -43,8 +52,13 @@ from ._tensor import Tensor
 
 __all__ = [
     "View", "make_view", "view_index", "regenerate_grad_fn", "move_retains_grad",
-    "AsStridedBackward0", "AsStridedScatterBackward0",
+    "AsStridedBackward0", "AsStridedScatterBackward0", "view_rebase_error",
+    "DEFAULT", "IN_CUSTOM_FUNCTION", "MULTI_OUTPUT_NODE", "NO_GRAD_MODE",
 ]
+
+# How a view was made (PyTorch's CreationMeta, torch/csrc/autograd/variable.h); all but DEFAULT
+# forbid modifying the view in place while a gradient is involved.
+DEFAULT, IN_CUSTOM_FUNCTION, MULTI_OUTPUT_NODE, NO_GRAD_MODE = 0, 1, 2, 3
 
 
 class View(Tensor):
@@ -53,10 +67,7 @@ class View(Tensor):
     _fn: Any = None  # the grad_fn as last set or regenerated
     _rg: bool = False  # requires_grad as set on the view itself
     _attr_version: int = 0  # the base's version when ``_fn`` was set
-    _no_grad_view: bool = False  # made under no_grad from a tensor that requires grad
-    #: "Output k of XBackward0" for one of several views made by one node (split, chunk,
-    #: unbind): PyTorch refuses to record an in-place op on those.
-    _multi_output: str | None = None
+    _creation: int = DEFAULT  # how the view was made (see the module docstring)
 
     @property
     def grad_fn(self) -> Any:  # type: ignore[override]
@@ -74,7 +85,13 @@ class View(Tensor):
 
     @property
     def _requires_grad(self) -> bool:  # type: ignore[override]
-        return self._rg or self.grad_fn is not None
+        # Without reading grad_fn (which may raise, see view_rebase_error): a regenerated
+        # grad_fn exists exactly when the base moved on and requires grad.
+        if self._rg or self._fn is not None:
+            return True
+        base: Tensor = self._base  # type: ignore[assignment]
+        vc = base._vc
+        return vc is not None and vc[0] != self._attr_version and base._requires_grad
 
     @_requires_grad.setter
     def _requires_grad(self, value: bool) -> None:
@@ -99,9 +116,20 @@ View.__name__ = View.__qualname__ = "Tensor"
 _new = object.__new__
 
 
-def make_view(input: Tensor, data: np.ndarray[Any, Any]) -> Tensor:
-    """Wrap ``data``, a numpy view of ``input.data``, as a view of ``input``'s root base."""
+def make_view(input: Tensor, data: np.ndarray[Any, Any], creation: int = DEFAULT) -> Tensor:
+    """Wrap ``data``, a numpy view of ``input.data``, as a view of ``input``'s root base.
+
+    ``creation``: MULTI_OUTPUT_NODE for the outputs of split and the like. Under no_grad it is
+    NO_GRAD_MODE; a view of a view that was not made by default keeps its base view's (PyTorch's
+    ``propagate_creation_meta``, where only inference mode wins over the new view's).
+    """
     out = _new(View)
+    if not grad_enabled():
+        creation = NO_GRAD_MODE
+    if type(input) is View and input._creation and not creation:  # type: ignore[attr-defined]
+        creation = input._creation  # type: ignore[attr-defined]
+    if creation:
+        out._creation = creation
     out.data = data
     if input._device is not CPU:
         out._device = input._device
@@ -124,6 +152,8 @@ def regenerate_grad_fn(view: View) -> Node | None:
     old = view._fn
     if old is None and not base._requires_grad:
         return None
+    if view._creation:
+        raise RuntimeError(view_rebase_error(view, True))
     node = AsStridedBackward0((edge_of(base),))
     node.shape, node.size = base.data.shape, base.data.size
     node.flat, node.overlap = view_index(view.data, base.data)
@@ -133,6 +163,47 @@ def regenerate_grad_fn(view: View) -> Node | None:
     if view._retains_grad:
         move_retains_grad(old, 0, node, 0)
     return node
+
+
+_TAILS = {
+    MULTI_OUTPUT_NODE: (
+        " This view is the output of a function that returns multiple views. Such functions do "
+        "not allow the output views to be modified inplace. You should replace the inplace "
+        "operation by an out-of-place one."
+    ),
+    NO_GRAD_MODE: (
+        " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
+        "your code by moving both the view and the inplace either both inside the no_grad block "
+        "(if you don't want the inplace to be tracked) or both outside (if you want the inplace "
+        "to be tracked)."
+    ),
+    IN_CUSTOM_FUNCTION: (
+        " This view was created inside a custom Function (or because an input was returned "
+        "as-is) and the autograd logic to handle view+inplace would override the custom backward "
+        "associated with the custom Function, leading to incorrect gradients. This behavior is "
+        "forbidden. You can fix this by cloning the output of the custom Function."
+    ),
+}
+
+
+def view_rebase_error(view: View, indirect: bool) -> str:
+    """PyTorch's message (``handle_view_on_rebase``) for a view that may not be rebased: it is
+    being modified in place, or (``indirect``) its base or another view of it was."""
+    modified = "its base or another view of its base has been" if indirect else "is being"
+    creation, fn = view._creation, view._fn
+    if fn is not None:
+        # PyTorch names the forward op: the node's name without "Backward" and its number.
+        op = fn.name().rstrip("0123456789").removesuffix("Backward")
+        head = f"Output {view.output_nr} of {op} is a view"
+    else:
+        head = "A view"
+    if creation == NO_GRAD_MODE or fn is None:
+        if fn is not None:
+            head += " of a view which"
+        message = f"{head} was created in no_grad mode and {modified} modified inplace with grad mode enabled."
+    else:
+        message = f"{head} and {modified} modified inplace."
+    return message + _TAILS.get(creation, "")
 
 
 def move_retains_grad(old: Node | None, old_nr: int, new: Node, new_nr: int) -> None:

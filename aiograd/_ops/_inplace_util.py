@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .._device import CPU, mixed_devices_error
-from .._views import View
+from .._views import View, view_rebase_error
 from ._util import Node, Tensor, grad_enabled, like
 from .elementwise import (
     to,
@@ -19,18 +19,6 @@ from .rebase import rebase_inplace
 
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF_ERROR = "a view of a leaf Variable that requires grad is being used in an in-place operation."
-NO_GRAD_VIEW_ERROR = (
-    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
-    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
-    "code by moving both the view and the inplace either both inside the no_grad block (if you "
-    "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
-    "tracked)."
-)
-MULTI_OUTPUT_VIEW_ERROR = (
-    " is a view and is being modified inplace. This view is the output of a function that "
-    "returns multiple views. Such functions do not allow the output views to be modified "
-    "inplace. You should replace the inplace operation by an out-of-place one."
-)
 OVERLAP_ERROR = (
     "unsupported operation: more than one element of the written-to tensor refers to a single "
     "memory location. Please clone() the tensor before performing the operation."
@@ -56,11 +44,9 @@ def _recording(self: Tensor, *operands: Any) -> bool:
                 break
     if type(self) is View:
         base: Tensor = self._base  # type: ignore[assignment]
-        if rec or base._requires_grad:
-            if self._no_grad_view:  # type: ignore[attr-defined]
-                raise RuntimeError(NO_GRAD_VIEW_ERROR)
-            if self._multi_output is not None:  # type: ignore[attr-defined]
-                raise RuntimeError(self._multi_output + MULTI_OUTPUT_VIEW_ERROR)  # type: ignore[attr-defined]
+        if rec or base._requires_grad:  # (in PyTorch a view requires grad with its base)
+            if self._creation:  # type: ignore[attr-defined]
+                raise RuntimeError(view_rebase_error(self, False))  # type: ignore[arg-type]
             if base.grad_fn is None and (base._requires_grad or self._requires_grad):
                 raise RuntimeError(VIEW_OF_LEAF_ERROR)
     elif rec and self._requires_grad and self.grad_fn is None:

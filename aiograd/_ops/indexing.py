@@ -106,8 +106,6 @@ def _take(input: Tensor, index: Index, cls: type[_TakeBackward]) -> Tensor:
     if needs_grad(input):
         node = attach(cls((edge_of(input),)), out)
         node.shape, node.index = input.data.shape, index
-    elif adv is None and input._requires_grad:
-        out._no_grad_view = True
     return out
 
 

@@ -9,8 +9,9 @@ no gradient is involved: that path is a numpy call and an increment.
 
 When a gradient is involved (grad mode on, and the tensor or an operand requires grad):
 
-- PyTorch's checks come first: a leaf that requires grad, a view of one, and a view made under
-  no_grad refuse to be modified.
+- PyTorch's checks come first: a leaf that requires grad and a view of one refuse to be
+  modified, and so do the views PyTorch forbids (made under no_grad, by split/chunk/unbind, by a
+  custom Function, or views of those: ``_views.view_rebase_error``).
 - The op is recorded as its out-of-place twin applied to the *old* version of the tensor: an alias
   that carries the tensor's current history (``_alias``; a copy of the data where the backward
   formula needs the old values, as PyTorch's ``original_self``). The twin's node (``MulBackward0``

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._views import make_view
+from .._views import MULTI_OUTPUT_NODE, make_view
 from ._registry import backward, op, variant
 from ._util import Node, Tensor, attach, common_device, edge_of, like, needs_grad, on, wrap
 from .indexing import getitem
@@ -160,16 +160,14 @@ def UnbindBackward0(self: Any, grads: list[Any]) -> Any:
 
 def _record(input: Tensor, pieces: list[Any], cls: type[Node], d: int) -> tuple[Tensor, ...]:
     """The pieces are views of ``input`` (they share its version counter); with a graph they are
-    outputs of one node, and PyTorch refuses in-place ops on such views (``_multi_output``)."""
-    outs = tuple(make_view(input, p) for p in pieces)
+    outputs of one node, and PyTorch refuses in-place ops on such views (MULTI_OUTPUT_NODE)."""
+    outs = tuple(make_view(input, p, MULTI_OUTPUT_NODE) for p in pieces)
     if needs_grad(input):
         node = cls((edge_of(input),))
         node.num_inputs = len(outs)  # type: ignore[misc]
         node.dim = d
         node.shapes = [o.data.shape for o in outs]
         attach(node, *outs)
-        for i, out in enumerate(outs):
-            out._multi_output = f"Output {i} of {node.name()}"  # type: ignore[attr-defined]
     return outs
 
 

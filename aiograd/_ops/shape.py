@@ -76,8 +76,6 @@ def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Ten
     if needs_grad(input):
         node = attach(ViewBackward0((edge_of(input),)), out)
         node.shape = input.data.shape
-    elif input._requires_grad and out._base is not None:
-        out._no_grad_view = True
     return out
 
 
@@ -130,8 +128,6 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
     if needs_grad(input):
         node = attach(PermuteBackward0((edge_of(input),)), out)
         node.dims = order
-    elif input._requires_grad:
-        out._no_grad_view = True
     return out
 
 
@@ -149,8 +145,6 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     if needs_grad(input):
         node = attach(TransposeBackward0((edge_of(input),)), out)
         node.dim0, node.dim1 = d0, d1
-    elif input._requires_grad:
-        out._no_grad_view = True
     return out
 
 
@@ -205,8 +199,6 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     if needs_grad(input):
         node = attach(cls((edge_of(input),)), out)
         node.shape = shape
-    elif input._requires_grad:
-        out._no_grad_view = True
     return out
 
 
@@ -224,8 +216,6 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     if needs_grad(input):
         node = attach(UnsqueezeBackward0((edge_of(input),)), out)
         node.dim = d
-    elif input._requires_grad:
-        out._no_grad_view = True
     return out
 
 
@@ -266,8 +256,6 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
     if needs_grad(input):
         node = attach(ExpandBackward0((edge_of(input),)), out)
         node.shape = shape
-    elif input._requires_grad:
-        out._no_grad_view = True
     return out
 
 

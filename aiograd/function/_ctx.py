@@ -1,0 +1,79 @@
+"""The ``ctx`` of a custom Function: what ``forward`` (or ``setup_context``) tells ``backward``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+from typing import cast as _cast
+
+from .._saved import ERR_BACKWARD_TWICE as _ERR_BACKWARD_TWICE
+from .._saved import SavedTensor as _SavedTensor
+from .._tensor import Tensor as _Tensor
+
+__all__ = ["FunctionCtx"]
+
+
+class FunctionCtx:
+    """The ``ctx`` of a custom :class:`Function`: what ``forward`` tells ``backward``.
+
+    Besides the methods below, any attribute may be set on it in ``forward`` and read in
+    ``backward`` (``ctx.k = k``). Keep tensors in ``save_for_backward`` instead: saved tensors are
+    checked against in-place changes, and saving an output does not make a reference cycle.
+    """
+
+    #: One bool per forward argument: True where it is a tensor that requires grad.
+    needs_input_grad: tuple[bool, ...] = ()
+    #: Whether None gradients reach ``backward`` as zeros (see ``set_materialize_grads``).
+    materialize_grads: bool = True
+
+    _to_save: tuple[_Any, ...] = ()
+    _dirty: tuple[_Any, ...] = ()
+    _non_differentiable: tuple[_Any, ...] = ()
+    _saved_variables: tuple[_SavedTensor | None, ...] = ()
+    _freed = False
+
+    if _TYPE_CHECKING:
+        # Any attribute may be set on ctx in ``forward`` and read in ``backward`` (``ctx.k = k``);
+        # these tell type checkers so, without changing attribute access at run time.
+        def __getattr__(self, name: str) -> _Any: ...
+        def __setattr__(self, name: str, value: _Any) -> None: ...
+
+    def save_for_backward(self, *tensors: _Tensor | None) -> None:
+        """Keep tensors (inputs, outputs or intermediates; None allowed) for ``backward``.
+
+        Call it once, in ``forward``; ``ctx.saved_tensors`` returns them. An in-place change to a
+        saved tensor before backward makes ``saved_tensors`` raise; they are freed after backward
+        unless the graph is retained.
+        """
+        self._to_save = tensors
+
+    @property
+    def saved_tensors(self) -> tuple[_Tensor, ...]:
+        """The tensors given to ``save_for_backward``, checked against in-place changes.
+
+        Typed as tensors, as in PyTorch: a None given to ``save_for_backward`` comes back as None.
+
+        Raises the "backward through the graph a second time" error once backward freed them.
+        """
+        if self._freed:
+            raise RuntimeError(_ERR_BACKWARD_TWICE)
+        node: _Any = self
+        saved = tuple(None if s is None else s.unpack(node) for s in self._saved_variables)
+        return _cast("tuple[_Tensor, ...]", saved)
+
+    def mark_dirty(self, *tensors: _Tensor) -> None:
+        """Declare the inputs that ``forward`` modified in place; it must return them.
+
+        Their version counters are bumped and they become outputs of this Function's node.
+        """
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors: _Tensor) -> None:
+        """Declare outputs that are not differentiable: they do not require grad, and their
+        gradients reach ``backward`` as zeros (or None without materialized grads)."""
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """Whether ``backward`` gets zeros (True, the default) or None for outputs that received
+        no gradient. Call it in ``forward``."""
+        self.materialize_grads = bool(value)
