@@ -38,10 +38,15 @@ def format_tensor(t: Tensor) -> str:
         )
     if data.dtype not in _IMPLIED:
         extras.append(f"dtype={data.dtype}")
-    if t.grad_fn is not None:
-        extras.append(f"grad_fn=<{t.grad_fn.name()}>")
-    elif t._requires_grad:
-        extras.append("requires_grad=True")
+    try:
+        grad_fn = t.grad_fn
+    except RuntimeError:  # a view that may no longer be used in autograd (its base changed)
+        extras.append("grad_fn=<Invalid>")
+    else:
+        if grad_fn is not None:
+            extras.append(f"grad_fn=<{grad_fn.name()}>")
+        elif t._requires_grad:
+            extras.append("requires_grad=True")
     return prefix + ", ".join([body, *extras]) + ")"
 
 

@@ -258,3 +258,13 @@ def test_no_grad_views_are_free_inside_no_grad_and_when_detached() -> None:
             w = y[:2]
         w.mul_(2)  # no gradient involved
         assert y.tolist() == [2.0, 2.0, 1.0]
+
+
+def test_repr_of_a_view_that_may_no_longer_be_used_says_invalid() -> None:
+    reprs = []
+    for lib in (ag, torch):
+        x = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True) * 1
+        first, _ = x.split(2)
+        x.mul_(2)
+        reprs.append(repr(first))
+    assert reprs[0] == reprs[1] == "tensor([2., 4.], grad_fn=<Invalid>)"
