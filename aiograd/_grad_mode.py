@@ -152,7 +152,7 @@ class enable_grad(_NoParamDecoratorContextManager):
         _exit_block(self)
 
 
-def _type_name(value: object) -> str:
+def argument_type_name(value: object) -> str:
     """The type name as CPython's ``tp_name`` shows it in torch's argument errors."""
     kind = type(value)
     return kind.__name__ if kind.__module__ in ("builtins", "__main__") else f"{kind.__module__}.{kind.__name__}"
@@ -169,7 +169,7 @@ class set_grad_enabled(_DecoratorContextManager):
 
     def __init__(self, mode: bool) -> None:
         if not isinstance(mode, bool):
-            raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not {_type_name(mode)}")
+            raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not {argument_type_name(mode)}")
         self.prev = _grad_enabled.get()
         self.mode = mode
         _grad_enabled.set(mode)

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import requires_torch, torch
 
 import aiograd as ag
-from helpers import requires_torch, torch
 
 
 def test_context_managers_nest_and_restore():
