@@ -20,19 +20,12 @@ import functools
 import inspect
 import warnings
 from collections.abc import Callable, Generator
-from typing import Any, Self, TypeVar, overload
+from typing import Any, Self, TypeVar, cast, overload
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode", "is_inference_mode_enabled"]
 
 _grad_enabled: contextvars.ContextVar[bool] = contextvars.ContextVar("aiograd_grad_enabled", default=True)
 _inference_enabled: contextvars.ContextVar[bool] = contextvars.ContextVar("aiograd_inference_mode", default=False)
-#: The ``with`` blocks open in this context, innermost last, each with the modes to restore. Kept
-#: per context (not on the instance) so that one instance entered by several tasks at once pairs
-#: every exit with its own task's entry.
-_open_blocks: contextvars.ContextVar[tuple[tuple[object, bool, bool], ...]] = contextvars.ContextVar(
-    "aiograd_open_grad_mode_blocks", default=()
-)
-
 #: Fast read used by every op on the hot path.
 grad_enabled = _grad_enabled.get
 
@@ -49,31 +42,21 @@ def is_inference_mode_enabled() -> bool:
     return _inference_enabled.get()
 
 
-def _enter_block(owner: object, grad: bool, inference: bool | None = None) -> None:
-    """Set the modes for ``owner``'s block, remembering this context's previous ones."""
-    _open_blocks.set((*_open_blocks.get(), (owner, _grad_enabled.get(), _inference_enabled.get())))
-    _grad_enabled.set(grad)
-    if inference is not None:
-        _inference_enabled.set(inference)
+def _reset_grad_mode(tokens: list[contextvars.Token[bool]], prev: bool) -> None:
+    """Undo the latest entry of a context manager whose entries left ``tokens``.
 
-
-def _exit_block(owner: object, restore_inference: bool = False) -> None:
-    """Restore the modes from before ``owner``'s innermost open block in this context.
-
-    A block entered in another context (a generator resumed by another task) has no entry here:
-    then, as in torch, the grad mode goes back to the one ``owner`` saw on entering."""
-    blocks = _open_blocks.get()
-    for index in range(len(blocks) - 1, -1, -1):
-        if blocks[index][0] is owner:
-            _, grad, inference = blocks[index]
-            _open_blocks.set(blocks[:index] + blocks[index + 1 :])
-            break
-    else:
-        grad = getattr(owner, "prev", _grad_enabled.get())
-        inference = _inference_enabled.get()
-    _grad_enabled.set(grad)
-    if restore_inference:
-        _inference_enabled.set(inference)
+    One instance may be entered by several tasks at once (each has its own context): an exit
+    resets the latest token made in its own context, the only ones it can reset. With none (a
+    generator resumed by another task), grad mode goes back to ``prev`` as in torch.
+    """
+    for index in range(len(tokens) - 1, -1, -1):
+        try:
+            _grad_enabled.reset(tokens[index])
+        except ValueError:  # made in another context
+            continue
+        del tokens[index]
+        return
+    _grad_enabled.set(prev)
 
 
 class _DecoratorContextManager:
@@ -93,8 +76,8 @@ class _DecoratorContextManager:
                 stacklevel=2,
             )
             cls = orig_func
-            return _decorate(self.clone, lambda *args, **kwargs: cls(*args, **kwargs))  # type: ignore[return-value]
-        return _decorate(self.clone, orig_func)
+            return cast(F, _decorate(self.clone, lambda *args, **kwargs: cls(*args, **kwargs)))
+        return cast(F, _decorate(self.clone, orig_func))
 
     def __enter__(self) -> None:
         raise NotImplementedError
@@ -118,8 +101,24 @@ class _NoParamDecoratorContextManager(_DecoratorContextManager):
 
     def __new__(cls, orig_func: F | None = None) -> Self | F:  # type: ignore[misc]
         if orig_func is None:
-            return super().__new__(cls)
+            instance = object.__new__(cls)
+            instance._tokens = []
+            return instance
         return cls()(orig_func)
+
+    _tokens: list[contextvars.Token[bool]]
+    prev: bool
+
+    def _exit(self) -> None:
+        tokens = self._tokens
+        if tokens:
+            try:  # the usual case: the latest entry, made in this context
+                _grad_enabled.reset(tokens[-1])
+                del tokens[-1]
+                return
+            except ValueError:
+                pass
+        _reset_grad_mode(tokens, self.prev)
 
 
 class no_grad(_NoParamDecoratorContextManager):
@@ -134,22 +133,24 @@ class no_grad(_NoParamDecoratorContextManager):
 
     def __enter__(self) -> None:
         self.prev = _grad_enabled.get()
-        _enter_block(self, False)
+        self._tokens.append(_grad_enabled.set(False))
 
     def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
-        _exit_block(self)
+        self._exit()
 
 
 class enable_grad(_NoParamDecoratorContextManager):
     """Enable graph recording inside a ``no_grad`` block; also a decorator, with or without
     parentheses."""
 
+    prev = True
+
     def __enter__(self) -> None:
         self.prev = _grad_enabled.get()
-        _enter_block(self, True)
+        self._tokens.append(_grad_enabled.set(True))
 
     def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
-        _exit_block(self)
+        self._exit()
 
 
 def argument_type_name(value: object) -> str:
@@ -205,16 +206,31 @@ class inference_mode(_DecoratorContextManager):
     def __new__(cls, mode: bool = True) -> Self:
         if isinstance(mode, bool):
             return super().__new__(cls)
-        return cls()(mode)  # type: ignore[no-any-return]
+        return cls()(mode)
 
     def __init__(self, mode: bool = True) -> None:
         self.mode = mode
+        self._prev = True
+        self._tokens: list[contextvars.Token[bool]] = []
+        self._inference_tokens: list[contextvars.Token[bool]] = []
 
     def __enter__(self) -> None:
-        _enter_block(self, not self.mode, self.mode)
+        self._prev = _grad_enabled.get()
+        self._inference_tokens.append(_inference_enabled.set(self.mode))
+        self._tokens.append(_grad_enabled.set(not self.mode))
 
     def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
-        _exit_block(self, restore_inference=True)
+        grad_tokens, inference_tokens = self._tokens, self._inference_tokens
+        entries = len(grad_tokens)
+        _reset_grad_mode(grad_tokens, self._prev)
+        if len(grad_tokens) < entries:  # an entry of this context: its inference token too
+            for index in range(len(inference_tokens) - 1, -1, -1):
+                try:
+                    _inference_enabled.reset(inference_tokens[index])
+                except ValueError:
+                    continue
+                del inference_tokens[index]
+                break
 
     def clone(self) -> Self:
         """A copy with the same mode."""
