@@ -465,3 +465,27 @@ async def test_one_instance_entered_by_concurrent_tasks():
     assert await first == (False, True)
     leave[1].set()
     assert await second == (False, True)
+
+
+@requires_torch
+async def test_backward_inside_a_decorated_coroutine_on_concurrent_tasks():
+    @ag.no_grad
+    async def step(w: ag.Tensor) -> tuple[object, ...]:
+        with ag.enable_grad():
+            loss = (w * w * w).sum()
+            await asyncio.sleep(0)
+            (g,) = await ag.grad(loss, [w], create_graph=True)
+            (gg,) = await ag.grad(g.sum(), [w])
+        return g.detach().tolist(), gg.tolist(), (w * 2).requires_grad
+
+    @torch.no_grad()
+    def torch_step(w: Any) -> tuple[object, ...]:
+        with torch.enable_grad():
+            (g,) = torch.autograd.grad((w * w * w).sum(), [w], create_graph=True)
+            (gg,) = torch.autograd.grad(g.sum(), [w])
+        return g.detach().tolist(), gg.tolist(), (w * 2).requires_grad
+
+    w = ag.tensor([1.0, -2.0], requires_grad=True)
+    expected = torch_step(torch.tensor([1.0, -2.0], dtype=torch.float64, requires_grad=True))
+    assert await asyncio.gather(step(w), step(w)) == [expected, expected]
+    assert ag.is_grad_enabled()
