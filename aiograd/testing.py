@@ -95,6 +95,10 @@ def _check_inputs(inputs: _Sequence[_Any]) -> None:
 
 
 # ------------------------------------------------------------------------------------ numerical
+def _is_floating(output: _Any) -> bool:
+    return bool(_np.issubdtype(output.data.dtype, _np.floating))
+
+
 def _check_same_dtype_and_shape(a: _Array, b: _Array, eps: float, index: tuple[int, ...]) -> None:
     if a.shape != b.shape:
         raise AssertionError(
@@ -116,7 +120,8 @@ async def _numerical(
     jacobians: list[list[_Array]] = []
     for i in _differentiable(inputs):
         x = inputs[i].data  # perturbed in place element by element (any strides), then restored
-        jac = [_np.zeros((x.size, o.data.size), dtype=o.data.dtype) for o in outputs]
+        # Only floating outputs are differentiated (torch's too); the others keep zeros.
+        jac = [_np.zeros((x.size, o.data.size), dtype=o.data.dtype if _is_floating(o) else _np.float64) for o in outputs]
         for flat, k in enumerate(_np.ndindex(x.shape)):
             orig = x[k]
             x[k] = orig - eps
@@ -126,7 +131,8 @@ async def _numerical(
             x[k] = orig
             for o, (a, b) in enumerate(zip(before, after)):
                 _check_same_dtype_and_shape(a, b, eps, k)
-                jac[o][flat] = ((b - a) / (2 * eps)).reshape(-1)
+                if _is_floating(outputs[o]):
+                    jac[o][flat] = ((b - a) / (2 * eps)).reshape(-1)
         jacobians.append(jac)
     return jacobians
 
