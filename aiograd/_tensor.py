@@ -19,6 +19,7 @@ import numpy as np
 
 from ._device import CPU, device
 from ._format import format_tensor
+from ._grad_mode import argument_type_name, grad_enabled
 from ._tensor_api import TensorMethods
 
 if TYPE_CHECKING:
@@ -205,7 +206,7 @@ class Tensor(TensorMethods):
         """
         if force:
             return self.detach().cpu().data
-        if self._requires_grad:
+        if self._requires_grad and grad_enabled():  # torch allows it under no_grad
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
             )
@@ -282,7 +283,20 @@ class Tensor(TensorMethods):
         return self._base is not None
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        """Set ``requires_grad`` in place and return self."""
+        """Set ``requires_grad`` in place and return self.
+
+        As in torch, only ``False`` is refused on a non-leaf (which requires grad already).
+        """
+        if not isinstance(requires_grad, bool):
+            raise TypeError(
+                "requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
+                f"{argument_type_name(requires_grad)}"
+            )
+        if requires_grad and self.grad_fn is not None:
+            return self
+        if requires_grad and not is_floating(self.data.dtype):
+            # torch's words here differ from the setter's and the constructor's
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
         return self
 

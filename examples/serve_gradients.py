@@ -14,7 +14,10 @@ API (JSON in and out):
   class is used. Returns ``{"output": [[logits]], "predicted": [...], "target": [...],
   "saliency": [[...]]}``, where ``saliency[n][i]`` is ``d output[n][target[n]] / d input[n][i]``.
 - ``GET /health``: ``{"status": "ok", ...}`` with the model's shape and accuracy.
-- ``GET /stats``: the engine's ``aiograd.get_engine().statistics()`` and the server's counters.
+- ``GET /stats``: the engine's ``aiograd.get_engine().statistics()`` and the server's counters:
+  ``status_<code>`` per answer sent, ``rows``, ``in_flight``, ``max_in_flight``, and
+  ``client_disconnected`` for clients that went away before sending their whole body (a client
+  event, logged at INFO: no answer, no status counted).
 
 Bad requests get ``{"error": "..."}`` naming the problem: 400 for a body that is not a JSON
 object, 422 for a JSON object with a missing or unknown field, a wrong shape, a value that is not
@@ -255,11 +258,23 @@ async def json_errors(request: web.Request, handler: Any) -> web.StreamResponse:
             405: f"method {request.method} not allowed on {request.path}",
         }.get(exc.status, exc.text or exc.reason)
         response = _error(exc.status, message)
-    except Exception:
+    except Exception as exc:
+        if isinstance(exc, ConnectionResetError) and _client_gone(request):
+            # The client closed its connection while sending the body: its doing, not a server
+            # error. No answer can reach it (aiohttp's attempt to send this one fails quietly).
+            counters["client_disconnected"] += 1
+            log.info("client disconnected during %s %s", request.method, request.path)
+            return web.Response(status=499, reason="Client Closed Request")
         log.exception("error handling %s %s", request.method, request.path)
         response = _error(500, "internal server error")
     counters[f"status_{response.status}"] += 1
     return response
+
+
+def _client_gone(request: web.Request) -> bool:
+    """Whether the request's connection is closed (aiohttp drops the transport when it is lost)."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 async def handle_saliency(request: web.Request) -> web.Response:

@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import importlib.util
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -295,3 +296,47 @@ def test_command_lines_spawn_serve_and_stop():
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"20 ok, 0 errors in [\d.]+ s: \d+ requests/s, latency p50 [\d.]+ ms, "
                      r"p99 [\d.]+ ms", result.stdout), result.stdout
+
+
+# ------------------------------------------------------------------- clients that go away early
+@pytest.mark.parametrize("sent", [b"", b'{"input": [[0.5, '], ids=["no body", "part of the body"])
+async def test_client_disconnecting_mid_body_is_a_client_event(model, caplog, sent: bytes):
+    app = serve.make_app(model, max_rows=MAX_ROWS, max_body_bytes=MAX_BODY)
+    started, handled = asyncio.Event(), asyncio.Event()
+
+    @aiohttp.web.middleware
+    async def signal_when_handled(request, handler):  # outermost: ends after json_errors
+        started.set()
+        try:
+            return await handler(request)
+        finally:
+            handled.set()
+
+    app.middlewares.insert(0, signal_when_handled)
+    runner, base = await serve.start(app)
+    try:
+        host, port = base.removeprefix("http://").rsplit(":", 1)
+        caplog.set_level("INFO")
+        reader, writer = await asyncio.open_connection(host.strip("[]"), int(port))
+        writer.write(b"POST /saliency HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 1000\r\n\r\n" + sent)
+        await writer.drain()
+        await asyncio.wait_for(started.wait(), timeout=30)  # the handler is waiting for the body
+        writer.close()  # 1000 bytes announced, fewer sent
+        await writer.wait_closed()
+        await asyncio.wait_for(handled.wait(), timeout=30)
+        counters = dict(app[serve.COUNTERS])
+        assert counters["client_disconnected"] == 1 and counters["in_flight"] == 0
+        assert not [name for name in counters if name.startswith("status_")]  # no answer counted
+        assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+        assert [r.getMessage() for r in caplog.records if r.name == "serve_gradients"] == [
+            "client disconnected during POST /saliency"
+        ]
+        async with aiohttp.ClientSession() as s:  # the server goes on serving
+            status, _ = await _post(s, base, {"input": [_row()]})
+            async with s.get(f"{base}/stats") as r:
+                server = (await r.json())["server"]
+        assert status == 200 and server["client_disconnected"] == 1 and server["status_200"] == 1
+        assert not any(name.startswith("status_5") for name in server)
+    finally:
+        await runner.cleanup()

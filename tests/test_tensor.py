@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
+from helpers import requires_torch, torch
 
 import aiograd as ag
 
@@ -19,7 +22,8 @@ def test_requires_grad_needs_floating_point():
     message = "Only Tensors of floating point dtype can require gradients"
     with pytest.raises(RuntimeError, match=message):
         ag.tensor([1, 2], requires_grad=True)
-    with pytest.raises(RuntimeError, match=message):
+    # torch words it differently here (lower-case "only"): see the torch comparison further down
+    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can require gradients"):
         ag.tensor([1, 2]).requires_grad_()
 
 
@@ -136,3 +140,56 @@ def test_inference_mode_and_like_factories():
         assert (x * 2.0).requires_grad
     assert ag.full_like(x, 7.0).tolist() == [7.0, 7.0]
     assert ag.empty_like(x).shape == (2,) and ag.rand_like(x).dtype == np.float64
+
+
+def _outcome(call: Any) -> object:
+    """What ``call`` gave: its value, or the exception's type and words."""
+    try:
+        return call()
+    except Exception as exc:  # noqa: BLE001 - compared with torch's
+        return type(exc).__name__, str(exc)
+
+
+def _requires_grad_on_a_non_leaf(m: Any) -> list[object]:
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2.0
+    seen: list[object] = [
+        _outcome(lambda: y.requires_grad_() is y),
+        _outcome(lambda: y.requires_grad_(True).requires_grad),
+        _outcome(lambda: y.requires_grad_(False)),
+        y.requires_grad, y.grad_fn is not None,
+        _outcome(lambda: y.requires_grad_(1)),
+        _outcome(lambda: x.requires_grad_(0.0)),
+        _outcome(lambda: x.requires_grad_(None)),
+        _outcome(lambda: m.tensor([1, 2]).requires_grad_()),
+        _outcome(lambda: m.tensor([1, 2]).requires_grad_(False).requires_grad),
+        _outcome(lambda: x.requires_grad_(False).requires_grad),
+    ]
+    with m.no_grad():
+        made_without_grad = x * 2.0
+    seen.append(_outcome(lambda: (made_without_grad.requires_grad_().requires_grad, made_without_grad.is_leaf)))
+    return seen
+
+
+@requires_torch
+def test_requires_grad_on_a_non_leaf_refuses_only_false_like_torch():
+    assert _requires_grad_on_a_non_leaf(ag) == _requires_grad_on_a_non_leaf(torch)
+
+
+def _numpy_of_a_tensor_that_requires_grad(m: Any) -> list[object]:
+    x = m.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3.0
+    seen: list[object] = [_outcome(lambda: x.numpy()), _outcome(lambda: np.asarray(y))]
+    for mode in (m.no_grad(), m.inference_mode(), m.set_grad_enabled(False)):
+        with mode:
+            seen += [_outcome(lambda: x.numpy().tolist()), _outcome(lambda: np.asarray(y).tolist())]
+            x.numpy()[0] = 5.0  # the array is shared, not copied
+    seen.append(x.detach().numpy().tolist())
+    with m.no_grad(), m.enable_grad():
+        seen.append(_outcome(lambda: y.numpy()))
+    return seen
+
+
+@requires_torch
+def test_numpy_is_allowed_under_no_grad_like_torch():
+    assert _numpy_of_a_tensor_that_requires_grad(ag) == _numpy_of_a_tensor_that_requires_grad(torch)
