@@ -33,9 +33,9 @@ __all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
 
 _Array = _np.ndarray[_Any, _Any]
 
-#: torch's default is True. aiograd's backward formulas do not take undefined (None) gradients
-#: yet, so the check is opt-in until they do.
-_CHECK_UNDEFINED_GRAD_DEFAULT = False
+#: torch's default: the engine passes undefined (None) gradients through a node that gets only
+#: those, and multi-output formulas take a None among their gradients.
+_CHECK_UNDEFINED_GRAD_DEFAULT = True
 
 _FAILED_NONDET_MSG = """\n
 NOTE: If your op relies on non-deterministic operations i.e., it is listed here:
