@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Tensor"]
 
-_FLOAT_ERROR = "Only Tensors of floating point dtype can require gradients"
+_FLOAT_ERROR = "Only Tensors of floating point and complex dtype can require gradients"
 
 
 def is_tensor(obj: Any) -> bool:
@@ -69,7 +69,9 @@ class Tensor(TensorMethods):
     def __init__(self, data: Any, requires_grad: bool = False) -> None:
         self.data = np.asarray(data)
         if requires_grad:
-            self.requires_grad = True
+            if not is_floating(self.data.dtype):
+                raise RuntimeError(_FLOAT_ERROR)
+            self._requires_grad = True
 
     @classmethod
     def _wrap(cls, data: Any) -> Tensor:
@@ -87,13 +89,16 @@ class Tensor(TensorMethods):
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
         if self.grad_fn is not None:
+            if value:  # PyTorch's shorter words when asking for what it already has
+                raise RuntimeError("you can only change requires_grad flags of leaf variables.")
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use a "
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach()."
             )
         if value and not is_floating(self.data.dtype):
-            raise RuntimeError(_FLOAT_ERROR)
+            # the setter's words (lower case), not the constructor's (_FLOAT_ERROR)
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad = bool(value)
 
     @property

@@ -19,9 +19,11 @@ def test_dtype_follows_numpy():
 
 
 def test_requires_grad_needs_floating_point():
-    message = "Only Tensors of floating point dtype can require gradients"
+    message = "Only Tensors of floating point and complex dtype can require gradients"
     with pytest.raises(RuntimeError, match=message):
         ag.tensor([1, 2], requires_grad=True)
+    with pytest.raises(RuntimeError, match="^only Tensors of floating point and complex dtype can require gradients$"):
+        ag.tensor([1, 2]).requires_grad = True
     # torch words it differently here (lower-case "only"): see the torch comparison further down
     with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can require gradients"):
         ag.tensor([1, 2]).requires_grad_()
@@ -29,8 +31,10 @@ def test_requires_grad_needs_floating_point():
 
 def test_requires_grad_only_on_leaves():
     y = ag.tensor([1.0], requires_grad=True) * 2.0
-    with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf variables"):
+    with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf variables. If you"):
         y.requires_grad = False
+    with pytest.raises(RuntimeError, match="^you can only change requires_grad flags of leaf variables.$"):
+        y.requires_grad = True
 
 
 def test_attributes():
