@@ -1,10 +1,15 @@
 """Activation checkpointing (``aiograd.utils.checkpoint``): gradients equal to the plain graph's
-and to ``torch.utils.checkpoint`` (use_reentrant=True), the graph a checkpoint leaves, random
-state on recomputation, PyTorch's errors and warnings, nesting and concurrent backward calls."""
+and to ``torch.utils.checkpoint``, for both variants (``use_reentrant=True``, and False built on
+saved-tensor hooks), the graph a checkpoint leaves, random state on recomputation, PyTorch's
+errors and warnings, nesting and concurrent backward calls, and what stays in memory.
+
+``checkpoint``/``checkpoint_sequential`` here default to the reentrant variant (the tests written
+for it); the tests of both pass ``use_reentrant=reentrant``."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import re
 import warnings
@@ -18,21 +23,25 @@ from helpers import requires_torch, rng, to_torch, torch
 
 import aiograd as ag
 import aiograd.nn.functional as F
+from aiograd import _checkpoint as ckpt_impl
 from aiograd import _factories
 from aiograd._checkpoint import (
     ERR_CHECKPOINT_INVALID,
     ERR_NO_OUTPUT_REQUIRES_GRAD,
     WARN_NO_INPUT_REQUIRES_GRAD,
 )
-from aiograd.utils.checkpoint import checkpoint, checkpoint_sequential
+from aiograd.utils import checkpoint as ckpt
+
+checkpoint = functools.partial(ckpt.checkpoint, use_reentrant=True)
+checkpoint_sequential = functools.partial(ckpt.checkpoint_sequential, use_reentrant=True)
 
 if torch is not None:
     import torch.utils.checkpoint as torch_checkpoint
 
 INVALID = (
     "When use_reentrant=True, aiograd.checkpoint is incompatible with .grad() or passing an "
-    "`inputs` parameter to .backward(). To resolve this error, call .backward() without passing "
-    "the `inputs` argument."
+    "`inputs` parameter to .backward(). To resolve this error, you can either set "
+    "use_reentrant=False, or call .backward() without passing the `inputs` argument."
 )
 
 
@@ -444,17 +453,12 @@ async def test_backward_with_inputs_is_refused_verbatim():
 
 
 @requires_torch
-async def test_invalid_message_is_torchs_without_the_non_reentrant_advice():
+async def test_invalid_message_is_torchs():
     x = to_torch(X)
     y = torch_checkpoint.checkpoint(lambda h: h.tanh(), x, use_reentrant=True)
     with pytest.raises(RuntimeError) as info:
         torch.autograd.grad(y.sum(), x)
-    expected = (
-        str(info.value)
-        .replace("torch.utils.checkpoint", "aiograd.checkpoint")
-        .replace(" you can either set use_reentrant=False, or", "")
-    )
-    assert expected == INVALID
+    assert str(info.value).replace("torch.utils.checkpoint", "aiograd.checkpoint") == INVALID
 
 
 async def test_unexpected_keyword_arguments():
@@ -468,17 +472,46 @@ async def test_unexpected_keyword_arguments():
             torch_checkpoint.checkpoint(lambda h: h, to_torch(X), use_reentrant=True, alpha=1, beta=2)
 
 
-async def test_use_reentrant_false_is_not_implemented():
+def _warnings_of(call: Callable[[], Any]) -> list[warnings.WarningMessage]:
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        call()
+    return record
+
+
+async def test_use_reentrant_left_out_warns_as_torch_at_the_users_line():
+    """PyTorch 2.13 warns and takes the reentrant variant; the warning names the caller's line
+    (torch's names a line of its own dynamo wrapper for ``checkpoint``)."""
     x = ag.tensor(X, requires_grad=True)
-    with pytest.raises(NotImplementedError, match=r"only the reentrant variant.*use_reentrant=True"):
-        checkpoint(lambda h: h, x, use_reentrant=False)
-    with pytest.raises(NotImplementedError, match="only the reentrant variant"):
-        checkpoint_sequential([lambda h: h], 1, x, use_reentrant=False)
-    # None and True are the same thing, and warn nothing (torch warns for None).
+    got = _warnings_of(lambda: ckpt.checkpoint(lambda h: h * 2, x))
+    assert [str(w.message) for w in got] == [ckpt_impl.WARN_USE_REENTRANT]
+    assert got[0].filename == __file__ and got[0].category is UserWarning
+    got = _warnings_of(lambda: ckpt.checkpoint_sequential([lambda h: h * 2] * 2, 2, x))
+    assert [str(w.message) for w in got] == [ckpt_impl.WARN_USE_REENTRANT_SEQUENTIAL]
+    assert got[0].filename == __file__
+    # Passing it explicitly warns nothing, either way.
+    for reentrant in (True, False):
+        assert _warnings_of(lambda: ckpt.checkpoint(lambda h: h * 2, x, use_reentrant=reentrant)) == []
+        assert _warnings_of(
+            lambda: ckpt.checkpoint_sequential([lambda h: h * 2] * 2, 2, x, use_reentrant=reentrant)
+        ) == []
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        checkpoint(lambda h: h * 2, x)
-        checkpoint(lambda h: h * 2, x, use_reentrant=True)
+        warnings.simplefilter("ignore")
+        assert ckpt.checkpoint(lambda h: h * 2, x).grad_fn.name() == "CheckpointFunctionBackward"
+    if torch is not None:
+        tx = to_torch(X)
+        want = _warnings_of(lambda: torch_checkpoint.checkpoint(lambda h: h * 2, tx))
+        assert [str(w.message).replace("torch.utils.checkpoint", "aiograd.checkpoint") for w in want] == [
+            ckpt_impl.WARN_USE_REENTRANT
+        ]
+        want = _warnings_of(lambda: torch_checkpoint.checkpoint_sequential([lambda h: h * 2] * 2, 2, tx))
+        assert [str(w.message).replace("torch.utils.checkpoint", "aiograd.checkpoint") for w in want] == [
+            ckpt_impl.WARN_USE_REENTRANT_SEQUENTIAL
+        ]
+        # Left out means the reentrant variant in torch too.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert torch_checkpoint.checkpoint(lambda h: h * 2, tx).grad_fn.name() == "CheckpointFunctionBackward"
 
 
 async def test_no_input_requires_grad_warns_and_gives_no_gradients():
@@ -691,8 +724,15 @@ def test_public_module():
 
     assert aiograd.utils.__all__ == ["checkpoint"]
     assert aiograd.utils.checkpoint is mod
-    assert mod.__all__ == ["checkpoint", "checkpoint_sequential"]
-    assert mod.checkpoint is impl.checkpoint and mod.checkpoint_sequential is impl.checkpoint_sequential
+    assert mod.__all__ == [
+        "CheckpointError", "CheckpointFunction", "checkpoint", "checkpoint_sequential",
+        "noop_context_fn", "set_checkpoint_debug_enabled", "set_checkpoint_early_stop",
+    ]
+    for name in mod.__all__:
+        assert getattr(mod, name) is getattr(impl, name)
+        if torch is not None:
+            assert hasattr(torch_checkpoint, name)  # each is a name of torch.utils.checkpoint
+    assert issubclass(mod.CheckpointError, RuntimeError)
     for name in mod.__all__:
         assert getattr(mod, name).__doc__
     assert mod.__doc__ and aiograd.utils.__doc__
