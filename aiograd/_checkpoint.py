@@ -34,8 +34,8 @@ from typing import Any
 
 from . import _engine, _factories
 from ._autograd import backward as _backward
-from ._graph_context import current_graph_task
 from ._grad_mode import enable_grad, grad_enabled, no_grad
+from ._graph_context import current_graph_task
 from ._saved import SavedTensor
 from ._tensor import Tensor
 from .function import Function
