@@ -98,62 +98,70 @@ def test_nested_hooks_pack_and_unpack_as_torch():
         np.testing.assert_allclose(gb, t_gb, rtol=1e-14)
 
 
+def pack_identity_and_create_graph(lib: Any, graph: Any) -> None:
+    a = leaf(lib, A)
+    seen: list[Any] = []
+    modes: list[bool] = []
+
+    def pack(x: Any) -> Any:
+        seen.append(x)
+        return x.detach()
+
+    def unpack(x: Any) -> Any:
+        modes.append(lib.is_grad_enabled())
+        return x
+
+    with graph.saved_tensors_hooks(pack, unpack):
+        y = a * a
+    assert seen[0] is a and seen[1] is a
+    if lib is ag:
+        (g,) = ag.sync.grad(y.sum(), a, create_graph=True)
+    else:
+        (g,) = torch.autograd.grad(y.sum(), a, create_graph=True)
+    assert modes == [True, True]
+    # The rebuilt tensors keep their place in the graph: second derivatives are right.
+    (h,) = ag.sync.grad(g.sum(), a) if lib is ag else torch.autograd.grad(g.sum(), a)
+    np.testing.assert_array_equal(h.detach().numpy(), [2.0, 2.0, 2.0])
+
+
 def test_pack_hook_gets_the_saved_tensor_itself_and_unpack_runs_under_create_graph():
     for lib, graph in libs():
+        pack_identity_and_create_graph(lib, graph)
+
+
+def function_through_hooks(lib: Any, graph: Any) -> tuple[list[Any], np.ndarray]:
+    base = ag.Function if lib is ag else torch.autograd.Function
+
+    class Cube(base):  # type: ignore[misc, valid-type]
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            out = x * x * x
+            ctx.save_for_backward(x, out)
+            return out
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            x, out = ctx.saved_tensors
+            return g * 3 * out / x
+
+    log: list[Any] = []
+    with graph.saved_tensors_hooks(
+        lambda t: (log.append(("pack", key(t))), t.detach() * 1)[1],
+        lambda t: (log.append(("unpack", key(t))), t)[1],
+    ):
         a = leaf(lib, A)
-        seen: list[Any] = []
-        modes: list[bool] = []
-
-        def pack(x: Any) -> Any:
-            seen.append(x)
-            return x.detach()
-
-        def unpack(x: Any) -> Any:
-            modes.append(lib.is_grad_enabled())
-            return x
-
-        with graph.saved_tensors_hooks(pack, unpack):
-            y = a * a
-        assert seen[0] is a and seen[1] is a
-        if lib is ag:
-            (g,) = ag.sync.grad(y.sum(), a, create_graph=True)
-        else:
-            (g,) = torch.autograd.grad(y.sum(), a, create_graph=True)
-        assert modes == [True, True]
-        # The rebuilt tensors keep their place in the graph: second derivatives are right.
-        (h,) = ag.sync.grad(g.sum(), a) if lib is ag else torch.autograd.grad(g.sum(), a)
-        np.testing.assert_array_equal(h.detach().numpy(), [2.0, 2.0, 2.0])
+        y = Cube.apply(a)
+    run_backward(lib, y.sum())
+    return log, a.grad.detach().numpy()
 
 
 def test_custom_function_save_for_backward_goes_through_the_hooks():
-    logs = []
-    for lib, graph in libs():
-        base = ag.Function if lib is ag else torch.autograd.Function
-
-        class Cube(base):  # type: ignore[misc, valid-type]
-            @staticmethod
-            def forward(ctx: Any, x: Any) -> Any:
-                out = x * x * x
-                ctx.save_for_backward(x, out)
-                return out
-
-            @staticmethod
-            def backward(ctx: Any, g: Any) -> Any:
-                x, out = ctx.saved_tensors
-                return g * 3 * out / x
-
-        log: list[Any] = []
-        with graph.saved_tensors_hooks(
-            lambda t: (log.append(("pack", key(t))), t.detach() * 1)[1],
-            lambda t: (log.append(("unpack", key(t))), t)[1],
-        ):
-            a = leaf(lib, A)
-            y = Cube.apply(a)
-        run_backward(lib, y.sum())
-        logs.append((log, a.grad.detach().numpy()))
+    log, grad = function_through_hooks(ag, ag_graph)
+    assert [entry[0] for entry in log] == ["pack", "pack", "unpack", "unpack"]  # forward runs under no_grad
     if torch is not None:
-        assert logs[0][0] == logs[1][0]
-        np.testing.assert_allclose(logs[0][1], logs[1][1], rtol=1e-14)
+        t_log, t_grad = function_through_hooks(torch, torch_graph)
+        assert log == t_log
+        np.testing.assert_allclose(grad, t_grad, rtol=1e-14)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -374,27 +382,29 @@ async def test_hooks_belong_to_the_task_that_set_them():
     await asyncio.gather(y1.backward(), y2.backward())
 
 
+async def create_graph_saves(lib: Any, graph: Any) -> np.ndarray:
+    log: list[str] = []
+    a = leaf(lib, A)
+    with graph.saved_tensors_hooks(lambda x: (log.append("forward"), x.detach())[1], lambda x: x):
+        y = (a.exp() * a).sum()
+    forward = len(log)
+    with graph.saved_tensors_hooks(lambda x: (log.append("backward"), x.detach())[1], lambda x: x):
+        if lib is ag:
+            (g,) = await ag.grad(y, a, create_graph=True)
+        else:
+            (g,) = torch.autograd.grad(y, a, create_graph=True)
+    assert log[:forward] == ["forward"] * forward
+    assert log[forward:] and set(log[forward:]) == {"backward"}
+    (h,) = await ag.grad(g.sum(), a) if lib is ag else torch.autograd.grad(g.sum(), a)
+    return h.detach().numpy()
+
+
 async def test_tensors_saved_by_a_create_graph_backward_use_the_callers_hooks():
     """The backward formulas' saves (create_graph=True) are packed with the hooks in effect
     where the backward is awaited, not with those of the forward (PyTorch's rule)."""
-    counts = []
-    for lib, graph in libs():
-        log: list[str] = []
-        a = leaf(lib, A)
-        with graph.saved_tensors_hooks(lambda x: (log.append("forward"), x.detach())[1], lambda x: x):
-            y = (a.exp() * a).sum()
-        forward = len(log)
-        with graph.saved_tensors_hooks(lambda x: (log.append("backward"), x.detach())[1], lambda x: x):
-            if lib is ag:
-                (g,) = await ag.grad(y, a, create_graph=True)
-            else:
-                (g,) = torch.autograd.grad(y, a, create_graph=True)
-        assert log[:forward] == ["forward"] * forward
-        assert log[forward:] and set(log[forward:]) == {"backward"}
-        (h,) = await ag.grad(g.sum(), a) if lib is ag else torch.autograd.grad(g.sum(), a)
-        counts.append(h.detach().numpy())
+    got = await create_graph_saves(ag, ag_graph)
     if torch is not None:
-        np.testing.assert_allclose(counts[0], counts[1], rtol=1e-14)
+        np.testing.assert_allclose(got, await create_graph_saves(torch, torch_graph), rtol=1e-14)
 
 
 def test_the_module_is_torchs():
