@@ -412,3 +412,21 @@ def test_the_module_is_torchs():
     for name in ag_graph.__all__:
         assert getattr(ag_graph, name).__doc__, name
     assert re.search(r"saved_tensors_hooks", ag_graph.__doc__ or "")
+
+
+def in_place_on_a_view(lib: Any, graph: Any, hooks: bool) -> np.ndarray:
+    a = leaf(lib, A)
+    with graph.saved_tensors_hooks(lambda x: x.detach(), lambda x: x) if hooks else lib.enable_grad():
+        b = a * 1.0
+        v = b[0:2]
+        v.exp_()  # exp saves its output, a view modified in place (unpacked with the view's grad_fn)
+        y = (v * b[1:3]).sum()
+    run_backward(lib, y)
+    return a.grad.detach().numpy().copy()
+
+
+def test_output_of_an_in_place_op_on_a_view_through_the_hooks():
+    want = in_place_on_a_view(ag, ag_graph, hooks=False)
+    np.testing.assert_array_equal(in_place_on_a_view(ag, ag_graph, hooks=True), want)
+    if torch is not None:
+        np.testing.assert_allclose(want, in_place_on_a_view(torch, torch_graph, hooks=True), rtol=1e-14)
