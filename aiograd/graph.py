@@ -26,6 +26,7 @@ from . import _saved
 from ._device import CPU
 from ._graph_context import current_graph_task, will_engine_execute_node
 from ._node import Node, RemovableHandle, grad_accumulator
+from ._saved import saved_tensors_hooks
 from ._tensor import Tensor
 
 __all__ = [
@@ -41,46 +42,6 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------ saved tensors
-class saved_tensors_hooks:
-    """Context manager setting a pair of pack / unpack hooks for saved tensors
-    (``torch.autograd.graph.saved_tensors_hooks``).
-
-    Inside it, every tensor an operation saves for backward (the ops' own saves and a custom
-    Function's ``save_for_backward`` alike) is passed to ``pack_hook(tensor)``, under no_grad,
-    and only what that returns is kept in the graph. When backward (or ``ctx.saved_tensors``)
-    needs the tensor, ``unpack_hook(packed)`` is called, each time, and must return a tensor with
-    the original's content; autograd gives it the original's place in the graph. Hooks apply to
-    tensors *saved* inside the block, wherever the backward runs later.
-
-    Rules, as PyTorch's: only the innermost pair applies when blocks nest; an exception in a hook
-    propagates as it is; a pack hook may not modify its input in place ("A saved tensor pack hook
-    is modifying its input in place. ..."); with hooks no in-place version check is made on
-    unpack; after the graph was freed, unpacking raises the "backward through the graph a second
-    time" error without calling the hook. To avoid a reference cycle, what ``pack_hook`` returns
-    must not hold the tensor itself (return ``x.detach()``, not ``x``).
-
-    The hooks in effect are a context variable: an asyncio task (or thread) sees only the hooks
-    it set, or those of the task that created it.
-
-    A note on backward with ``create_graph=True``: the tensors saved by the backward formulas
-    are packed with the hooks in effect where ``backward()``/``grad()`` was awaited (nodes run
-    in the awaiting task's context, and an offloaded node in a copy of it), which is PyTorch's
-    rule (the caller's hooks are restored on the engine's threads). Nodes of a non-CPU device run
-    in that device's worker task, whose context was copied when the worker started.
-    """
-
-    def __init__(self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]) -> None:
-        self.pack_hook = pack_hook
-        self.unpack_hook = unpack_hook
-        self._previous: list[Any] = []  # one entry per active ``with`` (an instance may nest)
-
-    def __enter__(self) -> None:
-        self._previous.append(_saved.push_hooks(self.pack_hook, self.unpack_hook))
-
-    def __exit__(self, *exc: object) -> None:
-        _saved.pop_hooks(self._previous.pop())
-
-
 class save_on_cpu(saved_tensors_hooks):
     """Context manager under which saved tensors are kept on the CPU and moved back to their
     device when backward needs them (``torch.autograd.graph.save_on_cpu``).
