@@ -247,3 +247,25 @@ def test_node_is_the_class_of_every_grad_fn():
         assert isinstance(y.grad_fn, graph.Node)
         assert isinstance(y.grad_fn.next_functions[0][0].next_functions[0][0], graph.Node)  # AccumulateGrad
     assert ag_graph.Node is aiograd_node.Node  # the base class of every node, re-exported
+
+
+async def test_a_gradient_edge_is_where_grad_differentiates():
+    """``grad(y, h)`` is ``grad(y, get_gradient_edge(h))`` in torch: the edge's (node,
+    output_nr) is exactly the input edge the engine captures (driven here directly, since
+    ``aiograd.grad`` takes tensors)."""
+    a, b = leaves(ag)
+    h = (a * b).split(1)[1]
+    y = (h.exp() * a[1]).sum()
+    edge = ag_graph.get_gradient_edge(h)
+    (got,) = await ag.get_engine().execute(
+        [(y.grad_fn, 0)], [ag.ones(())], keep_graph=True, create_graph=False,
+        accumulate_grad=False, output_edges=[(edge.node, edge.output_nr)],
+    )
+    (want,) = await ag.grad(y, h)
+    np.testing.assert_array_equal(got.data, want.data)
+    if torch is not None:
+        ta, tb = leaves(torch)
+        th = (ta * tb).split(1)[1]
+        ty = (th.exp() * ta[1]).sum()
+        (t_got,) = torch.autograd.grad(ty, torch_graph.get_gradient_edge(th))
+        np.testing.assert_allclose(got.data, t_got.numpy(), rtol=1e-14)
