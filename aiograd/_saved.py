@@ -168,8 +168,9 @@ class SavedTensor:
 
     __slots__ = (
         "tensor", "data", "version_counter", "version", "output_nr", "requires_grad", "device",
-        "hooked",  # a HookedSavedTensor's _Packed record (unset otherwise)
+        "hooked",
     )
+    hooked: _Packed  # a HookedSavedTensor's record (unset otherwise)
 
     def __init__(self, tensor: Tensor, is_output: bool) -> None:
         counter = tensor._vc

@@ -56,11 +56,11 @@ class save_on_cpu(saved_tensors_hooks):
         def pack_to_cpu(tensor: Tensor) -> tuple[Any, Tensor]:
             if tensor._device is CPU:
                 return (CPU, tensor.detach())  # no move, and no reference to the tensor itself
-            return (tensor._device, tensor.detach().cpu())  # type: ignore[attr-defined]
+            return (tensor._device, tensor.detach().cpu())
 
         def unpack_from_cpu(packed: tuple[Any, Tensor]) -> Tensor:
             device, tensor = packed
-            return tensor if device is CPU else tensor.to(device)  # type: ignore[attr-defined]
+            return tensor if device is CPU else tensor.to(device)
 
         super().__init__(pack_to_cpu, unpack_from_cpu)
         self.pin_memory = pin_memory
@@ -184,7 +184,7 @@ def register_multi_grad_hook(
 
             return hook
 
-        handles = tuple(t.register_hook(hook_for(i)) for i, t in enumerate(tensors))  # type: ignore[attr-defined]
+        handles = tuple(t.register_hook(hook_for(i)) for i, t in enumerate(tensors))
     else:
         any_fn: Callable[[Tensor], Any] = fn  # type: ignore[assignment]
         ran: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
@@ -199,7 +199,7 @@ def register_multi_grad_hook(
                 ran[graph_task] = True
             return _call_ignoring_result(any_fn, grad)
 
-        handles = tuple(t.register_hook(first_only) for t in tensors if t.requires_grad)  # type: ignore[attr-defined]
+        handles = tuple(t.register_hook(first_only) for t in tensors if t.requires_grad)
     return _MultiHandle(handles)
 
 
