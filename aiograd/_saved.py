@@ -95,11 +95,6 @@ def pop_hooks(previous: tuple[PackHook, UnpackHook] | None) -> None:
         _hooks_in_use -= 1
 
 
-def current_hooks() -> tuple[PackHook, UnpackHook] | None:
-    """The (pack_hook, unpack_hook) pair a tensor saved now would use, or None."""
-    return _default_hooks.get() if _hooks_in_use else None
-
-
 def disable_hooks(message: str) -> str | None:
     """Refuse hooks in this context from now on (``push_hooks`` raises ``message``); returns the
     previous message (None: hooks were allowed), for ``restore_hooks_enabled``. As PyTorch, it
@@ -114,11 +109,6 @@ def disable_hooks(message: str) -> str | None:
 def restore_hooks_enabled(previous: str | None) -> None:
     """Undo one ``disable_hooks`` (``previous`` is what it returned)."""
     _disabled_message.set(previous)
-
-
-def disabled_message() -> str | None:
-    """The message hooks are disabled with in this context, or None."""
-    return _disabled_message.get()
 
 _TYPE_NAMES = {"float16": "HalfTensor", "float32": "FloatTensor", "float64": "DoubleTensor"}
 
