@@ -877,6 +877,34 @@ async def test_non_reentrant_nested_checkpoints_equal_plain_and_torch():
         assert_grads_equal(grads([x, *params]), torch_checkpointed_grads(run), atol=1e-12)
 
 
+@pytest.mark.parametrize(("outer", "inner"), [(True, False), (False, True)])
+async def test_mixed_variants_nest(outer, inner):
+    """A checkpoint of one variant inside one of the other (the reentrant one's saved inputs
+    are then placeholders of the non-reentrant one, or the reverse)."""
+    want = await plain_mlp_grads()
+    params = ag_leaves(make_params())
+    fns = layers(ag, params)
+    x = ag.tensor(X, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the reentrant variant's "None of the inputs" warning
+        y = ckpt.checkpoint(
+            lambda h: fns[2](ckpt.checkpoint(fns[1], fns[0](h), use_reentrant=inner)), x, use_reentrant=outer
+        )
+        await y.backward(ag.tensor(G))
+    assert_grads_equal(grads([x, *params]), want, atol=1e-12)
+    if torch is not None:
+
+        def run(p: list[Any], x: Any) -> Any:
+            tf = layers(torch, p)
+            return torch_checkpoint.checkpoint(
+                lambda h: tf[2](torch_checkpoint.checkpoint(tf[1], tf[0](h), use_reentrant=inner)),
+                x,
+                use_reentrant=outer,
+            )
+
+        assert_grads_equal(grads([x, *params]), torch_checkpointed_grads(run), atol=1e-12)
+
+
 async def test_non_reentrant_keeps_only_placeholders_and_frees_the_graph_without_gc():
     params = ag_leaves(make_params())
     x = ag.tensor(X, requires_grad=True)
