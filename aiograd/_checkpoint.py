@@ -1,16 +1,24 @@
-"""Activation checkpointing: ``torch.utils.checkpoint``'s reentrant variant, on aiograd.
+"""Activation checkpointing: ``torch.utils.checkpoint`` on aiograd, both variants.
 
-``checkpoint(function, *args)`` runs ``function(*args)`` without recording a graph and keeps only
-its inputs. When the backward reaches its node, the node recomputes ``function`` on detached
-copies of the inputs (with grad mode on and, by default, the random state of the forward), then
-*awaits a nested backward* through that fresh graph, and hands the inputs' gradients on. Memory
-held between forward and backward drops to the checkpoint's inputs, at the price of running
-``function`` twice.
+``checkpoint(function, *args, use_reentrant=...)`` runs ``function`` keeping only its inputs, and
+recomputes what the backward needs from it.
 
-This is PyTorch's ``use_reentrant=True`` implementation (``CheckpointFunction``), written as an
-:class:`aiograd.Function` whose ``backward`` is ``async def``. aiograd has no saved-tensor hooks,
-so the non-reentrant variant (``use_reentrant=False``) does not exist; ``use_reentrant=None`` (the
-default) means True, without PyTorch's warning asking to pass it explicitly.
+- ``use_reentrant=False`` (PyTorch's recommendation; ``_checkpoint_without_reentrant_generator``):
+  the forward runs under saved-tensor hooks whose pack hook keeps a placeholder (a ``_Holder``)
+  instead of each tensor saved inside ``function``. The graph is the ordinary one, so ``grad()``,
+  ``backward(inputs=)``, inputs that do not require grad and keyword arguments all work. The
+  first unpack of a placeholder in a backward call re-runs ``function`` once (grad mode on, the
+  forward's random state) under hooks that hand each saved tensor, in order, to its placeholder,
+  and stops as soon as all are recovered; each recovered tensor is given away at its unpack.
+  The recomputed tensors' shapes, dtypes and devices are checked against the forward's
+  (``determinism_check``), raising PyTorch's ``CheckpointError`` messages.
+- ``use_reentrant=True`` (``CheckpointFunction``): an :class:`aiograd.Function` whose
+  ``async def backward`` recomputes ``function`` on detached inputs and awaits a nested backward
+  through that graph. It refuses ``grad()``/``backward(inputs=)``, as PyTorch's does.
+
+``use_reentrant`` left out warns (PyTorch 2.13's words) and means True. Warnings point at the
+user's line, not at aiograd's. This module holds the entry points and the reentrant variant; the
+non-reentrant one is ``aiograd._checkpoint_non_reentrant``.
 """
 
 from __future__ import annotations
@@ -22,26 +30,60 @@ from typing import Any
 
 from . import _engine, _factories
 from ._autograd import backward as _backward
+from ._checkpoint_non_reentrant import (
+    _PACKAGE_DIR,
+    CheckpointError,
+    _replaying_rng,
+    checkpoint_without_reentrant,
+    noop_context_fn,
+    set_checkpoint_debug_enabled,
+    set_checkpoint_early_stop,
+)
 from ._grad_mode import enable_grad, no_grad
 from ._tensor import Tensor
 from .function import Function
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = [
+    "CheckpointError",
+    "CheckpointFunction",
+    "checkpoint",
+    "checkpoint_sequential",
+    "noop_context_fn",
+    "set_checkpoint_debug_enabled",
+    "set_checkpoint_early_stop",
+]
 
 ERR_CHECKPOINT_INVALID = (
     "When use_reentrant=True, aiograd.checkpoint is incompatible with .grad() or passing an "
-    "`inputs` parameter to .backward(). To resolve this error, call .backward() without passing "
-    "the `inputs` argument."
+    "`inputs` parameter to .backward(). To resolve this error, you can either set "
+    "use_reentrant=False, or call .backward() without passing the `inputs` argument."
 )
-ERR_NO_OUTPUT_REQUIRES_GRAD = (
-    "none of output has requires_grad=True, this checkpoint() is not necessary"
-)
-ERR_NON_REENTRANT = (
-    "aiograd.checkpoint implements only the reentrant variant (use_reentrant=True): "
-    "use_reentrant=False needs saved-tensor hooks, which aiograd does not have yet. Pass "
-    "use_reentrant=True (or leave it out)."
-)
+ERR_NO_OUTPUT_REQUIRES_GRAD = "none of output has requires_grad=True, this checkpoint() is not necessary"
 WARN_NO_INPUT_REQUIRES_GRAD = "None of the inputs have requires_grad=True. Gradients will be None"
+WARN_USE_REENTRANT = (
+    "aiograd.checkpoint: the use_reentrant parameter should be passed explicitly. Starting in "
+    "PyTorch 2.9, calling checkpoint without use_reentrant will raise an exception. "
+    "use_reentrant=False is recommended, but if you need to preserve the current default "
+    "behavior, you can pass use_reentrant=True. Refer to docs for more details on the "
+    "differences between the two variants."
+)
+WARN_USE_REENTRANT_SEQUENTIAL = (
+    "aiograd.checkpoint.checkpoint_sequential: the use_reentrant parameter should be passed "
+    "explicitly. In version 2.9 we will raise an exception if use_reentrant is not passed. "
+    "use_reentrant=False is recommended, but if you need to preserve the current default "
+    "behavior, you can pass use_reentrant=True. Refer to docs for more details on the "
+    "differences between the two variants."
+)
+
+def _warn_at_user(message: str) -> None:
+    """Warn with the location of the first caller outside aiograd (the user's line, however
+    deep inside aiograd the warning is raised)."""
+    frame: Any = inspect.currentframe()
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, UserWarning, stacklevel=level)
 
 
 def _check_not_async(function: Any) -> None:
@@ -53,11 +95,7 @@ def _check_not_async(function: Any) -> None:
         )
 
 
-def _check_backward_validity(args: Sequence[Any]) -> None:
-    if not any(a.requires_grad for a in args if isinstance(a, Tensor)):
-        warnings.warn(WARN_NO_INPUT_REQUIRES_GRAD, UserWarning, stacklevel=3)
-
-
+# ------------------------------------------------------------------------------ reentrant
 def _detach_variable(inputs: Sequence[Any]) -> tuple[Any, ...]:
     """Tensors detached (new leaves sharing data and version counter) with their original
     ``requires_grad``; anything else as it is."""
@@ -72,7 +110,7 @@ def _detach_variable(inputs: Sequence[Any]) -> tuple[Any, ...]:
 
 
 class CheckpointFunction(Function):
-    """The node of one ``checkpoint`` call (``CheckpointFunctionBackward`` in the graph).
+    """The node of one reentrant ``checkpoint`` call (``CheckpointFunctionBackward``).
 
     ``forward(ctx, run_function, preserve_rng_state, *args)`` is torch's signature. The tensor
     arguments are saved with ``save_for_backward`` (so an in-place change before backward is
@@ -82,12 +120,9 @@ class CheckpointFunction(Function):
     @staticmethod
     def forward(ctx: Any, run_function: Callable[..., Any], preserve_rng_state: bool, *args: Any) -> Any:
         ctx.run_function = run_function
-        ctx.preserve_rng_state = preserve_rng_state
-        if preserve_rng_state:
-            # The state of the generator behind rand/randn (torch.get_rng_state()).
-            ctx.fwd_rng_state = _factories._rng.bit_generator.state
-        # Non-tensor inputs stay on ctx, with a None placeholder for each tensor.
-        ctx.inputs = []
+        # The state of the generator behind rand/randn (torch.get_rng_state()).
+        ctx.fwd_rng_state = _factories._rng.bit_generator.state if preserve_rng_state else None
+        ctx.inputs = []  # non-tensor inputs, with a None placeholder for each tensor
         ctx.tensor_indices = []
         tensor_inputs = []
         for i, arg in enumerate(args):
@@ -108,24 +143,10 @@ class CheckpointFunction(Function):
         inputs = list(ctx.inputs)
         for i, tensor in zip(ctx.tensor_indices, ctx.saved_tensors):
             inputs[i] = tensor
-
-        # Recompute from the forward's random state, then give the surrounding state back (torch's
-        # fork_rng), also on error and even if ``run_function`` calls ``manual_seed``. This part
-        # is synchronous: no other coroutine can draw from the generator meanwhile.
-        preserve = ctx.preserve_rng_state
-        if preserve:
-            outer_rng = _factories._rng
-            outer_state = outer_rng.bit_generator.state
-            outer_rng.bit_generator.state = ctx.fwd_rng_state
-        try:
+        with _replaying_rng(ctx.fwd_rng_state):
             detached_inputs = _detach_variable(inputs)
             with enable_grad():
                 outputs = ctx.run_function(*detached_inputs)
-        finally:
-            if preserve:
-                _factories._rng = outer_rng
-                outer_rng.bit_generator.state = outer_state
-
         if isinstance(outputs, Tensor):
             outputs = (outputs,)
         # Backward through the recomputed graph from the outputs that require grad only.
@@ -142,56 +163,58 @@ class CheckpointFunction(Function):
         return (None, None) + grads
 
 
+# ------------------------------------------------------------------------------ public
 def checkpoint(
     function: Callable[..., Any],
     *args: Any,
     use_reentrant: bool | None = None,
-    preserve_rng_state: bool = True,
+    context_fn: Callable[[], tuple[Any, Any]] = noop_context_fn,
+    determinism_check: str = "default",
+    debug: bool = False,
+    early_stop: bool = True,
     **kwargs: Any,
 ) -> Any:
-    """Run ``function(*args)`` without keeping its intermediate tensors; recompute them during
-    backward (``torch.utils.checkpoint.checkpoint`` with ``use_reentrant=True``).
+    """Run ``function(*args, **kwargs)`` keeping only its inputs; recompute what the backward
+    needs from it (``torch.utils.checkpoint.checkpoint``). Returns what ``function`` returns.
 
-    The result is what ``function`` returns: a tensor, or a tuple that may also hold non-tensors.
-    Its tensors get one node, ``CheckpointFunctionBackward``, whose next functions are those of
-    the tensor arguments: nothing that ``function`` computed is kept, only the arguments (tensors
-    are saved and version-checked, other values kept as they are). When the backward reaches the
-    node, ``function`` runs again on detached copies of the arguments, with grad mode on, and a
-    nested ``await aiograd.backward(...)`` through that graph yields the arguments' gradients;
-    tensors that ``function`` reads from elsewhere (parameters in a closure) get their ``.grad``
-    accumulated by that nested backward.
+    ``use_reentrant=False`` (recommended): saved-tensor hooks replace every tensor saved inside
+    ``function`` by a placeholder; the first backward use re-runs ``function`` once and takes
+    the saved tensors from it. The graph is the ordinary one: ``grad()``, ``backward(inputs=)``,
+    ``create_graph``, keyword arguments and inputs that do not require grad (parameters in a
+    closure still get gradients) all work. ``context_fn()`` returns two context managers, run
+    around the forward and around the recomputation; ``determinism_check`` ("default" compares
+    shape, dtype and device of each recomputed tensor, "none" does not) raises
+    :class:`CheckpointError` on a mismatch; ``debug=True`` adds where each tensor was saved to
+    that error; ``early_stop`` stops the recomputation once all tensors are recovered.
 
-    Args:
-        function: a plain callable (an ``async def`` raises ``TypeError``); it must compute the
-            same thing when called again (random ops included: see ``preserve_rng_state``).
-        *args: its positional arguments. Keyword arguments for ``function`` are not supported
-            with the reentrant variant: pass them through a closure or ``functools.partial``.
-        use_reentrant: True, or None (the default), which means True in aiograd. False raises
-            ``NotImplementedError``: the non-reentrant variant needs saved-tensor hooks, which
-            aiograd does not have.
-        preserve_rng_state: save the state of the generator behind ``aiograd.rand``/``randn``
-            (``rand_like``, ``randn_like``) at forward time and recompute from that state, so a
-            random op (a dropout mask) draws the same values twice; the surrounding state is
-            restored afterwards, so the caller's random stream does not notice the
-            recomputation. False skips that: the recomputation draws from the current stream.
+    ``use_reentrant=True``: one ``CheckpointFunctionBackward`` node whose backward recomputes
+    ``function`` on detached inputs and awaits a nested backward through it. It works with
+    ``backward()`` only (``grad()`` and ``inputs=`` raise "When use_reentrant=True,
+    aiograd.checkpoint is incompatible with .grad() ..."), takes no keyword arguments for
+    ``function``, gives first derivatives only, and if no tensor argument requires grad it warns
+    "None of the inputs have requires_grad=True. Gradients will be None".
 
-    Restrictions, as PyTorch's reentrant checkpoint: it works with ``backward()`` only, not with
-    ``aiograd.grad()`` nor ``backward(inputs=...)`` (its backward raises "When
-    use_reentrant=True, aiograd.checkpoint is incompatible with .grad() ..."); if no tensor
-    argument requires grad it warns "None of the inputs have requires_grad=True. Gradients will
-    be None" and the result requires no grad, even if ``function`` uses parameters that do. The
-    nested backward does not create a graph, so a checkpointed region gives first derivatives
-    only.
+    ``use_reentrant`` left out warns (as PyTorch 2.13) and means True. ``preserve_rng_state``
+    (a keyword, default True) recomputes from the forward's state of the generator behind
+    ``aiograd.rand``/``randn`` and restores the caller's afterwards. ``function`` must be a plain
+    callable (an ``async def`` raises TypeError).
     """
     if use_reentrant is None:
+        _warn_at_user(WARN_USE_REENTRANT)
         use_reentrant = True
-    if not use_reentrant:
-        raise NotImplementedError(ERR_NON_REENTRANT)
-    if kwargs:
+    preserve = kwargs.pop("preserve_rng_state", True)
+    if kwargs and use_reentrant:
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
     _check_not_async(function)
-    _check_backward_validity(args)
-    return CheckpointFunction.apply(function, preserve_rng_state, *args)
+    if use_reentrant:
+        if context_fn is not noop_context_fn or debug is not False:
+            raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
+        if not any(a.requires_grad for a in args if isinstance(a, Tensor)):
+            _warn_at_user(WARN_NO_INPUT_REQUIRES_GRAD)
+        return CheckpointFunction.apply(function, preserve, *args)
+    return checkpoint_without_reentrant(
+        function, preserve, context_fn, determinism_check, debug, early_stop, args, kwargs
+    )
 
 
 def checkpoint_sequential(
@@ -202,25 +225,18 @@ def checkpoint_sequential(
     **kwargs: Any,
 ) -> Any:
     """Run ``functions`` one after the other on ``input``, checkpointing all segments but the
-    last (``torch.utils.checkpoint.checkpoint_sequential`` with ``use_reentrant=True``).
+    last (``torch.utils.checkpoint.checkpoint_sequential``).
 
-    ``functions`` is a list or tuple of one-argument callables (aiograd has no ``nn.Sequential``:
-    any sequence of callables works). It is cut into ``segments`` chunks of ``len(functions) //
-    segments`` functions, the last chunk taking the remainder; each chunk but the last runs
-    under :func:`checkpoint`, so only its input is kept, and the last runs normally (its graph is
-    needed at once by the backward anyway). ``input`` should require grad: a first segment whose
-    input does not gets no gradients through the reentrant checkpoint (PyTorch's behaviour).
-
-    Keyword arguments: ``preserve_rng_state`` (default True), passed to each :func:`checkpoint`;
-    any other raises ``ValueError("Unexpected keyword arguments: ...")``. ``use_reentrant``: as
-    for :func:`checkpoint` (None means True; False raises ``NotImplementedError``, whatever
-    ``segments`` is). ``segments`` must be between 1 and ``len(functions)`` (PyTorch fails with
-    an unhelpful error outside that range; here it is a ``ValueError`` saying so).
+    ``functions`` is any sequence of one-argument callables, cut into ``segments`` chunks of
+    ``len(functions) // segments``, the last chunk taking the remainder; each chunk but the last
+    runs under :func:`checkpoint` with this ``use_reentrant`` (left out: a warning, then True),
+    the last runs normally. ``preserve_rng_state`` (keyword, default True) is passed on; any
+    other keyword raises ``ValueError("Unexpected keyword arguments: ...")``. ``segments`` must
+    be between 1 and ``len(functions)`` (a ValueError saying so; PyTorch fails less clearly).
     """
     if use_reentrant is None:
+        _warn_at_user(WARN_USE_REENTRANT_SEQUENTIAL)
         use_reentrant = True
-    if not use_reentrant:
-        raise NotImplementedError(ERR_NON_REENTRANT)
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
-__all__ = ["current_graph_task", "should_compute"]
+__all__ = ["current_graph_task", "should_compute", "will_engine_execute_node"]
 
 #: The GraphTask whose nodes the current context is running (None outside backward). Typed
 #: ``Any`` here because GraphTask belongs to the engine, a layer above.
@@ -31,4 +31,21 @@ def should_compute(edge: Any) -> bool:
     if graph_task is None or graph_task.exec_info is None:
         return True
     info = graph_task.exec_info.get(edge[0])
+    return info is not None and info.should_execute()
+
+
+def will_engine_execute_node(node: Any) -> bool:
+    """Whether the running backward will reach ``node`` and run it (or capture its gradient,
+    under ``grad()``): PyTorch's ``torch._C._will_engine_execute_node``. A node the backward
+    does not reach, or one that ``grad()``/``inputs=`` prunes, gives False. The first node of a
+    backward with one root is not counted (it is in no node's edges), as in PyTorch."""
+    graph_task = current_graph_task.get()
+    if graph_task is None:
+        raise RuntimeError("_get_should_execute_nodes should only be called during the backward pass")
+    if node not in graph_task.dependencies:
+        return False
+    exec_info = graph_task.exec_info
+    if exec_info is None:
+        return True
+    info = exec_info.get(node)
     return info is not None and info.should_execute()

@@ -7,14 +7,30 @@ unpack under create_graph it is rebuilt with the node as grad_fn, as PyTorch's S
 Unpacking checks, in PyTorch's order: freed (ERR_BACKWARD_TWICE), a saved non-leaf input since
 detached in place (``detach_()`` marks the tensor; ERR_DETACHED_INPLACE), then the version. The
 counter is shared by a tensor, its views and its ``detach()`` results (aiograd/_views.py).
+
+Saved-tensor hooks (PyTorch's ``torch.autograd.graph.saved_tensors_hooks``, the public side is
+``aiograd.graph``): while a pair of hooks is in effect, a tensor being saved is handed to
+``pack_hook`` (under no_grad) and only what it returns is kept; every unpack calls
+``unpack_hook`` on that and rebuilds a tensor with the saved tensor's place in the graph (its
+grad_fn and output number, or the leaf's AccumulateGrad), as PyTorch's SavedVariable does. With
+hooks no version check is made (the hooks own the data). The hooks in effect are a ContextVar, so
+each asyncio task (and thread) has its own; a global count of the hook contexts entered lets the
+ordinary save skip even the ContextVar read while nobody uses hooks. A hooked SavedTensor is the
+same object with its class switched to a ``HookedSavedTensor`` variant, so the ordinary
+``unpack`` carries no test for hooks either.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import contextvars
+import threading
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ._anomaly import is_anomaly_enabled
-from ._grad_mode import grad_enabled
+from ._device import CPU
+from ._grad_mode import _grad_enabled, grad_enabled
 from ._tensor import Tensor
 
 if TYPE_CHECKING:
@@ -32,15 +48,119 @@ ERR_DETACHED_INPLACE = (
     "This is not supported, please use out-of-place `.detach()` instead"
 )
 
+ERR_PACK_INPLACE = (
+    "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack "
+    "hook cannot be modified by in-place operations as this can lead to unexpected side-effects. "
+    "Please open an issue if you need to perform in-place operations on the input to a pack hook."
+)
+
 _wrap = Tensor._wrap
 
+PackHook = Callable[[Tensor], Any]
+UnpackHook = Callable[[Any], Tensor]
+
+#: The innermost (pack_hook, unpack_hook) pair in effect in this context, or None.
+_default_hooks: contextvars.ContextVar[tuple[PackHook, UnpackHook] | None] = contextvars.ContextVar(
+    "aiograd_saved_tensors_hooks", default=None
+)
+#: While ``disable_saved_tensors_hooks(message)`` is in effect: the message; else None.
+_disabled_message: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "aiograd_saved_tensors_hooks_disabled", default=None
+)
+#: How many hook contexts are entered and not yet left, in any context or thread. While it is 0
+#: a save does not even read ``_default_hooks`` (the common case: one global test per save).
+_hooks_in_use = 0
+_count_lock = threading.Lock()
+
+
+def push_hooks(pack_hook: PackHook, unpack_hook: UnpackHook) -> tuple[PackHook, UnpackHook] | None:
+    """Make (pack_hook, unpack_hook) the pair in effect in this context; returns the previous
+    pair, for ``pop_hooks``. Raises the disabling message under ``disable_saved_tensors_hooks``."""
+    global _hooks_in_use
+    message = _disabled_message.get()
+    if message is not None:
+        raise RuntimeError(message)
+    previous = _default_hooks.get()
+    with _count_lock:
+        _hooks_in_use += 1
+    _default_hooks.set((pack_hook, unpack_hook))
+    return previous
+
+
+def pop_hooks(previous: tuple[PackHook, UnpackHook] | None) -> None:
+    """Undo one ``push_hooks``: ``previous`` (what it returned) is in effect again."""
+    global _hooks_in_use
+    _default_hooks.set(previous)
+    with _count_lock:
+        _hooks_in_use -= 1
+
+
+def disable_hooks(message: str) -> str | None:
+    """Refuse hooks in this context from now on (``push_hooks`` raises ``message``); returns the
+    previous message (None: hooks were allowed), for ``restore_hooks_enabled``. As PyTorch, it
+    raises ``message`` at once if hooks are in effect already."""
+    if _default_hooks.get() is not None:
+        raise RuntimeError(message)
+    previous = _disabled_message.get()
+    _disabled_message.set(message)
+    return previous
+
+
+def restore_hooks_enabled(previous: str | None) -> None:
+    """Undo one ``disable_hooks`` (``previous`` is what it returned)."""
+    _disabled_message.set(previous)
+
 _TYPE_NAMES = {"float16": "HalfTensor", "float32": "FloatTensor", "float64": "DoubleTensor"}
+
+
+class saved_tensors_hooks:
+    """Context manager setting a pair of pack / unpack hooks for saved tensors
+    (``torch.autograd.graph.saved_tensors_hooks``).
+
+    Inside it, every tensor an operation saves for backward (the ops' own saves and a custom
+    Function's ``save_for_backward`` alike) is passed to ``pack_hook(tensor)``, under no_grad,
+    and only what that returns is kept in the graph. When backward (or ``ctx.saved_tensors``)
+    needs the tensor, ``unpack_hook(packed)`` is called, each time, and must return a tensor with
+    the original's content; autograd gives it the original's place in the graph. Hooks apply to
+    tensors *saved* inside the block, wherever the backward runs later.
+
+    Rules, as PyTorch's: only the innermost pair applies when blocks nest; an exception in a hook
+    propagates as it is; a pack hook may not modify its input in place ("A saved tensor pack hook
+    is modifying its input in place. ..."); with hooks no in-place version check is made on
+    unpack; after the graph was freed, unpacking raises the "backward through the graph a second
+    time" error without calling the hook. To avoid a reference cycle, what ``pack_hook`` returns
+    must not hold the tensor itself (return ``x.detach()``, not ``x``).
+
+    The hooks in effect are a context variable: an asyncio task (or thread) sees only the hooks
+    it set, or those of the task that created it.
+
+    A note on backward with ``create_graph=True``: the tensors saved by the backward formulas
+    are packed with the hooks in effect where ``backward()``/``grad()`` was awaited (nodes run
+    in the awaiting task's context, and an offloaded node in a copy of it), which is PyTorch's
+    rule (the caller's hooks are restored on the engine's threads). Nodes of a non-CPU device run
+    in that device's worker task, whose context was copied when the worker started.
+    """
+
+    def __init__(self, pack_hook: Callable[[Tensor], Any], unpack_hook: Callable[[Any], Tensor]) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+        self._previous: list[Any] = []  # one entry per active ``with`` (an instance may nest)
+
+    def __enter__(self) -> None:
+        self._previous.append(push_hooks(self.pack_hook, self.unpack_hook))
+
+    def __exit__(self, *exc: object) -> None:
+        pop_hooks(self._previous.pop())
 
 
 class SavedTensor:
     """One tensor saved for backward, with the version it had when saved."""
 
-    __slots__ = ("tensor", "data", "version_counter", "version", "output_nr", "requires_grad", "device")
+    __slots__ = (
+        "tensor", "data", "version_counter", "version", "output_nr", "requires_grad", "device",
+        "hooked",
+    )
+    hooked: _Packed  # a HookedSavedTensor's record (unset otherwise)
 
     def __init__(self, tensor: Tensor, is_output: bool) -> None:
         counter = tensor._vc
@@ -48,6 +168,11 @@ class SavedTensor:
             counter = tensor._vc = [0]
         self.version_counter = counter
         self.version = counter[0]
+        if _hooks_in_use:
+            hooks = _default_hooks.get()
+            if hooks is not None:
+                _pack(self, tensor, is_output, hooks)
+                return
         if is_output:
             self.tensor = None
             self.data = tensor.data
@@ -105,6 +230,100 @@ def _hint() -> str:
         "Hint: enable anomaly detection to find the operation that failed to compute its "
         "gradient, with aiograd.set_detect_anomaly(True)."
     )
+
+
+class _Packed:
+    """What a hooked SavedTensor keeps instead of the tensor: what ``pack_hook`` returned, the
+    ``unpack_hook`` to call on it, and the tensor's place in the graph (PyTorch's SavedVariable
+    ``save_metadata``): the grad_fn of a saved non-leaf input (an older node: no cycle), or the
+    AccumulateGrad of a leaf that requires grad (which holds its leaf weakly). A saved output
+    gets the node that unpacks it as grad_fn, so nothing refers to that node here."""
+
+    __slots__ = ("packed", "unpack_hook", "is_output", "grad_fn", "accumulator")
+
+    def __init__(self, packed: Any, unpack_hook: UnpackHook, is_output: bool, grad_fn: Any, accumulator: Any) -> None:
+        self.packed = packed
+        self.unpack_hook = unpack_hook
+        self.is_output = is_output
+        self.grad_fn = grad_fn
+        self.accumulator = accumulator
+
+
+def _pack(saved: SavedTensor, tensor: Tensor, is_output: bool, hooks: tuple[PackHook, UnpackHook]) -> None:
+    """Save ``tensor`` through the hooks in effect (PyTorch's ``set_hooks_and_pack_data``)."""
+    pack_hook, unpack_hook = hooks
+    saved.tensor = None
+    saved.output_nr = tensor.output_nr
+    saved.requires_grad = tensor._requires_grad
+    grad_fn = None if is_output else tensor.grad_fn
+    accumulator = None
+    if tensor.grad_fn is None and tensor._requires_grad:
+        # The op saving a leaf made its edge first, so the AccumulateGrad exists; if not (a
+        # direct save), the leaf is kept weakly and its accumulator looked up at unpack.
+        accumulator = tensor._accumulator
+        if accumulator is None:
+            accumulator = weakref.ref(tensor)
+    counter = saved.version_counter
+    version = counter[0]
+    token = _grad_enabled.set(False)  # the hook runs under no_grad, as in PyTorch
+    try:
+        packed = pack_hook(tensor)
+    finally:
+        _grad_enabled.reset(token)
+    if counter[0] != version:
+        raise RuntimeError(ERR_PACK_INPLACE)
+    saved.hooked = _Packed(packed, unpack_hook, is_output, grad_fn, accumulator)
+    saved.__class__ = _hooked_variant(type(saved))
+
+
+class HookedSavedTensor(SavedTensor):
+    """A SavedTensor packed by saved-tensor hooks: each unpack calls the unpack hook (PyTorch's
+    ``SavedVariable::unpack`` with hooks). No version check: the hooks own the data."""
+
+    __slots__ = ()
+
+    def unpack(self, node: Node) -> Tensor:
+        record = self.hooked
+        value = record.unpack_hook(record.packed)
+        if not isinstance(value, Tensor):
+            raise TypeError(
+                "Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                f"{type(value).__name__}"
+            )
+        out = _wrap(value.data)
+        if value._vc is None:
+            value._vc = [0]
+        out._vc = value._vc
+        if value._device is not CPU:
+            out._device = value._device
+        grad_fn = node if record.is_output else record.grad_fn
+        if grad_fn is not None:
+            out._requires_grad = True
+            out.grad_fn = grad_fn
+            out.output_nr = self.output_nr
+        elif self.requires_grad:
+            # A leaf: the rebuilt tensor sends its gradient to the original's AccumulateGrad.
+            out._requires_grad = True
+            accumulator = record.accumulator
+            if type(accumulator) is weakref.ref:
+                leaf = accumulator()
+                accumulator = None if leaf is None else leaf._accumulator
+            out._accumulator = accumulator
+        return out
+
+
+_hooked_variants: dict[type, type] = {SavedTensor: HookedSavedTensor}
+
+
+def _hooked_variant(cls: type) -> type:
+    """The class a hooked instance of ``cls`` becomes: HookedSavedTensor, or for a subclass
+    (one whose ``unpack`` picks another node, then calls ``super().unpack``) a class between it
+    and HookedSavedTensor, with the same instance layout."""
+    variant = _hooked_variants.get(cls)
+    if variant is None:
+        variant = type(f"Hooked{cls.__name__}", (cls, HookedSavedTensor), {"__slots__": ()})
+        _hooked_variants[cls] = variant
+    return variant
 
 
 class _Freed(SavedTensor):

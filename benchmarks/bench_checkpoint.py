@@ -1,5 +1,5 @@
 """Activation checkpointing: peak memory and time of forward + backward, with and without
-``checkpoint_sequential``.
+``checkpoint_sequential``, in both variants (``use_reentrant=True`` and ``False``).
 
 Model: 32 layers ``h = relu(linear(h, W_i, b_i))``, W_i (1024, 1024), b_i (1024,), input x
 (256, 1024), float32, loss ``h.sum()``; ``aiograd.nn.functional.linear``/``relu``. x requires
@@ -7,9 +7,12 @@ grad (a reentrant checkpoint whose input does not require grad gives its segment
 Configurations:
 
 - plain: the 32 layers recorded as usual; ``await loss.backward()``;
-- ``checkpoint_sequential(layers, s, x)`` for each s in ``--segments`` (default 4 and 8;
-  sqrt(32) ~ 5.7 is the textbook optimum): s - 1 checkpointed segments of 32 // s layers, then
-  the rest recorded as usual.
+- ``checkpoint_sequential(layers, s, x, use_reentrant=r)`` for each s in ``--segments``
+  (default 4 and 8; sqrt(32) ~ 5.7 is the textbook optimum) and r in (True, False): s - 1
+  checkpointed segments of 32 // s layers, then the rest recorded as usual. Reentrant: one node
+  per segment whose backward recomputes the segment and runs a nested backward through it.
+  Non-reentrant: the ordinary graph, with a placeholder for every saved tensor (saved-tensor
+  hooks); the first unpack in a segment recomputes it once.
 
 Peak memory, with ``tracemalloc`` (numpy reports its array buffers to it): the traced memory is
 read before the step (the parameters, and their ``.grad`` buffers from the previous step, zeroed
@@ -22,13 +25,14 @@ gradient buffers (the same in every configuration) count too. Median of ``--mem-
 Time: forward + backward wall time with tracemalloc off, the garbage collector collected before
 and disabled during the step (``_timing.Timer``); the configurations take turns for ``--repeats``
 rounds after ``--warmup``; median per configuration. Then, if torch imports, the same model in
-torch (``torch.utils.checkpoint.checkpoint_sequential(..., use_reentrant=True)``), time only:
+torch (``torch.utils.checkpoint.checkpoint_sequential(..., use_reentrant=r)``), time only:
 tracemalloc does not see torch's allocations. torch runs in a process of its own (this script
 with ``--worker-out``), after aiograd: in one process numpy's BLAS threads and torch's thread
 pool slow each other down (torch's checkpointed steps by 3x on two cores).
 
-Checked: aiograd's checkpointed gradients (x, first and last layer) equal its plain ones, and
-torch's plain gradients agree with aiograd's (to float32's accuracy over 32 layers).
+Checked: aiograd's checkpointed gradients (x, first and last layer), both variants, equal its
+plain ones bit for bit, and torch's plain gradients agree with aiograd's (to float32's accuracy
+over 32 layers).
 
     python benchmarks/bench_checkpoint.py [--repeats 5] [--warmup 1] [--segments 4,8]
 
@@ -82,24 +86,39 @@ def make_layers(linear: Callable[..., Any], relu: Callable[[Any], Any], ws: list
     return [lambda h, w=w, b=b: relu(linear(h, w, b)) for w, b in zip(ws, bs)]
 
 
-def forward(layers: list[Callable[[Any], Any]], x: Any, segments: int, ckpt: Callable[..., Any]) -> Any:
+#: A configuration: (segments, use_reentrant); (0, None) is the plain step.
+Config = tuple[int, "bool | None"]
+
+
+def configurations(segments: list[int]) -> list[Config]:
+    return [(0, None)] + [(s, reentrant) for s in segments for reentrant in (True, False)]
+
+
+def forward(layers: list[Callable[[Any], Any]], x: Any, config: Config, ckpt: Callable[..., Any]) -> Any:
+    segments, reentrant = config
     if segments == 0:
         h = x
         for layer in layers:
             h = layer(h)
         return h
-    return ckpt(layers, segments, x, use_reentrant=True)
+    return ckpt(layers, segments, x, use_reentrant=reentrant)
 
 
-def label(segments: int) -> str:
-    return "plain" if segments == 0 else f"checkpoint_sequential, {segments} segments"
+def label(config: Config) -> str:
+    segments, reentrant = config
+    if segments == 0:
+        return "plain"
+    return f"checkpoint_sequential, {segments} seg., {'reentrant' if reentrant else 'non-reentrant'}"
 
 
 # ------------------------------------------------------------------------------------- aiograd
-def bench_aiograd(args: argparse.Namespace) -> tuple[dict[int, float], dict[int, float], dict[int, float]]:
+Figures = dict[Config, float]
+
+
+def bench_aiograd(args: argparse.Namespace) -> tuple[Figures, Figures, Figures]:
     """Peak memory (MiB, grads kept / grads new) and median time (s) per configuration."""
 
-    async def main() -> tuple[dict[int, float], dict[int, float], dict[int, float]]:
+    async def main() -> tuple[Figures, Figures, Figures]:
         weights, biases, x0 = make_arrays(args)
         ws = [aiograd.tensor(w, requires_grad=True) for w in weights]
         bs = [aiograd.tensor(b, requires_grad=True) for b in biases]
@@ -115,24 +134,24 @@ def bench_aiograd(args: argparse.Namespace) -> tuple[dict[int, float], dict[int,
                     if p.grad is not None:
                         p.grad.zero_()
 
-        async def step(segments: int) -> None:
-            y = forward(layers, x, segments, checkpoint_sequential)
+        async def step(config: Config) -> None:
+            y = forward(layers, x, config, checkpoint_sequential)
             await y.sum().backward()
 
         # Correctness: checkpointed gradients equal the plain ones (bit for bit: the same ops).
         checked = [x, ws[0], ws[-1], bs[0]]
-        await step(0)
+        configs = configurations(args.segments)
+        await step(configs[0])
         want = [t.grad.data.copy() for t in checked]
-        for segments in args.segments:
+        for config in configs[1:]:
             zero_grads()
-            await step(segments)
+            await step(config)
             for t, w in zip(checked, want):
                 np.testing.assert_array_equal(t.grad.data, w)
         args.reference = want
 
-        configs = [0, *args.segments]
         # Time, tracemalloc off; the configurations take turns.
-        times: dict[int, list[float]] = {c: [] for c in configs}
+        times: dict[Config, list[float]] = {c: [] for c in configs}
         for i in range(args.warmup + args.repeats):
             for c in configs:
                 zero_grads()
@@ -143,8 +162,8 @@ def bench_aiograd(args: argparse.Namespace) -> tuple[dict[int, float], dict[int,
 
         # Peak memory above what is held before the step.
         tracemalloc.start()
-        kept: dict[int, list[float]] = {c: [] for c in configs}
-        fresh: dict[int, list[float]] = {c: [] for c in configs}
+        kept: dict[Config, list[float]] = {c: [] for c in configs}
+        fresh: dict[Config, list[float]] = {c: [] for c in configs}
         for _ in range(args.mem_repeats):
             for c in configs:
                 for keep, out in ((True, kept), (False, fresh)):
@@ -184,13 +203,13 @@ def torch_worker(args: argparse.Namespace) -> None:
     layers = make_layers(torch.nn.functional.linear, torch.relu, ws, bs)
     leaves = [x, *ws, *bs]
 
-    def step(segments: int) -> None:
-        forward(layers, x, segments, torch_checkpoint.checkpoint_sequential).sum().backward()
+    def step(config: Config) -> None:
+        forward(layers, x, config, torch_checkpoint.checkpoint_sequential).sum().backward()
 
-    step(0)
+    configs = configurations(args.segments)
+    step(configs[0])
     checked = [t.grad.numpy().copy() for t in (x, ws[0], ws[-1], bs[0])]
-    configs = [0, *args.segments]
-    for c in args.segments:  # untimed, as aiograd's check: the first call imports torch._dynamo
+    for c in configs[1:]:  # untimed, as aiograd's check: the first call imports torch._dynamo
         step(c)
     times = np.zeros((len(configs), args.repeats))
     for i in range(args.warmup + args.repeats):
@@ -207,7 +226,7 @@ def torch_worker(args: argparse.Namespace) -> None:
     np.savez(args.worker_out, times=times, name=np.array(name), **grads)
 
 
-def bench_torch(args: argparse.Namespace) -> tuple[str, dict[int, float]] | None:
+def bench_torch(args: argparse.Namespace) -> tuple[str, Figures] | None:
     """Run ``torch_worker`` in a fresh process (torch's thread pool and numpy's BLAS threads
     in one process slow each other down on a small machine), check its gradients against
     aiograd's, and return its median times."""
@@ -232,7 +251,7 @@ def bench_torch(args: argparse.Namespace) -> tuple[str, dict[int, float]] | None
     for got, want in zip(checked, args.reference):
         err = np.linalg.norm(got - want) / max(float(np.linalg.norm(want)), 1e-30)
         assert err < 1e-2, f"torch and aiograd gradients differ: relative error {err:.2e}"
-    configs = [0, *args.segments]
+    configs = configurations(args.segments)
     return name, {c: float(np.median(times[j])) for j, c in enumerate(configs)}
 
 
@@ -279,32 +298,33 @@ def main() -> None:
     )
     print()
     header = (
-        f"{'configuration':<38}{'peak MiB':>10}{'ratio':>7}{'new .grad':>11}{'ratio':>7}"
+        f"{'configuration':<52}{'peak MiB':>10}{'ratio':>7}{'new .grad':>11}{'ratio':>7}"
         f"{'time ms':>10}{'ratio':>7}"
     )
     if torch_result:
         header += f"{'torch ms':>10}{'ratio':>7}"
     print(header)
     print("-" * len(header))
-    configs = [0, *args.segments]
+    configs = configurations(args.segments)
+    plain = configs[0]
     for c in configs:
         line = (
-            f"{label(c):<38}{mem_kept[c]:>10.1f}{mem_kept[c] / mem_kept[0]:>7.2f}"
-            f"{mem_fresh[c]:>11.1f}{mem_fresh[c] / mem_fresh[0]:>7.2f}"
-            f"{times[c] * 1e3:>10.1f}{times[c] / times[0]:>7.2f}"
+            f"{label(c):<52}{mem_kept[c]:>10.1f}{mem_kept[c] / mem_kept[plain]:>7.2f}"
+            f"{mem_fresh[c]:>11.1f}{mem_fresh[c] / mem_fresh[plain]:>7.2f}"
+            f"{times[c] * 1e3:>10.1f}{times[c] / times[plain]:>7.2f}"
         )
         if torch_result:
             t = torch_result[1]
-            line += f"{t[c] * 1e3:>10.1f}{t[c] / t[0]:>7.2f}"
+            line += f"{t[c] * 1e3:>10.1f}{t[c] / t[plain]:>7.2f}"
         print(line)
     if torch_result:
         print(f"torch: {torch_result[0]}, time only (tracemalloc does not see its allocations)")
     print()
-    for c in args.segments:
-        mem_ratio, time_ratio = mem_kept[c] / mem_kept[0], times[c] / times[0]
+    for c in configs[1:]:
+        mem_ratio, time_ratio = mem_kept[c] / mem_kept[plain], times[c] / times[plain]
         ok = mem_ratio <= MEMORY_GOAL and time_ratio <= TIME_GOAL
         print(
-            f"goal (peak <= {MEMORY_GOAL}x, time <= {TIME_GOAL}x), {c} segments: "
+            f"goal (peak <= {MEMORY_GOAL}x, time <= {TIME_GOAL}x), {label(c)[23:]}: "
             f"{'met' if ok else 'NOT met'} ({mem_ratio:.2f}x memory, {time_ratio:.2f}x time)"
         )
 

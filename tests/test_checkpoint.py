@@ -1,10 +1,15 @@
 """Activation checkpointing (``aiograd.utils.checkpoint``): gradients equal to the plain graph's
-and to ``torch.utils.checkpoint`` (use_reentrant=True), the graph a checkpoint leaves, random
-state on recomputation, PyTorch's errors and warnings, nesting and concurrent backward calls."""
+and to ``torch.utils.checkpoint``, for both variants (``use_reentrant=True``, and False built on
+saved-tensor hooks), the graph a checkpoint leaves, random state on recomputation, PyTorch's
+errors and warnings, nesting and concurrent backward calls, and what stays in memory.
+
+``checkpoint``/``checkpoint_sequential`` here default to the reentrant variant (the tests written
+for it); the tests of both pass ``use_reentrant=reentrant``."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import re
 import warnings
@@ -17,22 +22,28 @@ import pytest
 from helpers import requires_torch, rng, to_torch, torch
 
 import aiograd as ag
+import aiograd.graph
 import aiograd.nn.functional as F
+from aiograd import _checkpoint as ckpt_impl
 from aiograd import _factories
 from aiograd._checkpoint import (
     ERR_CHECKPOINT_INVALID,
     ERR_NO_OUTPUT_REQUIRES_GRAD,
     WARN_NO_INPUT_REQUIRES_GRAD,
 )
-from aiograd.utils.checkpoint import checkpoint, checkpoint_sequential
+from aiograd._checkpoint_non_reentrant import DEBUG_TIP
+from aiograd.utils import checkpoint as ckpt
+
+checkpoint = functools.partial(ckpt.checkpoint, use_reentrant=True)
+checkpoint_sequential = functools.partial(ckpt.checkpoint_sequential, use_reentrant=True)
 
 if torch is not None:
     import torch.utils.checkpoint as torch_checkpoint
 
 INVALID = (
     "When use_reentrant=True, aiograd.checkpoint is incompatible with .grad() or passing an "
-    "`inputs` parameter to .backward(). To resolve this error, call .backward() without passing "
-    "the `inputs` argument."
+    "`inputs` parameter to .backward(). To resolve this error, you can either set "
+    "use_reentrant=False, or call .backward() without passing the `inputs` argument."
 )
 
 
@@ -134,41 +145,45 @@ def torch_checkpointed_grads(run: Callable[[list[Any], Any], Any]) -> list[np.nd
 # Gradients
 
 
-async def test_checkpointed_mlp_gradients_equal_plain():
+@pytest.mark.parametrize("reentrant", [True, False])
+async def test_checkpointed_mlp_gradients_equal_plain(reentrant):
     want = await plain_mlp_grads()
     params = ag_leaves(make_params())
     x = ag.tensor(X, requires_grad=True)
-    y = checkpoint(mlp(ag, params), x)
+    y = checkpoint(mlp(ag, params), x, use_reentrant=reentrant)
     np.testing.assert_array_equal(y.data, mlp(ag, params)(x).data)
     await y.backward(ag.tensor(G))
     assert_grads_equal(grads([x, *params]), want, atol=1e-12)
 
 
 @requires_torch
-async def test_checkpointed_mlp_matches_torch():
+@pytest.mark.parametrize("reentrant", [True, False])
+async def test_checkpointed_mlp_matches_torch(reentrant):
     params = ag_leaves(make_params())
     x = ag.tensor(X, requires_grad=True)
-    await checkpoint(mlp(ag, params), x, use_reentrant=True).backward(ag.tensor(G))
+    await checkpoint(mlp(ag, params), x, use_reentrant=reentrant).backward(ag.tensor(G))
     want = torch_checkpointed_grads(
-        lambda p, x: torch_checkpoint.checkpoint(mlp(torch, p), x, use_reentrant=True)
+        lambda p, x: torch_checkpoint.checkpoint(mlp(torch, p), x, use_reentrant=reentrant)
     )
     assert_grads_equal(grads([x, *params]), want, atol=1e-12)
 
 
-async def test_checkpoint_of_one_layer_between_plain_layers():
+@pytest.mark.parametrize("reentrant", [True, False])
+async def test_checkpoint_of_one_layer_between_plain_layers(reentrant):
     """A checkpoint in the middle of a graph: gradients flow in from above and out below."""
     want = await plain_mlp_grads()
     params = ag_leaves(make_params())
     fns = layers(ag, params)
     x = ag.tensor(X, requires_grad=True)
     h = fns[0](x)
-    h = checkpoint(fns[1], h)
+    h = checkpoint(fns[1], h, use_reentrant=reentrant)
     await fns[2](h).backward(ag.tensor(G))
     assert_grads_equal(grads([x, *params]), want, atol=1e-12)
 
 
 @pytest.mark.parametrize("segments", [1, 2, 3, 4, 5, 6])
-async def test_checkpoint_sequential_equals_plain(segments):
+@pytest.mark.parametrize("reentrant", [True, False])
+async def test_checkpoint_sequential_equals_plain(segments, reentrant):
     arrays = make_params(3, sizes=(5, 7, 6, 7, 6, 7, 3))  # 6 layers: uneven splits for 4 and 5
     params = ag_leaves(arrays)
     x = ag.tensor(X, requires_grad=True)
@@ -177,9 +192,9 @@ async def test_checkpoint_sequential_equals_plain(segments):
 
     params = ag_leaves(arrays)
     x = ag.tensor(X, requires_grad=True)
-    y = checkpoint_sequential(layers(ag, params), segments, x)
-    # Each checkpointed segment is one node; the last segment is recorded as usual.
-    assert node_names(y).count("CheckpointFunctionBackward") == segments - 1
+    y = checkpoint_sequential(layers(ag, params), segments, x, use_reentrant=reentrant)
+    # Each reentrant checkpointed segment is one node; the last segment is recorded as usual.
+    assert node_names(y).count("CheckpointFunctionBackward") == (segments - 1 if reentrant else 0)
     assert y.grad_fn.name() == "LinearBackward0"
     await y.backward(ag.tensor(G))
     assert_grads_equal(grads([x, *params]), want, atol=1e-12)
@@ -188,7 +203,7 @@ async def test_checkpoint_sequential_equals_plain(segments):
         tparams = [to_torch(a) for a in arrays]
         tx = to_torch(X)
         ty = torch_checkpoint.checkpoint_sequential(
-            layers(torch, tparams), segments, tx, use_reentrant=True
+            layers(torch, tparams), segments, tx, use_reentrant=reentrant
         )
         ty.backward(torch.tensor(G))
         assert_grads_equal(grads([x, *params]), [t.grad.numpy() for t in [tx, *tparams]], atol=1e-12)
@@ -215,7 +230,8 @@ def multi(lib: Any, w: Any) -> Callable[..., Any]:
     return fn
 
 
-async def test_multiple_outputs_and_non_tensor_arguments():
+@pytest.mark.parametrize("reentrant", [True, False])
+async def test_multiple_outputs_and_non_tensor_arguments(reentrant):
     r = rng(4)
     a0, b0, w0 = r.standard_normal((3, 4)), r.standard_normal((3, 4)), r.standard_normal((4, 2))
     g0, g3 = r.standard_normal((3, 2)), r.standard_normal(3)
@@ -223,7 +239,7 @@ async def test_multiple_outputs_and_non_tensor_arguments():
     async def run(use_checkpoint: bool) -> tuple[list[np.ndarray], tuple[Any, ...]]:
         a, b, w = ag_leaves([a0, b0, w0])
         fn = multi(ag, w)
-        out = checkpoint(fn, a, b, 2.0, "tag") if use_checkpoint else fn(a, b, 2.0, "tag")
+        out = checkpoint(fn, a, b, 2.0, "tag", use_reentrant=reentrant) if use_checkpoint else fn(a, b, 2.0, "tag")
         await ag.backward([out[0], out[3]], [ag.tensor(g0), ag.tensor(g3)])
         return grads([a, b, w]), out
 
@@ -232,41 +248,57 @@ async def test_multiple_outputs_and_non_tensor_arguments():
     assert isinstance(out, tuple) and len(out) == 4
     assert out[1] == "tag!"
     assert out[2].dtype == np.bool_ and not out[2].requires_grad
-    assert out[0].grad_fn is out[3].grad_fn
-    assert out[0].grad_fn.name() == "CheckpointFunctionBackward"
+    if reentrant:
+        assert out[0].grad_fn is out[3].grad_fn
+        assert out[0].grad_fn.name() == "CheckpointFunctionBackward"
+    else:  # the ordinary graph
+        assert out[0].grad_fn.name() == plain_out[0].grad_fn.name()
     np.testing.assert_array_equal(out[0].data, plain_out[0].data)
     assert_grads_equal(got, want, atol=1e-12)
 
     if torch is not None:
         a, b, w = (to_torch(v) for v in (a0, b0, w0))
-        tout = torch_checkpoint.checkpoint(multi(torch, w), a, b, 2.0, "tag", use_reentrant=True)
+        tout = torch_checkpoint.checkpoint(multi(torch, w), a, b, 2.0, "tag", use_reentrant=reentrant)
         assert tout[1] == "tag!" and not tout[2].requires_grad
         torch.autograd.backward([tout[0], tout[3]], [torch.tensor(g0), torch.tensor(g3)])
         assert_grads_equal(got, [t.grad.numpy() for t in (a, b, w)], atol=1e-12)
 
 
-async def test_gradient_of_one_output_only():
+@pytest.mark.parametrize("reentrant", [True, False])
+async def test_gradient_of_one_output_only(reentrant):
     """The outputs that get no gradient reach backward as zeros."""
     r = rng(5)
     a0, b0, w0 = r.standard_normal((3, 4)), r.standard_normal((3, 4)), r.standard_normal((4, 2))
     a, b, w = ag_leaves([a0, b0, w0])
-    out = checkpoint(multi(ag, w), a, b, 0.5, "")
+    out = checkpoint(multi(ag, w), a, b, 0.5, "", use_reentrant=reentrant)
     await out[3].sum().backward()
     pa, pb, pw = ag_leaves([a0, b0, w0])
     await multi(ag, pw)(pa, pb, 0.5, "")[3].sum().backward()
     assert_grads_equal(grads([a, b]), grads([pa, pb]), atol=1e-12)
-    np.testing.assert_array_equal(w.grad.data, np.zeros_like(w0))  # as torch: zeros, not None
+    if reentrant:
+        np.testing.assert_array_equal(w.grad.data, np.zeros_like(w0))  # as torch: zeros, not None
+    else:
+        assert w.grad is None  # the ordinary graph: w is not reached
+    if torch is not None:
+        ta, tb, tw = (to_torch(v) for v in (a0, b0, w0))
+        tout = torch_checkpoint.checkpoint(multi(torch, tw), ta, tb, 0.5, "", use_reentrant=reentrant)
+        tout[3].sum().backward()
+        assert (tw.grad is None) == (w.grad is None)
 
 
-async def test_input_not_requiring_grad_and_returned_input():
+@pytest.mark.parametrize("reentrant", [True, False])
+async def test_input_not_requiring_grad_and_returned_input(reentrant):
     x = ag.tensor(X, requires_grad=True)
     c = ag.tensor(X * 2)  # a tensor input that needs no gradient
 
     def fn(x: Any, c: Any) -> tuple[Any, Any]:
         return x, x * c
 
-    out = checkpoint(fn, x, c)
-    assert out[0] is not x and out[0].grad_fn.name() == "CheckpointFunctionBackward"
+    out = checkpoint(fn, x, c, use_reentrant=reentrant)
+    if reentrant:
+        assert out[0] is not x and out[0].grad_fn.name() == "CheckpointFunctionBackward"
+    else:
+        assert out[0] is x  # as torch: the function's own result
     await (out[0].sum() + out[1].sum()).backward()
     np.testing.assert_array_equal(x.grad.data, 1 + X * 2)
     assert c.grad is None
@@ -316,20 +348,22 @@ async def test_graph_shape_matches_torch():
     ]
 
 
-async def test_in_place_change_of_an_input_is_caught():
+@pytest.mark.parametrize("reentrant", [True, False])
+async def test_in_place_change_of_an_input_is_caught(reentrant):
     x = ag.tensor(X, requires_grad=True)
     h = x * 1.0
-    y = checkpoint(lambda h: h.tanh(), h)
+    y = checkpoint(lambda h: h.tanh(), h, use_reentrant=reentrant)
     with ag.no_grad():
         h.mul_(2.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         await y.sum().backward()
 
 
-async def test_retain_graph_recomputes_each_time():
+@pytest.mark.parametrize("reentrant", [True, False])
+async def test_retain_graph_recomputes_each_time(reentrant):
     params = ag_leaves(make_params())
     x = ag.tensor(X, requires_grad=True)
-    y = checkpoint(mlp(ag, params), x)
+    y = checkpoint(mlp(ag, params), x, use_reentrant=reentrant)
     await y.backward(ag.tensor(G), retain_graph=True)
     await y.backward(ag.tensor(G))
     want = await plain_mlp_grads()
@@ -349,7 +383,8 @@ def dropout_block(w: ag.Tensor) -> Callable[[Any], Any]:
     return fn
 
 
-async def test_recomputation_replays_the_forward_randomness():
+@pytest.mark.parametrize("reentrant", [True, False])
+async def test_recomputation_replays_the_forward_randomness(reentrant):
     r = rng(6)
     x0, w0 = r.standard_normal((6, 4)), r.standard_normal((4, 5))
 
@@ -360,7 +395,7 @@ async def test_recomputation_replays_the_forward_randomness():
         if mode == "plain":
             y = fn(x)
         else:
-            y = checkpoint(fn, x, preserve_rng_state=(mode == "preserve"))
+            y = checkpoint(fn, x, preserve_rng_state=(mode == "preserve"), use_reentrant=reentrant)
         before = ag.rand(8).data  # the caller's stream between forward and backward
         await y.sum().backward()
         after = ag.rand(8).data
@@ -383,7 +418,8 @@ async def test_recomputation_replays_the_forward_randomness():
     assert not np.array_equal(after, after_plain)
 
 
-async def test_manual_seed_inside_the_function_leaves_the_outer_stream_alone():
+@pytest.mark.parametrize("reentrant", [True, False])
+async def test_manual_seed_inside_the_function_leaves_the_outer_stream_alone(reentrant):
     x = ag.tensor(X, requires_grad=True)
 
     def fn(h: Any) -> Any:
@@ -391,7 +427,7 @@ async def test_manual_seed_inside_the_function_leaves_the_outer_stream_alone():
         return h * ag.rand_like(h)
 
     ag.manual_seed(0)
-    y = checkpoint(fn, x)
+    y = checkpoint(fn, x, use_reentrant=reentrant)
     a = ag.rand(4).data
     await y.sum().backward()
     b = ag.rand(4).data
@@ -403,7 +439,8 @@ async def test_manual_seed_inside_the_function_leaves_the_outer_stream_alone():
     np.testing.assert_array_equal(b, b_ref)
 
 
-async def test_random_state_restored_when_recomputation_fails():
+@pytest.mark.parametrize("reentrant", [True, False])
+async def test_random_state_restored_when_recomputation_fails(reentrant):
     calls = []
 
     def fn(h: Any) -> Any:
@@ -414,7 +451,7 @@ async def test_random_state_restored_when_recomputation_fails():
         return h * noise
 
     x = ag.tensor(X, requires_grad=True)
-    y = checkpoint(fn, x)
+    y = checkpoint(fn, x, use_reentrant=reentrant)
     state = _factories._rng.bit_generator.state
     with pytest.raises(ValueError, match="boom in recomputation"):
         await y.sum().backward()
@@ -444,17 +481,12 @@ async def test_backward_with_inputs_is_refused_verbatim():
 
 
 @requires_torch
-async def test_invalid_message_is_torchs_without_the_non_reentrant_advice():
+async def test_invalid_message_is_torchs():
     x = to_torch(X)
     y = torch_checkpoint.checkpoint(lambda h: h.tanh(), x, use_reentrant=True)
     with pytest.raises(RuntimeError) as info:
         torch.autograd.grad(y.sum(), x)
-    expected = (
-        str(info.value)
-        .replace("torch.utils.checkpoint", "aiograd.checkpoint")
-        .replace(" you can either set use_reentrant=False, or", "")
-    )
-    assert expected == INVALID
+    assert str(info.value).replace("torch.utils.checkpoint", "aiograd.checkpoint") == INVALID
 
 
 async def test_unexpected_keyword_arguments():
@@ -468,17 +500,46 @@ async def test_unexpected_keyword_arguments():
             torch_checkpoint.checkpoint(lambda h: h, to_torch(X), use_reentrant=True, alpha=1, beta=2)
 
 
-async def test_use_reentrant_false_is_not_implemented():
+def _warnings_of(call: Callable[[], Any]) -> list[warnings.WarningMessage]:
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        call()
+    return record
+
+
+async def test_use_reentrant_left_out_warns_as_torch_at_the_users_line():
+    """PyTorch 2.13 warns and takes the reentrant variant; the warning names the caller's line
+    (torch's names a line of its own dynamo wrapper for ``checkpoint``)."""
     x = ag.tensor(X, requires_grad=True)
-    with pytest.raises(NotImplementedError, match=r"only the reentrant variant.*use_reentrant=True"):
-        checkpoint(lambda h: h, x, use_reentrant=False)
-    with pytest.raises(NotImplementedError, match="only the reentrant variant"):
-        checkpoint_sequential([lambda h: h], 1, x, use_reentrant=False)
-    # None and True are the same thing, and warn nothing (torch warns for None).
+    got = _warnings_of(lambda: ckpt.checkpoint(lambda h: h * 2, x))
+    assert [str(w.message) for w in got] == [ckpt_impl.WARN_USE_REENTRANT]
+    assert got[0].filename == __file__ and got[0].category is UserWarning
+    got = _warnings_of(lambda: ckpt.checkpoint_sequential([lambda h: h * 2] * 2, 2, x))
+    assert [str(w.message) for w in got] == [ckpt_impl.WARN_USE_REENTRANT_SEQUENTIAL]
+    assert got[0].filename == __file__
+    # Passing it explicitly warns nothing, either way.
+    for reentrant in (True, False):
+        assert _warnings_of(functools.partial(ckpt.checkpoint, lambda h: h * 2, x, use_reentrant=reentrant)) == []
+        assert _warnings_of(
+            functools.partial(ckpt.checkpoint_sequential, [lambda h: h * 2] * 2, 2, x, use_reentrant=reentrant)
+        ) == []
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        checkpoint(lambda h: h * 2, x)
-        checkpoint(lambda h: h * 2, x, use_reentrant=True)
+        warnings.simplefilter("ignore")
+        assert ckpt.checkpoint(lambda h: h * 2, x).grad_fn.name() == "CheckpointFunctionBackward"
+    if torch is not None:
+        tx = to_torch(X)
+        want = _warnings_of(lambda: torch_checkpoint.checkpoint(lambda h: h * 2, tx))
+        assert [str(w.message).replace("torch.utils.checkpoint", "aiograd.checkpoint") for w in want] == [
+            ckpt_impl.WARN_USE_REENTRANT
+        ]
+        want = _warnings_of(lambda: torch_checkpoint.checkpoint_sequential([lambda h: h * 2] * 2, 2, tx))
+        assert [str(w.message).replace("torch.utils.checkpoint", "aiograd.checkpoint") for w in want] == [
+            ckpt_impl.WARN_USE_REENTRANT_SEQUENTIAL
+        ]
+        # Left out means the reentrant variant in torch too.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert torch_checkpoint.checkpoint(lambda h: h * 2, tx).grad_fn.name() == "CheckpointFunctionBackward"
 
 
 async def test_no_input_requires_grad_warns_and_gives_no_gradients():
@@ -584,14 +645,15 @@ async def test_nested_checkpoints():
 
 
 @pytest.mark.parametrize("depth", [2, 10])
-async def test_deeply_nested_checkpoints(depth):
+@pytest.mark.parametrize("reentrant", [True, False])
+async def test_deeply_nested_checkpoints(depth, reentrant):
     """Each level checkpoints the next: the backward of level k awaits that of level k + 1."""
     x0 = rng(9).standard_normal((3, 4))
 
     def level(k: int) -> Callable[[Any], Any]:
         def fn(h: Any) -> Any:
             h = (h * 1.1).tanh()
-            return h if k == depth else checkpoint(level(k + 1), h)
+            return h if k == depth else checkpoint(level(k + 1), h, use_reentrant=reentrant)
 
         return fn
 
@@ -605,7 +667,7 @@ async def test_deeply_nested_checkpoints(depth):
         # As torch: in a level's forward (no grad) the next level's input needs no grad, so
         # that checkpoint warns; recomputing level k runs level k + 1's forward again.
         warnings.simplefilter("ignore")
-        y = checkpoint(level(1), x)
+        y = checkpoint(level(1), x, use_reentrant=reentrant)
         np.testing.assert_array_equal(y.data, plain(ag.tensor(x0)).data)
         await y.sum().backward()
     ref = ag.tensor(x0, requires_grad=True)
@@ -613,7 +675,8 @@ async def test_deeply_nested_checkpoints(depth):
     np.testing.assert_allclose(x.grad.data, ref.grad.data, rtol=0, atol=1e-12)
 
 
-async def test_checkpoint_sequential_inside_checkpoint():
+@pytest.mark.parametrize("reentrant", [True, False])
+async def test_checkpoint_sequential_inside_checkpoint(reentrant):
     arrays = make_params(3, sizes=(5, 7, 6, 7, 6, 7, 3))
     params = ag_leaves(arrays)
     x = ag.tensor(X, requires_grad=True)
@@ -624,7 +687,8 @@ async def test_checkpoint_sequential_inside_checkpoint():
     fns = layers(ag, params)
     x = ag.tensor(X, requires_grad=True)
     y = checkpoint_sequential(
-        [lambda h: checkpoint_sequential(fns[:4], 2, h), fns[4], fns[5]], 2, x
+        [lambda h: checkpoint_sequential(fns[:4], 2, h, use_reentrant=reentrant), fns[4], fns[5]], 2, x,
+        use_reentrant=reentrant,
     )
     await y.backward(ag.tensor(G))
     assert_grads_equal(grads([x, *params]), want, atol=1e-12)
@@ -652,7 +716,8 @@ async def test_backward_with_create_graph_gives_first_order_gradients():
         assert not tx.grad.requires_grad and not tparams[0].grad.requires_grad
 
 
-async def test_concurrent_backward_calls_through_checkpoints():
+@pytest.mark.parametrize("reentrant", [True, False])
+async def test_concurrent_backward_calls_through_checkpoints(reentrant):
     """Two backward calls in flight on one loop, each recomputing random ops: each gets its own
     forward's randomness and the gradients of a sequential run."""
     r = rng(8)
@@ -664,8 +729,8 @@ async def test_concurrent_backward_calls_through_checkpoints():
     def build() -> tuple[list[ag.Tensor], ag.Tensor, ag.Tensor]:
         x, w, v = ag_leaves([x0, w0, v0])
         ag.manual_seed(1)
-        y1 = checkpoint(dropout_block(w), x)
-        y2 = checkpoint(dropout_block(v), x * 1.0)
+        y1 = checkpoint(dropout_block(w), x, use_reentrant=reentrant)
+        y2 = checkpoint(dropout_block(v), x * 1.0, use_reentrant=reentrant)
         y1.register_hook(slow)  # make the two backward calls interleave
         y2.register_hook(slow)
         return [x, w, v], y1.sum(), y2.sum()
@@ -681,6 +746,410 @@ async def test_concurrent_backward_calls_through_checkpoints():
 
 
 # ---------------------------------------------------------------------------------------------
+# The non-reentrant variant: what only it can do, and its errors
+
+
+def checkpoint_nr(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return ckpt.checkpoint(function, *args, use_reentrant=False, **kwargs)
+
+
+def torch_nr(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return torch_checkpoint.checkpoint(function, *args, use_reentrant=False, **kwargs)
+
+
+async def test_non_reentrant_under_grad_and_backward_inputs_equals_plain_and_torch():
+    params = ag_leaves(make_params())
+    x = ag.tensor(X, requires_grad=True)
+    want = await ag.grad(mlp(ag, params)(x), [x, params[0], params[3]], ag.tensor(G))
+    y = checkpoint_nr(mlp(ag, params), x)
+    got = await ag.grad(y, [x, params[0], params[3]], ag.tensor(G), retain_graph=True)
+    assert_grads_equal([g.data for g in got], [w.data for w in want])
+    await y.backward(ag.tensor(G), inputs=[params[1]])
+    assert x.grad is None and params[0].grad is None
+    (b_want,) = await ag.grad(mlp(ag, params)(x), [params[1]], ag.tensor(G))
+    np.testing.assert_array_equal(params[1].grad.data, b_want.data)
+    if torch is not None:
+        tparams = [to_torch(p) for p in make_params()]
+        tx = to_torch(X)
+        ty = torch_nr(mlp(torch, tparams), tx)
+        tgot = torch.autograd.grad(ty, [tx, tparams[0], tparams[3]], torch.tensor(G))
+        assert_grads_equal([g.data for g in got], [t.numpy() for t in tgot], atol=1e-12)
+
+
+async def test_non_reentrant_with_keyword_arguments_and_inputs_without_grad():
+    """Parameters in a closure get their gradients although no input requires grad (the
+    reentrant variant gives none), and keyword arguments reach the function both times."""
+    params = ag_leaves(make_params())
+    seen_scales = []
+
+    def fn(h: Any, *, scale: float) -> Any:
+        seen_scales.append(scale)
+        return mlp(ag, params)(h) * scale
+
+    x = ag.tensor(X)  # requires no grad
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no "None of the inputs" warning
+        y = checkpoint_nr(fn, x, scale=3.0)
+    await y.backward(ag.tensor(G))
+    assert seen_scales == [3.0, 3.0]
+    plain = ag_leaves(make_params())
+    await (mlp(ag, plain)(ag.tensor(X)) * 3.0).backward(ag.tensor(G))
+    assert_grads_equal(grads(params), grads(plain))
+    if torch is not None:
+        tparams = [to_torch(p) for p in make_params()]
+        torch_nr(lambda h, *, scale: mlp(torch, tparams)(h) * scale, to_torch(X, False), scale=3.0).backward(
+            torch.tensor(G)
+        )
+        assert_grads_equal(grads(params), [t.grad.numpy() for t in tparams], atol=1e-12)
+
+
+async def test_non_reentrant_recomputes_once_per_backward_call_and_stops_early():
+    """One recomputation per backward call (each unpack takes its tensor from it), stopped as
+    soon as the last saved tensor is recovered; the same log as torch's."""
+
+    def run(lib: Any, x: Any, log: list[str], early_stop: bool = True) -> Any:
+        def fn(h: Any) -> Any:
+            log.append("start")
+            z = (h * h).sin()  # saves h, h, then h * h
+            log.append("saved all")
+            out = z + 1.0  # saves nothing
+            log.append("end")
+            return out
+
+        ck = torch_nr if lib is torch else checkpoint_nr
+        return ck(fn, x, early_stop=early_stop)
+
+    for early_stop in (True, False):
+        log: list[str] = []
+        x = ag.tensor(X, requires_grad=True)
+        y = run(ag, x, log, early_stop)
+        await y.sum().backward(retain_graph=True)
+        await y.sum().backward()
+        np.testing.assert_allclose(x.grad.data, 2 * 2 * X * np.cos(X * X), rtol=1e-14)
+        if torch is not None:
+            tlog: list[str] = []
+            ty = run(torch, to_torch(X), tlog, early_stop)
+            ty.sum().backward(retain_graph=True)
+            ty.sum().backward()
+            assert log == tlog
+        forward = ["start", "saved all", "end"]
+        again = ["start"] if early_stop else forward
+        assert log == forward + again + again
+    # set_checkpoint_early_stop(False) around the forward overrides the argument.
+    log = []
+    with ckpt.set_checkpoint_early_stop(False):
+        y = run(ag, ag.tensor(X, requires_grad=True), log)
+    await y.sum().backward()
+    assert log == ["start", "saved all", "end"] * 2
+
+
+async def test_non_reentrant_create_graph_gives_second_derivatives():
+    x = ag.tensor(X[0], requires_grad=True)
+    y = checkpoint_nr(lambda h: (h.tanh() * h).sum(), x)
+    (g,) = await ag.grad(y, x, create_graph=True)
+    (h,) = await ag.grad(g.sum(), x)
+    xp = ag.tensor(X[0], requires_grad=True)
+    (gp,) = await ag.grad((xp.tanh() * xp).sum(), xp, create_graph=True)
+    (hp,) = await ag.grad(gp.sum(), xp)
+    np.testing.assert_array_equal(g.data, gp.data)
+    np.testing.assert_allclose(h.data, hp.data, rtol=1e-14)
+    if torch is not None:
+        tx = to_torch(X[0])
+        (tg,) = torch.autograd.grad(torch_nr(lambda h: (h.tanh() * h).sum(), tx), tx, create_graph=True)
+        (th,) = torch.autograd.grad(tg.sum(), tx)
+        np.testing.assert_allclose(h.data, th.numpy(), rtol=1e-12)
+
+
+async def test_non_reentrant_nested_checkpoints_equal_plain_and_torch():
+    want = await plain_mlp_grads()
+    params = ag_leaves(make_params())
+    fns = layers(ag, params)
+    x = ag.tensor(X, requires_grad=True)
+    y = checkpoint_nr(lambda h: fns[2](checkpoint_nr(lambda g: fns[1](checkpoint_nr(fns[0], g)), h)), x)
+    await y.backward(ag.tensor(G))
+    assert_grads_equal(grads([x, *params]), want, atol=1e-12)
+    if torch is not None:
+
+        def run(p: list[Any], x: Any) -> Any:
+            tf = layers(torch, p)
+            return torch_nr(lambda h: tf[2](torch_nr(lambda g: tf[1](torch_nr(tf[0], g)), h)), x)
+
+        assert_grads_equal(grads([x, *params]), torch_checkpointed_grads(run), atol=1e-12)
+
+
+@pytest.mark.parametrize(("outer", "inner"), [(True, False), (False, True)])
+async def test_mixed_variants_nest(outer, inner):
+    """A checkpoint of one variant inside one of the other (the reentrant one's saved inputs
+    are then placeholders of the non-reentrant one, or the reverse)."""
+    want = await plain_mlp_grads()
+    params = ag_leaves(make_params())
+    fns = layers(ag, params)
+    x = ag.tensor(X, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the reentrant variant's "None of the inputs" warning
+        y = ckpt.checkpoint(
+            lambda h: fns[2](ckpt.checkpoint(fns[1], fns[0](h), use_reentrant=inner)), x, use_reentrant=outer
+        )
+        await y.backward(ag.tensor(G))
+    assert_grads_equal(grads([x, *params]), want, atol=1e-12)
+    if torch is not None:
+
+        def run(p: list[Any], x: Any) -> Any:
+            tf = layers(torch, p)
+            return torch_checkpoint.checkpoint(
+                lambda h: tf[2](torch_checkpoint.checkpoint(tf[1], tf[0](h), use_reentrant=inner)),
+                x,
+                use_reentrant=outer,
+            )
+
+        assert_grads_equal(grads([x, *params]), torch_checkpointed_grads(run), atol=1e-12)
+
+
+TARGET = ag.tensor(np.array([0, 2, 1]))
+#: One op per family whose backward reads saved tensors, applied to (x, w).
+SAVING_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "exp": lambda x, w: x.exp(), "log": lambda x, w: x.log(), "tanh": lambda x, w: x.tanh(),
+    "sigmoid": lambda x, w: x.sigmoid(), "relu": lambda x, w: F.relu(x - 1), "pow": lambda x, w: x**2.5,
+    "pow_tensor": lambda x, w: x**x, "div": lambda x, w: x / (x + 1), "mul": lambda x, w: x * x,
+    "matmul": lambda x, w: x @ w.mT, "linear": lambda x, w: F.linear(x, w), "softmax": lambda x, w: x.softmax(1),
+    "log_softmax": lambda x, w: x.log_softmax(1), "logsumexp": lambda x, w: x.logsumexp(1),
+    "var": lambda x, w: x.var(1), "std": lambda x, w: x.std(0), "max": lambda x, w: x.max(1).values,
+    "prod": lambda x, w: x.prod(1), "index": lambda x, w: x[[0, 2, 2]], "cat": lambda x, w: ag.cat([x, x * 2]),
+    "clamp": lambda x, w: x.clamp(0.7, 1.2), "abs": lambda x, w: (x - 1).abs(), "sqrt": lambda x, w: x.sqrt(),
+    "mse_loss": lambda x, w: F.mse_loss(x, x.detach() * 2), "cross_entropy": lambda x, w: F.cross_entropy(x, TARGET),
+    "norm": lambda x, w: x.norm(), "where": lambda x, w: ag.where(x > 1, x, x * x),
+    "minimum": lambda x, w: ag.minimum(x, x.detach() * 0 + 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAVING_OPS))
+def test_non_reentrant_over_each_op_family_equals_plain(name):
+    """Every backward formula unpacks each saved tensor once per backward, in the order the
+    recomputation saves them: the gradients are the plain graph's, bit for bit."""
+    x0, w0 = rng(11).uniform(0.5, 1.5, (3, 4)), rng(12).standard_normal((5, 4))
+    results = []
+    for use_checkpoint in (False, True):
+        x, w = ag_leaves([x0, w0])
+
+        def fn(x: Any, w: Any) -> Any:
+            return (SAVING_OPS[name](x, w) * 1.0).sum()
+
+        ag.sync.backward(checkpoint_nr(fn, x, w) if use_checkpoint else fn(x, w))
+        results.append([None if t.grad is None else t.grad.data for t in (x, w)])
+    for got, want in zip(results[1], results[0]):
+        assert (got is None) == (want is None)
+        if got is not None:
+            np.testing.assert_array_equal(got, want)
+
+
+async def test_non_reentrant_keeps_only_placeholders_and_frees_the_graph_without_gc():
+    params = ag_leaves(make_params())
+    x = ag.tensor(X, requires_grad=True)
+    inside: list[weakref.ref[Any]] = []
+
+    def fn(h: Any) -> Any:
+        z = F.linear(h, params[0], params[1])
+        t = z.tanh()
+        inside.extend([weakref.ref(z), weakref.ref(t)])
+        return mlp(ag, params[2:])(t)
+
+    gc.disable()
+    try:
+        y = checkpoint_nr(fn, x * 1.0)
+        # tanh saved its output: in the forward only its placeholder is kept.
+        assert [r() for r in inside] == [None, None]
+        node = weakref.ref(y.grad_fn)
+        await y.backward(ag.tensor(G))
+        assert [r() for r in inside[2:]] == [None, None]  # the recomputed ones are gone too
+        del y
+        assert node() is None  # the whole graph, freed by reference counting alone
+    finally:
+        gc.enable()
+    assert_grads_equal(grads([x, *params]), await plain_mlp_grads(), atol=1e-12)
+
+
+def _torch_meta_to_aiograd(message: str) -> str:
+    """torch's metadata reprs as aiograd's (a tuple for torch.Size, numpy's dtype repr)."""
+    message = re.sub(
+        r"torch\.Size\(\[(.*?)\]\)",
+        lambda m: f"({m.group(1)},)" if "," not in m.group(1) else f"({m.group(1)})",
+        message,
+    )
+    return re.sub(r"torch\.(float\d+)", r"dtype('\1')", message).replace("torch.utils.checkpoint", "aiograd.checkpoint")
+
+
+def _changing(lib: Any) -> Callable[[Any], Any]:
+    """A function that saves tensors of another shape when called again."""
+    calls = []
+
+    def fn(h: Any) -> Any:
+        calls.append(1)
+        h = h if len(calls) == 1 else h[:1]
+        return (h * h).sum()
+
+    return fn
+
+
+async def test_determinism_check_raises_torchs_checkpoint_error():
+    x = ag.tensor(X[0], requires_grad=True)
+    y = checkpoint_nr(_changing(ag), x)
+    with pytest.raises(ckpt.CheckpointError) as info:
+        await y.backward()
+    message = str(info.value)
+    assert message.startswith(
+        "aiograd.checkpoint: Recomputed values for the following tensors have different metadata "
+        "than during the forward pass.\ntensor at position 0:\nsaved metadata: {'shape': (5,), "
+    )
+    assert message.endswith(DEBUG_TIP)
+    # "none" skips the check (the gradient is then wrong, as in torch).
+    y = checkpoint_nr(_changing(ag), ag.tensor(X[0], requires_grad=True), determinism_check="none")
+    await y.backward()
+    if torch is not None:
+        ty = torch_nr(_changing(torch), to_torch(X[0]))
+        with pytest.raises(torch_checkpoint.CheckpointError) as tinfo:
+            ty.backward()
+        want = _torch_meta_to_aiograd(str(tinfo.value)).split("\nTip:")[0]
+        assert message.split("\nTip:")[0] == want
+
+
+async def test_a_different_number_of_saved_tensors_and_unpacking_twice():
+    def fewer(lib: Any) -> Callable[[Any], Any]:
+        calls = []
+
+        def fn(h: Any) -> Any:
+            calls.append(1)
+            return (h * h).sum() if len(calls) == 1 else (h * 2).sum()  # mul by a number: saves none
+
+        return fn
+
+    class Twice(ag.Function):
+        @staticmethod
+        def forward(ctx: Any, h: Any) -> Any:
+            ctx.save_for_backward(h)
+            return h * 2
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            ctx.saved_tensors  # noqa: B018 - the first unpack
+            return ctx.saved_tensors[0] * 0 + g * 2
+
+    errors = []
+    for run in (
+        lambda: checkpoint_nr(fewer(ag), ag.tensor(X[0], requires_grad=True)),
+        lambda: checkpoint_nr(lambda h: Twice.apply(h * 1.0).sum(), ag.tensor(X[0], requires_grad=True)),
+    ):
+        with pytest.raises(ckpt.CheckpointError) as info:
+            await run().backward()
+        errors.append(str(info.value))
+    assert errors[0].startswith(
+        "aiograd.checkpoint: A different number of tensors was saved during the original forward and "
+        "recomputation.\nNumber of tensors saved during forward: 2\nNumber of tensors saved during "
+        "recomputation: 0.\n"
+    )
+    assert errors[1] == (
+        "aiograd.checkpoint: Unpack is being triggered for a tensor that was already unpacked once. "
+        "If you are calling ctx.saved_tensors in backward, make sure to do so only once. Otherwise "
+        "please open an issue with details on your use case."
+    )
+    if torch is not None:
+
+        class TorchTwice(torch.autograd.Function):
+            forward = Twice.forward
+
+            @staticmethod
+            def backward(ctx: Any, g: Any) -> Any:
+                ctx.saved_tensors  # noqa: B018
+                return ctx.saved_tensors[0] * 0 + g * 2
+
+        want = []
+        for run in (
+            lambda: torch_nr(fewer(torch), to_torch(X[0])),
+            lambda: torch_nr(lambda h: TorchTwice.apply(h * 1.0).sum(), to_torch(X[0])),
+        ):
+            with pytest.raises(torch_checkpoint.CheckpointError) as tinfo:
+                run().backward()
+            want.append(str(tinfo.value).replace("torch.utils.checkpoint", "aiograd.checkpoint"))
+        assert errors[0].split("\nTip:")[0] == want[0].split("\nTip:")[0]
+        assert errors[1] == want[1]
+
+
+async def test_debug_reports_where_each_tensor_was_saved():
+    with pytest.raises(ckpt.CheckpointError) as info:
+        await checkpoint_nr(_changing(ag), ag.tensor(X[0], requires_grad=True), debug=True).backward()
+    message = str(info.value)
+    assert "because you passed `debug=True` to `aiograd.checkpoint()`" in message
+    assert message.count(__file__) >= 4  # the line of h * h, twice in each run
+    assert "Recomputed values for the following tensors have different metadata" in message
+    with ckpt.set_checkpoint_debug_enabled(True), pytest.raises(ckpt.CheckpointError, match="debug=True"):
+        await checkpoint_nr(_changing(ag), ag.tensor(X[0], requires_grad=True)).backward()
+
+
+async def test_context_fn_and_argument_errors_as_torch():
+    log = []
+
+    class Note:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def __enter__(self) -> None:
+            log.append(f"enter {self.name}")
+
+        def __exit__(self, *exc: object) -> None:
+            log.append(f"exit {self.name}")
+
+    def fn(h: Any) -> Any:
+        log.append("fn")
+        return (h * h).sum()
+
+    x = ag.tensor(X[0], requires_grad=True)
+    y = checkpoint_nr(fn, x, context_fn=lambda: (Note("forward"), Note("recompute")))
+    await y.backward()
+    assert log == ["enter forward", "fn", "exit forward", "enter recompute", "fn", "exit recompute"]
+
+    class Swallow:
+        def __enter__(self) -> None:
+            pass
+
+        def __exit__(self, *exc: object) -> bool:
+            return True
+
+    def boom(h: Any) -> Any:
+        raise KeyError("boom")
+
+    cases: list[tuple[type[BaseException], Callable[[Any], Any]]] = [
+        (RuntimeError, lambda ck: ck(boom, x, use_reentrant=False, context_fn=lambda: (Swallow(), Swallow()))),
+        (ValueError, lambda ck: ck(fn, x, use_reentrant=False, determinism_check="shapes")),
+        (ValueError, lambda ck: ck(fn, x, use_reentrant=False, debug=True, context_fn=lambda: (Swallow(), Swallow()))),
+        (ValueError, lambda ck: ck(fn, x, use_reentrant=True, context_fn=lambda: (Swallow(), Swallow()))),
+        (ValueError, lambda ck: ck(fn, x, use_reentrant=True, debug=True)),
+        (ValueError, lambda ck: ck(fn, x, use_reentrant=True, scale=2)),
+        (KeyError, lambda ck: ck(boom, x, use_reentrant=False)),
+    ]
+    messages = []
+    for kind, call in cases:
+        with pytest.raises(kind) as info:
+            call(ckpt.checkpoint)
+        messages.append(str(info.value))
+    if torch is not None:
+        x = to_torch(X[0])  # noqa: F841 - read by the lambdas
+        for (kind, call), message in zip(cases, messages):
+            with pytest.raises(kind) as info:
+                call(torch_checkpoint.checkpoint)
+            assert str(info.value).replace("torch.utils.checkpoint", "aiograd.checkpoint") == message
+
+
+async def test_non_reentrant_refused_where_saved_tensor_hooks_are_disabled():
+    x = ag.tensor(X[0], requires_grad=True)
+    with ag.graph.disable_saved_tensors_hooks("no hooks here"):
+        with pytest.raises(RuntimeError, match="^no hooks here$"):
+            checkpoint_nr(lambda h: h * h, x)
+    if torch is not None:
+        with torch.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+            with pytest.raises(RuntimeError, match="^no hooks here$"):
+                torch_nr(lambda h: h * h, to_torch(X[0]))
+
+
+# ---------------------------------------------------------------------------------------------
 # The public module
 
 
@@ -691,8 +1160,15 @@ def test_public_module():
 
     assert aiograd.utils.__all__ == ["checkpoint"]
     assert aiograd.utils.checkpoint is mod
-    assert mod.__all__ == ["checkpoint", "checkpoint_sequential"]
-    assert mod.checkpoint is impl.checkpoint and mod.checkpoint_sequential is impl.checkpoint_sequential
+    assert mod.__all__ == [
+        "CheckpointError", "CheckpointFunction", "checkpoint", "checkpoint_sequential",
+        "noop_context_fn", "set_checkpoint_debug_enabled", "set_checkpoint_early_stop",
+    ]
+    for name in mod.__all__:
+        assert getattr(mod, name) is getattr(impl, name)
+        if torch is not None:
+            assert hasattr(torch_checkpoint, name)  # each is a name of torch.utils.checkpoint
+    assert issubclass(mod.CheckpointError, RuntimeError)
     for name in mod.__all__:
         assert getattr(mod, name).__doc__
     assert mod.__doc__ and aiograd.utils.__doc__
