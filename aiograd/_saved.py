@@ -23,6 +23,7 @@ same object with its class switched to a ``HookedSavedTensor`` variant, so the o
 from __future__ import annotations
 
 import contextvars
+import re
 import threading
 import weakref
 from collections.abc import Callable
@@ -208,9 +209,9 @@ class SavedTensor:
         kind = _TYPE_NAMES.get(str(data.dtype), f"{data.dtype}Tensor")
         shape = ", ".join(str(s) for s in data.shape)
         if self.tensor is None:
-            which = f", which is output {self.output_nr} of {node.name()},"
+            which = f", which is output {self.output_nr} of {_op_name(node.name())},"
         elif self.tensor.grad_fn is not None:
-            which = f", which is output {self.tensor.output_nr} of {self.tensor.grad_fn.name()},"
+            which = f", which is output {self.tensor.output_nr} of {_op_name(self.tensor.grad_fn.name())},"
         else:
             which = ""
         return (
@@ -218,6 +219,12 @@ class SavedTensor:
             f"operation: [aiograd.{kind} [{shape}]]{which} is at version {self.version_counter[0]}; "
             f"expected version {self.version} instead. {_hint()}"
         )
+
+
+def _op_name(node_name: str) -> str:
+    """The op a node belongs to, as PyTorch 2.13's message names it: ``Exp`` for
+    ``ExpBackward0``; a node that is not an op's backward (``CopySlices``) keeps its name."""
+    return re.sub(r"Backward\d*$", "", node_name) or node_name
 
 
 def _hint() -> str:
@@ -228,7 +235,7 @@ def _hint() -> str:
         )
     return (
         "Hint: enable anomaly detection to find the operation that failed to compute its "
-        "gradient, with aiograd.set_detect_anomaly(True)."
+        "gradient, with aiograd.set_detect_anomaly(True, check_nan=False)."
     )
 
 

@@ -215,7 +215,7 @@ async def test_version_mismatch_error_names_the_output():
         await z.backward()
     assert str(info.value).startswith(
         "one of the variables needed for gradient computation has been modified by an inplace "
-        "operation: [aiograd.DoubleTensor [2]], which is output 0 of ExpBackward0, is at version "
+        "operation: [aiograd.DoubleTensor [2]], which is output 0 of Exp, is at version "
         "1; expected version 0 instead."
     )
 

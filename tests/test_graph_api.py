@@ -227,7 +227,7 @@ def test_increment_version_makes_the_saved_tensor_check_fail_as_torch():
     got = version_errors(ag, ag_graph)
     assert got[0].startswith(
         "one of the variables needed for gradient computation has been modified by an inplace "
-        "operation: [aiograd.DoubleTensor [3]], which is output 0 of MulBackward0, is at version 1; "
+        "operation: [aiograd.DoubleTensor [3]], which is output 0 of Mul, is at version 1; "
         "expected version 0 instead."
     )
     assert "[aiograd.DoubleTensor [3]] is at version 1; expected version 0 instead." in got[1]
