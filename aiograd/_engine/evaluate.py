@@ -18,6 +18,8 @@ from .._hooks import (
     run_retains_grad,
     run_tensor_pre_hooks,
 )
+from .._ops.batching import has_batched_rule
+from .batched import apply_per_sample
 from .input_buffer import buffer_device
 from .offload import offload
 
@@ -36,7 +38,7 @@ OFFLOADED = object()
 def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]) -> Any:
     """Run one node and propagate its gradients. Returns None when that is done, OFFLOADED when
     the node went to an executor, or a coroutine (``evaluate_slow``) for the caller to await."""
-    if node._hooks is not None or node.is_async or graph_task.anomaly:
+    if node._hooks is not None or node.is_async or graph_task.anomaly or graph_task.batch_ndim:
         return evaluate_slow(engine, graph_task, node, buffer)
     exec_info = graph_task.exec_info
     if exec_info is not None:
@@ -107,9 +109,12 @@ async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffe
             buffer = await run_pre_hooks(hooks, buffer)
     anomaly_token = current_node.set(node) if graph_task.anomaly else None
     try:
-        outputs = node.apply(buffer)
-        if node.is_async:
-            outputs = await outputs
+        if graph_task.batch_ndim and not has_batched_rule(node):
+            outputs = await apply_per_sample(graph_task, node, buffer)
+        else:
+            outputs = node.apply(buffer)
+            if node.is_async:
+                outputs = await outputs
     finally:
         if anomaly_token is not None:
             current_node.reset(anomaly_token)

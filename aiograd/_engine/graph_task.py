@@ -42,7 +42,7 @@ class GraphTask:
     __slots__ = (
         # what was asked
         "keep_graph", "create_graph", "reentrant_depth", "exec_info", "checkpoint_valid",
-        "staged",
+        "staged", "batch_ndim",
         # progress
         "dependencies", "not_ready", "outstanding", "captured", "final_callbacks",
         "error", "future", "queue", "multi_device",
@@ -70,6 +70,8 @@ class GraphTask:
         #: ``backward(atomic=True)``: where each captured gradient goes when the GraphTask
         #: completes (an AccumulateGrad, or a non-leaf input tensor); None otherwise.
         self.staged: list[Any] | None = None
+        #: ``grad(is_grads_batched=True)``: leading batch dims on every gradient (0: none).
+        self.batch_ndim: int = 0
 
         #: Edges into each node not yet received; a node is ready when its count reaches 0.
         self.dependencies: dict[Node, int] = {}

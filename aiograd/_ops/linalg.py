@@ -20,7 +20,7 @@ from ._util import (
     to_tensor,
     wrap,
 )
-from .shape import _sum_to, reduce_grad
+from .shape import grad_sum_to as _sum_to, reduce_grad
 
 __all__ = ["matmul", "mm", "linear"]
 
@@ -89,7 +89,7 @@ def MatmulBackward0(self: Any, grads: list[Any]) -> Any:
     ga = gb = None
     if should_compute(ea):
         ga = reduce_grad(matmul(g, b2.mT), a2.data.shape)
-        ga = ga.squeeze(0) if a_vec else ga
+        ga = ga.squeeze(-2) if a_vec else ga  # -2, not 0: batched gradients lead with the batch
     if should_compute(eb):
         gb = reduce_grad(matmul(a2.mT, g), b2.data.shape)
         gb = gb.squeeze(-1) if b_vec else gb
@@ -162,7 +162,7 @@ def LinearBackward0(self: Any, grads: list[Any]) -> Any:
     if not grad_enabled():
         gd = g.data
         gx = wrap(gd @ self.weight.unpack(self).data) if want_x else None
-        gw = wrap(gd.T @ self.x.unpack(self).data) if want_w else None
+        gw = wrap(gd.swapaxes(-1, -2) @ self.x.unpack(self).data) if want_w else None
         gb = None
         if eb is not None:
             gb = wrap(_sum_to(gd, self.bias_shape))
