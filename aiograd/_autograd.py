@@ -205,7 +205,7 @@ async def backward(
     if inputs is not None:
         input_tuple = _as_tuple(inputs)
         if len(input_tuple) == 0:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     if grad_tensors is None:
         grad_tuple: tuple[Any, ...] = (None,) * len(outputs)
     else:
