@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "API",
         (
-            "_autograd", "function", "_checkpoint", "_factories", "_tensor_methods", "sync",
+            "_autograd", "function", "functional", "_checkpoint", "_factories", "_tensor_methods", "sync",
             "testing", "utils", "_runner", "",  # "": the package's own __init__
         ),
     ),

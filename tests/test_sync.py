@@ -90,7 +90,7 @@ def slow_function():
 
 
 def test_public_surface_and_signatures_are_aiograds():
-    assert sync.__all__ == ["backward", "grad", "shutdown"]
+    assert sync.__all__ == ["backward", "functional", "grad", "shutdown"]
     for name in sync.__all__:
         assert inspect.getdoc(getattr(sync, name))
 
