@@ -115,7 +115,7 @@ async def test_batched_matches_torch(spec: OpSpec) -> None:
     v = _batch_of(spec, out.shape)
     grads = await ag.grad(out, xs, ag.tensor(v), allow_unused=True, is_grads_batched=True)
     tgrads = torch.autograd.grad(tout, ts, torch.tensor(v), allow_unused=True, is_grads_batched=True)
-    for g, tg, x in zip(grads, tgrads, xs):
+    for g, tg in zip(grads, tgrads):
         if tg is None:
             assert g is None or not g.data.any()
             continue
@@ -129,3 +129,142 @@ def test_every_registered_rule_is_batched() -> None:
     assert not missing, f"nodes without a batched rule: {missing}"
 
     assert not BATCHED_RULES & PER_SAMPLE_RULES
+
+
+# ------------------------------------------------------------------------------ argument checks
+def _torch_words(message: str) -> str:
+    """aiograd writes shapes as tuples where torch writes ``torch.Size([...])``."""
+    return re.sub(
+        r"torch\.Size\(\[([0-9, ]*)\]\)",
+        lambda m: str(tuple(int(d) for d in m.group(1).split(", ") if d)),
+        message,
+    )
+
+
+def _graph(lib: Any) -> tuple[Any, Any, Any]:
+    if lib is ag:
+        x = ag.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    else:
+        x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    return x, x * 2.0, (x * x).sum()
+
+
+def _ones(lib: Any, *shape: int) -> Any:
+    return ag.tensor(np.ones(shape)) if lib is ag else torch.ones(shape, dtype=torch.float64)
+
+
+BATCHED_ERRORS = {
+    "rest_of_shape_differs": lambda lib, x, y, s: ((y, x, _ones(lib, 4, 2)), {}),
+    "no_batch_dim": lambda lib, x, y, s: ((y, x, _ones(lib, 3)), {}),
+    "extra_dim": lambda lib, x, y, s: ((y, x, _ones(lib, 4, 4, 3)), {}),
+    "implicit_for_vector": lambda lib, x, y, s: ((y, x, None), {}),
+    "implicit_for_scalar": lambda lib, x, y, s: ((s, x, None), {}),
+    "batched_mixed_with_none": lambda lib, x, y, s: (([y, s], x, [_ones(lib, 4, 3), None]), {}),
+    "batch_sizes_differ": lambda lib, x, y, s: (([y, y], x, [_ones(lib, 4, 3), _ones(lib, 5, 3)]), {}),
+    "empty_batch": lambda lib, x, y, s: ((y, x, _ones(lib, 0, 3)), {}),
+    "zero_dim_grad": lambda lib, x, y, s: ((s, x, _ones(lib)), {}),
+}
+
+
+@requires_torch
+@once
+@pytest.mark.parametrize("case", list(BATCHED_ERRORS))
+async def test_batched_argument_errors_match_torch(case: str) -> None:
+    make = BATCHED_ERRORS[case]
+    x, y, s = _graph(torch)
+    args, kwargs = make(torch, x, y, s)
+    with pytest.raises(Exception) as theirs:
+        torch.autograd.grad(*args, is_grads_batched=True, **kwargs)
+    x, y, s = _graph(ag)
+    args, kwargs = make(ag, x, y, s)
+    with pytest.raises(Exception) as mine:
+        await ag.grad(*args, is_grads_batched=True, **kwargs)
+    assert type(mine.value) is type(theirs.value)
+    assert str(mine.value) == _torch_words(str(theirs.value))
+
+
+@requires_torch
+def test_batched_results_match_torch_shapes_and_unused_inputs() -> None:
+    """Scalar outputs with a batch of seeds, an unused input (None, or unbatched zeros under
+    materialize_grads, as torch returns), and float32 grads for a float64 output (cast)."""
+    for lib in (ag, torch):
+        x, y, s = _graph(lib)
+        w = ag.tensor([1.0, 2.0, 3.0], requires_grad=True) if lib is ag else torch.ones(3, dtype=torch.float64, requires_grad=True)
+        seeds = ag.tensor(np.arange(5.0)) if lib is ag else torch.arange(5.0, dtype=torch.float64)
+        call = (lambda *a, **k: ag.sync.grad(*a, **k)) if lib is ag else torch.autograd.grad
+        g = call(s, x, seeds, retain_graph=True, is_grads_batched=True)[0]
+        unused = call(y, [x, w], _ones(lib, 2, 3), retain_graph=True, allow_unused=True, is_grads_batched=True)
+        zeros = call(y, [x, w], _ones(lib, 2, 3), retain_graph=True, materialize_grads=True, is_grads_batched=True)
+        f32 = _ones(lib, 2, 3).float() if lib is torch else ag.tensor(np.ones((2, 3), np.float32))
+        cast = call(y, x, f32, retain_graph=True, is_grads_batched=True)[0]
+        if lib is ag:
+            mine = (g.data, unused[1], zeros[1].shape, cast.dtype, cast.data)
+        else:
+            theirs = (g.numpy(), unused[1], tuple(zeros[1].shape), cast.dtype, cast.numpy())
+    assert np.array_equal(mine[0], theirs[0])
+    assert mine[1] is None and theirs[1] is None
+    assert mine[2] == theirs[2] == (3,)
+    assert str(mine[3]) == str(theirs[3]).removeprefix("torch.") == "float64"
+    assert np.array_equal(mine[4], theirs[4])
+
+
+@requires_torch
+@once
+async def test_grad_with_no_inputs_raises_torchs_error() -> None:
+    """``grad(y, [])`` and ``backward(inputs=[])``: RuntimeError, PyTorch's words."""
+    for call, tcall in [
+        (lambda y: ag.grad(y, []), lambda y: torch.autograd.grad(y, [])),
+        (lambda y: ag.grad(y, ()), lambda y: torch.autograd.grad(y, ())),
+        (lambda y: y.backward(inputs=[]), lambda y: y.backward(inputs=[])),
+    ]:
+        _, _, s = _graph(torch)
+        with pytest.raises(RuntimeError) as theirs:
+            tcall(s)
+        _, _, s = _graph(ag)
+        with pytest.raises(RuntimeError) as mine:
+            await call(s)
+        assert str(mine.value) == str(theirs.value)
+
+
+class Doubler(ag.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return x * 2.0
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        seen.append(g.shape)
+        return g * 2.0
+
+
+seen: list[tuple[int, ...]] = []
+
+
+@requires_torch
+@once
+async def test_custom_function_runs_per_sample_as_torch_shows_it(per_sample_nodes: list[str]) -> None:
+    """A custom Function's backward sees one sample's gradient (torch's vmap shows it the same
+    logical shape); the rest of the graph stays vectorized."""
+    seen.clear()
+    x = ag.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = Doubler.apply(x.tanh()) * 3.0
+    v = np.arange(12.0).reshape(4, 3)
+    (g,) = await ag.grad(y, x, ag.tensor(v), is_grads_batched=True)
+    assert seen == [(3,)] * 4
+    assert per_sample_nodes == ["DoublerBackward"]
+
+    class TDoubler(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            seen.append(tuple(g.shape))
+            return g * 2.0
+
+    seen.clear()
+    tx = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    (tg,) = torch.autograd.grad(TDoubler.apply(tx.tanh()) * 3.0, tx, torch.tensor(v), is_grads_batched=True)
+    assert seen == [(3,)]  # once, on a BatchedTensor whose logical shape is one sample's
+    np.testing.assert_allclose(g.data, tg.numpy(), rtol=1e-13)

@@ -15,7 +15,18 @@ import numpy as np
 
 from .._views import make_view
 from ._registry import backward, op, variant
-from ._util import Node, Tensor, attach, batch_ndim, common_device, edge_of, like, needs_grad, on, wrap
+from ._util import (
+    Node,
+    Tensor,
+    attach,
+    batch_ndim,
+    common_device,
+    edge_of,
+    like,
+    needs_grad,
+    on,
+    wrap,
+)
 from .indexing import getitem
 from .shape import _dim
 

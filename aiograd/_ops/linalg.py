@@ -20,7 +20,8 @@ from ._util import (
     to_tensor,
     wrap,
 )
-from .shape import grad_sum_to as _sum_to, reduce_grad
+from .shape import grad_sum_to as _sum_to
+from .shape import reduce_grad
 
 __all__ = ["matmul", "mm", "linear"]
 
