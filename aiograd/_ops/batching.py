@@ -16,7 +16,7 @@ from .._node import GraphRoot, Node
 from ._registry import OPS
 from ._util import Tensor, batch_ndim
 
-__all__ = ["BATCHED_RULES", "PER_SAMPLE_RULES", "batched_sum_to", "has_batched_rule", "shift_axes", "sum_to_array", "sum_to_axes"]
+__all__ = ["BATCHED_RULES", "PER_SAMPLE_RULES", "batch_ndim", "batched_sum_to", "has_batched_rule", "shift_axes", "sum_to_array", "sum_to_axes"]
 
 #: Node names (PyTorch's) whose rules are written for leading batch dims; tests/
 #: test_batched_grad.py checks each against the per-sample loop, bit for bit.

@@ -29,8 +29,7 @@ from ._util import (
     wrap,
 )
 from .casting import bool_, cpu, double, float_, long, place, place2, to
-from .shape import grad_sum_to as _sum_to
-from .shape import reduce_grad
+from .shape import _sum_to, reduce_grad
 
 __all__ = [
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "log1p", "sqrt", "abs",

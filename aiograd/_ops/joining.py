@@ -15,18 +15,8 @@ import numpy as np
 
 from .._views import make_view
 from ._registry import backward, op, variant
-from ._util import (
-    Node,
-    Tensor,
-    attach,
-    batch_ndim,
-    common_device,
-    edge_of,
-    like,
-    needs_grad,
-    on,
-    wrap,
-)
+from ._util import Node, Tensor, attach, common_device, edge_of, like, needs_grad, on, wrap
+from .batching import batch_ndim
 from .indexing import getitem
 from .shape import _dim
 

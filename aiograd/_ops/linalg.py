@@ -20,8 +20,7 @@ from ._util import (
     to_tensor,
     wrap,
 )
-from .shape import grad_sum_to as _sum_to
-from .shape import reduce_grad
+from .shape import _sum_to, reduce_grad
 
 __all__ = ["matmul", "mm", "linear"]
 

@@ -289,7 +289,7 @@ def SumToSizeBackward0(self: Any, grads: list[Any]) -> Any:
     return (expand(g, batched_shape(g, self.shape)),)
 
 
-def _sum_to(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+def _sum_to_shape(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
     if data.shape == shape:
         return data
     lead = data.ndim - len(shape)
@@ -317,7 +317,7 @@ def sum_to_size(input: Tensor, *size: Any) -> Tensor:
             raise ValueError
     except ValueError:
         raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(input.data.shape)}}}.") from None
-    out = like(_sum_to(input.data, shape), input)
+    out = like(_sum_to_shape(input.data, shape), input)
     if needs_grad(input):
         node = attach(SumToSizeBackward0((edge_of(input),)), out)
         node.shape = input.data.shape
@@ -360,12 +360,12 @@ def reduce_grad(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
     return batched_sum_to(grad, shape, nb) if nb else sum_to_size(grad, shape)
 
 
-def grad_sum_to(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
-    """``reduce_grad`` on a gradient's array (the first-order fast paths)."""
+def _sum_to(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    """``reduce_grad`` on a gradient's array (the first-order fast paths): batch dims kept."""
     if data.shape == shape:
         return data
     nb = batch_ndim()
-    return sum_to_array(data, shape, nb) if nb else _sum_to(data, shape)
+    return sum_to_array(data, shape, nb) if nb else _sum_to_shape(data, shape)
 
 
 TENSOR_METHODS = {
