@@ -32,6 +32,7 @@ from . import (
     _tensor_methods,  # noqa: F401  (binds the ops as Tensor methods and operators)
     executors,
     function,
+    functional,
     nn,
     sync,
     testing,
@@ -170,5 +171,5 @@ __all__ = [
     "sum_to_size", "index_select", "gather", "cat", "concat", "concatenate", "stack", "split",
     "split_with_sizes", "chunk", "unbind", "matmul", "mm",
     # submodules
-    "executors", "function", "nn", "sync", "testing", "utils",
+    "executors", "function", "functional", "nn", "sync", "testing", "utils",
 ]

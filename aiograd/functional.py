@@ -20,32 +20,34 @@ Forward mode does not exist in aiograd: ``strategy="forward-mode"`` raises NotIm
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable as _Callable
+from typing import Any as _Any
 
 import numpy as np
 
 from ._autograd import grad as _grad
-from ._factories import zeros_like
-from ._grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
-from ._ops.joining import stack
-from ._tensor import Tensor
+from ._factories import zeros_like as _zeros_like
+from ._grad_mode import enable_grad as _enable_grad
+from ._grad_mode import is_grad_enabled as _is_grad_enabled
+from ._grad_mode import set_grad_enabled as _set_grad_enabled
+from ._ops.joining import stack as _stack
+from ._tensor import Tensor as _Tensor
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
 #: The function a functional API differentiates: tensors in, a tensor or a tuple of tensors out
 #: (or an awaitable of one, for an ``async def`` function).
-Func = Callable[..., Any]
-Inputs = Tensor | tuple[Tensor, ...]
+_Func = _Callable[..., _Any]
+_Inputs = _Tensor | tuple[_Tensor, ...]
 
 
 # ------------------------------------------------------------------------------ helpers
-def _as_tuple(inp: Any, arg_name: str, fn_name: str) -> tuple[bool, tuple[Any, ...]]:
+def _as_tuple(inp: _Any, arg_name: str, fn_name: str) -> tuple[bool, tuple[_Any, ...]]:
     """``(was it a tuple, as a tuple)``; only a tuple counts as several tensors, as in PyTorch."""
     is_tuple = isinstance(inp, tuple)
     items = inp if is_tuple else (inp,)
     for i, el in enumerate(items):
-        if not isinstance(el, Tensor):
+        if not isinstance(el, _Tensor):
             where = f"value at index {i}" if is_tuple else f"given {arg_name}"
             raise TypeError(
                 f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple of Tensors "
@@ -54,7 +56,7 @@ def _as_tuple(inp: Any, arg_name: str, fn_name: str) -> tuple[bool, tuple[Any, .
     return is_tuple, items
 
 
-def _tuple_postprocess(res: Any, to_unpack: bool | tuple[bool, bool]) -> Any:
+def _tuple_postprocess(res: _Any, to_unpack: bool | tuple[bool, bool]) -> _Any:
     if isinstance(to_unpack, tuple):
         if not to_unpack[1]:
             res = tuple(el[0] for el in res)
@@ -65,7 +67,7 @@ def _tuple_postprocess(res: Any, to_unpack: bool | tuple[bool, bool]) -> Any:
     return res
 
 
-def _grad_preprocess(inputs: tuple[Tensor, ...], create_graph: bool, need_graph: bool) -> tuple[Tensor, ...]:
+def _grad_preprocess(inputs: tuple[_Tensor, ...], create_graph: bool, need_graph: bool) -> tuple[_Tensor, ...]:
     """Fresh inputs for the user's function: views that keep the graph under ``create_graph``,
     else detached leaves (that require grad when ``need_graph``)."""
     res = []
@@ -77,13 +79,13 @@ def _grad_preprocess(inputs: tuple[Tensor, ...], create_graph: bool, need_graph:
     return tuple(res)
 
 
-def _grad_postprocess(inputs: Any, create_graph: bool) -> Any:
-    if isinstance(inputs[0], Tensor):
+def _grad_postprocess(inputs: _Any, create_graph: bool) -> _Any:
+    if isinstance(inputs[0], _Tensor):
         return inputs if create_graph else tuple(inp.detach() for inp in inputs)
     return tuple(_grad_postprocess(inp, create_graph) for inp in inputs)
 
 
-def _validate_v(v: tuple[Tensor, ...], other: tuple[Tensor, ...], is_other_tuple: bool) -> None:
+def _validate_v(v: tuple[_Tensor, ...], other: tuple[_Tensor, ...], is_other_tuple: bool) -> None:
     if len(other) != len(v):
         if is_other_tuple:
             raise RuntimeError(f"v is a tuple of invalid length: should be {len(other)} but got {len(v)}.")
@@ -96,7 +98,7 @@ def _validate_v(v: tuple[Tensor, ...], other: tuple[Tensor, ...], is_other_tuple
             )
 
 
-def _check_requires_grad(inputs: tuple[Any, ...], input_type: str, strict: bool) -> None:
+def _check_requires_grad(inputs: tuple[_Any, ...], input_type: str, strict: bool) -> None:
     if not strict:
         return
     for i, inp in enumerate(inputs):
@@ -134,13 +136,13 @@ def _check_requires_grad(inputs: tuple[Any, ...], input_type: str, strict: bool)
 
 
 async def _autograd_grad(
-    outputs: tuple[Any, ...],
-    inputs: tuple[Tensor, ...],
-    grad_outputs: tuple[Any, ...] | None = None,
+    outputs: tuple[_Any, ...],
+    inputs: tuple[_Tensor, ...],
+    grad_outputs: tuple[_Any, ...] | None = None,
     create_graph: bool = False,
     retain_graph: bool | None = None,
     is_grads_batched: bool = False,
-) -> tuple[Tensor | None, ...]:
+) -> tuple[_Tensor | None, ...]:
     """``grad()`` over the outputs that require grad (None for every input when none does)."""
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
@@ -172,14 +174,14 @@ _STRICT_NONE = {
 
 
 def _fill_in_zeros(
-    grads: tuple[Tensor | None, ...], refs: tuple[Tensor, ...], strict: bool, create_graph: bool, stage: str
-) -> tuple[Tensor, ...]:
+    grads: tuple[_Tensor | None, ...], refs: tuple[_Tensor, ...], strict: bool, create_graph: bool, stage: str
+) -> tuple[_Tensor, ...]:
     res = []
     for i, grads_i in enumerate(grads):
         if grads_i is None:
             if strict:
                 raise RuntimeError(_STRICT_NONE[stage].format(i=i))
-            grads_i = zeros_like(refs[i])
+            grads_i = _zeros_like(refs[i])
         elif strict and create_graph and not grads_i.requires_grad:
             what = "hessian" if "double" in stage else "jacobian"
             raise RuntimeError(
@@ -190,7 +192,7 @@ def _fill_in_zeros(
     return tuple(res)
 
 
-async def _call(func: Func, inputs: tuple[Tensor, ...]) -> Any:
+async def _call(func: _Func, inputs: tuple[_Tensor, ...]) -> _Any:
     """The user's function at ``inputs``, awaited if it is a coroutine function."""
     out = func(*inputs)
     if inspect.isawaitable(out):
@@ -198,7 +200,7 @@ async def _call(func: Func, inputs: tuple[Tensor, ...]) -> Any:
     return out
 
 
-def _v_or_error(v: Any, refs: tuple[Tensor, ...], is_refs_tuple: bool, fn_name: str, create_graph: bool, message: str) -> Any:
+def _v_or_error(v: _Any, refs: tuple[_Tensor, ...], is_refs_tuple: bool, fn_name: str, create_graph: bool, message: str) -> _Any:
     if v is not None:
         _, v = _as_tuple(v, "v", fn_name)
         v = _grad_preprocess(v, create_graph=create_graph, need_graph=False)
@@ -221,21 +223,21 @@ _V_OF_INPUT = (
 
 # ------------------------------------------------------------------------------ the API
 async def vjp(
-    func: Func, inputs: Inputs, v: Inputs | None = None, create_graph: bool = False, strict: bool = False
-) -> tuple[Any, Any]:
+    func: _Func, inputs: _Inputs, v: _Inputs | None = None, create_graph: bool = False, strict: bool = False
+) -> tuple[_Any, _Any]:
     """``(func(*inputs), v^T J)``: the vector-Jacobian product at ``inputs`` (one backward).
 
     ``v`` has the outputs' shapes (optional when ``func`` returns a single one-element tensor).
     ``create_graph`` makes both results differentiable; ``strict`` raises when an output does
     not depend on an input instead of returning zeros. PyTorch's ``vjp``."""
-    with enable_grad():
+    with _enable_grad():
         is_inputs_tuple, inputs_t = _as_tuple(inputs, "inputs", "vjp")
         inputs_t = _grad_preprocess(inputs_t, create_graph=create_graph, need_graph=True)
         outputs = await _call(func, inputs_t)
         is_outputs_tuple, outputs_t = _as_tuple(outputs, "outputs of the user-provided function", "vjp")
         _check_requires_grad(outputs_t, "outputs", strict=strict)
         v_t = _v_or_error(v, outputs_t, is_outputs_tuple, "vjp", create_graph, _V_OF_OUTPUT)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+    with _set_grad_enabled(True if create_graph else _is_grad_enabled()):
         grad_res = await _autograd_grad(outputs_t, inputs_t, v_t, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, inputs_t, strict, create_graph, "back")
     outputs_t = _grad_postprocess(outputs_t, create_graph)
@@ -244,23 +246,23 @@ async def vjp(
 
 
 async def jvp(
-    func: Func, inputs: Inputs, v: Inputs | None = None, create_graph: bool = False, strict: bool = False
-) -> tuple[Any, Any]:
+    func: _Func, inputs: _Inputs, v: _Inputs | None = None, create_graph: bool = False, strict: bool = False
+) -> tuple[_Any, _Any]:
     """``(func(*inputs), J v)``: the Jacobian-vector product at ``inputs``, by the double-backward
     trick (the vjp is linear in its vector, so differentiating it once more gives J v).
 
     ``v`` has the inputs' shapes (optional for a single one-element input). PyTorch's ``jvp``."""
-    with enable_grad():
+    with _enable_grad():
         is_inputs_tuple, inputs_t = _as_tuple(inputs, "inputs", "jvp")
         inputs_t = _grad_preprocess(inputs_t, create_graph=create_graph, need_graph=True)
         v_t = _v_or_error(v, inputs_t, is_inputs_tuple, "jvp", create_graph, _V_OF_INPUT)
         outputs = await _call(func, inputs_t)
         is_outputs_tuple, outputs_t = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
         _check_requires_grad(outputs_t, "outputs", strict=strict)
-        grad_outputs = tuple(zeros_like(out, requires_grad=True) for out in outputs_t)
+        grad_outputs = tuple(_zeros_like(out, requires_grad=True) for out in outputs_t)
         grad_inputs = await _autograd_grad(outputs_t, inputs_t, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+    with _set_grad_enabled(True if create_graph else _is_grad_enabled()):
         grad_res = await _autograd_grad(grad_inputs, grad_outputs, v_t, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, outputs_t, strict, create_graph, "back_trick")
     outputs_t = _grad_postprocess(outputs_t, create_graph)
@@ -268,7 +270,7 @@ async def jvp(
     return _tuple_postprocess(outputs_t, is_outputs_tuple), _tuple_postprocess(result, is_outputs_tuple)
 
 
-def _standard_basis(tensors: tuple[Tensor, ...], numels: tuple[int, ...]) -> tuple[Tensor, ...]:
+def _standard_basis(tensors: tuple[_Tensor, ...], numels: tuple[int, ...]) -> tuple[_Tensor, ...]:
     """The rows of the identity of size ``sum(numels)``, cut into one chunk per tensor (chunk j:
     ``(total, numels[j])``, in tensor j's dtype and on its device): PyTorch's
     ``_construct_standard_basis_for``."""
@@ -276,20 +278,20 @@ def _standard_basis(tensors: tuple[Tensor, ...], numels: tuple[int, ...]) -> tup
     chunks = []
     offset = 0
     for t, n in zip(tensors, numels):
-        chunk = Tensor._wrap(np.eye(total, n, k=-offset, dtype=t.data.dtype))
+        chunk = _Tensor._wrap(np.eye(total, n, k=-offset, dtype=t.data.dtype))
         chunks.append(chunk.to(t.device))
         offset += n
     return tuple(chunks)
 
 
 async def jacobian(
-    func: Func,
-    inputs: Inputs,
+    func: _Func,
+    inputs: _Inputs,
     create_graph: bool = False,
     strict: bool = False,
     vectorize: bool = False,
     strategy: str = "reverse-mode",
-) -> Any:
+) -> _Any:
     """The Jacobian of ``func`` at ``inputs``: for output i and input j, a tensor of shape
     ``output_i.shape + input_j.shape``; a tensor, a tuple, or a tuple of tuples as PyTorch nests
     them (by whether ``inputs`` and the outputs are tuples).
@@ -320,7 +322,7 @@ async def jacobian(
         raise NotImplementedError(
             'aiograd has no forward-mode AD: use strategy="reverse-mode" (the default).'
         )
-    with enable_grad():
+    with _enable_grad():
         is_inputs_tuple, inputs_t = _as_tuple(inputs, "inputs", "jacobian")
         inputs_t = _grad_preprocess(inputs_t, create_graph=create_graph, need_graph=True)
         outputs = await _call(func, inputs_t)
@@ -340,8 +342,8 @@ async def jacobian(
 
 
 async def _jacobian_vectorized(
-    outputs: tuple[Tensor, ...], inputs: tuple[Tensor, ...], create_graph: bool
-) -> tuple[tuple[Tensor, ...], ...]:
+    outputs: tuple[_Tensor, ...], inputs: tuple[_Tensor, ...], create_graph: bool
+) -> tuple[tuple[_Tensor, ...], ...]:
     """Every row at once: the identity as a batch of grad_outputs, one batched backward."""
     output_numels = tuple(out.numel() for out in outputs)
     grad_outputs = _standard_basis(outputs, output_numels)
@@ -349,7 +351,7 @@ async def _jacobian_vectorized(
     vj = list(await _autograd_grad(flat_outputs, inputs, grad_outputs, create_graph=create_graph, is_grads_batched=True))
     for i, vj_el in enumerate(vj):
         if vj_el is None:
-            vj[i] = zeros_like(inputs[i]).expand((sum(output_numels), *inputs[i].shape))
+            vj[i] = _zeros_like(inputs[i]).expand((sum(output_numels), *inputs[i].shape))
     per_input = []
     for jac_input_i, input_i in zip(vj, inputs):
         assert jac_input_i is not None
@@ -359,12 +361,12 @@ async def _jacobian_vectorized(
 
 
 async def _jacobian_by_rows(
-    outputs: tuple[Tensor, ...], inputs: tuple[Tensor, ...], create_graph: bool, strict: bool
-) -> tuple[tuple[Tensor, ...], ...]:
+    outputs: tuple[_Tensor, ...], inputs: tuple[_Tensor, ...], create_graph: bool, strict: bool
+) -> tuple[tuple[_Tensor, ...], ...]:
     """One backward per output element (PyTorch's loop)."""
     result = []
     for i, out in enumerate(outputs):
-        rows: tuple[list[Tensor], ...] = tuple([] for _ in inputs)
+        rows: tuple[list[_Tensor], ...] = tuple([] for _ in inputs)
         flat = out.reshape(-1)
         for j in range(out.numel()):
             vj = await _autograd_grad((flat[j],), inputs, retain_graph=True, create_graph=create_graph)
@@ -382,10 +384,10 @@ async def _jacobian_by_rows(
                             f"Output {i} of the user-provided function is independent of input "
                             f"{el_idx}. This is not allowed in strict mode."
                         )
-                    rows_el.append(zeros_like(inp_el))
+                    rows_el.append(_zeros_like(inp_el))
         result.append(
             tuple(
-                stack(rows_el, dim=0).view(out.size() + inputs[el_idx].size())
+                _stack(rows_el, dim=0).view(out.size() + inputs[el_idx].size())
                 for el_idx, rows_el in enumerate(rows)
             )
         )
@@ -393,13 +395,13 @@ async def _jacobian_by_rows(
 
 
 async def hessian(
-    func: Func,
-    inputs: Inputs,
+    func: _Func,
+    inputs: _Inputs,
     create_graph: bool = False,
     strict: bool = False,
     vectorize: bool = False,
     outer_jacobian_strategy: str = "reverse-mode",
-) -> Any:
+) -> _Any:
     """The Hessian of a scalar function at ``inputs``: the Jacobian of its gradient (for inputs
     i and j, shape ``input_i.shape + input_j.shape``; a tensor, or a tuple of tuples for a tuple
     of inputs). ``vectorize=True`` computes the outer Jacobian with one batched backward.
@@ -408,11 +410,11 @@ async def hessian(
     if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
 
-    async def ensure_single_output_function(*inp: Tensor) -> Tensor:
+    async def ensure_single_output_function(*inp: _Tensor) -> _Tensor:
         out = await _call(func, inp)
         is_out_tuple, t_out = _as_tuple(out, "outputs of the user-provided function", "hessian")
         _check_requires_grad(t_out, "outputs", strict=strict)
-        if is_out_tuple or not isinstance(out, Tensor):
+        if is_out_tuple or not isinstance(out, _Tensor):
             raise RuntimeError("The function given to hessian should return a single Tensor")
         if out.numel() != 1:
             raise RuntimeError(
@@ -420,7 +422,7 @@ async def hessian(
             )
         return out.squeeze()
 
-    async def jac_func(*inp: Tensor) -> Any:
+    async def jac_func(*inp: _Tensor) -> _Any:
         jac = await jacobian(ensure_single_output_function, inp, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict=strict)
         return jac
@@ -432,11 +434,11 @@ async def hessian(
     return _tuple_postprocess(res, (is_inputs_tuple, is_inputs_tuple))
 
 
-async def _scalar_output(func: Func, inputs_t: tuple[Tensor, ...], fn_name: str, strict: bool) -> tuple[bool, tuple[Tensor, ...]]:
+async def _scalar_output(func: _Func, inputs_t: tuple[_Tensor, ...], fn_name: str, strict: bool) -> tuple[bool, tuple[_Tensor, ...]]:
     outputs = await _call(func, inputs_t)
     is_outputs_tuple, outputs_t = _as_tuple(outputs, "outputs of the user-provided function", fn_name)
     _check_requires_grad(outputs_t, "outputs", strict=strict)
-    if is_outputs_tuple or not isinstance(outputs_t[0], Tensor):
+    if is_outputs_tuple or not isinstance(outputs_t[0], _Tensor):
         raise RuntimeError(f"The function given to {fn_name} should return a single Tensor")
     if outputs_t[0].numel() != 1:
         raise RuntimeError(f"The Tensor returned by the function given to {fn_name} should contain a single element")
@@ -444,18 +446,18 @@ async def _scalar_output(func: Func, inputs_t: tuple[Tensor, ...], fn_name: str,
 
 
 async def vhp(
-    func: Func, inputs: Inputs, v: Inputs | None = None, create_graph: bool = False, strict: bool = False
-) -> tuple[Any, Any]:
+    func: _Func, inputs: _Inputs, v: _Inputs | None = None, create_graph: bool = False, strict: bool = False
+) -> tuple[_Any, _Any]:
     """``(func(*inputs), v^T H)``: the vector-Hessian product of a scalar function (two
     backwards). PyTorch's ``vhp``."""
-    with enable_grad():
+    with _enable_grad():
         is_inputs_tuple, inputs_t = _as_tuple(inputs, "inputs", "vhp")
         inputs_t = _grad_preprocess(inputs_t, create_graph=create_graph, need_graph=True)
         v_t = _v_or_error(v, inputs_t, is_inputs_tuple, "vhp", create_graph, _V_OF_INPUT)
         is_outputs_tuple, outputs_t = await _scalar_output(func, inputs_t, "vhp", strict)
         jac = await _autograd_grad(outputs_t, inputs_t, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+    with _set_grad_enabled(True if create_graph else _is_grad_enabled()):
         grad_res = await _autograd_grad(jac, inputs_t, v_t, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, inputs_t, strict, create_graph, "double_back")
     outputs_t = _grad_postprocess(outputs_t, create_graph)
@@ -464,21 +466,21 @@ async def vhp(
 
 
 async def hvp(
-    func: Func, inputs: Inputs, v: Inputs | None = None, create_graph: bool = False, strict: bool = False
-) -> tuple[Any, Any]:
+    func: _Func, inputs: _Inputs, v: _Inputs | None = None, create_graph: bool = False, strict: bool = False
+) -> tuple[_Any, _Any]:
     """``(func(*inputs), H v)``: the Hessian-vector product of a scalar function, by the
     double-backward trick (three backwards). PyTorch's ``hvp``."""
-    with enable_grad():
+    with _enable_grad():
         is_inputs_tuple, inputs_t = _as_tuple(inputs, "inputs", "hvp")
         inputs_t = _grad_preprocess(inputs_t, create_graph=create_graph, need_graph=True)
         v_t = _v_or_error(v, inputs_t, is_inputs_tuple, "hvp", create_graph, _V_OF_INPUT)
         is_outputs_tuple, outputs_t = await _scalar_output(func, inputs_t, "hvp", strict)
         jac = await _autograd_grad(outputs_t, inputs_t, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict=strict)
-        grad_jac = tuple(zeros_like(inp, requires_grad=True) for inp in inputs_t)
+        grad_jac = tuple(_zeros_like(inp, requires_grad=True) for inp in inputs_t)
         double_back = await _autograd_grad(jac, inputs_t, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict=strict)
-    with set_grad_enabled(True if create_graph else is_grad_enabled()):
+    with _set_grad_enabled(True if create_graph else _is_grad_enabled()):
         grad_res = await _autograd_grad(double_back, grad_jac, v_t, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, inputs_t, strict, create_graph, "double_back_trick")
     outputs_t = _grad_postprocess(outputs_t, create_graph)

@@ -7,6 +7,7 @@ import inspect
 import aiograd
 import aiograd.executors
 import aiograd.function
+import aiograd.functional
 import aiograd.nn.functional
 import aiograd.sync
 import aiograd.testing
@@ -16,6 +17,7 @@ PUBLIC_MODULES = (
     aiograd,
     aiograd.executors,
     aiograd.function,
+    aiograd.functional,
     aiograd.nn.functional,
     aiograd.sync,
     aiograd.testing,
@@ -39,7 +41,7 @@ def test_every_public_name_is_documented():
 
 def test_no_internal_module_leaks_into_the_top_level():
     modules = {n for n in dir(aiograd) if not n.startswith("_") and inspect.ismodule(getattr(aiograd, n))}
-    assert modules <= {"executors", "function", "nn", "sync", "testing", "utils"}, modules
+    assert modules <= {"executors", "function", "functional", "nn", "sync", "testing", "utils"}, modules
 
 
 def test_all_lists_exactly_the_public_names():
