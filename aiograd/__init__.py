@@ -22,7 +22,7 @@ module sets another module's globals:
    and this module.
 
 Public
-submodules: ``aiograd.nn.functional``, ``aiograd.testing``, ``aiograd.function`` (custom
+submodules: ``aiograd.nn.functional``, ``aiograd.functional`` (vjp, jacobian, hessian, ...), ``aiograd.testing``, ``aiograd.function`` (custom
 Functions), ``aiograd.executors``, ``aiograd.sync`` (blocking backward/grad) and
 ``aiograd.utils.checkpoint``. Every public name is re-exported
 here explicitly and listed in ``__all__``; everything else is internal.
