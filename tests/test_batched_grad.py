@@ -276,3 +276,35 @@ async def test_custom_function_runs_per_sample_as_torch_shows_it(per_sample_node
     (tg,) = torch.autograd.grad(TDoubler.apply(tx.tanh()) * 3.0, tx, torch.tensor(v), is_grads_batched=True)
     assert seen == [(3,)]  # once, on a BatchedTensor whose logical shape is one sample's
     np.testing.assert_allclose(g.data, tg.numpy(), rtol=1e-13)
+
+
+def _loss_cases() -> dict[str, Any]:
+    import aiograd.nn.functional as F
+
+    target = np.array([1, 0, 2, 1])
+    weight = np.array([0.5, 2.0, 1.0])
+    return {
+        "mse_none": lambda x, y: F.mse_loss(x, y, reduction="none"),
+        "mse_sum": lambda x, y: F.mse_loss(x, y, reduction="sum"),
+        "nll_none": lambda x, y: F.nll_loss(x * y, ag.tensor(target), reduction="none"),
+        "nll_sum_weighted": lambda x, y: F.nll_loss(x * y, ag.tensor(target), weight=ag.tensor(weight), reduction="sum"),
+        "cross_entropy_none": lambda x, y: F.cross_entropy(x + y, ag.tensor(target), reduction="none"),
+        "max_all_ties": lambda x, y: (x * 0.0 + 1.0).max() * y.sum(),
+        "norm_all": lambda x, y: (x * y).norm(),
+    }
+
+
+@once
+@pytest.mark.parametrize("case", list(_loss_cases()))
+async def test_batched_losses_and_extrema_equal_loop(case: str, per_sample_nodes: list[str]) -> None:
+    """The reductions of the fused losses and full extrema, each way; all vectorized."""
+    fn = _loss_cases()[case]
+    rng = np.random.default_rng(zlib.crc32(case.encode()))
+    xs = [ag.tensor(rng.standard_normal((4, 3)), requires_grad=True) for _ in range(2)]
+    out = fn(*xs)
+    v = rng.standard_normal((BATCH, *out.shape))
+    batched = await ag.grad(out, xs, ag.tensor(v), retain_graph=True, is_grads_batched=True)
+    assert not per_sample_nodes
+    for b in range(BATCH):
+        for g, s in zip(batched, await ag.grad(out, xs, ag.tensor(v[b]), retain_graph=True)):
+            assert np.array_equal(g.data[b], s.data)

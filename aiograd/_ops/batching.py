@@ -16,11 +16,17 @@ from .._node import GraphRoot, Node
 from ._registry import OPS
 from ._util import Tensor, batch_ndim
 
-__all__ = ["BATCHED_RULES", "PER_SAMPLE_RULES", "batch_ndim", "batched_sum_to", "has_batched_rule", "shift_axes", "sum_to_array", "sum_to_axes"]
+__all__ = ["BATCHED_RULES", "PER_SAMPLE_RULES", "batch_ndim", "per_sample_scalar", "batched_sum_to", "has_batched_rule", "shift_axes", "sum_to_array", "sum_to_axes"]
 
 #: Node names (PyTorch's) whose rules are written for leading batch dims; tests/
 #: test_batched_grad.py checks each against the per-sample loop, bit for bit.
 BATCHED_RULES: frozenset[str] = frozenset({
+    "LinalgVectorNormBackward0",
+    "NllLoss2DBackward0",
+    "NllLossBackward0",
+    "MseLossBackward0",
+    "MinBackward1",
+    "MaxBackward1",
     "AbsBackward0",
     "AddBackward0",
     "AliasBackward0",
@@ -86,8 +92,6 @@ BATCHED_RULES: frozenset[str] = frozenset({
 #: and scatter rules, the in-place copy nodes, the fused losses, the full reductions to one
 #: extremum, and the vector norm (their formulas index with the unbatched shape).
 PER_SAMPLE_RULES: frozenset[str] = frozenset({
-    "MaxBackward1",
-    "MinBackward1",
     "IndexBackward0",
     "SliceBackward0",
     "SelectBackward0",
@@ -96,10 +100,6 @@ PER_SAMPLE_RULES: frozenset[str] = frozenset({
     "CopyBackwards",
     "CopySlices",
     "IndexPutBackward0",
-    "MseLossBackward0",
-    "NllLossBackward0",
-    "NllLoss2DBackward0",
-    "LinalgVectorNormBackward0",
 })
 
 _classes: set[type[Node]] | None = None
@@ -141,6 +141,13 @@ def sum_to_array(data: Any, shape: tuple[int, ...], nb: int) -> Any:
         data = data.sum(axis=axes, keepdims=True)
     target = data.shape[:nb] + shape
     return data if data.shape == target else data.reshape(target)
+
+
+def per_sample_scalar(grad: Tensor, ndim: int) -> Tensor:
+    """The gradient of a one-element output, shaped to broadcast against a per-sample array of
+    ``ndim`` dims: as it is unbatched, with trailing 1s after the batch dims when batched."""
+    nb = batch_ndim()
+    return grad.reshape(grad.data.shape[:nb] + (1,) * ndim) if nb else grad
 
 
 def shift_axes(axes: tuple[int, ...]) -> tuple[int, ...]:

@@ -16,6 +16,7 @@ import numpy as np
 
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
+from .batching import per_sample_scalar
 from .elementwise import maximum, minimum, where
 from .shape import _dim
 
@@ -237,8 +238,8 @@ MinResult = _return_type("min")
 @backward()
 def MaxBackward1(self: Any, grads: list[Any]) -> Any:
     """Full max: the gradient is shared evenly among the elements equal to the maximum."""
-    g = grads[0]
-    return (g.expand(self.mask.shape) * self.mask.astype(g.data.dtype),)
+    g = per_sample_scalar(grads[0], self.mask.ndim)
+    return (g.expand(g.data.shape[: g.data.ndim - self.mask.ndim] + self.mask.shape) * self.mask.astype(g.data.dtype),)
 
 
 MinBackward1 = variant("MinBackward1", MaxBackward1)
