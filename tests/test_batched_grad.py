@@ -308,3 +308,78 @@ async def test_batched_losses_and_extrema_equal_loop(case: str, per_sample_nodes
     for b in range(BATCH):
         for g, s in zip(batched, await ag.grad(out, xs, ag.tensor(v[b]), retain_graph=True)):
             assert np.array_equal(g.data[b], s.data)
+
+
+INDEX_CASES = {
+    "unsqueeze_by_none": (lambda x: x[None, :, 1:], False),
+    "ellipsis_and_int": (lambda x: x[..., 1], False),
+    "mask": (lambda x: x[x.detach() > 0], False),
+    "array_after_slice": (lambda x: x[:, np.array([2, 0, 2])], False),
+    "arrays_apart": (lambda x: x[np.array([1, 0]), :, np.array([0, 2])], True),
+}
+
+
+@once
+@pytest.mark.parametrize("case", list(INDEX_CASES))
+async def test_batched_indexing_equals_loop(case: str, per_sample_nodes: list[str]) -> None:
+    """Indexing rules keep the batch dim in front; index arrays that are not adjacent (numpy
+    moves their dims first) make that one node run per sample."""
+    fn, per_sample = INDEX_CASES[case]
+    x = ag.tensor(np.random.default_rng(3).standard_normal((2, 3, 3)), requires_grad=True)
+    out = fn(x * 1.0)
+    v = np.random.default_rng(4).standard_normal((BATCH, *out.shape))
+    (g,) = await ag.grad(out, x, ag.tensor(v), retain_graph=True, is_grads_batched=True)
+    assert per_sample_nodes == (["IndexBackward0"] if per_sample else [])
+    for b in range(BATCH):
+        (s,) = await ag.grad(out, x, ag.tensor(v[b]), retain_graph=True)
+        assert np.array_equal(g.data[b], s.data)
+
+
+def _fill_with_tensor(x: Any, v: Any) -> Any:
+    z = x * 1.0
+    z.fill_(v.sum())
+    return z * x
+
+
+def _setitem_mask(x: Any, v: Any) -> Any:
+    z = x * 1.0
+    z[x.detach() > 0] = v.sum()
+    return z * 2.0
+
+
+def _setitem_basic(x: Any, v: Any) -> Any:
+    z = x * 1.0
+    z[0] = v[0] * 3.0
+    return z
+
+
+@once
+@pytest.mark.parametrize("fn", [_fill_with_tensor, _setitem_mask, _setitem_basic], ids=lambda f: f.__name__)
+async def test_batched_in_place_writes_equal_loop(fn: Any, per_sample_nodes: list[str]) -> None:
+    """The in-place writes whose source gets a gradient run per sample (PER_SAMPLE_RULES), and
+    give the loop's results."""
+    rng = np.random.default_rng(5)
+    xs = [ag.tensor(rng.standard_normal((2, 3)), requires_grad=True) for _ in range(2)]
+    out = fn(*xs)
+    v = rng.standard_normal((BATCH, *out.shape))
+    batched = await ag.grad(out, xs, ag.tensor(v), retain_graph=True, is_grads_batched=True)
+    assert per_sample_nodes and set(per_sample_nodes) <= PER_SAMPLE_RULES
+    for b in range(BATCH):
+        for g, s in zip(batched, await ag.grad(out, xs, ag.tensor(v[b]), retain_graph=True)):
+            assert np.array_equal(g.data[b], s.data)
+
+
+@once
+async def test_batched_backward_of_recorded_indexing(per_sample_nodes: list[str]) -> None:
+    """hessian(vectorize=True) of a function that indexes: a batched backward through the
+    scatters recorded by the first backward (vectorized too), equal to the row-by-row hessian."""
+    import aiograd.functional as AF
+
+    def f(x: Any) -> Any:
+        return (x[np.array([0, 2, 2])] ** 3).sum() + (x[1:] * x[:-1]).sum()
+
+    x = ag.tensor([0.5, -1.0, 2.0, 1.5])
+    rows = await AF.hessian(f, x)
+    batched = await AF.hessian(f, x, vectorize=True)
+    assert not per_sample_nodes
+    assert np.array_equal(rows.data, batched.data)

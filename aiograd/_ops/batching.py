@@ -21,6 +21,11 @@ __all__ = ["BATCHED_RULES", "PER_SAMPLE_RULES", "batch_ndim", "per_sample_scalar
 #: Node names (PyTorch's) whose rules are written for leading batch dims; tests/
 #: test_batched_grad.py checks each against the per-sample loop, bit for bit.
 BATCHED_RULES: frozenset[str] = frozenset({
+    "GatherBackward0",
+    "IndexSelectBackward0",
+    "SelectBackward0",
+    "SliceBackward0",
+    "IndexBackward0",
     "LinalgVectorNormBackward0",
     "NllLoss2DBackward0",
     "NllLossBackward0",
@@ -39,7 +44,6 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "ExpBackward0",
     "ExpandBackward0",
     "FillBackward2",
-    "FillBackward3",
     "LinearBackward0",
     "Log1PBackward0",
     "LogBackward0",
@@ -88,18 +92,15 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "ZeroBackward0",
 })
 
-#: Registered nodes whose rules still run once per sample under a batched backward: indexing
-#: and scatter rules, the in-place copy nodes, the fused losses, the full reductions to one
-#: extremum, and the vector norm (their formulas index with the unbatched shape).
+#: Registered nodes whose rules still run once per sample under a batched backward: the in-place
+#: writes that send a gradient to their source (``copy_``, ``fill_`` with a tensor, ``x[i] = v``:
+#: their rules sum it back to the source's unbatched shape). ``IndexPutBackward0`` here is
+#: ``x[mask] = v``'s node (``assign``); indexing's scatter of the same name is batched.
 PER_SAMPLE_RULES: frozenset[str] = frozenset({
-    "IndexBackward0",
-    "SliceBackward0",
-    "SelectBackward0",
-    "IndexSelectBackward0",
-    "GatherBackward0",
+    "FillBackward3",
+    "IndexPutBackward0",
     "CopyBackwards",
     "CopySlices",
-    "IndexPutBackward0",
 })
 
 _classes: set[type[Node]] | None = None
@@ -112,8 +113,10 @@ def has_batched_rule(node: Node) -> bool:
         found: set[type[Node]] = {GraphRoot}
         for rule in OPS.values():
             found.update(cls for cls in rule.nodes if cls.__name__ in BATCHED_RULES)
+        # the scatters that indexing records under create_graph (their rule is the same kernel)
+        found.update(cls.scatter_cls for cls in list(found) if hasattr(cls, "scatter_cls"))
         _classes = found
-    return type(node) in _classes
+    return type(node) in _classes and getattr(node, "batchable", True)
 
 
 def sum_to_axes(shape: tuple[int, ...], target: tuple[int, ...], nb: int) -> tuple[int, ...]:
