@@ -138,7 +138,7 @@ class Engine:
             )
             graph_task.checkpoint_valid = output_edges is None
         graph_task.executor = self.offload_executor("cpu")
-        if batch_ndim:  # batched gradients: nodes stay on the loop (see evaluate.apply_batched)
+        if batch_ndim:  # batched gradients: nodes stay on the loop (see batched.apply_per_sample)
             graph_task.batch_ndim, graph_task.executor = batch_ndim, None
         if graph_task.executor is not None:
             # Gradients smaller than this cannot make an elementwise node reach the threshold.
