@@ -24,7 +24,7 @@ The vectorized backward's time is two 256 x 256 x 256 matrix products (gemm); th
 engine's per-call overhead times 256. On a machine whose cores are busy with other work,
 OpenBLAS's multi-threaded gemm stalls waiting for its descheduled threads (a 0.6 ms product then
 takes 15 ms, median): run it on an idle machine, or single-threaded
-(``python benchmarks/run_all.py --threads 1 --only jacobian``, or ``OPENBLAS_NUM_THREADS=1``).
+(``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_jacobian.py``).
 
 **Goal:** vectorized >= 10x faster than aiograd's loop, and no slower than torch's vectorized
 (ratio = torch's time / aiograd's >= 1.0).
