@@ -17,14 +17,15 @@ module sets another module's globals:
    ``to``, ``clone``) it calls a Tensor method;
 4. ops: ``_ops`` (the op registry and one module per family of rules) and ``nn.functional``;
 5. engine: ``_engine`` (a package; its ``__init__`` maps one gradient's way through it);
-6. API: ``_autograd``, ``function``, ``graph`` (saved-tensor hooks, gradient edges, multi-grad
-   hooks), ``_checkpoint`` and ``_checkpoint_non_reentrant``, ``_factories``, ``_tensor_methods``
-   (binds the ops onto Tensor as methods and operators), ``sync``, ``testing``, ``utils``,
-   ``_runner`` and this module.
+6. API: ``_autograd``, ``function``, ``functional`` (vjp, jvp, jacobian, hessian, hvp, vhp),
+   ``graph`` (saved-tensor hooks, gradient edges, multi-grad hooks), ``_checkpoint`` and
+   ``_checkpoint_non_reentrant``, ``_factories``, ``_tensor_methods`` (binds the ops onto Tensor
+   as methods and operators), ``sync``, ``testing``, ``utils``, ``_runner`` and this module.
 
 Public
-submodules: ``aiograd.nn.functional``, ``aiograd.testing``, ``aiograd.function`` (custom
-Functions), ``aiograd.graph`` (``torch.autograd.graph``), ``aiograd.executors``, ``aiograd.sync`` (blocking backward/grad) and
+submodules: ``aiograd.nn.functional``, ``aiograd.functional`` (vjp, jacobian, hessian, ...),
+``aiograd.testing``, ``aiograd.function`` (custom Functions), ``aiograd.graph``
+(``torch.autograd.graph``), ``aiograd.executors``, ``aiograd.sync`` (blocking backward/grad) and
 ``aiograd.utils.checkpoint``. Every public name is re-exported
 here explicitly and listed in ``__all__``; everything else is internal.
 """
@@ -33,6 +34,7 @@ from . import (
     _tensor_methods,  # noqa: F401  (binds the ops as Tensor methods and operators)
     executors,
     function,
+    functional,
     graph,
     nn,
     sync,
@@ -172,5 +174,5 @@ __all__ = [
     "sum_to_size", "index_select", "gather", "cat", "concat", "concatenate", "stack", "split",
     "split_with_sizes", "chunk", "unbind", "matmul", "mm",
     # submodules
-    "executors", "function", "graph", "nn", "sync", "testing", "utils",
+    "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
 ]

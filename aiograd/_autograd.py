@@ -30,7 +30,9 @@ def _as_tuple(value: Any) -> tuple[Any, ...]:
     return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
 
-def _make_grads(outputs: tuple[Tensor, ...], grads: tuple[Any, ...]) -> list[Tensor | None]:
+def _make_grads(
+    outputs: tuple[Tensor, ...], grads: tuple[Any, ...], is_grads_batched: bool = False
+) -> list[Tensor | None]:
     if len(grads) != len(outputs):
         raise RuntimeError(
             f"got {len(outputs)} tensors and {len(grads)} gradients: pass one gradient per tensor"
@@ -64,7 +66,9 @@ def _make_grads(outputs: tuple[Tensor, ...], grads: tuple[Any, ...]) -> list[Ten
                 raise TypeError(
                     f"gradients can be either Tensors or None, but got {type(g).__name__}"
                 )
-        if g.data.shape != out.data.shape:
+        if is_grads_batched:
+            _check_batched(i, g, out)
+        elif g.data.shape != out.data.shape:
             raise RuntimeError(
                 f"Mismatch in shape: grad_output[{i}] has a shape of {g.data.shape} and "
                 f"output[{i}] has a shape of {out.data.shape}."
@@ -81,6 +85,46 @@ def _make_grads(outputs: tuple[Tensor, ...], grads: tuple[Any, ...]) -> list[Ten
             g = g.to(out._device)
         new_grads.append(g)
     return new_grads
+
+
+def _check_batched(i: int, g: Tensor, out: Tensor) -> None:
+    """PyTorch's checks of one batched grad_output (``_make_grads`` with ``is_grads_batched``):
+    ``g[0]`` must have the output's shape. The message names ``g[0]``'s shape without its first
+    dim, as PyTorch's does (``_calculate_shape`` drops a dim of the already unbatched grad)."""
+    shape = g.data.shape
+    if not shape:
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    if shape[0] == 0:
+        raise IndexError("index 0 is out of bounds for dimension 0 with size 0")
+    if shape[1:] != out.data.shape:
+        raise RuntimeError(
+            "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as "
+            "the batch dimension. The sizes of the remaining dimensions are expected to match the "
+            f"shape of corresponding output, but a mismatch was detected: grad_output[{i}] has a "
+            f"shape of {shape[2:]} and output[{i}] has a shape of {out.data.shape}. If you only "
+            "want some tensors in `grad_output` to be considered batched, consider using vmap."
+        )
+
+
+def _batch_size(grads: list[Tensor | None]) -> int:
+    """The common batch size of batched grad_outputs; PyTorch's vmap errors when a gradient is
+    0-dim (an implicit scalar gradient) or the sizes differ."""
+    sizes = []
+    for g in grads:
+        if g is None:
+            continue
+        if not g.data.ndim:
+            raise ValueError(
+                "vmap(vjp, in_dims=0, ...)(<inputs>): Got in_dim=0 for some input, but that input "
+                "is a Tensor of dimensionality 0 so expected in_dim to satisfy 0 <= in_dim < 0."
+            )
+        sizes.append(g.data.shape[0])
+    if len(set(sizes)) > 1:
+        raise ValueError(
+            "vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
+            f"{sizes} for the mapped dimension"
+        )
+    return sizes[0]
 
 
 def _input_edges(inputs: tuple[Any, ...]) -> list[Edge]:
@@ -103,6 +147,7 @@ async def _run_backward(
     inputs: tuple[Any, ...] | None,
     accumulate_grad: bool,
     atomic: bool = False,
+    batch_ndim: int = 0,
 ) -> list[Tensor | None]:
     root_edges: list[Edge] = []
     root_grads: list[Tensor] = []
@@ -128,6 +173,7 @@ async def _run_backward(
         output_edges=output_edges,
         staged_inputs=inputs,
         atomic=atomic,
+        batch_ndim=batch_ndim,
     )
 
 
@@ -159,7 +205,7 @@ async def backward(
     if inputs is not None:
         input_tuple = _as_tuple(inputs)
         if len(input_tuple) == 0:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     if grad_tensors is None:
         grad_tuple: tuple[Any, ...] = (None,) * len(outputs)
     else:
@@ -198,6 +244,12 @@ async def grad(
 
     Awaitable, with ``torch.autograd.grad``'s arguments. Unused inputs raise unless
     ``allow_unused=True`` (their result is None) or ``materialize_grads=True`` (zeros).
+
+    ``is_grads_batched=True``: the first dim of every grad_output is a batch dim; one backward
+    computes what a loop of ``grad()`` calls over the batch would, stacked (each result then has
+    the batch dim first). It is vectorized: the backward formulas run on the whole batch at once
+    (a node without a batched rule, such as a custom Function, runs once per sample; see
+    docs/functional.md).
     """
     if materialize_grads and allow_unused is False:
         raise ValueError(
@@ -206,21 +258,22 @@ async def grad(
         )
     if allow_unused is None:
         allow_unused = materialize_grads
-    if is_grads_batched:
-        raise NotImplementedError("is_grads_batched=True is not supported by aiograd yet")
     output_tuple = _as_tuple(outputs)
     input_tuple = _as_tuple(inputs)
     if len(input_tuple) == 0:
-        raise ValueError("grad requires non-empty inputs.")
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     if grad_outputs is None:
         grad_tuple: tuple[Any, ...] = (None,) * len(output_tuple)
     else:
         grad_tuple = _as_tuple(grad_outputs)
-    grads = _make_grads(output_tuple, grad_tuple)
+    grads = _make_grads(output_tuple, grad_tuple, is_grads_batched)
+    if is_grads_batched:
+        _batch_size(grads)
     if retain_graph is None:
         retain_graph = create_graph
     result = await _run_backward(
-        output_tuple, grads, retain_graph, create_graph, input_tuple, accumulate_grad=False
+        output_tuple, grads, retain_graph, create_graph, input_tuple, accumulate_grad=False,
+        batch_ndim=1 if is_grads_batched else 0,
     )
     if not allow_unused and any(r is None for r in result):
         raise RuntimeError(

@@ -54,7 +54,7 @@ from ._engine.completion import release_frames as _release_frames
 from ._graph_context import current_graph_task as _current_graph_task
 from ._tensor import Tensor as _Tensor
 
-__all__ = ["backward", "grad", "shutdown"]
+__all__ = ["backward", "functional", "grad", "shutdown"]
 
 _T = _TypeVar("_T")
 
@@ -317,3 +317,83 @@ def grad(
         is_grads_batched,
         materialize_grads,
     )
+
+
+class _Functional:
+    """``aiograd.sync.functional``: the functions of ``aiograd.functional`` (PyTorch's
+    ``torch.autograd.functional``), blocking, for code with no running event loop::
+
+        jac = aiograd.sync.functional.jacobian(f, x, vectorize=True)
+
+    Same arguments, results and errors as the awaitable ones; ``f`` runs on aiograd.sync's
+    background loop, so it must not call ``aiograd.sync`` itself (it may be ``async def`` and
+    await ``aiograd.grad``)."""
+
+    @staticmethod
+    def vjp(
+        func: _Callable[..., _Any], inputs: _Any, v: _Any = None, create_graph: bool = False, strict: bool = False
+    ) -> tuple[_Any, _Any]:
+        """Blocking ``aiograd.functional.vjp``."""
+        return _call("functional.vjp", _fn("vjp"), func, inputs, v, create_graph, strict)
+
+    @staticmethod
+    def jvp(
+        func: _Callable[..., _Any], inputs: _Any, v: _Any = None, create_graph: bool = False, strict: bool = False
+    ) -> tuple[_Any, _Any]:
+        """Blocking ``aiograd.functional.jvp``."""
+        return _call("functional.jvp", _fn("jvp"), func, inputs, v, create_graph, strict)
+
+    @staticmethod
+    def jacobian(
+        func: _Callable[..., _Any],
+        inputs: _Any,
+        create_graph: bool = False,
+        strict: bool = False,
+        vectorize: bool = False,
+        strategy: str = "reverse-mode",
+    ) -> _Any:
+        """Blocking ``aiograd.functional.jacobian``."""
+        return _call(
+            "functional.jacobian", _fn("jacobian"), func, inputs, create_graph, strict, vectorize, strategy
+        )
+
+    @staticmethod
+    def hessian(
+        func: _Callable[..., _Any],
+        inputs: _Any,
+        create_graph: bool = False,
+        strict: bool = False,
+        vectorize: bool = False,
+        outer_jacobian_strategy: str = "reverse-mode",
+    ) -> _Any:
+        """Blocking ``aiograd.functional.hessian``."""
+        return _call(
+            "functional.hessian", _fn("hessian"), func, inputs, create_graph, strict, vectorize,
+            outer_jacobian_strategy,
+        )
+
+    @staticmethod
+    def hvp(
+        func: _Callable[..., _Any], inputs: _Any, v: _Any = None, create_graph: bool = False, strict: bool = False
+    ) -> tuple[_Any, _Any]:
+        """Blocking ``aiograd.functional.hvp``."""
+        return _call("functional.hvp", _fn("hvp"), func, inputs, v, create_graph, strict)
+
+    @staticmethod
+    def vhp(
+        func: _Callable[..., _Any], inputs: _Any, v: _Any = None, create_graph: bool = False, strict: bool = False
+    ) -> tuple[_Any, _Any]:
+        """Blocking ``aiograd.functional.vhp``."""
+        return _call("functional.vhp", _fn("vhp"), func, inputs, v, create_graph, strict)
+
+
+def _fn(name: str) -> _Any:
+    """``aiograd.functional.<name>``, imported on first use (importing ``aiograd.sync`` does not
+    load the functional API)."""
+    from . import functional
+
+    return getattr(functional, name)
+
+
+#: ``aiograd.functional``, blocking (see ``_Functional``).
+functional = _Functional()

@@ -41,9 +41,9 @@ async def test_output_computed_under_no_grad_has_no_grad_fn():
 
 async def test_empty_inputs():
     y = (leaf(1.0) * 2.0).sum()
-    with pytest.raises(RuntimeError, match="^'inputs' argument to backward\\(\\) cannot be empty.$"):
+    with pytest.raises(RuntimeError, match="^`inputs` argument to `backward\\(\\)` cannot be empty.$"):
         await y.backward(inputs=[])
-    with pytest.raises(ValueError, match="^grad requires non-empty inputs.$"):
+    with pytest.raises(RuntimeError, match="^`inputs` argument to `grad\\(\\)` cannot be empty.$"):
         await ag.grad(y, [])
 
 

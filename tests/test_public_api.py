@@ -7,6 +7,7 @@ import inspect
 import aiograd
 import aiograd.executors
 import aiograd.function
+import aiograd.functional
 import aiograd.graph
 import aiograd.nn.functional
 import aiograd.sync
@@ -17,6 +18,7 @@ PUBLIC_MODULES = (
     aiograd,
     aiograd.executors,
     aiograd.function,
+    aiograd.functional,
     aiograd.graph,
     aiograd.nn.functional,
     aiograd.sync,
@@ -41,7 +43,7 @@ def test_every_public_name_is_documented():
 
 def test_no_internal_module_leaks_into_the_top_level():
     modules = {n for n in dir(aiograd) if not n.startswith("_") and inspect.ismodule(getattr(aiograd, n))}
-    assert modules <= {"executors", "function", "graph", "nn", "sync", "testing", "utils"}, modules
+    assert modules <= {"executors", "function", "functional", "graph", "nn", "sync", "testing", "utils"}, modules
 
 
 def test_all_lists_exactly_the_public_names():

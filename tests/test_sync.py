@@ -90,7 +90,7 @@ def slow_function():
 
 
 def test_public_surface_and_signatures_are_aiograds():
-    assert sync.__all__ == ["backward", "grad", "shutdown"]
+    assert sync.__all__ == ["backward", "functional", "grad", "shutdown"]
     for name in sync.__all__:
         assert inspect.getdoc(getattr(sync, name))
 
@@ -360,7 +360,7 @@ ERROR_CASES = {
     "function_raises": (_case_function_backward_raises, ValueError, "boom in backward"),
     "unused": (_case_unused, RuntimeError, "appears to not have been used in the graph"),
     "materialize": (_case_materialize_and_not_allow_unused, ValueError, "allow_unused to be True"),
-    "grads_batched": (_case_grads_batched, NotImplementedError, "is_grads_batched"),
+    "grads_batched": (_case_grads_batched, ValueError, "vmap"),
     "input_without_grad": (_case_input_without_grad, RuntimeError, "does not require grad"),
     "empty_inputs": (_case_empty_inputs, RuntimeError, "cannot be empty"),
 }

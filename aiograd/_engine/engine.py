@@ -113,6 +113,7 @@ class Engine:
         output_edges: list[Edge] | None,
         staged_inputs: tuple[Tensor, ...] | None = None,
         atomic: bool = False,
+        batch_ndim: int = 0,
     ) -> list[Tensor | None]:
         """Run one backward and return the captured gradients (``grad()``'s results).
 
@@ -139,6 +140,8 @@ class Engine:
             )
             graph_task.checkpoint_valid = output_edges is None
         graph_task.executor = self.offload_executor("cpu")
+        if batch_ndim:  # batched gradients: nodes stay on the loop (see batched.apply_per_sample)
+            graph_task.batch_ndim, graph_task.executor, graph_task.slow = batch_ndim, None, True
         if graph_task.executor is not None:
             # Gradients smaller than this cannot make an elementwise node reach the threshold.
             graph_task.small_size = self.offload_threshold / NS_PER_ELEMENT / 8  # type: ignore[operator]

@@ -1,7 +1,8 @@
 """Running one node: PyTorch's ``evaluate_function`` and ``call_function``.
 
-``evaluate`` is the fast path, for a node without hooks in a GraphTask without anomaly mode: it
-runs the node (or hands it to an executor) and propagates its gradients, synchronously.
+``evaluate`` is the fast path, for a node without hooks in a GraphTask without anomaly mode or
+batched gradients: it runs the node (or hands it to an executor) and propagates its gradients,
+synchronously.
 Everything else goes through ``evaluate_slow``, a coroutine that runs the hooks in PyTorch's
 order around ``apply`` and awaits an async ``apply`` (a Function with ``async def backward``).
 """
@@ -18,6 +19,8 @@ from .._hooks import (
     run_retains_grad,
     run_tensor_pre_hooks,
 )
+from .._ops.batching import has_batched_rule
+from .batched import apply_per_sample
 from .input_buffer import buffer_device
 from .offload import offload
 
@@ -36,7 +39,7 @@ OFFLOADED = object()
 def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]) -> Any:
     """Run one node and propagate its gradients. Returns None when that is done, OFFLOADED when
     the node went to an executor, or a coroutine (``evaluate_slow``) for the caller to await."""
-    if node._hooks is not None or node.is_async or graph_task.anomaly:
+    if node._hooks is not None or node.is_async or graph_task.slow:
         return evaluate_slow(engine, graph_task, node, buffer)
     exec_info = graph_task.exec_info
     if exec_info is not None:
@@ -113,6 +116,8 @@ async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffe
     try:
         if buffer and buffer[0] is None and undefined_only(node, buffer):
             outputs = (None,) * len(node.next_edges)
+        elif graph_task.batch_ndim and not has_batched_rule(node):
+            outputs = await apply_per_sample(graph_task, node, buffer)
         else:
             outputs = node.apply(buffer)
             if node.is_async:

@@ -42,12 +42,12 @@ class GraphTask:
     __slots__ = (
         # what was asked
         "keep_graph", "create_graph", "reentrant_depth", "exec_info", "checkpoint_valid",
-        "staged",
+        "staged", "batch_ndim",
         # progress
         "dependencies", "not_ready", "outstanding", "captured", "final_callbacks",
         "error", "future", "queue", "multi_device",
         # modes, fixed at the start
-        "anomaly", "check_nan", "deterministic", "contributions",
+        "anomaly", "check_nan", "slow", "deterministic", "contributions",
         # offload
         "executor", "small_size", "in_flight", "deferred",
         # reentrancy and cancellation
@@ -70,6 +70,8 @@ class GraphTask:
         #: ``backward(atomic=True)``: where each captured gradient goes when the GraphTask
         #: completes (an AccumulateGrad, or a non-leaf input tensor); None otherwise.
         self.staged: list[Any] | None = None
+        #: ``grad(is_grads_batched=True)``: leading batch dims on every gradient (0: none).
+        self.batch_ndim: int = 0
 
         #: Edges into each node not yet received; a node is ready when its count reaches 0.
         self.dependencies: dict[Node, int] = {}
@@ -91,6 +93,9 @@ class GraphTask:
         anomaly, check_nan = anomaly_state()
         self.anomaly: bool = anomaly
         self.check_nan: bool = anomaly and check_nan
+        #: Every node takes ``evaluate_slow`` (anomaly mode, batched gradients): one test on the
+        #: fast path instead of one per reason.
+        self.slow: bool = anomaly
         #: use_deterministic_algorithms: each InputBuffer slot sums its contributions in a fixed
         #: order, kept here until the node is ready: (node, input_nr) -> [(producer key, grad)].
         self.deterministic: bool = deterministic

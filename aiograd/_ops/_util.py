@@ -36,6 +36,7 @@ import numpy as np
 
 from .._device import CPU, mixed_devices_error
 from .._grad_mode import grad_enabled
+from .._graph_context import current_graph_task
 from .._node import Node, edge_of, save
 from .._saved import SavedTensor
 from .._tensor import Tensor
@@ -45,6 +46,8 @@ __all__ = [
     "Node",
     "Tensor",
     "attach",
+    "batch_ndim",
+    "batched_shape",
     "common_device",
     "data_of",
     "edge_of",
@@ -130,3 +133,17 @@ def attach(node: Node, *outputs: Tensor) -> Node:
 def saved(node: Node, value: Any) -> Any:
     """Unpack a saved field that may hold a SavedTensor or a plain number."""
     return value.unpack(node) if isinstance(value, SavedTensor) else value
+
+
+def batch_ndim() -> int:
+    """How many leading batch dims the gradients of the running backward carry: 1 inside
+    ``grad(..., is_grads_batched=True)``, 0 otherwise. Shape-sensitive backward formulas keep
+    these dims in front (elementwise rules broadcast from the right and need nothing)."""
+    graph_task = current_graph_task.get()
+    return 0 if graph_task is None else graph_task.batch_ndim
+
+
+def batched_shape(grad: Tensor, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` with the batch dims of ``grad`` in front (``shape`` itself when not batched)."""
+    nb = batch_ndim()
+    return grad.data.shape[:nb] + shape if nb else shape

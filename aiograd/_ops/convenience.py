@@ -10,6 +10,7 @@ import numpy as np
 
 from ._registry import backward, op, register
 from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
+from .batching import batch_ndim
 from .casting import ToCopyBackward0
 from .elementwise import PowBackward0, SqrtBackward0, clone, sqrt, where
 from .reduction import VarBackward0, axes_of, expand_reduced, var
@@ -92,7 +93,7 @@ def LinalgVectorNormBackward0(self: Any, grads: list[Any]) -> Any:
     """Backward of the 2-norm: ``g * x / norm``, and 0 where the norm is 0 (as PyTorch)."""
     g = grads[0]
     x, result = self.x.unpack(self), self.result.unpack(self)
-    if not grad_enabled():
+    if not grad_enabled() and not batch_ndim():  # batched: the tensor path puts the batch first
         xp = g._device.xp
         with np.errstate(divide="ignore", invalid="ignore"):
             scale = xp.where(result.data == 0, 0.0, g.data / result.data).astype(g.data.dtype)

@@ -23,6 +23,7 @@ import numpy as np
 from .._views import make_view
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, common_device, edge_of, like, needs_grad
+from .batching import batch_ndim
 from .shape import _dim
 
 __all__ = ["getitem", "index_select", "gather"]
@@ -34,10 +35,30 @@ _FULL = slice(None)
 
 
 # ------------------------------------------------------------------------------ backward nodes
-@backward()
+def _batched(index: Index, nb: int) -> Index | None:
+    """``index`` for gradients with ``nb`` leading batch dims (``is_grads_batched``): full slices
+    in front. None where numpy would move the batch dim (index arrays that are not adjacent put
+    their dims first): such a node runs once per sample."""
+    basic, adv, accumulate = index
+    pre = (_FULL,) * nb
+    if adv is not None:
+        at = [i for i, it in enumerate(adv) if isinstance(it, np.ndarray)]
+        if at and at[-1] - at[0] + 1 != len(at):
+            return None
+        adv = pre + adv
+    return (None if basic is None else pre + basic, adv, accumulate)
+
+
+#: ``node.batchable`` (read by ``batching.has_batched_rule``): whether the node's index keeps a
+#: batch dim in front.
+_BATCHABLE = property(lambda self: _batched(self.index, 1) is not None)
+
+
+@backward(batchable=_BATCHABLE)
 def _ScatterBackward(self: Any, grads: list[Any]) -> Any:
     """Backward of a scatter (the backward of an indexing op): index the gradient again."""
-    return (_take(grads[0], self.index, self.take_cls),)
+    nb = batch_ndim()
+    return (_take(grads[0], _batched(self.index, nb) if nb else self.index, self.take_cls),)  # type: ignore[arg-type]
 
 
 IndexPutBackward0 = variant("IndexPutBackward0", _ScatterBackward)
@@ -58,9 +79,13 @@ IndexAddBackward0 = variant("IndexAddBackward0", _ScatterBackward)
 ScatterAddBackward0 = variant("ScatterAddBackward0", _ScatterBackward)
 
 
-@backward(scatter_cls=IndexPutBackward0)
+@backward(scatter_cls=IndexPutBackward0, batchable=_BATCHABLE)
 def _TakeBackward(self: Any, grads: list[Any]) -> Any:
     """Backward of an indexing op: scatter (add) the gradient into zeros of the input's shape."""
+    nb = batch_ndim()
+    if nb:
+        g = grads[0]
+        return (_scatter(g, g.data.shape[:nb] + self.shape, _batched(self.index, nb), type(self)),)  # type: ignore[arg-type]
     return (_scatter(grads[0], self.shape, self.index, type(self)),)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from .._views import MULTI_OUTPUT_NODE, make_view
 from ._registry import backward, op, variant
 from ._util import Node, Tensor, attach, common_device, edge_of, like, needs_grad, on, wrap
+from .batching import batch_ndim
 from .indexing import getitem
 from .shape import _dim
 
@@ -43,7 +44,7 @@ def _as_dtype(grad: Tensor, dtype: np.dtype[Any]) -> Tensor:
 @backward()
 def CatBackward0(self: Any, grads: list[Any]) -> Any:
     g = grads[0]
-    lead = (_FULL,) * self.dim
+    lead = (_FULL,) * (self.dim + batch_ndim())
     out: list[Tensor | None] = []
     offset = 0
     for edge, size, dtype in zip(self.next_edges, self.sizes, self.dtypes):
@@ -100,7 +101,7 @@ concatenate = cat
 # ------------------------------------------------------------------------------ stack
 @backward()
 def StackBackward0(self: Any, grads: list[Any]) -> Any:
-    pieces = unbind(grads[0], self.dim)
+    pieces = unbind(grads[0], self.dim + batch_ndim())
     return tuple(
         _as_dtype(p, dtype) if edge is not None else None
         for p, edge, dtype in zip(pieces, self.next_edges, self.dtypes)
@@ -138,7 +139,7 @@ def _filled(node: Any, grads: list[Tensor | None]) -> list[Tensor] | None:
         return None
     dtype, dev = first.data.dtype, first._device
     return [
-        g if g is not None else on(wrap(dev.xp.zeros(shape, dtype=dtype)), dev)
+        g if g is not None else on(wrap(dev.xp.zeros(first.data.shape[:batch_ndim()] + shape, dtype=dtype)), dev)
         for g, shape in zip(grads, node.shapes)
     ]
 
@@ -146,7 +147,7 @@ def _filled(node: Any, grads: list[Tensor | None]) -> list[Tensor] | None:
 @backward()
 def SplitBackward0(self: Any, grads: list[Any]) -> Any:
     filled = _filled(self, grads)
-    return (None if filled is None else cat(filled, self.dim),)
+    return (None if filled is None else cat(filled, self.dim + batch_ndim()),)
 
 
 SplitWithSizesBackward0 = variant("SplitWithSizesBackward0", SplitBackward0)
@@ -155,7 +156,7 @@ SplitWithSizesBackward0 = variant("SplitWithSizesBackward0", SplitBackward0)
 @backward()
 def UnbindBackward0(self: Any, grads: list[Any]) -> Any:
     filled = _filled(self, grads)
-    return (None if filled is None else stack(filled, self.dim),)
+    return (None if filled is None else stack(filled, self.dim + batch_ndim()),)
 
 
 def _record(input: Tensor, pieces: list[Any], cls: type[Node], d: int) -> tuple[Tensor, ...]:

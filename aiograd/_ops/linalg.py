@@ -20,6 +20,7 @@ from ._util import (
     to_tensor,
     wrap,
 )
+from .batching import batch_ndim
 from .shape import _sum_to, reduce_grad
 
 __all__ = ["matmul", "mm", "linear"]
@@ -87,12 +88,22 @@ def MatmulBackward0(self: Any, grads: list[Any]) -> Any:
         g = g.unsqueeze(-2)
     ea, eb = self.next_edges
     ga = gb = None
+    # Batched gradients (is_grads_batched) of a vector-matrix product: the batch of vectors is a
+    # matrix, and one matrix product (BLAS gemm) replaces a matrix-vector product per sample
+    # (gemv); the two round differently in the last bit (docs/functional.md).
+    batched_matvec = a_vec != b_vec and (b if a_vec else a).data.ndim == 2 and batch_ndim() > 0
     if should_compute(ea):
-        ga = reduce_grad(matmul(g, b2.mT), a2.data.shape)
-        ga = ga.squeeze(0) if a_vec else ga
+        if batched_matvec and a_vec:
+            ga = matmul(grads[0], b.mT)
+        else:
+            ga = reduce_grad(matmul(g, b2.mT), a2.data.shape)
+            ga = ga.squeeze(-2) if a_vec else ga  # -2, not 0: batched gradients lead with the batch
     if should_compute(eb):
-        gb = reduce_grad(matmul(a2.mT, g), b2.data.shape)
-        gb = gb.squeeze(-1) if b_vec else gb
+        if batched_matvec and b_vec:
+            gb = matmul(grads[0], a)
+        else:
+            gb = reduce_grad(matmul(a2.mT, g), b2.data.shape)
+            gb = gb.squeeze(-1) if b_vec else gb
     return (ga, gb)
 
 
@@ -162,7 +173,7 @@ def LinearBackward0(self: Any, grads: list[Any]) -> Any:
     if not grad_enabled():
         gd = g.data
         gx = wrap(gd @ self.weight.unpack(self).data) if want_x else None
-        gw = wrap(gd.T @ self.x.unpack(self).data) if want_w else None
+        gw = wrap(gd.swapaxes(-1, -2) @ self.x.unpack(self).data) if want_w else None
         gb = None
         if eb is not None:
             gb = wrap(_sum_to(gd, self.bias_shape))

@@ -16,6 +16,7 @@ import numpy as np
 
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
+from .batching import per_sample_scalar
 from .elementwise import maximum, minimum, where
 from .shape import _dim
 
@@ -43,9 +44,13 @@ def axes_of(dim: int | Sequence[int] | None, ndim: int) -> tuple[int, ...] | Non
 
 
 def expand_reduced(grad: Tensor, shape: tuple[int, ...], axes: tuple[int, ...] | None, keepdim: bool) -> Tensor:
-    """Broadcast a reduction's gradient back over the reduced dims."""
+    """Broadcast a reduction's gradient back over the reduced dims (after its batch dims)."""
     if axes is None:
         axes = tuple(range(len(shape)))
+    # Leading dims beyond the reduced rank are batch dims (is_grads_batched): kept in front.
+    nb = grad.data.ndim - (len(shape) if keepdim else len(shape) - len(axes))
+    if nb > 0:
+        axes, shape = tuple(a + nb for a in axes), grad.data.shape[:nb] + shape
     if not keepdim:
         for a in axes:
             grad = grad.unsqueeze(a)
@@ -60,6 +65,9 @@ def _expand_reduced_array(
     Materialised rather than a broadcast view: ``np.broadcast_to`` costs more than filling a small
     array, and an owned, writable gradient can be stolen or accumulated in place downstream.
     """
+    nb = grad.ndim - (len(shape) if keepdim else len(shape) - (len(shape) if axes is None else len(axes)))
+    if nb > 0:  # batch dims (is_grads_batched), kept in front
+        axes, shape = tuple(a + nb for a in (range(len(shape)) if axes is None else axes)), grad.shape[:nb] + shape
     if axes is not None and not keepdim:
         grad = xp.expand_dims(grad, axes)
     out = xp.empty(shape, dtype=grad.dtype)
@@ -230,8 +238,8 @@ MinResult = _return_type("min")
 @backward()
 def MaxBackward1(self: Any, grads: list[Any]) -> Any:
     """Full max: the gradient is shared evenly among the elements equal to the maximum."""
-    g = grads[0]
-    return (g.expand(self.mask.shape) * self.mask.astype(g.data.dtype),)
+    g = per_sample_scalar(grads[0], self.mask.ndim)
+    return (g.expand(g.data.shape[: g.data.ndim - self.mask.ndim] + self.mask.shape) * self.mask.astype(g.data.dtype),)
 
 
 MinBackward1 = variant("MinBackward1", MaxBackward1)

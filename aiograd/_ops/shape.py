@@ -13,7 +13,8 @@ import numpy as np
 
 from .._views import make_view
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, edge_of, like, needs_grad
+from ._util import Tensor, attach, batch_ndim, batched_shape, edge_of, like, needs_grad
+from .batching import batched_sum_to, sum_to_array
 
 __all__ = [
     "reshape",
@@ -48,7 +49,7 @@ def _dim(dim: int, ndim: int) -> int:
 
 @backward()
 def ViewBackward0(self: Any, grads: list[Any]) -> Any:
-    return (grads[0].reshape(self.shape),)
+    return (grads[0].reshape(batched_shape(grads[0], self.shape)),)
 
 
 def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Tensor:
@@ -107,7 +108,8 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 @backward()
 def PermuteBackward0(self: Any, grads: list[Any]) -> Any:
-    return (grads[0].permute(*np.argsort(self.dims).tolist()),)
+    nb = batch_ndim()
+    return (grads[0].permute(*range(nb), *(nb + d for d in np.argsort(self.dims).tolist())),)
 
 
 @op(PermuteBackward0)
@@ -133,7 +135,8 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
 
 @backward()
 def TransposeBackward0(self: Any, grads: list[Any]) -> Any:
-    return (grads[0].transpose(self.dim0, self.dim1),)
+    nb = batch_ndim()
+    return (grads[0].transpose(self.dim0 + nb, self.dim1 + nb),)
 
 
 @op(TransposeBackward0)
@@ -171,7 +174,7 @@ def mT_property(input: Tensor) -> Tensor:
 @backward()
 def SqueezeBackward0(self: Any, grads: list[Any]) -> Any:
     """``squeeze()``; its subclasses name ``squeeze(dim)`` and ``squeeze(dims)`` as PyTorch does."""
-    return (grads[0].reshape(self.shape),)
+    return (grads[0].reshape(batched_shape(grads[0], self.shape)),)
 
 
 SqueezeBackward1 = variant("SqueezeBackward1", SqueezeBackward0)
@@ -204,7 +207,7 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
 
 @backward()
 def UnsqueezeBackward0(self: Any, grads: list[Any]) -> Any:
-    return (grads[0].squeeze(self.dim),)
+    return (grads[0].squeeze(self.dim + batch_ndim()),)
 
 
 @op(UnsqueezeBackward0)
@@ -221,7 +224,7 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
 
 @backward()
 def ExpandBackward0(self: Any, grads: list[Any]) -> Any:
-    return (sum_to_size(grads[0], self.shape),)
+    return (reduce_grad(grads[0], self.shape),)
 
 
 @op(ExpandBackward0)
@@ -267,10 +270,14 @@ def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
 
 @backward()
 def SumToSizeBackward0(self: Any, grads: list[Any]) -> Any:
-    return (expand(grads[0], self.shape),)
+    g, nb = grads[0], batch_ndim()
+    if nb:  # the summed-away leading dims come back between the batch dims and the rest
+        lead = len(self.shape) - (g.data.ndim - nb)
+        g = g.reshape(g.data.shape[:nb] + (1,) * lead + g.data.shape[nb:])
+    return (expand(g, batched_shape(g, self.shape)),)
 
 
-def _sum_to(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+def _sum_to_shape(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
     if data.shape == shape:
         return data
     lead = data.ndim - len(shape)
@@ -298,7 +305,7 @@ def sum_to_size(input: Tensor, *size: Any) -> Tensor:
             raise ValueError
     except ValueError:
         raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(input.data.shape)}}}.") from None
-    out = like(_sum_to(input.data, shape), input)
+    out = like(_sum_to_shape(input.data, shape), input)
     if needs_grad(input):
         node = attach(SumToSizeBackward0((edge_of(input),)), out)
         node.shape = input.data.shape
@@ -308,10 +315,11 @@ def sum_to_size(input: Tensor, *size: Any) -> Tensor:
 @backward()
 def RepeatBackward0(self: Any, grads: list[Any]) -> Any:
     # Each input element appears once per tile: split every dim into (tiles, size), sum tiles.
-    shape, reps = self.padded_shape, self.repeats
+    shape, reps, nb = self.padded_shape, self.repeats, batch_ndim()
     split = tuple(x for pair in zip(reps, shape) for x in pair)
-    summed = grads[0].reshape(split).sum(tuple(range(0, 2 * len(shape), 2)))
-    return (summed.reshape(self.shape),)
+    g = grads[0]
+    summed = g.reshape(batched_shape(g, split)).sum(tuple(range(nb, nb + 2 * len(shape), 2)))
+    return (summed.reshape(batched_shape(g, self.shape)),)
 
 
 @op(RepeatBackward0)
@@ -332,8 +340,20 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
 
 
 def reduce_grad(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
-    """A broadcast op's gradient summed back to one input's shape (no-op when equal)."""
-    return grad if grad.data.shape == shape else sum_to_size(grad, shape)
+    """A broadcast op's gradient summed back to one input's shape (no-op when equal); a batched
+    gradient keeps its batch dims in front."""
+    if grad.data.shape == shape:
+        return grad
+    nb = batch_ndim()
+    return batched_sum_to(grad, shape, nb) if nb else sum_to_size(grad, shape)
+
+
+def _sum_to(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    """``reduce_grad`` on a gradient's array (the first-order fast paths): batch dims kept."""
+    if data.shape == shape:
+        return data
+    nb = batch_ndim()
+    return sum_to_array(data, shape, nb) if nb else _sum_to_shape(data, shape)
 
 
 TENSOR_METHODS = {

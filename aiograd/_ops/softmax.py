@@ -11,6 +11,7 @@ import numpy as np
 
 from ._registry import backward, op
 from ._util import CPU, Tensor, attach, edge_of, grad_enabled, like, needs_grad, save, wrap
+from .batching import shift_axes
 from .reduction import _dtype_name, _one_dim, _reduced_shape, axes_of, expand_reduced
 
 __all__ = ["logsumexp", "softmax", "log_softmax"]
@@ -65,7 +66,7 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, fname: str) -> tuple[Ten
 @backward(saved=("result",))
 def SoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
     y, g = self.result.unpack(self), grads[0]
-    return (y * (g - (g * y).sum(self.axes, keepdim=True)),)
+    return (y * (g - (g * y).sum(shift_axes(self.axes), keepdim=True)),)
 
 
 @op(SoftmaxBackward0)
@@ -87,8 +88,8 @@ def LogSoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
     y, g = self.result.unpack(self), grads[0]
     if not grad_enabled():
         gd = g.data
-        return (like(gd - g._device.xp.exp(y.data) * gd.sum(self.axes, keepdims=True), g),)
-    return (g - y.exp() * g.sum(self.axes, keepdim=True),)
+        return (like(gd - g._device.xp.exp(y.data) * gd.sum(shift_axes(self.axes), keepdims=True), g),)
+    return (g - y.exp() * g.sum(shift_axes(self.axes), keepdim=True),)
 
 
 @op(LogSoftmaxBackward0)

@@ -27,6 +27,8 @@ from .._ops._util import on as _on
 from .._ops._util import save as _save
 from .._ops._util import to_tensor as _to_tensor
 from .._ops._util import wrap as _wrap
+from .._ops.batching import batch_ndim as _batch_ndim
+from .._ops.batching import per_sample_scalar as _per_sample_scalar
 from .._ops.elementwise import relu, sigmoid, tanh
 from .._ops.linalg import linear
 from .._ops.reduction import _dtype_name
@@ -114,7 +116,8 @@ def _MseLossBackward0(self: Any, grads: list[Any]) -> Any:
         scaled = g * 2.0
     else:
         scale = 2.0 / diff.data.size if self.reduction == "mean" and diff.data.size else 2.0
-        scaled = (g * scale).expand(diff.data.shape)
+        scaled = _per_sample_scalar(g * scale, diff.data.ndim)
+        scaled = scaled.expand(scaled.data.shape[: scaled.data.ndim - diff.data.ndim] + diff.data.shape)
     d = scaled * diff
     ex, ey = self.next_edges
     gx = _reduce_grad(d, x.data.shape) if ex is not None else None
@@ -178,6 +181,8 @@ def _NllLossBackward0(self: Any, grads: list[Any]) -> Any:
     the input; ``self.class_dim`` is where the class dimension sits.
     """
     g = grads[0]
+    if self.reduction != "none":
+        g = _per_sample_scalar(g, self.coef.ndim)  # batched: (B, 1, ...) against the coefficients
     if self.reduction != "none" and not _grad_enabled():
         out = _wrap(g.data * self.coef)
         if g._device is not _CPU:
@@ -185,7 +190,7 @@ def _NllLossBackward0(self: Any, grads: list[Any]) -> Any:
         return (out,)
     coef = self.coef.astype(g.data.dtype, copy=False)  # a device-less constant
     if self.reduction == "none" and coef.ndim > 1:
-        g = g.unsqueeze(self.class_dim)
+        g = g.unsqueeze(self.class_dim + _batch_ndim())
     return (g * coef,)
 
 

@@ -1,0 +1,67 @@
+"""Batched gradients (``grad(..., is_grads_batched=True)``): how one node runs in a batched
+GraphTask.
+
+Every gradient of a batched GraphTask carries ``graph_task.batch_ndim`` leading batch dims. A node
+whose backward formula is written for that (``aiograd._ops.batching.has_batched_rule``: the
+elementwise rules, which broadcast from the right, and the shape-sensitive ones that keep the
+batch dims in front) runs once on the whole batch. Any other node, a custom Function's included,
+runs once per sample on that sample's gradients, with the results stacked again: PyTorch's
+vmap fallback for an op without a batching rule, for that node only. The rest of the graph stays
+vectorized either way.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .._grad_mode import grad_enabled
+from .._ops._util import like
+from .._ops.joining import stack
+from .._tensor import Tensor
+
+if TYPE_CHECKING:
+    from .._node import Node
+    from .graph_task import GraphTask
+
+__all__ = ["apply_per_sample"]
+
+
+def _sample(grad: Tensor | None, b: int) -> Tensor | None:
+    if grad is None:
+        return None
+    if grad_enabled():  # create_graph: select differentiably
+        return grad[b]
+    out = Tensor._wrap(grad.data[b])
+    out._device = grad._device
+    return out
+
+
+async def apply_per_sample(graph_task: GraphTask, node: Node, buffer: list[Any]) -> list[Tensor | None]:
+    """Run ``node`` once per sample of the batch and stack its outputs along dim 0.
+
+    While a sample runs, the GraphTask reads as unbatched (its formulas see one sample's
+    gradients); batched GraphTasks never offload nodes, so no other node runs meanwhile
+    (an ``async def backward`` awaiting something is the exception, see docs/functional.md)."""
+    nb = graph_task.batch_ndim
+    first = next(g for g in buffer if g is not None)
+    size = first.data.shape[0]
+    per_sample: list[Any] = []
+    graph_task.batch_ndim = nb - 1
+    try:
+        for b in range(size):
+            out = node.apply([_sample(g, b) for g in buffer])
+            if node.is_async:
+                out = await out  # type: ignore[misc]
+            per_sample.append(list(out))
+    finally:
+        graph_task.batch_ndim = nb
+    outputs: list[Tensor | None] = []
+    for i in range(len(per_sample[0]) if per_sample else len(node.next_edges)):
+        column = [sample[i] for sample in per_sample]
+        present = next((g for g in column if g is not None), None)
+        if present is None:
+            outputs.append(None)
+            continue
+        zeros = like(present._device.xp.zeros_like(present.data), present)
+        outputs.append(stack([g if g is not None else zeros for g in column]))
+    return outputs
