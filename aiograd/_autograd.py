@@ -10,12 +10,16 @@ import numpy as np
 
 from ._device import CPU
 from ._engine import get_engine
+from ._graph import GradientEdge
 from ._node import Edge, edge_of, grad_accumulator
 from ._tensor import Tensor
 
 __all__ = ["backward", "grad"]
 
 TensorOrTensors = Tensor | Sequence[Tensor]
+#: What ``grad()`` and ``backward(inputs=)`` differentiate with respect to: tensors, or gradient
+#: edges (``aiograd.graph.get_gradient_edge``).
+InputsLike = Tensor | GradientEdge | Sequence[Tensor | GradientEdge]
 #: A gradient given for one output: a tensor, or a number or numpy array (a constant, made on the
 #: output's device with its dtype).
 GradientLike = Tensor | float | np.ndarray[Any, Any] | np.generic
@@ -26,7 +30,10 @@ _warned_create_graph = False
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
-    """A tensor (or anything that is not a list or tuple) stands for a sequence of one."""
+    """A tensor (or anything that is not a list or tuple) stands for a sequence of one; so does
+    a GradientEdge (a NamedTuple, but one edge)."""
+    if isinstance(value, GradientEdge):
+        return (value,)
     return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
 
@@ -130,6 +137,9 @@ def _batch_size(grads: list[Tensor | None]) -> int:
 def _input_edges(inputs: tuple[Any, ...]) -> list[Edge]:
     edges: list[Edge] = []
     for t in inputs:
+        if isinstance(t, GradientEdge):  # aiograd.graph.get_gradient_edge(tensor), as in PyTorch
+            edges.append((t.node, t.output_nr))
+            continue
         if not isinstance(t, Tensor):
             raise TypeError(f"expected Tensors as inputs, but got {type(t).__name__}")
         if not t._requires_grad:
@@ -163,7 +173,8 @@ async def _run_backward(
         output_edges = _input_edges(inputs)
         if accumulate_grad and not atomic:
             for t in inputs:
-                t.retain_grad()  # how non-leaf inputs get their .grad (PyTorch does the same)
+                if isinstance(t, Tensor):  # (an edge has no tensor to hold a .grad)
+                    t.retain_grad()  # how non-leaf inputs get their .grad (PyTorch does the same)
     return await get_engine().execute(
         root_edges,
         root_grads,
@@ -182,7 +193,7 @@ async def backward(
     grad_tensors: GradientsLike | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    inputs: TensorOrTensors | None = None,
+    inputs: InputsLike | None = None,
     *,
     atomic: bool = False,
 ) -> None:
@@ -231,7 +242,7 @@ async def backward(
 
 async def grad(
     outputs: TensorOrTensors,
-    inputs: TensorOrTensors,
+    inputs: InputsLike,
     grad_outputs: GradientsLike | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
@@ -295,7 +306,7 @@ def tensor_backward(
     gradient: GradientLike | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    inputs: TensorOrTensors | None = None,
+    inputs: InputsLike | None = None,
     *,
     atomic: bool = False,
 ) -> Coroutine[Any, Any, None]:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import DTypeLike, NDArray
 
+    from ._graph import GradientEdge
     from ._hooks import RemovableHandle
     from ._tensor import Tensor
 
@@ -67,7 +68,7 @@ class TensorMethods:
             gradient: Tensor | Number | NDArray[Any] | np.generic | None = None,
             retain_graph: _bool | None = None,
             create_graph: _bool = False,
-            inputs: Tensor | Sequence[Tensor] | None = None,
+            inputs: Tensor | GradientEdge | Sequence[Tensor | GradientEdge] | None = None,
             *,
             atomic: _bool = False,
         ) -> None:

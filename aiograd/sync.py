@@ -48,6 +48,7 @@ from typing import cast as _cast
 from . import _autograd
 from ._anomaly import current_node as _current_node
 from ._autograd import GradientsLike as _GradientsLike
+from ._autograd import InputsLike as _InputsLike
 from ._autograd import TensorOrTensors as _TensorOrTensors
 from ._engine import current_worker as _current_worker
 from ._engine.completion import release_frames as _release_frames
@@ -264,7 +265,7 @@ def backward(
     grad_tensors: _GradientsLike | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,
-    inputs: _TensorOrTensors | None = None,
+    inputs: _InputsLike | None = None,
     *,
     atomic: bool = False,
 ) -> None:
@@ -287,7 +288,7 @@ def backward(
 
 def grad(
     outputs: _TensorOrTensors,
-    inputs: _TensorOrTensors,
+    inputs: _InputsLike,
     grad_outputs: _GradientsLike | None = None,
     retain_graph: bool | None = None,
     create_graph: bool = False,

@@ -250,22 +250,25 @@ def test_node_is_the_class_of_every_grad_fn():
 
 
 async def test_a_gradient_edge_is_where_grad_differentiates():
-    """``grad(y, h)`` is ``grad(y, get_gradient_edge(h))`` in torch: the edge's (node,
-    output_nr) is exactly the input edge the engine captures (driven here directly, since
-    ``aiograd.grad`` takes tensors)."""
+    """``grad(y, get_gradient_edge(h))`` is ``grad(y, h)``, and ``backward(inputs=edge)`` runs
+    to it, as in torch."""
     a, b = leaves(ag)
     h = (a * b).split(1)[1]
     y = (h.exp() * a[1]).sum()
     edge = ag_graph.get_gradient_edge(h)
-    (got,) = await ag.get_engine().execute(
-        [(y.grad_fn, 0)], [ag.ones(())], keep_graph=True, create_graph=False,
-        accumulate_grad=False, output_edges=[(edge.node, edge.output_nr)],
-    )
-    (want,) = await ag.grad(y, h)
+    (got,) = await ag.grad(y, edge, retain_graph=True)
+    (want,) = await ag.grad(y, h, retain_graph=True)
     np.testing.assert_array_equal(got.data, want.data)
+    (by_list,) = await ag.grad(y, [edge, ag_graph.get_gradient_edge(a)][:1], retain_graph=True)
+    np.testing.assert_array_equal(by_list.data, want.data)
+    await y.backward(inputs=ag_graph.get_gradient_edge(a))
+    assert b.grad is None and a.grad is not None
     if torch is not None:
         ta, tb = leaves(torch)
         th = (ta * tb).split(1)[1]
         ty = (th.exp() * ta[1]).sum()
-        (t_got,) = torch.autograd.grad(ty, torch_graph.get_gradient_edge(th))
+        (t_got,) = torch.autograd.grad(ty, torch_graph.get_gradient_edge(th), retain_graph=True)
+        ty.backward(inputs=torch_graph.get_gradient_edge(ta))
+        np.testing.assert_allclose(a.grad.data, ta.grad.numpy(), rtol=1e-14)
+        assert tb.grad is None
         np.testing.assert_allclose(got.data, t_got.numpy(), rtol=1e-14)
