@@ -29,6 +29,7 @@ BENCHMARKS = (
     "bench_responsiveness.py",
     "bench_checkpoint.py",
     "bench_saliency.py",
+    "bench_jacobian.py",
 )
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 

@@ -13,7 +13,8 @@ One gradient's way through this package, in reading order (docs/engine.md tours 
   gradients live on one (``devices``: one worker task per device);
 - ``completion``: final callbacks, the atomic commit, the result; or the first error.
 
-A backward called from inside a node nests (``reentrant``). ``context`` holds the context
+A backward called from inside a node nests (``reentrant``). ``batched`` runs, one sample at a
+time, the few nodes without a batch-aware rule in a ``grad(..., is_grads_batched=True)`` call. ``context`` holds the context
 variables a drive sets, ``settings`` the process-wide modes, ``statistics`` the snapshot type.
 Every GraphTask field is touched only by coroutines of the engine's loop: no locks.
 """
