@@ -28,7 +28,7 @@ from ._util import (
     to_tensor,
     wrap,
 )
-from .casting import bool_, cpu, double, float_, long, place, place2, to
+from .casting import bool_, cpu, double, float_, long, place, place2, promote, to
 from .shape import _sum_to, reduce_grad
 
 __all__ = [
@@ -46,6 +46,13 @@ def _shape(x: Any) -> tuple[int, ...]:
 
 def _binary_edges(a: Any, b: Any) -> tuple[Any, Any]:
     return (edge_of(a), edge_of(b))
+
+
+def _promoted(*xs: Any) -> Any:
+    """``xs`` cast to PyTorch's result dtype (``casting.promote``) if arrays among them differ in
+    dtype (numpy would promote them otherwise: int64 with float32 to float64, say)."""
+    dtypes = {x.dtype for x in map(data_of, xs) if isinstance(x, np.ndarray)}
+    return promote(*xs) if len(dtypes) > 1 else xs
 
 
 def _xp(*xs: Any) -> Any:
@@ -86,6 +93,9 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
         b = other.data
         if other._device is not dev:
             dev = None
+        if b.dtype is not getattr(a, "dtype", b.dtype):  # PyTorch's promotion, not numpy's
+            input, other = promote(input, other)
+            a, b = data_of(input), other.data
     else:
         b = other
     out = wrap(a + (b if alpha == 1 else alpha * b))
@@ -122,6 +132,9 @@ def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
         b = other.data
         if other._device is not dev:
             dev = None
+        if b.dtype is not getattr(a, "dtype", b.dtype):  # PyTorch's promotion, not numpy's
+            input, other = promote(input, other)
+            a, b = data_of(input), other.data
     else:
         b = other
     out = wrap(a - (b if alpha == 1 else alpha * b))
@@ -173,6 +186,9 @@ def mul(input: Any, other: Any) -> Tensor:
         b = other.data
         if other._device is not dev:
             dev = None
+        if b.dtype is not getattr(a, "dtype", b.dtype):  # PyTorch's promotion, not numpy's
+            input, other = promote(input, other)
+            a, b = data_of(input), other.data
     else:
         b = other
     out = wrap(a * b)
@@ -202,6 +218,7 @@ def DivBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
 @op(DivBackward0)
 def div(input: Any, other: Any) -> Tensor:
     """Elementwise true division with broadcasting."""
+    input, other = _promoted(input, other)
     out = wrap(_xp(input, other).true_divide(data_of(input), data_of(other)))
     input, other = place2(out, input, other)
     if needs_grad(input, other):
@@ -267,6 +284,7 @@ PowBackward2 = variant("PowBackward2", PowBackward1, "``number ** tensor``.")
 @op(PowBackward0, PowBackward1, PowBackward2)
 def pow(input: Any, exponent: Any) -> Tensor:
     """``input ** exponent`` with broadcasting; either side may be a number."""
+    input, exponent = _promoted(input, exponent)
     a, b = data_of(input), data_of(exponent)
     out = wrap(_xp(input, exponent).power(a, b))
     input, exponent = place2(out, input, exponent)
@@ -411,6 +429,7 @@ MinimumBackward0 = variant("MinimumBackward0", MaximumBackward0)
 
 def _extremum(input: Any, other: Any, larger: bool) -> Tensor:
     # Numbers stay numbers, as in mul: a 0-d float64 array would make a float32 result float64.
+    input, other = _promoted(input, other)
     xp = _xp(input, other)
     out = wrap((xp.maximum if larger else xp.minimum)(data_of(input), data_of(other)))
     input, other = place2(out, input, other)
@@ -451,6 +470,7 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
     cond = xp.asarray(data_of(condition))
     if cond.dtype != np.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {cond.dtype}")
+    input, other = _promoted(input, other)
     out = wrap(xp.where(cond, data_of(input), data_of(other)))
     _, input, other = place(out, condition, input, other)
     if needs_grad(input, other):
@@ -468,6 +488,7 @@ class Comparison(Protocol):
 
 def _compare(name: str, ufunc: str) -> Comparison:
     def compare(input: Any, other: Any) -> Tensor:
+        input, other = _promoted(input, other)  # compared in the common dtype, as PyTorch
         out = wrap(getattr(_xp(input, other), ufunc)(data_of(input), data_of(other)))
         place2(out, input, other)
         return out
