@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._device import CPU, device
+from ._dtypes import numeric_array
 from ._format import format_tensor
 from ._tensor_api import TensorMethods
 
@@ -66,7 +67,7 @@ class Tensor(TensorMethods):
     __array_ufunc__ = None
 
     def __init__(self, data: Any, requires_grad: bool = False) -> None:
-        self.data = np.asarray(data)
+        self.data = numeric_array(data, copy=False)  # numbers only, as PyTorch
         if requires_grad:
             self.requires_grad = True
 

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .._dtypes import NUMERIC_KINDS, cant_convert, numeric_array, type_name
 from ._registry import Unary, UnaryOp, backward, op, register, unary, variant
 from ._util import (
     CPU,
@@ -48,9 +49,31 @@ def _binary_edges(a: Any, b: Any) -> tuple[Any, Any]:
     return (edge_of(a), edge_of(b))
 
 
-def _promoted(*xs: Any) -> Any:
-    """``xs`` cast to PyTorch's result dtype (``casting.promote``) if arrays among them differ in
-    dtype (numpy would promote them otherwise: int64 with float32 to float64, say)."""
+_NUMBERS = (bool, int, float, complex, np.number, np.bool_)
+
+
+def _constant(x: Any, fname: str, position: int) -> Any:
+    """A non-tensor operand, checked: a number, a numeric array (or a list of numbers, made
+    one); anything else raises PyTorch's TypeError rather than making an object array."""
+    if isinstance(x, _NUMBERS):
+        return x
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind not in NUMERIC_KINDS:
+            raise cant_convert(x.dtype)
+        return x
+    if isinstance(x, (list, tuple)):
+        return numeric_array(x)
+    arg = "other" if position == 2 else "input"
+    raise TypeError(
+        f"{fname}(): argument '{arg}' (position {position}) must be Tensor, not {type_name(x)}"
+    )
+
+
+def _promoted(*xs: Any, fname: str) -> Any:
+    """``xs`` (non-tensors checked by ``_constant``) cast to PyTorch's result dtype
+    (``casting.promote``) if arrays among them differ in dtype (numpy would promote them
+    otherwise: int64 with float32 to float64, say)."""
+    xs = tuple(x if isinstance(x, Tensor) else _constant(x, fname, i + 1) for i, x in enumerate(xs))
     dtypes = {x.dtype for x in map(data_of, xs) if isinstance(x, np.ndarray)}
     return promote(*xs) if len(dtypes) > 1 else xs
 
@@ -88,7 +111,7 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     if isinstance(input, Tensor):
         a, dev = input.data, input._device
     else:
-        a, dev = input, CPU
+        a, dev = _constant(input, "add", 1), CPU
     if isinstance(other, Tensor):
         b = other.data
         if other._device is not dev:
@@ -97,7 +120,7 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
             input, other = promote(input, other)
             a, b = data_of(input), other.data
     else:
-        b = other
+        b = other if type(other) is float or type(other) is int else _constant(other, "add", 2)
     out = wrap(a + (b if alpha == 1 else alpha * b))
     if dev is not CPU:
         input, other = place2(out, input, other)
@@ -127,7 +150,7 @@ def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     if isinstance(input, Tensor):
         a, dev = input.data, input._device
     else:
-        a, dev = input, CPU
+        a, dev = _constant(input, "sub", 1), CPU
     if isinstance(other, Tensor):
         b = other.data
         if other._device is not dev:
@@ -136,7 +159,7 @@ def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
             input, other = promote(input, other)
             a, b = data_of(input), other.data
     else:
-        b = other
+        b = other if type(other) is float or type(other) is int else _constant(other, "sub", 2)
     out = wrap(a - (b if alpha == 1 else alpha * b))
     if dev is not CPU:
         input, other = place2(out, input, other)
@@ -181,7 +204,7 @@ def mul(input: Any, other: Any) -> Tensor:
     if isinstance(input, Tensor):
         a, dev = input.data, input._device
     else:
-        a, dev = input, CPU
+        a, dev = _constant(input, "mul", 1), CPU
     if isinstance(other, Tensor):
         b = other.data
         if other._device is not dev:
@@ -190,7 +213,7 @@ def mul(input: Any, other: Any) -> Tensor:
             input, other = promote(input, other)
             a, b = data_of(input), other.data
     else:
-        b = other
+        b = other if type(other) is float or type(other) is int else _constant(other, "mul", 2)
     out = wrap(a * b)
     if dev is not CPU:
         input, other = place2(out, input, other)
@@ -218,7 +241,7 @@ def DivBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
 @op(DivBackward0)
 def div(input: Any, other: Any) -> Tensor:
     """Elementwise true division with broadcasting."""
-    input, other = _promoted(input, other)
+    input, other = _promoted(input, other, fname="div")
     out = wrap(_xp(input, other).true_divide(data_of(input), data_of(other)))
     input, other = place2(out, input, other)
     if needs_grad(input, other):
@@ -284,7 +307,7 @@ PowBackward2 = variant("PowBackward2", PowBackward1, "``number ** tensor``.")
 @op(PowBackward0, PowBackward1, PowBackward2)
 def pow(input: Any, exponent: Any) -> Tensor:
     """``input ** exponent`` with broadcasting; either side may be a number."""
-    input, exponent = _promoted(input, exponent)
+    input, exponent = _promoted(input, exponent, fname="pow")
     a, b = data_of(input), data_of(exponent)
     out = wrap(_xp(input, exponent).power(a, b))
     input, exponent = place2(out, input, exponent)
@@ -429,7 +452,7 @@ MinimumBackward0 = variant("MinimumBackward0", MaximumBackward0)
 
 def _extremum(input: Any, other: Any, larger: bool) -> Tensor:
     # Numbers stay numbers, as in mul: a 0-d float64 array would make a float32 result float64.
-    input, other = _promoted(input, other)
+    input, other = _promoted(input, other, fname="maximum" if larger else "minimum")
     xp = _xp(input, other)
     out = wrap((xp.maximum if larger else xp.minimum)(data_of(input), data_of(other)))
     input, other = place2(out, input, other)
@@ -470,7 +493,7 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
     cond = xp.asarray(data_of(condition))
     if cond.dtype != np.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {cond.dtype}")
-    input, other = _promoted(input, other)
+    input, other = _promoted(input, other, fname="where")
     out = wrap(xp.where(cond, data_of(input), data_of(other)))
     _, input, other = place(out, condition, input, other)
     if needs_grad(input, other):
@@ -488,7 +511,7 @@ class Comparison(Protocol):
 
 def _compare(name: str, ufunc: str) -> Comparison:
     def compare(input: Any, other: Any) -> Tensor:
-        input, other = _promoted(input, other)  # compared in the common dtype, as PyTorch
+        input, other = _promoted(input, other, fname=name)  # compared in the common dtype
         out = wrap(getattr(_xp(input, other), ufunc)(data_of(input), data_of(other)))
         place2(out, input, other)
         return out

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._views import make_view
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, common_device, edge_of, like, needs_grad
+from ._util import Tensor, attach, common_device, edge_of, like, needs_grad, save, wrap
 from .shape import _dim
 
 __all__ = ["getitem", "index_select", "gather"]
@@ -58,9 +58,11 @@ IndexAddBackward0 = variant("IndexAddBackward0", _ScatterBackward)
 ScatterAddBackward0 = variant("ScatterAddBackward0", _ScatterBackward)
 
 
-@backward(scatter_cls=IndexPutBackward0)
+@backward(scatter_cls=IndexPutBackward0, saved=("indices",), indices=None)
 def _TakeBackward(self: Any, grads: list[Any]) -> Any:
     """Backward of an indexing op: scatter (add) the gradient into zeros of the input's shape."""
+    if self.indices is not None:  # freed after a backward: PyTorch's backward-twice error
+        self.indices.unpack(self)
     return (_scatter(grads[0], self.shape, self.index, type(self)),)
 
 
@@ -106,6 +108,11 @@ def _take(input: Tensor, index: Index, cls: type[_TakeBackward]) -> Tensor:
     if needs_grad(input):
         node = attach(cls((edge_of(input),)), out)
         node.shape, node.index = input.data.shape, index
+        arrays = [a for a in adv if isinstance(a, np.ndarray)] if adv is not None else ()
+        if arrays:
+            # PyTorch's IndexBackward0, IndexSelectBackward0 and GatherBackward0 save their index
+            # tensors; one saved tensor of the index stands for them here.
+            node.indices = save(wrap(arrays[0]))
     elif adv is None and input._requires_grad:
         out._no_grad_view = True
     return out
