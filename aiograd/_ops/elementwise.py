@@ -26,7 +26,6 @@ from ._util import (
     needs_grad,
     save,
     saved,
-    to_tensor,
     wrap,
 )
 from .casting import bool_, cpu, double, float_, long, place, place2, promote, to
@@ -130,6 +129,24 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     return out
 
 
+def _is_bool(x: Any) -> bool:
+    return x.dtype.kind == "b" if isinstance(x, np.ndarray) else isinstance(x, (bool, np.bool_))
+
+
+def _refuse_bool_sub(a: Any, b: Any) -> None:
+    """PyTorch's errors for a subtraction with bool operands (numpy would give numbers)."""
+    if _is_bool(a) or _is_bool(b):
+        if _is_bool(a) and _is_bool(b):
+            raise RuntimeError(
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+                "or `logical_xor()` operator instead."
+            )
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+            "to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+
+
 @backward()
 def SubBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
     g = grads[0]
@@ -146,6 +163,7 @@ RsubBackward1 = variant("RsubBackward1", SubBackward0, "``number - tensor`` (the
 @op(SubBackward0, RsubBackward1)
 def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     """``input - alpha * other`` with broadcasting."""
+    _refuse_bool_sub(data_of(input), data_of(other))
     # (the device test rides on the unwrapping, as in ``add``)
     if isinstance(input, Tensor):
         a, dev = input.data, input._device
@@ -411,14 +429,52 @@ def ClampBackward1(self: Any, grads: list[Any]) -> tuple[Any]:
     return (g * inside,)
 
 
-@op(ClampBackward1)
+@backward(saved=("x", "lo", "hi"))
+def ClampBackward0(self: Any, grads: list[Any]) -> Any:
+    """``clamp`` with tensor bounds: the gradient goes to whichever of input, min and max the
+    output took its value from (PyTorch's ``clamp_backward_min_max``; none of them at a NaN)."""
+    g = grads[0]
+    x, lo, hi = (None if v is None else data_of(saved(self, v)) for v in (self.x, self.lo, self.hi))
+    if lo is not None and hi is not None:
+        masks = ((x >= lo) & (x <= hi), (x < lo) & (lo < hi), (x > hi) | (hi < lo))
+    elif lo is not None:
+        masks = (x >= lo, x < lo, None)
+    else:
+        masks = (x <= hi, None, x > hi)
+    zero = np.zeros((), dtype=g.data.dtype)  # a device-less constant
+    return tuple(
+        None if e is None else reduce_grad(where(m, g, zero), shape)
+        for e, m, shape in zip(self.next_edges, masks, self.shapes)
+    )
+
+
+def _clamp_tensors(input: Tensor, min: Any, max: Any) -> Tensor:
+    """``clamp`` with a tensor bound: max with ``min`` first, then min with ``max`` (so ``max``
+    wins where ``min > max``), in the operands' promoted dtype."""
+    operands = _promoted(*(v for v in (input, min, max) if v is not None), fname="clamp")
+    it = iter(operands)
+    input, min, max = next(it), None if min is None else next(it), None if max is None else next(it)
+    xp, data = input._device.xp, input.data
+    if min is not None:
+        data = xp.maximum(data, data_of(min))
+    if max is not None:
+        data = xp.minimum(data, data_of(max))
+    out = wrap(data)
+    input, min, max = place(out, input, min, max)
+    if needs_grad(input, min, max):
+        node: Any = attach(ClampBackward0((edge_of(input), edge_of(min), edge_of(max))), out)
+        node.x, node.lo, node.hi = save(input), _keep(min), _keep(max)
+        node.shapes = (_shape(input), _shape(min), _shape(max))
+    return out
+
+
+@op(ClampBackward1, ClampBackward0)
 def clamp(input: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
     """Limit values to ``[min, max]``; the gradient passes where ``min <= x <= max``."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out_t = input if min is None else maximum(input, to_tensor(min, input))
-        return out_t if max is None else minimum(out_t, to_tensor(max, input))
+        return _clamp_tensors(input, min, max)
     out = like(input._device.xp.clip(input.data, min, max), input)
     if needs_grad(input):
         node: Any = attach(ClampBackward1((edge_of(input),)), out)
