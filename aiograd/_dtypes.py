@@ -48,17 +48,26 @@ def type_name(obj: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def _is_number(obj: Any) -> bool:
+    """What can be stored as one element: a number, a numeric numpy scalar or 0-dim array, or
+    anything else numpy reads as an array (a 0-dim tensor)."""
+    if isinstance(obj, (np.ndarray, np.generic)):
+        return obj.dtype.kind in NUMERIC_KINDS
+    return isinstance(obj, (bool, int, float, complex)) or hasattr(obj, "__array__")
+
+
 def _is_sequence(obj: Any) -> bool:
     if isinstance(obj, np.ndarray):
         return obj.ndim > 0
     return isinstance(obj, (list, tuple, range, str, bytes, bytearray))
 
 
-def _refuse(data: Any) -> None:
+def _refuse(data: Any, infer: bool) -> None:
     """Raise PyTorch's error for ``torch.tensor(data)`` when ``data`` holds something that is not
     a number, in the order PyTorch finds it (torch/csrc/utils/tensor_new.cpp): the sizes follow
-    the first elements (a string there has "too many dimensions"), then every element's type is
-    inferred, then the nesting must be regular. Returns if it finds nothing wrong."""
+    the first elements (a string there has "too many dimensions"), then, unless a dtype was given
+    (``infer`` False), every element's type is inferred, then the elements are stored (the
+    nesting must be regular, each element a number). Returns if it finds nothing wrong."""
     if isinstance(data, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type_name(data)}'")
     sizes: list[int] = []
@@ -71,7 +80,7 @@ def _refuse(data: Any) -> None:
             break
         seq = seq[0]
 
-    def infer(obj: Any) -> None:
+    def infer_type(obj: Any) -> None:
         if isinstance(obj, (np.ndarray, np.generic)):  # np.str_ too: numpy's, then a str
             if obj.dtype.kind not in NUMERIC_KINDS:
                 raise cant_convert(obj.dtype)
@@ -82,15 +91,16 @@ def _refuse(data: Any) -> None:
             return
         if _is_sequence(obj):
             for item in obj:
-                infer(item)
+                infer_type(item)
             return
         raise RuntimeError(f"Could not infer dtype of {type_name(obj)}")
 
-    infer(data)
+    if infer:
+        infer_type(data)
 
     def store(obj: Any, dim: int) -> None:
         if dim == len(sizes):
-            if _is_sequence(obj):
+            if _is_sequence(obj) or not _is_number(obj):
                 raise TypeError(f"must be real number, not {type_name(obj)}")
             return
         if not _is_sequence(obj):
@@ -114,9 +124,9 @@ def numeric_array(data: Any, dtype: Any = None, copy: bool = True) -> np.ndarray
         # Inferred first, cast after: with a dtype, numpy would parse "1.5" or turn None to nan.
         arr = np.array(data)
     except (ValueError, TypeError):
-        _refuse(data)
+        _refuse(data, dtype is None)
         raise
     if arr.dtype.kind not in NUMERIC_KINDS:
-        _refuse(data)
+        _refuse(data, dtype is None)
         raise cant_convert(arr.dtype)
     return arr if dtype is None else arr.astype(dtype, copy=False)
