@@ -252,7 +252,8 @@ def DivBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
     ga = reduce_grad(g / b, self.a_shape) if ea is not None else None
     gb = None
     if eb is not None:
-        gb = reduce_grad(-g * saved(self, self.a) / (b * b), self.b_shape)
+        # PyTorch's form: (a / b) / b, as b * b underflows for tiny b (0 / 0 would be NaN)
+        gb = reduce_grad(-g * ((saved(self, self.a) / b) / b), self.b_shape)
     return (ga, gb)
 
 
@@ -306,13 +307,17 @@ def PowBackward1(self: Any, grads: list[Any]) -> tuple[Any, Any]:
     if eb is not None:
         a_data = data_of(a)
         result = self.result.unpack(self)
-        # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0.
+        # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0, and
+        # log(0) is -inf (so 0 ** b for b < 0 gives -inf), without numpy's divide warning.
+        zero = a_data == 0
+        mask = zero & (data_of(b) >= 0)
+        # log(0) = -inf, or 0 where masked below anyway (no 0 * -inf warning)
+        at_zero = np.where(mask, 0.0, -np.inf).astype(result.data.dtype)
         if isinstance(a, Tensor):
-            safe_log = log(where(a_data == 0, 1.0, a))
+            safe_log = where(zero, at_zero, log(where(zero, 1.0, a)))
         else:  # a number or array base is a constant: log it in the result's dtype
-            safe_log = np.log(np.where(a_data == 0, 1, a_data)).astype(result.data.dtype)
+            safe_log = np.where(zero, at_zero, np.log(np.where(zero, 1, a_data))).astype(result.data.dtype)
         gb = g * result * safe_log
-        mask = (a_data == 0) & (data_of(b) >= 0)
         if mask.any():
             gb = where(mask, 0.0, gb)
         gb = reduce_grad(gb, self.b_shape)
@@ -327,7 +332,12 @@ def pow(input: Any, exponent: Any) -> Tensor:
     """``input ** exponent`` with broadcasting; either side may be a number."""
     input, exponent = _promoted(input, exponent, fname="pow")
     a, b = data_of(input), data_of(exponent)
-    out = wrap(_xp(input, exponent).power(a, b))
+    xp = _xp(input, exponent)
+    if type(b) is float and (b == 0.5 or b == -0.5) and isinstance(a, np.ndarray) and a.dtype.kind == "f":
+        # PyTorch computes these as sqrt and 1 / sqrt: sqrt(-0.0) is -0.0, sqrt(-inf) NaN
+        out = wrap(xp.sqrt(a) if b > 0 else 1.0 / xp.sqrt(a))
+    else:
+        out = wrap(xp.power(a, b))
     input, exponent = place2(out, input, exponent)
     if not needs_grad(input, exponent):
         return out
@@ -370,8 +380,8 @@ UNARY = [
           doc="Elementwise square root."),
     Unary("abs", "AbsBackward0", "abs", lambda g, x: g * sign(x), "input",
           doc="Elementwise absolute value (gradient 0 at 0, as PyTorch)."),
-    Unary("sign", "SignBackward0", "sign", lambda g, _: g * 0.0,
-          doc="Elementwise sign: -1, 0 or 1 (gradient zero everywhere)."),
+    Unary("sign", "SignBackward0", lambda xp, x: xp.where(xp.isnan(x), 0, xp.sign(x)), lambda g, _: g * 0.0,
+          doc="Elementwise sign: -1, 0 or 1, and 0 at NaN as PyTorch (gradient zero everywhere)."),
     Unary("sin", "SinBackward0", "sin", lambda g, x: g * cos(x), "input",
           doc="Elementwise sine."),
     Unary("cos", "CosBackward0", "cos", lambda g, x: g * -sin(x), "input",
@@ -381,8 +391,10 @@ UNARY = [
     Unary("sigmoid", "SigmoidBackward0", _sigmoid, lambda g, y: g * (y * (1.0 - y)), "result",
           fast=lambda g, y: g * (y * (1.0 - y)),
           doc="Elementwise logistic function ``1 / (1 + exp(-x))``, computed without overflow."),
-    Unary("relu", "ReluBackward0", lambda xp, x: xp.maximum(x, 0), lambda g, y: g * (y.data > 0), "result",
-          fast=lambda g, y: g * (y > 0), doc="Elementwise ``max(x, 0)`` (gradient 0 at 0, as PyTorch)."),
+    # maximum(0, x) returns x at a tie (-0.0 stays -0.0), and the gradient is zeroed where
+    # y <= 0 (so it passes at NaN), both as PyTorch (clamp_min, threshold_backward).
+    Unary("relu", "ReluBackward0", lambda xp, x: xp.maximum(0, x), lambda g, y: g * ~(y.data <= 0), "result",
+          fast=lambda g, y: g * ~(y <= 0), doc="Elementwise ``max(x, 0)`` (gradient 0 at 0, as PyTorch)."),
     Unary("clone", "CloneBackward0", lambda xp, x: x.copy(), lambda g, _: g,
           doc="A copy of the data, recorded in the graph (its gradient passes through unchanged)."),
 ]
@@ -455,10 +467,10 @@ def _clamp_tensors(input: Tensor, min: Any, max: Any) -> Tensor:
     it = iter(operands)
     input, min, max = next(it), None if min is None else next(it), None if max is None else next(it)
     xp, data = input._device.xp, input.data
-    if min is not None:
-        data = xp.maximum(data, data_of(min))
+    if min is not None:  # the bound first: a tie returns x, as PyTorch (signed zeros)
+        data = xp.maximum(data_of(min), data)
     if max is not None:
-        data = xp.minimum(data, data_of(max))
+        data = xp.minimum(data_of(max), data)
     out = wrap(data)
     input, min, max = place(out, input, min, max)
     if needs_grad(input, min, max):
@@ -475,7 +487,14 @@ def clamp(input: Tensor, min: float | None = None, max: float | None = None) -> 
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensors(input, min, max)
-    out = like(input._device.xp.clip(input.data, min, max), input)
+    xp, data = input._device.xp, input.data
+    # As PyTorch: max with min, then min with max (max wins if min > max); the bound first, so
+    # that a tie returns x (clamp(-0.0, min=0.0) is -0.0); a NaN bound gives NaN.
+    if min is not None:
+        data = xp.maximum(min, data)
+    if max is not None:
+        data = xp.minimum(max, data)
+    out = like(data, input)
     if needs_grad(input):
         node: Any = attach(ClampBackward1((edge_of(input),)), out)
         node.x, node.min, node.max = save(input), min, max
@@ -493,13 +512,16 @@ def MaximumBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
     """Shared by maximum and minimum: ``self.pick_a_larger`` says where the gradient goes to ``a``."""
     g = grads[0]
     a, b = data_of(saved(self, self.a)), data_of(saved(self, self.b))
-    tie = a == b
-    to_a = g._device.xp.where(tie, 0.5, (a > b) if self.pick_a_larger else (a < b))
+    xp, tie = g._device.xp, a == b
+    # PyTorch's rule: halved at a tie, zero where the other operand wins, and so whole to both
+    # where either is NaN.
+    a_loses, b_loses = (a < b, a > b) if self.pick_a_larger else (a > b, a < b)
     ea, eb = self.next_edges
-    ga = reduce_grad(g * to_a.astype(g.data.dtype), self.a_shape) if ea is not None else None
-    gb = None
+    ga = gb = None
+    if ea is not None:
+        ga = reduce_grad(g * xp.where(tie, 0.5, ~a_loses).astype(g.data.dtype), self.a_shape)
     if eb is not None:
-        gb = reduce_grad(g * (1.0 - to_a).astype(g.data.dtype), self.b_shape)
+        gb = reduce_grad(g * xp.where(tie, 0.5, ~b_loses).astype(g.data.dtype), self.b_shape)
     return (ga, gb)
 
 
@@ -510,7 +532,8 @@ def _extremum(input: Any, other: Any, larger: bool) -> Tensor:
     # Numbers stay numbers, as in mul: a 0-d float64 array would make a float32 result float64.
     input, other = _promoted(input, other, fname="maximum" if larger else "minimum")
     xp = _xp(input, other)
-    out = wrap((xp.maximum if larger else xp.minimum)(data_of(input), data_of(other)))
+    # ``other`` first: numpy returns the second operand at a tie, PyTorch the first (+-0).
+    out = wrap((xp.maximum if larger else xp.minimum)(data_of(other), data_of(input)))
     input, other = place2(out, input, other)
     if needs_grad(input, other):
         cls = MaximumBackward0 if larger else MinimumBackward0
