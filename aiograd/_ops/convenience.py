@@ -11,8 +11,8 @@ import numpy as np
 from ._registry import backward, op, register
 from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
 from .casting import ToCopyBackward0
-from .elementwise import PowBackward0, SqrtBackward0, clone, sqrt, where
-from .reduction import VarBackward0, axes_of, expand_reduced, var
+from .elementwise import PowBackward0, clone, where
+from .reduction import axes_of, expand_reduced, var_grad, variance
 from .shape import ExpandBackward0, TransposeBackward0, ViewBackward0, expand, reshape, transpose
 
 __all__ = ["t", "square", "std", "norm"]
@@ -74,7 +74,16 @@ def square(input: Tensor) -> Tensor:
     return input**2
 
 
-@op(VarBackward0, SqrtBackward0)
+@backward(saved=("x", "result"))
+def StdBackward0(self: Any, grads: list[Any]) -> Any:
+    """PyTorch's std_backward: the variance's gradient of ``grad / (2 * std)``, taken as 0 where
+    the std is 0 (a constant slice has gradient 0, not NaN)."""
+    g, result = grads[0], self.result.unpack(self)
+    zero = result.data == 0  # a device-less constant
+    return (var_grad(self, where(zero, 0.0, g / where(zero, 1.0, result * 2.0))),)
+
+
+@op(StdBackward0)
 def std(
     input: Tensor,
     dim: int | Sequence[int] | bool | None = None,
@@ -83,8 +92,15 @@ def std(
     *,
     correction: float | None = None,
 ) -> Tensor:
-    """Standard deviation: ``sqrt(var(...))`` with ``var``'s arguments."""
-    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+    """Standard deviation: ``sqrt(var(...))`` with ``var``'s arguments (one node, as PyTorch)."""
+    values, axes, dof = variance(input, dim, unbiased, keepdim, correction, "std")
+    out = like(input._device.xp.sqrt(values), input)
+    if needs_grad(input):
+        node = attach(StdBackward0((edge_of(input),)), out)
+        node.x, node.result = save(input), save(out, is_output=True)
+        node.shape, node.axes, node.keepdim = input.data.shape, axes, keepdim
+        node.scale = 2.0 / dof if dof > 0 else float("inf")
+    return out
 
 
 @backward(saved=("x", "result"))
