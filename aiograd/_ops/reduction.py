@@ -354,6 +354,25 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 
 
 # ------------------------------------------------------------------------------ prod
+def _exclusive_products(xp: Any, data: Any, axes: tuple[int, ...] | None, zeros: int) -> Any:
+    """PyTorch's prod_safe_zeros_backward on arrays (first order, with zeros among the factors):
+    each element's product of the others as the product of the exclusive cumulative products
+    from the left and from the right (so NaN and inf factors give what PyTorch gives). Over all
+    elements, several zeros give zeros outright, as PyTorch does."""
+    if axes is None:
+        if zeros > 1:
+            return xp.zeros(data.shape, dtype=data.dtype)
+        return _exclusive_products(xp, data.reshape(-1), (0,), zeros).reshape(data.shape)
+    axis = axes[0]
+    n = data.shape[axis]
+    ones = xp.ones(data.shape[:axis] + (1,) + data.shape[axis + 1:], dtype=data.dtype)
+    head = xp.take(data, range(n - 1), axis=axis)
+    tail = xp.flip(xp.take(data, range(1, n), axis=axis), axis=axis)
+    left = xp.cumprod(xp.concatenate([ones, head], axis=axis), axis=axis)
+    right = xp.flip(xp.cumprod(xp.concatenate([ones, tail], axis=axis), axis=axis), axis=axis)
+    return left * right
+
+
 def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdim: bool) -> Tensor:
     """For each element, the product of the other elements of its slice, as aiograd ops.
 
@@ -370,6 +389,8 @@ def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdi
     zero = data == 0
     if not zero.any():
         return expand_reduced(result, shape, axes, keepdim) / x
+    if not grad_enabled():
+        return like(_exclusive_products(xp, data, axes, int(zero.sum())), x)
     x_nonzero = where(zero, 1.0, x)
     q = _prod(x_nonzero, axes, keepdim=True).expand(shape)
     r = _prod(where(zero, x, 1.0), axes, keepdim=True).expand(shape)
