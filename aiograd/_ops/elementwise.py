@@ -467,10 +467,10 @@ def _clamp_tensors(input: Tensor, min: Any, max: Any) -> Tensor:
     it = iter(operands)
     input, min, max = next(it), None if min is None else next(it), None if max is None else next(it)
     xp, data = input._device.xp, input.data
-    if min is not None:  # the bound first: a tie returns x, as PyTorch (signed zeros)
-        data = xp.maximum(data_of(min), data)
+    if min is not None:  # (a +-0 tie returns the bound, as PyTorch's vectorized loop)
+        data = xp.maximum(data, data_of(min))
     if max is not None:
-        data = xp.minimum(data_of(max), data)
+        data = xp.minimum(data, data_of(max))
     out = wrap(data)
     input, min, max = place(out, input, min, max)
     if needs_grad(input, min, max):
@@ -532,8 +532,9 @@ def _extremum(input: Any, other: Any, larger: bool) -> Tensor:
     # Numbers stay numbers, as in mul: a 0-d float64 array would make a float32 result float64.
     input, other = _promoted(input, other, fname="maximum" if larger else "minimum")
     xp = _xp(input, other)
-    # ``other`` first: numpy returns the second operand at a tie, PyTorch the first (+-0).
-    out = wrap((xp.maximum if larger else xp.minimum)(data_of(other), data_of(input)))
+    # (At a tie of +0 and -0 numpy returns ``other``, as PyTorch's vectorized loop does; its
+    # scalar loop, for the last few elements, returns ``input``.)
+    out = wrap((xp.maximum if larger else xp.minimum)(data_of(input), data_of(other)))
     input, other = place2(out, input, other)
     if needs_grad(input, other):
         cls = MaximumBackward0 if larger else MinimumBackward0
