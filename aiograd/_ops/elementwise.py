@@ -72,6 +72,12 @@ def _promoted(*xs: Any, fname: str) -> Any:
     """``xs`` (non-tensors checked by ``_constant``) cast to PyTorch's result dtype
     (``casting.promote``) if arrays among them differ in dtype (numpy would promote them
     otherwise: int64 with float32 to float64, say)."""
+    if len(xs) == 2 and isinstance(xs[0], Tensor):  # the common cases, without the general walk
+        b = xs[1]
+        if isinstance(b, Tensor) and b.data.dtype is xs[0].data.dtype:
+            return xs
+        if type(b) is float or type(b) is int:
+            return xs
     xs = tuple(x if isinstance(x, Tensor) else _constant(x, fname, i + 1) for i, x in enumerate(xs))
     dtypes = {x.dtype for x in map(data_of, xs) if isinstance(x, np.ndarray)}
     return promote(*xs) if len(dtypes) > 1 else xs
@@ -110,7 +116,7 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     if isinstance(input, Tensor):
         a, dev = input.data, input._device
     else:
-        a, dev = _constant(input, "add", 1), CPU
+        a, dev = input if type(input) is float or type(input) is int else _constant(input, "add", 1), CPU
     if isinstance(other, Tensor):
         b = other.data
         if other._device is not dev:
@@ -134,17 +140,16 @@ def _is_bool(x: Any) -> bool:
 
 
 def _refuse_bool_sub(a: Any, b: Any) -> None:
-    """PyTorch's errors for a subtraction with bool operands (numpy would give numbers)."""
-    if _is_bool(a) or _is_bool(b):
-        if _is_bool(a) and _is_bool(b):
-            raise RuntimeError(
-                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
-                "or `logical_xor()` operator instead."
-            )
+    """PyTorch's errors for a subtraction with a bool operand (numpy would give numbers)."""
+    if _is_bool(a) and _is_bool(b):
         raise RuntimeError(
-            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
-            "to invert a mask, use the `~` or `logical_not()` operator instead."
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+            "or `logical_xor()` operator instead."
         )
+    raise RuntimeError(
+        "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+        "to invert a mask, use the `~` or `logical_not()` operator instead."
+    )
 
 
 @backward()
@@ -163,12 +168,13 @@ RsubBackward1 = variant("RsubBackward1", SubBackward0, "``number - tensor`` (the
 @op(SubBackward0, RsubBackward1)
 def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     """``input - alpha * other`` with broadcasting."""
-    _refuse_bool_sub(data_of(input), data_of(other))
+    if _is_bool(data_of(input)) or _is_bool(data_of(other)):
+        _refuse_bool_sub(data_of(input), data_of(other))
     # (the device test rides on the unwrapping, as in ``add``)
     if isinstance(input, Tensor):
         a, dev = input.data, input._device
     else:
-        a, dev = _constant(input, "sub", 1), CPU
+        a, dev = input if type(input) is float or type(input) is int else _constant(input, "sub", 1), CPU
     if isinstance(other, Tensor):
         b = other.data
         if other._device is not dev:
@@ -222,7 +228,7 @@ def mul(input: Any, other: Any) -> Tensor:
     if isinstance(input, Tensor):
         a, dev = input.data, input._device
     else:
-        a, dev = _constant(input, "mul", 1), CPU
+        a, dev = input if type(input) is float or type(input) is int else _constant(input, "mul", 1), CPU
     if isinstance(other, Tensor):
         b = other.data
         if other._device is not dev:
@@ -392,9 +398,10 @@ UNARY = [
           fast=lambda g, y: g * (y * (1.0 - y)),
           doc="Elementwise logistic function ``1 / (1 + exp(-x))``, computed without overflow."),
     # maximum(0, x) returns x at a tie (-0.0 stays -0.0), and the gradient is zeroed where
-    # y <= 0 (so it passes at NaN), both as PyTorch (clamp_min, threshold_backward).
-    Unary("relu", "ReluBackward0", lambda xp, x: xp.maximum(0, x), lambda g, y: g * ~(y.data <= 0), "result",
-          fast=lambda g, y: g * ~(y <= 0), doc="Elementwise ``max(x, 0)`` (gradient 0 at 0, as PyTorch)."),
+    # y <= 0, so it passes at NaN, both as PyTorch (clamp_min, threshold_backward); y is >= 0
+    # or NaN, so ``y != 0`` is that mask in one pass.
+    Unary("relu", "ReluBackward0", lambda xp, x: xp.maximum(0, x), lambda g, y: g * (y.data != 0), "result",
+          fast=lambda g, y: g * (y != 0), doc="Elementwise ``max(x, 0)`` (gradient 0 at 0, as PyTorch)."),
     Unary("clone", "CloneBackward0", lambda xp, x: x.copy(), lambda g, _: g,
           doc="A copy of the data, recorded in the graph (its gradient passes through unchanged)."),
 ]
