@@ -54,6 +54,8 @@ _NUMBERS = (bool, int, float, complex, np.number, np.bool_)
 def _constant(x: Any, fname: str, position: int) -> Any:
     """A non-tensor operand, checked: a number, a numeric array (or a list of numbers, made
     one); anything else raises PyTorch's TypeError rather than making an object array."""
+    if isinstance(x, np.generic) and x.dtype.kind in NUMERIC_KINDS:
+        return x.item()  # a numpy scalar counts as a Python number, as in PyTorch
     if isinstance(x, _NUMBERS):
         return x
     if isinstance(x, np.ndarray):
@@ -115,17 +117,21 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     # the CPU only if every tensor operand is on it.
     if isinstance(input, Tensor):
         a, dev = input.data, input._device
+        dt = a.dtype
+    elif type(input) is float or type(input) is int:
+        a, dev, dt = input, CPU, None
     else:
-        a, dev = input if type(input) is float or type(input) is int else _constant(input, "add", 1), CPU
+        a, dev, dt = input, None, None
     if isinstance(other, Tensor):
         b = other.data
-        if other._device is not dev:
+        if other._device is not dev or (dt is not None and b.dtype is not dt):
             dev = None
-        if b.dtype is not getattr(a, "dtype", b.dtype):  # PyTorch's promotion, not numpy's
-            input, other = promote(input, other)
-            a, b = data_of(input), other.data
+    elif type(other) is float or type(other) is int:
+        b = other
     else:
-        b = other if type(other) is float or type(other) is int else _constant(other, "add", 2)
+        b, dev = other, None
+    if dev is None:  # a device, dtype or operand out of the ordinary: see ``_operands``
+        input, other, a, b = _operands(input, other, "add")
     out = wrap(a + (b if alpha == 1 else alpha * b))
     if dev is not CPU:
         input, other = place2(out, input, other)
@@ -133,6 +139,26 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
         node: Any = attach(AddBackward0(_binary_edges(input, other)), out)
         node.a_shape, node.b_shape, node.alpha = _shape(input), _shape(other), alpha
     return out
+
+
+def _operands(input: Any, other: Any, fname: str) -> tuple[Any, Any, Any, Any]:
+    """The operands of add, sub or mul off their hot path: non-tensors checked (``_constant``),
+    a subtraction with a bool refused, arrays of different dtypes promoted as PyTorch; returns
+    them and their arrays. (Devices are placed afterwards, by ``place2``.)"""
+    if not isinstance(input, Tensor):
+        input = _constant(input, fname, 1)
+    if not isinstance(other, Tensor):
+        other = _constant(other, fname, 2)
+    a, b = data_of(input), data_of(other)
+    if fname == "sub" and (_is_bool(a) or _is_bool(b)):
+        _refuse_bool_sub(a, b)
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype != b.dtype:
+        input, other = promote(input, other)
+        a, b = data_of(input), data_of(other)
+    return input, other, a, b
+
+
+_BOOL = np.dtype(np.bool_)
 
 
 def _is_bool(x: Any) -> bool:
@@ -168,23 +194,31 @@ RsubBackward1 = variant("RsubBackward1", SubBackward0, "``number - tensor`` (the
 @op(SubBackward0, RsubBackward1)
 def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     """``input - alpha * other`` with broadcasting."""
-    if _is_bool(data_of(input)) or _is_bool(data_of(other)):
-        _refuse_bool_sub(data_of(input), data_of(other))
     # (the device test rides on the unwrapping, as in ``add``)
     if isinstance(input, Tensor):
         a, dev = input.data, input._device
+        dt = a.dtype
+    elif type(input) is float or type(input) is int:
+        a, dev, dt = input, CPU, None
     else:
-        a, dev = input if type(input) is float or type(input) is int else _constant(input, "sub", 1), CPU
+        a, dev, dt = input, None, None
     if isinstance(other, Tensor):
         b = other.data
-        if other._device is not dev:
+        if other._device is not dev or (dt is not None and b.dtype is not dt) or (dt is None and b.dtype is _BOOL):
             dev = None
-        if b.dtype is not getattr(a, "dtype", b.dtype):  # PyTorch's promotion, not numpy's
-            input, other = promote(input, other)
-            a, b = data_of(input), other.data
+    elif type(other) is float or type(other) is int:
+        b = other
+        if a.dtype is _BOOL:  # PyTorch refuses it; numpy would subtract
+            dev = None
     else:
-        b = other if type(other) is float or type(other) is int else _constant(other, "sub", 2)
-    out = wrap(a - (b if alpha == 1 else alpha * b))
+        b, dev = other, None
+    if dev is None:  # a device, dtype or operand out of the ordinary: see ``_operands``
+        input, other, a, b = _operands(input, other, "sub")
+    try:
+        out = wrap(a - (b if alpha == 1 else alpha * b))
+    except TypeError:  # numpy refuses bool - bool
+        _refuse_bool_sub(a, b)
+        raise
     if dev is not CPU:
         input, other = place2(out, input, other)
     if needs_grad(input, other):
@@ -227,17 +261,21 @@ def mul(input: Any, other: Any) -> Tensor:
     # (the device test rides on the unwrapping, as in ``add``)
     if isinstance(input, Tensor):
         a, dev = input.data, input._device
+        dt = a.dtype
+    elif type(input) is float or type(input) is int:
+        a, dev, dt = input, CPU, None
     else:
-        a, dev = input if type(input) is float or type(input) is int else _constant(input, "mul", 1), CPU
+        a, dev, dt = input, None, None
     if isinstance(other, Tensor):
         b = other.data
-        if other._device is not dev:
+        if other._device is not dev or (dt is not None and b.dtype is not dt):
             dev = None
-        if b.dtype is not getattr(a, "dtype", b.dtype):  # PyTorch's promotion, not numpy's
-            input, other = promote(input, other)
-            a, b = data_of(input), other.data
+    elif type(other) is float or type(other) is int:
+        b = other
     else:
-        b = other if type(other) is float or type(other) is int else _constant(other, "mul", 2)
+        b, dev = other, None
+    if dev is None:  # a device, dtype or operand out of the ordinary: see ``_operands``
+        input, other, a, b = _operands(input, other, "mul")
     out = wrap(a * b)
     if dev is not CPU:
         input, other = place2(out, input, other)
