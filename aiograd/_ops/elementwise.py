@@ -13,7 +13,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .._dtypes import NUMERIC_KINDS, cant_convert, numeric_array, type_name
 from ._registry import Unary, UnaryOp, backward, op, register, unary, variant
 from ._util import (
     CPU,
@@ -28,7 +27,8 @@ from ._util import (
     saved,
     wrap,
 )
-from .casting import bool_, cpu, double, float_, long, place, place2, promote, to
+from .casting import bool_, cpu, double, float_, long, place, place2, to
+from .operands import BOOL, operands, promoted, refuse_bool_sub
 from .shape import _sum_to, reduce_grad
 
 __all__ = [
@@ -46,43 +46,6 @@ def _shape(x: Any) -> tuple[int, ...]:
 
 def _binary_edges(a: Any, b: Any) -> tuple[Any, Any]:
     return (edge_of(a), edge_of(b))
-
-
-_NUMBERS = (bool, int, float, complex, np.number, np.bool_)
-
-
-def _constant(x: Any, fname: str, position: int) -> Any:
-    """A non-tensor operand, checked: a number, a numeric array (or a list of numbers, made
-    one); anything else raises PyTorch's TypeError rather than making an object array."""
-    if isinstance(x, np.generic) and x.dtype.kind in NUMERIC_KINDS:
-        return x.item()  # a numpy scalar counts as a Python number, as in PyTorch
-    if isinstance(x, _NUMBERS):
-        return x
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind not in NUMERIC_KINDS:
-            raise cant_convert(x.dtype)
-        return x
-    if isinstance(x, (list, tuple)):
-        return numeric_array(x)
-    arg = "other" if position == 2 else "input"
-    raise TypeError(
-        f"{fname}(): argument '{arg}' (position {position}) must be Tensor, not {type_name(x)}"
-    )
-
-
-def _promoted(*xs: Any, fname: str) -> Any:
-    """``xs`` (non-tensors checked by ``_constant``) cast to PyTorch's result dtype
-    (``casting.promote``) if arrays among them differ in dtype (numpy would promote them
-    otherwise: int64 with float32 to float64, say)."""
-    if len(xs) == 2 and isinstance(xs[0], Tensor):  # the common cases, without the general walk
-        b = xs[1]
-        if isinstance(b, Tensor) and b.data.dtype is xs[0].data.dtype:
-            return xs
-        if type(b) is float or type(b) is int:
-            return xs
-    xs = tuple(x if isinstance(x, Tensor) else _constant(x, fname, i + 1) for i, x in enumerate(xs))
-    dtypes = {x.dtype for x in map(data_of, xs) if isinstance(x, np.ndarray)}
-    return promote(*xs) if len(dtypes) > 1 else xs
 
 
 def _xp(*xs: Any) -> Any:
@@ -130,8 +93,8 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
         b = other
     else:
         b, dev = other, None
-    if dev is None:  # a device, dtype or operand out of the ordinary: see ``_operands``
-        input, other, a, b = _operands(input, other, "add")
+    if dev is None:  # a device, dtype or operand out of the ordinary: see ``operands.operands``
+        input, other, a, b = operands(input, other, "add")
     out = wrap(a + (b if alpha == 1 else alpha * b))
     if dev is not CPU:
         input, other = place2(out, input, other)
@@ -139,43 +102,6 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
         node: Any = attach(AddBackward0(_binary_edges(input, other)), out)
         node.a_shape, node.b_shape, node.alpha = _shape(input), _shape(other), alpha
     return out
-
-
-def _operands(input: Any, other: Any, fname: str) -> tuple[Any, Any, Any, Any]:
-    """The operands of add, sub or mul off their hot path: non-tensors checked (``_constant``),
-    a subtraction with a bool refused, arrays of different dtypes promoted as PyTorch; returns
-    them and their arrays. (Devices are placed afterwards, by ``place2``.)"""
-    if not isinstance(input, Tensor):
-        input = _constant(input, fname, 1)
-    if not isinstance(other, Tensor):
-        other = _constant(other, fname, 2)
-    a, b = data_of(input), data_of(other)
-    if fname == "sub" and (_is_bool(a) or _is_bool(b)):
-        _refuse_bool_sub(a, b)
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype != b.dtype:
-        input, other = promote(input, other)
-        a, b = data_of(input), data_of(other)
-    return input, other, a, b
-
-
-_BOOL = np.dtype(np.bool_)
-
-
-def _is_bool(x: Any) -> bool:
-    return x.dtype.kind == "b" if isinstance(x, np.ndarray) else isinstance(x, (bool, np.bool_))
-
-
-def _refuse_bool_sub(a: Any, b: Any) -> None:
-    """PyTorch's errors for a subtraction with a bool operand (numpy would give numbers)."""
-    if _is_bool(a) and _is_bool(b):
-        raise RuntimeError(
-            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
-            "or `logical_xor()` operator instead."
-        )
-    raise RuntimeError(
-        "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
-        "to invert a mask, use the `~` or `logical_not()` operator instead."
-    )
 
 
 @backward()
@@ -204,20 +130,20 @@ def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
         a, dev, dt = input, None, None
     if isinstance(other, Tensor):
         b = other.data
-        if other._device is not dev or (dt is not None and b.dtype is not dt) or (dt is None and b.dtype is _BOOL):
+        if other._device is not dev or (dt is not None and b.dtype is not dt) or (dt is None and b.dtype is BOOL):
             dev = None
     elif type(other) is float or type(other) is int:
         b = other
-        if a.dtype is _BOOL:  # PyTorch refuses it; numpy would subtract
+        if a.dtype is BOOL:  # PyTorch refuses it; numpy would subtract
             dev = None
     else:
         b, dev = other, None
-    if dev is None:  # a device, dtype or operand out of the ordinary: see ``_operands``
-        input, other, a, b = _operands(input, other, "sub")
+    if dev is None:  # a device, dtype or operand out of the ordinary: see ``operands.operands``
+        input, other, a, b = operands(input, other, "sub")
     try:
         out = wrap(a - (b if alpha == 1 else alpha * b))
     except TypeError:  # numpy refuses bool - bool
-        _refuse_bool_sub(a, b)
+        refuse_bool_sub(a, b)
         raise
     if dev is not CPU:
         input, other = place2(out, input, other)
@@ -274,8 +200,8 @@ def mul(input: Any, other: Any) -> Tensor:
         b = other
     else:
         b, dev = other, None
-    if dev is None:  # a device, dtype or operand out of the ordinary: see ``_operands``
-        input, other, a, b = _operands(input, other, "mul")
+    if dev is None:  # a device, dtype or operand out of the ordinary: see ``operands.operands``
+        input, other, a, b = operands(input, other, "mul")
     out = wrap(a * b)
     if dev is not CPU:
         input, other = place2(out, input, other)
@@ -304,7 +230,7 @@ def DivBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
 @op(DivBackward0)
 def div(input: Any, other: Any) -> Tensor:
     """Elementwise true division with broadcasting."""
-    input, other = _promoted(input, other, fname="div")
+    input, other = promoted(input, other, fname="div")
     out = wrap(_xp(input, other).true_divide(data_of(input), data_of(other)))
     input, other = place2(out, input, other)
     if needs_grad(input, other):
@@ -374,7 +300,7 @@ PowBackward2 = variant("PowBackward2", PowBackward1, "``number ** tensor``.")
 @op(PowBackward0, PowBackward1, PowBackward2)
 def pow(input: Any, exponent: Any) -> Tensor:
     """``input ** exponent`` with broadcasting; either side may be a number."""
-    input, exponent = _promoted(input, exponent, fname="pow")
+    input, exponent = promoted(input, exponent, fname="pow")
     a, b = data_of(input), data_of(exponent)
     xp = _xp(input, exponent)
     if type(b) is float and (b == 0.5 or b == -0.5) and isinstance(a, np.ndarray) and a.dtype.kind == "f":
@@ -508,7 +434,7 @@ def ClampBackward0(self: Any, grads: list[Any]) -> Any:
 def _clamp_tensors(input: Tensor, min: Any, max: Any) -> Tensor:
     """``clamp`` with a tensor bound: max with ``min`` first, then min with ``max`` (so ``max``
     wins where ``min > max``), in the operands' promoted dtype."""
-    operands = _promoted(*(v for v in (input, min, max) if v is not None), fname="clamp")
+    operands = promoted(*(v for v in (input, min, max) if v is not None), fname="clamp")
     it = iter(operands)
     input, min, max = next(it), None if min is None else next(it), None if max is None else next(it)
     xp, data = input._device.xp, input.data
@@ -575,7 +501,7 @@ MinimumBackward0 = variant("MinimumBackward0", MaximumBackward0)
 
 def _extremum(input: Any, other: Any, larger: bool) -> Tensor:
     # Numbers stay numbers, as in mul: a 0-d float64 array would make a float32 result float64.
-    input, other = _promoted(input, other, fname="maximum" if larger else "minimum")
+    input, other = promoted(input, other, fname="maximum" if larger else "minimum")
     xp = _xp(input, other)
     # (At a tie of +0 and -0 numpy returns ``other``, as PyTorch's vectorized loop does; its
     # scalar loop, for the last few elements, returns ``input``.)
@@ -618,7 +544,7 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
     cond = xp.asarray(data_of(condition))
     if cond.dtype != np.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {cond.dtype}")
-    input, other = _promoted(input, other, fname="where")
+    input, other = promoted(input, other, fname="where")
     out = wrap(xp.where(cond, data_of(input), data_of(other)))
     _, input, other = place(out, condition, input, other)
     if needs_grad(input, other):
@@ -636,7 +562,7 @@ class Comparison(Protocol):
 
 def _compare(name: str, ufunc: str) -> Comparison:
     def compare(input: Any, other: Any) -> Tensor:
-        input, other = _promoted(input, other, fname=name)  # compared in the common dtype
+        input, other = promoted(input, other, fname=name)  # compared in the common dtype
         out = wrap(getattr(_xp(input, other), ufunc)(data_of(input), data_of(other)))
         place2(out, input, other)
         return out
