@@ -130,9 +130,9 @@ REDUCTIONS: dict[str, Fn] = {
 #: Ops whose finite values come from another libm or summation order than torch's: their NaN
 #: and inf positions must match exactly, their finite values to a few ulps.
 ROUNDED = {"exp", "sin", "cos", "tanh", "sigmoid", "F.sigmoid", "exp_", "rpow_2", "pow_2_5",
-           "softmax", "log_softmax", "logsumexp", "cross_entropy", "norm_3", "norm_1_5",
-           "norm_half", "std", "std_correction0", "std_dim", "var", "var_correction0", "norm",
-           "norm_dim"}
+           "softmax", "log_softmax", "logsumexp", "cross_entropy"}
+#: ... and those of them that differ in float64 too (the others are exact there).
+ROUNDED_FLOAT64 = {"softmax", "log_softmax", "cross_entropy"}
 
 #: Ops whose result at a tie of +0 and -0 has no fixed sign in torch: its vectorized loop
 #: returns the second operand, its scalar loop (the last few elements) the first; aiograd always
@@ -204,7 +204,8 @@ def _assert_same(actual: Any, expected: Any, rounded: bool, what: str, zero_sign
 
 def _compare(name: str, fn: Fn, arrays: list[np.ndarray[Any, Any]]) -> None:
     expected, got = _run(torch, fn, arrays), _run(ag, fn, arrays)
-    rounded, signs = name in ROUNDED, name not in ZERO_TIES | LOSS_ZERO_SIGNS
+    rounded = name in ROUNDED and (arrays[0].dtype == np.float32 or name in ROUNDED_FLOAT64)
+    signs = name not in ZERO_TIES | LOSS_ZERO_SIGNS
     _assert_same(got[0], expected[0], rounded, f"{name} forward at {arrays}", signs)
     for i, (g, tg) in enumerate(zip(got[1], expected[1])):
         _assert_same(g, tg, rounded, f"{name} gradient {i} at {arrays}", signs)
