@@ -205,3 +205,11 @@ def test_matmul_of_one_dtype_still_works() -> None:
     out = a @ c
     assert out.dtype == f32
     assert [g.dtype for g in ag.sync.grad(out.sum(), [a, c])] == [f32, f32]
+
+
+def test_integer_to_a_negative_integer_power_raises_torchs_error() -> None:
+    def run(lib: Any) -> str:
+        x = lib.tensor(np.array([1, 2], dtype=i64))
+        return _error(lambda: x**-1)
+
+    assert run(ag) == run(torch) == "Integers to negative integer powers are not allowed."

@@ -307,7 +307,10 @@ def pow(input: Any, exponent: Any) -> Tensor:
         # PyTorch computes these as sqrt and 1 / sqrt: sqrt(-0.0) is -0.0, sqrt(-inf) NaN
         out = wrap(xp.sqrt(a) if b > 0 else 1.0 / xp.sqrt(a))
     else:
-        out = wrap(xp.power(a, b))
+        try:
+            out = wrap(xp.power(a, b))
+        except ValueError as e:  # "Integers to negative integer powers are not allowed."
+            raise RuntimeError(str(e)) from None
     input, exponent = place2(out, input, exponent)
     if not needs_grad(input, exponent):
         return out
