@@ -1,4 +1,7 @@
-"""Dtype names as torch spells them; they are numpy dtypes (``aiograd.float32 == np.float32``)."""
+"""Dtype names as torch spells them; they are numpy dtypes (``aiograd.float32 == np.float32``).
+
+Also the one gate for data coming into a tensor (``numeric_array``): numbers only, as PyTorch.
+"""
 
 from __future__ import annotations
 
@@ -17,3 +20,113 @@ int32: np.dtype[Any] = np.dtype(np.int32)
 int64: np.dtype[Any] = np.dtype(np.int64)
 uint8: np.dtype[Any] = np.dtype(np.uint8)
 bool_: np.dtype[Any] = np.dtype(np.bool_)
+
+
+# ------------------------------------------------------------------------------ numeric data only
+#: The array kinds a tensor may hold: bool, integers, floats, complex (no objects, strings, dates).
+NUMERIC_KINDS = frozenset("biufc")
+_SUPPORTED = (
+    "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, "
+    "uint32, uint16, uint8, and bool"
+)
+
+
+def cant_convert(dtype: np.dtype[Any]) -> TypeError:
+    """PyTorch's error for an array of a dtype no tensor can hold (``torch.from_numpy``'s)."""
+    return TypeError(
+        f"can't convert np.ndarray of type numpy.{dtype.type.__name__}. The only supported types "
+        f"are: {_SUPPORTED}."
+    )
+
+
+def type_name(obj: Any) -> str:
+    """CPython's ``tp_name`` of ``type(obj)``, which PyTorch's messages quote: the bare name for a
+    class written in Python or a builtin, ``module.name`` for other C types (``decimal.Decimal``)."""
+    cls = type(obj)
+    if cls.__flags__ & (1 << 9) or cls.__module__ == "builtins":  # Py_TPFLAGS_HEAPTYPE
+        return cls.__name__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _is_number(obj: Any) -> bool:
+    """What can be stored as one element: a number, a numeric numpy scalar or 0-dim array, or
+    anything else numpy reads as an array (a 0-dim tensor)."""
+    if isinstance(obj, (np.ndarray, np.generic)):
+        return obj.dtype.kind in NUMERIC_KINDS
+    return isinstance(obj, (bool, int, float, complex)) or hasattr(obj, "__array__")
+
+
+def _is_sequence(obj: Any) -> bool:
+    if isinstance(obj, np.ndarray):
+        return obj.ndim > 0
+    return isinstance(obj, (list, tuple, range, str, bytes, bytearray))
+
+
+def _refuse(data: Any, infer: bool) -> None:
+    """Raise PyTorch's error for ``torch.tensor(data)`` when ``data`` holds something that is not
+    a number, in the order PyTorch finds it (torch/csrc/utils/tensor_new.cpp): the sizes follow
+    the first elements (a string there has "too many dimensions"), then, unless a dtype was given
+    (``infer`` False), every element's type is inferred, then the elements are stored (the
+    nesting must be regular, each element a number). Returns if it finds nothing wrong."""
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type_name(data)}'")
+    sizes: list[int] = []
+    seq = data
+    while _is_sequence(seq):
+        if isinstance(seq, str):
+            raise ValueError("too many dimensions 'str'")
+        sizes.append(len(seq))
+        if not len(seq):
+            break
+        seq = seq[0]
+
+    def infer_type(obj: Any) -> None:
+        if isinstance(obj, (np.ndarray, np.generic)):  # np.str_ too: numpy's, then a str
+            if obj.dtype.kind not in NUMERIC_KINDS:
+                raise cant_convert(obj.dtype)
+            return
+        if isinstance(obj, (str, bytes)):
+            raise TypeError(f"new(): invalid data type '{type_name(obj)}'")
+        if isinstance(obj, (bool, int, float, complex)) or hasattr(obj, "__array__"):
+            return
+        if _is_sequence(obj):
+            for item in obj:
+                infer_type(item)
+            return
+        raise RuntimeError(f"Could not infer dtype of {type_name(obj)}")
+
+    if infer:
+        infer_type(data)
+
+    def store(obj: Any, dim: int) -> None:
+        if dim == len(sizes):
+            if _is_sequence(obj) or not _is_number(obj):
+                raise TypeError(f"must be real number, not {type_name(obj)}")
+            return
+        if not _is_sequence(obj):
+            raise TypeError("not a sequence")
+        if len(obj) != sizes[dim]:
+            raise ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got {len(obj)})")
+        for item in obj:
+            store(item, dim + 1)
+
+    store(data, 0)
+
+
+def numeric_array(data: Any, dtype: Any = None, copy: bool = True) -> np.ndarray[Any, Any]:
+    """``data`` as a numeric numpy array (a copy unless ``copy`` is False and no conversion is
+    needed), refusing objects, strings, None and ragged nesting with PyTorch's errors."""
+    if isinstance(data, np.ndarray):
+        if data.dtype.kind not in NUMERIC_KINDS:
+            raise cant_convert(data.dtype)
+        return np.array(data, dtype=dtype) if copy else np.asarray(data, dtype=dtype)
+    try:
+        # Inferred first, cast after: with a dtype, numpy would parse "1.5" or turn None to nan.
+        arr = np.array(data)
+    except (ValueError, TypeError):
+        _refuse(data, dtype is None)
+        raise
+    if arr.dtype.kind not in NUMERIC_KINDS:
+        _refuse(data, dtype is None)
+        raise cant_convert(arr.dtype)
+    return arr if dtype is None else arr.astype(dtype, copy=False)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ._device import CPU, _default_device, placement
+from ._dtypes import numeric_array
 from ._tensor import Tensor
 
 __all__ = [
@@ -58,7 +59,7 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
         if device is None:
             device = data._device
         data = data.data
-    return _finish(np.array(data, dtype=dtype), requires_grad, device)
+    return _finish(numeric_array(data, dtype), requires_grad, device)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -67,7 +68,7 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if isinstance(data, Tensor):
         # As torch: the tensor itself when nothing changes, else ``to`` (recorded).
         return data.to(device=device, dtype=dtype)  # type: ignore[attr-defined, no-any-return]
-    return _finish(np.asarray(data, dtype=dtype), False, device)
+    return _finish(numeric_array(data, dtype, copy=False), False, device)
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:

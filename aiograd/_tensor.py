@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._device import CPU, device
+from ._dtypes import numeric_array
 from ._format import format_tensor
 from ._grad_mode import argument_type_name, grad_enabled
 from ._tensor_api import TensorMethods
@@ -67,7 +68,7 @@ class Tensor(TensorMethods):
     __array_ufunc__ = None
 
     def __init__(self, data: Any, requires_grad: bool = False) -> None:
-        self.data = np.asarray(data)
+        self.data = numeric_array(data, copy=False)  # numbers only, as PyTorch
         if requires_grad:
             if not is_floating(self.data.dtype):
                 raise RuntimeError(_FLOAT_ERROR)

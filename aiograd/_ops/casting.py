@@ -1,5 +1,6 @@
-"""Moving and casting tensors (``to``, ``cpu``, ``float`` ...), and the device rule of the
-elementwise ops (``place``), which moves a CPU scalar tensor with ``to``.
+"""Moving and casting tensors (``to``, ``cpu``, ``float`` ...), the device rule of the
+elementwise ops (``place``), which moves a CPU scalar tensor with ``to``, and their dtype rule
+(``result_type``, ``promote``).
 
 PyTorch's TensorIterator rule: an op's output lives on the first non-CPU device among its tensor
 operands; a 0-dim CPU tensor next to it is a scalar, moved there (differentiably, by ``to``);
@@ -16,7 +17,7 @@ from .._device import CPU, device, device_type, mixed_devices_error, placement
 from ._registry import backward, op
 from ._util import Tensor, attach, edge_of, needs_grad, wrap
 
-__all__ = ["bool_", "cpu", "double", "float_", "long", "place", "place2", "to"]
+__all__ = ["bool_", "cpu", "double", "float_", "long", "place", "place2", "promote", "result_type", "to"]
 
 
 def place(out: Tensor, *xs: Any) -> Any:
@@ -52,6 +53,73 @@ def place2(out: Tensor, a: Any, b: Any) -> Any:
             out._device = db
         return a, b
     return place(out, a, b)
+
+
+# ------------------------------------------------------------------------------ type promotion
+def _category(dtype: np.dtype[Any]) -> int:
+    """bool < integer < floating point: the order of PyTorch's type categories."""
+    kind = dtype.kind
+    return 0 if kind == "b" else 2 if kind in "fc" else 1
+
+
+def _promote_types(a: Any, b: Any) -> Any:
+    """PyTorch's ``promote_types``: numpy's, except that a float beats any integer or bool
+    (int64 with float32 is float32, where numpy says float64)."""
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    ca, cb = _category(a), _category(b)
+    if ca != cb:
+        return a if ca > cb else b
+    return np.promote_types(a, b)
+
+
+def _combine(higher: Any, lower: Any) -> Any:
+    """PyTorch's ``combine_categories``: a lower-priority operand counts only when it is of a
+    higher category (a float 0-dim tensor next to an int tensor, say)."""
+    if higher is None:
+        return lower
+    if lower is None or _category(higher) >= _category(lower):
+        return higher if higher.kind != "b" else _promote_types(higher, lower)
+    return _promote_types(higher, lower)
+
+
+def result_type(*operands: Any) -> Any:
+    """The dtype of an elementwise op over ``operands``, by PyTorch's rule (``at::result_type``):
+    tensors with dimensions decide; 0-dim tensors, then Python numbers, count only when of a
+    higher category (bool < int < float). A Python float stands for aiograd's default float
+    dtype (float64), an int for int64. Arrays count as tensors."""
+    dim = zero = wrapped = None
+    for x in operands:
+        data = x.data if isinstance(x, Tensor) else x
+        if isinstance(data, np.ndarray):
+            if data.ndim:
+                dim = _promote_types(dim, data.dtype)
+            else:
+                zero = _promote_types(zero, data.dtype)
+        elif isinstance(data, (bool, np.bool_)):
+            wrapped = _promote_types(wrapped, np.dtype(np.bool_))
+        elif isinstance(data, (int, np.integer)):
+            wrapped = _promote_types(wrapped, np.dtype(np.int64))
+        elif isinstance(data, (float, np.floating)):
+            wrapped = _promote_types(wrapped, np.dtype(np.float64))
+    return _combine(dim, _combine(zero, wrapped))
+
+
+def promote(*operands: Any) -> list[Any]:
+    """``operands`` with every tensor and array cast to their ``result_type`` (numbers stay
+    numbers). A tensor is cast with ``to``, which records ``ToCopyBackward0``: its gradient comes
+    back in its own dtype, as PyTorch's engine casts each gradient to its input's dtype."""
+    dtype = result_type(*operands)
+    out: list[Any] = []
+    for x in operands:
+        if isinstance(x, Tensor):
+            x = to(x, dtype)
+        elif isinstance(x, np.ndarray) and x.dtype != dtype:
+            x = x.astype(dtype)
+        out.append(x)
+    return out
 
 
 @backward()

@@ -12,8 +12,8 @@ from ._registry import backward, op, register
 from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
 from .batching import batch_ndim
 from .casting import ToCopyBackward0
-from .elementwise import PowBackward0, SqrtBackward0, clone, sqrt, where
-from .reduction import VarBackward0, axes_of, expand_reduced, var
+from .elementwise import PowBackward0, clone, sign, where
+from .reduction import axes_of, expand_reduced, var_grad, variance
 from .shape import ExpandBackward0, TransposeBackward0, ViewBackward0, expand, reshape, transpose
 
 __all__ = ["t", "square", "std", "norm"]
@@ -75,7 +75,16 @@ def square(input: Tensor) -> Tensor:
     return input**2
 
 
-@op(VarBackward0, SqrtBackward0)
+@backward(saved=("x", "result"))
+def StdBackward0(self: Any, grads: list[Any]) -> Any:
+    """PyTorch's std_backward: the variance's gradient of ``grad / (2 * std)``, taken as 0 where
+    the std is 0 (a constant slice has gradient 0, not NaN)."""
+    g, result = grads[0], self.result.unpack(self)
+    zero = result.data == 0  # a device-less constant
+    return (var_grad(self, where(zero, 0.0, g / where(zero, 1.0, result * 2.0))),)
+
+
+@op(StdBackward0)
 def std(
     input: Tensor,
     dim: int | Sequence[int] | bool | None = None,
@@ -84,34 +93,69 @@ def std(
     *,
     correction: float | None = None,
 ) -> Tensor:
-    """Standard deviation: ``sqrt(var(...))`` with ``var``'s arguments."""
-    return sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+    """Standard deviation: ``sqrt(var(...))`` with ``var``'s arguments (one node, as PyTorch)."""
+    values, axes, dof = variance(input, dim, unbiased, keepdim, correction, "std")
+    out = like(input._device.xp.sqrt(values), input)
+    if needs_grad(input):
+        node = attach(StdBackward0((edge_of(input),)), out)
+        node.x, node.result = save(input), save(out, is_output=True)
+        node.shape, node.axes, node.keepdim = input.data.shape, axes, keepdim
+        node.scale = 2.0 / dof if dof > 0 else float("inf")
+    return out
+
+
+def _norm_grad(x: Tensor, norm: Tensor, g: Tensor, p: float, axes: tuple[int, ...] | None) -> Tensor:
+    """PyTorch's norm_backward for p != 2 (``norm`` and ``g`` already expanded to x's shape),
+    in aiograd ops with constant masks, so that it can be differentiated again."""
+    data, n = x.data, norm.data
+    if p == 1:
+        return sign(x) * g
+    if p == float("inf"):  # the gradient is shared among the maxima, NaNs counted as maxima
+        magnitude = np.abs(data)
+        mask = (magnitude == n) | np.isnan(magnitude)
+        count = mask.sum(axis=axes, keepdims=True)
+        return sign(x) * ((g / count.astype(data.dtype)) * mask)
+    zero_x, zero_norm = data == 0, n == 0
+    if p < 1:  # |x| ** (p - 1) is taken as 0 at x == 0
+        scaled = sign(x) * where(zero_x, 0.0, where(zero_x, 1.0, x.abs()) ** (p - 1))
+        return scaled * g * norm ** (1 - p)
+    scaled = sign(x) * x.abs() ** (p - 1) if p < 2 else x * x.abs() ** (p - 2)
+    return scaled * where(zero_norm, 0.0, g / where(zero_norm, 1.0, norm) ** (p - 1))
 
 
 @backward(saved=("x", "result"))
 def LinalgVectorNormBackward0(self: Any, grads: list[Any]) -> Any:
-    """Backward of the 2-norm: ``g * x / norm``, and 0 where the norm is 0 (as PyTorch)."""
+    """Backward of the p-norm, as PyTorch's norm_backward: for p = 2 ``g * x / norm``, taken as
+    0 where the norm is 0; the other p as ``_norm_grad``."""
     g = grads[0]
     x, result = self.x.unpack(self), self.result.unpack(self)
+    shape = x.data.shape
+    if self.p != 2:
+        norm = expand_reduced(result, shape, self.axes, self.keepdim)
+        g = expand_reduced(g, shape, self.axes, self.keepdim)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            return (_norm_grad(x, norm, g, self.p, self.axes),)
     if not grad_enabled() and not batch_ndim():  # batched: the tensor path puts the batch first
         xp = g._device.xp
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scale = xp.where(result.data == 0, 0.0, g.data / result.data).astype(g.data.dtype)
+        n, gd = result.data, g.data
         if self.axes is not None and not self.keepdim:
-            scale = xp.expand_dims(scale, self.axes)
-        out = like(x.data * scale, g)
-        return (out,)
-    zero = result.data == 0  # a device-less constant
-    safe = where(zero, 1.0, result)
-    scale = where(zero, 0.0, g / safe)
-    return (x * expand_reduced(scale, x.data.shape, self.axes, self.keepdim),)
+            n, gd = xp.expand_dims(n, self.axes), xp.expand_dims(gd, self.axes)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = xp.where(n == 0, 0.0, x.data / n).astype(gd.dtype)
+        return (like(gd * ratio, g),)
+    norm = expand_reduced(result, shape, self.axes, self.keepdim)
+    zero = norm.data == 0  # a device-less constant
+    ratio = where(zero, 0.0, x / where(zero, 1.0, norm))
+    return (expand_reduced(g, shape, self.axes, self.keepdim) * ratio,)
 
 
 @op(LinalgVectorNormBackward0)
 def norm(
     input: Tensor, p: float | str = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False
 ) -> Tensor:
-    """The vector p-norm over ``dim`` (all elements by default); ``p`` = 2, 1, inf or any p > 0."""
+    """The vector p-norm over ``dim`` (all elements by default); ``p`` = 2, 1, inf or any p > 0.
+    One node for every p, as PyTorch, with its gradients at zeros and NaNs (see
+    docs/gradients-at-edges.md)."""
     data = input.data
     if data.dtype.kind != "f":
         raise RuntimeError(
@@ -119,26 +163,29 @@ def norm(
         )
     if p == "fro":
         p = 2
-    axes = axes_of(dim, data.ndim)
-    if p == 2:
-        out = like(input._device.xp.sqrt(input._device.xp.square(data).sum(axis=axes, keepdims=keepdim)), input)
-        if needs_grad(input):
-            node = attach(LinalgVectorNormBackward0((edge_of(input),)), out)
-            node.x, node.result = save(input), save(out, is_output=True)
-            node.axes, node.keepdim = axes, keepdim
-        return out
-    magnitude = input.abs()
-    if p == float("inf"):
-        if axes is None:
-            return magnitude.max()
-        for axis in reversed(axes):  # max is associative: reduce one dim at a time
-            magnitude = magnitude.max(axis, keepdim=True).values
-        return magnitude if keepdim else magnitude.squeeze(axes)
-    if p == 1:
-        return magnitude.sum(dim, keepdim)
     if not isinstance(p, (int, float)) or p <= 0:
         raise RuntimeError(f"norm(): p must be a positive number, 'fro' or inf, but got {p}")
-    return (magnitude**p).sum(dim, keepdim) ** (1.0 / p)
+    axes = axes_of(dim, data.ndim)
+    xp = input._device.xp
+    count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
+    if count == 1:  # a single element's norm is its magnitude, as PyTorch (no underflow)
+        values = xp.abs(data).sum(axis=axes, keepdims=keepdim)
+    elif p == 2:
+        values = xp.sqrt(xp.square(data).sum(axis=axes, keepdims=keepdim))
+    else:
+        magnitude = xp.abs(data)
+        if p == float("inf"):
+            values = magnitude.max(axis=axes, keepdims=keepdim)
+        elif p == 1:
+            values = magnitude.sum(axis=axes, keepdims=keepdim)
+        else:
+            values = (magnitude**p).sum(axis=axes, keepdims=keepdim) ** (1.0 / p)
+    out = like(xp.asarray(values), input)
+    if needs_grad(input):
+        node = attach(LinalgVectorNormBackward0((edge_of(input),)), out)
+        node.x, node.result = save(input), save(out, is_output=True)
+        node.axes, node.keepdim, node.p = axes, keepdim, float(p)
+    return out
 
 
 def _pos(input: Tensor) -> Tensor:

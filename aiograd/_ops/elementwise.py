@@ -25,10 +25,10 @@ from ._util import (
     needs_grad,
     save,
     saved,
-    to_tensor,
     wrap,
 )
 from .casting import bool_, cpu, double, float_, long, place, place2, to
+from .operands import BOOL, operands, promoted, refuse_bool_sub
 from .shape import _sum_to, reduce_grad
 
 __all__ = [
@@ -80,14 +80,21 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     # the CPU only if every tensor operand is on it.
     if isinstance(input, Tensor):
         a, dev = input.data, input._device
+        dt = a.dtype
+    elif type(input) is float or type(input) is int:
+        a, dev, dt = input, CPU, None
     else:
-        a, dev = input, CPU
+        a, dev, dt = input, None, None
     if isinstance(other, Tensor):
         b = other.data
-        if other._device is not dev:
+        if other._device is not dev or (dt is not None and b.dtype is not dt):
             dev = None
-    else:
+    elif type(other) is float or type(other) is int:
         b = other
+    else:
+        b, dev = other, None
+    if dev is None:  # a device, dtype or operand out of the ordinary: see ``operands.operands``
+        input, other, a, b = operands(input, other, "add")
     out = wrap(a + (b if alpha == 1 else alpha * b))
     if dev is not CPU:
         input, other = place2(out, input, other)
@@ -116,15 +123,28 @@ def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     # (the device test rides on the unwrapping, as in ``add``)
     if isinstance(input, Tensor):
         a, dev = input.data, input._device
+        dt = a.dtype
+    elif type(input) is float or type(input) is int:
+        a, dev, dt = input, CPU, None
     else:
-        a, dev = input, CPU
+        a, dev, dt = input, None, None
     if isinstance(other, Tensor):
         b = other.data
-        if other._device is not dev:
+        if other._device is not dev or (dt is not None and b.dtype is not dt) or (dt is None and b.dtype is BOOL):
+            dev = None
+    elif type(other) is float or type(other) is int:
+        b = other
+        if a.dtype is BOOL:  # PyTorch refuses it; numpy would subtract
             dev = None
     else:
-        b = other
-    out = wrap(a - (b if alpha == 1 else alpha * b))
+        b, dev = other, None
+    if dev is None:  # a device, dtype or operand out of the ordinary: see ``operands.operands``
+        input, other, a, b = operands(input, other, "sub")
+    try:
+        out = wrap(a - (b if alpha == 1 else alpha * b))
+    except TypeError:  # numpy refuses bool - bool
+        refuse_bool_sub(a, b)
+        raise
     if dev is not CPU:
         input, other = place2(out, input, other)
     if needs_grad(input, other):
@@ -167,14 +187,21 @@ def mul(input: Any, other: Any) -> Tensor:
     # (the device test rides on the unwrapping, as in ``add``)
     if isinstance(input, Tensor):
         a, dev = input.data, input._device
+        dt = a.dtype
+    elif type(input) is float or type(input) is int:
+        a, dev, dt = input, CPU, None
     else:
-        a, dev = input, CPU
+        a, dev, dt = input, None, None
     if isinstance(other, Tensor):
         b = other.data
-        if other._device is not dev:
+        if other._device is not dev or (dt is not None and b.dtype is not dt):
             dev = None
-    else:
+    elif type(other) is float or type(other) is int:
         b = other
+    else:
+        b, dev = other, None
+    if dev is None:  # a device, dtype or operand out of the ordinary: see ``operands.operands``
+        input, other, a, b = operands(input, other, "mul")
     out = wrap(a * b)
     if dev is not CPU:
         input, other = place2(out, input, other)
@@ -195,13 +222,15 @@ def DivBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
     ga = reduce_grad(g / b, self.a_shape) if ea is not None else None
     gb = None
     if eb is not None:
-        gb = reduce_grad(-g * saved(self, self.a) / (b * b), self.b_shape)
+        # PyTorch's form: (a / b) / b, as b * b underflows for tiny b (0 / 0 would be NaN)
+        gb = reduce_grad(-g * ((saved(self, self.a) / b) / b), self.b_shape)
     return (ga, gb)
 
 
 @op(DivBackward0)
 def div(input: Any, other: Any) -> Tensor:
     """Elementwise true division with broadcasting."""
+    input, other = promoted(input, other, fname="div")
     out = wrap(_xp(input, other).true_divide(data_of(input), data_of(other)))
     input, other = place2(out, input, other)
     if needs_grad(input, other):
@@ -248,13 +277,17 @@ def PowBackward1(self: Any, grads: list[Any]) -> tuple[Any, Any]:
     if eb is not None:
         a_data = data_of(a)
         result = self.result.unpack(self)
-        # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0.
+        # d/db a**b = a**b * log(a); PyTorch defines it as 0 where a == 0 and b >= 0, and
+        # log(0) is -inf (so 0 ** b for b < 0 gives -inf), without numpy's divide warning.
+        zero = a_data == 0
+        mask = zero & (data_of(b) >= 0)
+        # log(0) = -inf, or 0 where masked below anyway (no 0 * -inf warning)
+        at_zero = np.where(mask, 0.0, -np.inf).astype(result.data.dtype)
         if isinstance(a, Tensor):
-            safe_log = log(where(a_data == 0, 1.0, a))
+            safe_log = where(zero, at_zero, log(where(zero, 1.0, a)))
         else:  # a number or array base is a constant: log it in the result's dtype
-            safe_log = np.log(np.where(a_data == 0, 1, a_data)).astype(result.data.dtype)
+            safe_log = np.where(zero, at_zero, np.log(np.where(zero, 1, a_data))).astype(result.data.dtype)
         gb = g * result * safe_log
-        mask = (a_data == 0) & (data_of(b) >= 0)
         if mask.any():
             gb = where(mask, 0.0, gb)
         gb = reduce_grad(gb, self.b_shape)
@@ -267,8 +300,17 @@ PowBackward2 = variant("PowBackward2", PowBackward1, "``number ** tensor``.")
 @op(PowBackward0, PowBackward1, PowBackward2)
 def pow(input: Any, exponent: Any) -> Tensor:
     """``input ** exponent`` with broadcasting; either side may be a number."""
+    input, exponent = promoted(input, exponent, fname="pow")
     a, b = data_of(input), data_of(exponent)
-    out = wrap(_xp(input, exponent).power(a, b))
+    xp = _xp(input, exponent)
+    if type(b) is float and (b == 0.5 or b == -0.5) and isinstance(a, np.ndarray) and a.dtype.kind == "f":
+        # PyTorch computes these as sqrt and 1 / sqrt: sqrt(-0.0) is -0.0, sqrt(-inf) NaN
+        out = wrap(xp.sqrt(a) if b > 0 else 1.0 / xp.sqrt(a))
+    else:
+        try:
+            out = wrap(xp.power(a, b))
+        except ValueError as e:  # "Integers to negative integer powers are not allowed."
+            raise RuntimeError(str(e)) from None
     input, exponent = place2(out, input, exponent)
     if not needs_grad(input, exponent):
         return out
@@ -311,8 +353,8 @@ UNARY = [
           doc="Elementwise square root."),
     Unary("abs", "AbsBackward0", "abs", lambda g, x: g * sign(x), "input",
           doc="Elementwise absolute value (gradient 0 at 0, as PyTorch)."),
-    Unary("sign", "SignBackward0", "sign", lambda g, _: g * 0.0,
-          doc="Elementwise sign: -1, 0 or 1 (gradient zero everywhere)."),
+    Unary("sign", "SignBackward0", lambda xp, x: xp.where(xp.isnan(x), 0, xp.sign(x)), lambda g, _: g * 0.0,
+          doc="Elementwise sign: -1, 0 or 1, and 0 at NaN as PyTorch (gradient zero everywhere)."),
     Unary("sin", "SinBackward0", "sin", lambda g, x: g * cos(x), "input",
           doc="Elementwise sine."),
     Unary("cos", "CosBackward0", "cos", lambda g, x: g * -sin(x), "input",
@@ -322,8 +364,11 @@ UNARY = [
     Unary("sigmoid", "SigmoidBackward0", _sigmoid, lambda g, y: g * (y * (1.0 - y)), "result",
           fast=lambda g, y: g * (y * (1.0 - y)),
           doc="Elementwise logistic function ``1 / (1 + exp(-x))``, computed without overflow."),
-    Unary("relu", "ReluBackward0", lambda xp, x: xp.maximum(x, 0), lambda g, y: g * (y.data > 0), "result",
-          fast=lambda g, y: g * (y > 0), doc="Elementwise ``max(x, 0)`` (gradient 0 at 0, as PyTorch)."),
+    # maximum(0, x) returns x at a tie (-0.0 stays -0.0), and the gradient is zeroed where
+    # y <= 0, so it passes at NaN, both as PyTorch (clamp_min, threshold_backward); y is >= 0
+    # or NaN, so ``y != 0`` is that mask in one pass.
+    Unary("relu", "ReluBackward0", lambda xp, x: xp.maximum(0, x), lambda g, y: g * (y.data != 0), "result",
+          fast=lambda g, y: g * (y != 0), doc="Elementwise ``max(x, 0)`` (gradient 0 at 0, as PyTorch)."),
     Unary("clone", "CloneBackward0", lambda xp, x: x.copy(), lambda g, _: g,
           doc="A copy of the data, recorded in the graph (its gradient passes through unchanged)."),
 ]
@@ -370,15 +415,60 @@ def ClampBackward1(self: Any, grads: list[Any]) -> tuple[Any]:
     return (g * inside,)
 
 
-@op(ClampBackward1)
+@backward(saved=("x", "lo", "hi"))
+def ClampBackward0(self: Any, grads: list[Any]) -> Any:
+    """``clamp`` with tensor bounds: the gradient goes to whichever of input, min and max the
+    output took its value from (PyTorch's ``clamp_backward_min_max``; none of them at a NaN)."""
+    g = grads[0]
+    x, lo, hi = (None if v is None else data_of(saved(self, v)) for v in (self.x, self.lo, self.hi))
+    if lo is not None and hi is not None:
+        masks = ((x >= lo) & (x <= hi), (x < lo) & (lo < hi), (x > hi) | (hi < lo))
+    elif lo is not None:
+        masks = (x >= lo, x < lo, None)
+    else:
+        masks = (x <= hi, None, x > hi)
+    zero = np.zeros((), dtype=g.data.dtype)  # a device-less constant
+    return tuple(
+        None if e is None else reduce_grad(where(m, g, zero), shape)
+        for e, m, shape in zip(self.next_edges, masks, self.shapes)
+    )
+
+
+def _clamp_tensors(input: Tensor, min: Any, max: Any) -> Tensor:
+    """``clamp`` with a tensor bound: max with ``min`` first, then min with ``max`` (so ``max``
+    wins where ``min > max``), in the operands' promoted dtype."""
+    operands = promoted(*(v for v in (input, min, max) if v is not None), fname="clamp")
+    it = iter(operands)
+    input, min, max = next(it), None if min is None else next(it), None if max is None else next(it)
+    xp, data = input._device.xp, input.data
+    if min is not None:  # (a +-0 tie returns the bound, as PyTorch's vectorized loop)
+        data = xp.maximum(data, data_of(min))
+    if max is not None:
+        data = xp.minimum(data, data_of(max))
+    out = wrap(data)
+    input, min, max = place(out, input, min, max)
+    if needs_grad(input, min, max):
+        node: Any = attach(ClampBackward0((edge_of(input), edge_of(min), edge_of(max))), out)
+        node.x, node.lo, node.hi = save(input), _keep(min), _keep(max)
+        node.shapes = (_shape(input), _shape(min), _shape(max))
+    return out
+
+
+@op(ClampBackward1, ClampBackward0)
 def clamp(input: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
     """Limit values to ``[min, max]``; the gradient passes where ``min <= x <= max``."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out_t = input if min is None else maximum(input, to_tensor(min, input))
-        return out_t if max is None else minimum(out_t, to_tensor(max, input))
-    out = like(input._device.xp.clip(input.data, min, max), input)
+        return _clamp_tensors(input, min, max)
+    xp, data = input._device.xp, input.data
+    # As PyTorch: max with min, then min with max (max wins if min > max); the bound first, so
+    # that a tie returns x (clamp(-0.0, min=0.0) is -0.0); a NaN bound gives NaN.
+    if min is not None:
+        data = xp.maximum(min, data)
+    if max is not None:
+        data = xp.minimum(max, data)
+    out = like(data, input)
     if needs_grad(input):
         node: Any = attach(ClampBackward1((edge_of(input),)), out)
         node.x, node.min, node.max = save(input), min, max
@@ -396,13 +486,16 @@ def MaximumBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
     """Shared by maximum and minimum: ``self.pick_a_larger`` says where the gradient goes to ``a``."""
     g = grads[0]
     a, b = data_of(saved(self, self.a)), data_of(saved(self, self.b))
-    tie = a == b
-    to_a = g._device.xp.where(tie, 0.5, (a > b) if self.pick_a_larger else (a < b))
+    xp, tie = g._device.xp, a == b
+    # PyTorch's rule: halved at a tie, zero where the other operand wins, and so whole to both
+    # where either is NaN.
+    a_loses, b_loses = (a < b, a > b) if self.pick_a_larger else (a > b, a < b)
     ea, eb = self.next_edges
-    ga = reduce_grad(g * to_a.astype(g.data.dtype), self.a_shape) if ea is not None else None
-    gb = None
+    ga = gb = None
+    if ea is not None:
+        ga = reduce_grad(g * xp.where(tie, 0.5, ~a_loses).astype(g.data.dtype), self.a_shape)
     if eb is not None:
-        gb = reduce_grad(g * (1.0 - to_a).astype(g.data.dtype), self.b_shape)
+        gb = reduce_grad(g * xp.where(tie, 0.5, ~b_loses).astype(g.data.dtype), self.b_shape)
     return (ga, gb)
 
 
@@ -411,7 +504,10 @@ MinimumBackward0 = variant("MinimumBackward0", MaximumBackward0)
 
 def _extremum(input: Any, other: Any, larger: bool) -> Tensor:
     # Numbers stay numbers, as in mul: a 0-d float64 array would make a float32 result float64.
+    input, other = promoted(input, other, fname="maximum" if larger else "minimum")
     xp = _xp(input, other)
+    # (At a tie of +0 and -0 numpy returns ``other``, as PyTorch's vectorized loop does; its
+    # scalar loop, for the last few elements, returns ``input``.)
     out = wrap((xp.maximum if larger else xp.minimum)(data_of(input), data_of(other)))
     input, other = place2(out, input, other)
     if needs_grad(input, other):
@@ -451,6 +547,7 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
     cond = xp.asarray(data_of(condition))
     if cond.dtype != np.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {cond.dtype}")
+    input, other = promoted(input, other, fname="where")
     out = wrap(xp.where(cond, data_of(input), data_of(other)))
     _, input, other = place(out, condition, input, other)
     if needs_grad(input, other):
@@ -468,6 +565,7 @@ class Comparison(Protocol):
 
 def _compare(name: str, ufunc: str) -> Comparison:
     def compare(input: Any, other: Any) -> Tensor:
+        input, other = promoted(input, other, fname=name)  # compared in the common dtype
         out = wrap(getattr(_xp(input, other), ufunc)(data_of(input), data_of(other)))
         place2(out, input, other)
         return out

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._views import make_view
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, common_device, edge_of, like, needs_grad
+from ._util import Tensor, attach, common_device, edge_of, like, needs_grad, save, wrap
 from .batching import batch_ndim
 from .shape import _dim
 
@@ -79,9 +79,11 @@ IndexAddBackward0 = variant("IndexAddBackward0", _ScatterBackward)
 ScatterAddBackward0 = variant("ScatterAddBackward0", _ScatterBackward)
 
 
-@backward(scatter_cls=IndexPutBackward0, batchable=_BATCHABLE)
+@backward(scatter_cls=IndexPutBackward0, batchable=_BATCHABLE, saved=("indices",), indices=None)
 def _TakeBackward(self: Any, grads: list[Any]) -> Any:
     """Backward of an indexing op: scatter (add) the gradient into zeros of the input's shape."""
+    if self.indices is not None:  # freed after a backward: PyTorch's backward-twice error
+        self.indices.unpack(self)
     nb = batch_ndim()
     if nb:
         g = grads[0]
@@ -131,6 +133,11 @@ def _take(input: Tensor, index: Index, cls: type[_TakeBackward]) -> Tensor:
     if needs_grad(input):
         node = attach(cls((edge_of(input),)), out)
         node.shape, node.index = input.data.shape, index
+        arrays = [a for a in adv if isinstance(a, np.ndarray)] if adv is not None else ()
+        if arrays:
+            # PyTorch's IndexBackward0, IndexSelectBackward0 and GatherBackward0 save their index
+            # tensors; one saved tensor of the index stands for them here.
+            node.indices = save(wrap(arrays[0]))
     return out
 
 

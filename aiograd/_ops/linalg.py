@@ -107,6 +107,39 @@ def MatmulBackward0(self: Any, grads: list[Any]) -> Any:
     return (ga, gb)
 
 
+# PyTorch's names of the dtypes in its matmul errors: the C++ type (mm) and the ScalarType.
+_C_NAMES = {
+    "float16": "c10::Half", "float32": "float", "float64": "double", "int64": "long int",
+    "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+    "bool": "bool",
+}
+_SCALAR_NAMES = {
+    "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+    "int64": "Long", "float16": "Half", "float32": "Float", "float64": "Double",
+}
+
+
+def _c(dtype: Any) -> str:
+    return _C_NAMES.get(str(dtype), str(dtype))
+
+
+def _s(dtype: Any) -> str:
+    return _SCALAR_NAMES.get(str(dtype), str(dtype))
+
+
+def _dtype_mismatch(a: Any, b: Any) -> str:
+    """PyTorch's message for operands of different dtypes, from the kernel its matmul picks
+    (at::matmul: dot, mv, mm on folded batches, or bmm)."""
+    da, db, na, nb = a.dtype, b.dtype, a.ndim, b.ndim
+    if na == 1 and nb == 1:
+        return f"dot : expected both vectors to have same dtype, but found {_s(da)} and {_s(db)}"
+    if nb == 1:  # mv (a batch of matrices folds into one)
+        return f"addmv input tensors must have the same dtype, but got {_s(db)}, {_s(da)}, and {_s(db)}"
+    if nb == 2:  # mm (a vector is a 1-row matrix, a batch folds into rows)
+        return f"expected m1 and m2 to have the same dtype, but got: {_c(da)} != {_c(db)}"
+    return f"expected scalar type {_s(da)} but found {_s(db)}"  # bmm
+
+
 def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
     """PyTorch's message for operands whose inner sizes differ (dot, mv, mm; else mm's)."""
     if len(a) == 1 and len(b) == 1:
@@ -130,6 +163,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         raise RuntimeError(
             f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D"
         )
+    if a.dtype != b.dtype:  # PyTorch does not promote in matrix products
+        raise RuntimeError(_dtype_mismatch(a, b))
     try:
         out = wrap(a @ b)  # the arrays' own matmul: any array module
     except ValueError:
@@ -191,6 +226,18 @@ def LinearBackward0(self: Any, grads: list[Any]) -> Any:
 @op(LinearBackward0, MmBackward0, MatmulBackward0)
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``, as ``torch.nn.functional.linear``."""
+    if bias is not None and bias.data.dtype != weight.data.dtype:  # addmm's check, made first
+        raise RuntimeError(
+            "self and mat2 must have the same dtype, but got "
+            f"{_s(bias.data.dtype)} and {_s(weight.data.dtype)}"
+        )
+    if input.data.dtype != weight.data.dtype:  # addmm's words with a bias, mm's without
+        x_dt, w_dt = input.data.dtype, weight.data.dtype
+        raise RuntimeError(
+            f"mat1 and mat2 must have the same dtype, but got {_s(x_dt)} and {_s(w_dt)}"
+            if bias is not None
+            else f"expected m1 and m2 to have the same dtype, but got: {_c(x_dt)} != {_c(w_dt)}"
+        )
     if input.data.ndim != 2:
         out = matmul(input, weight.mT)
         return out if bias is None else out + bias

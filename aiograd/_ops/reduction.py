@@ -170,12 +170,53 @@ def _check_nonempty(data: np.ndarray[Any, Any], axes: tuple[int, ...] | None, fn
 
 
 # ------------------------------------------------------------------------------ var
+def var_grad(node: Any, grad: Tensor) -> Tensor:
+    """The variance's gradient (PyTorch's var_backward), shared with std's node: ``2 / dof * g *
+    (x - mean)``; over all elements with ``dof <= 0`` it is NaN where x equals its mean, inf
+    elsewhere (as PyTorch: inf * 0 and inf * c)."""
+    x = node.x.unpack(node)
+    g = expand_reduced(grad, node.shape, node.axes, node.keepdim)
+    if node.axes is None and node.scale == float("inf"):
+        data = x.data
+        return g * np.where(data == data.mean(), np.nan, np.inf).astype(data.dtype)
+    centered = x - x.mean(node.axes, keepdim=True)
+    return g * node.scale * centered  # PyTorch's order: (2 / dof * grad) * (x - mean)
+
+
 @backward(saved=("x",))
 def VarBackward0(self: Any, grads: list[Any]) -> Any:
-    x = self.x.unpack(self)
-    g = expand_reduced(grads[0], self.shape, self.axes, self.keepdim)
-    centered = x - x.mean(self.axes, keepdim=True)
-    return (g * centered * self.scale,)
+    return (var_grad(self, grads[0]),)
+
+
+def variance(
+    input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool, correction: float | None, fname: str = "var"
+) -> tuple[Any, tuple[int, ...] | None, float]:
+    """``var``'s (and ``std``'s) arguments parsed and the variance computed: (array, axes,
+    degrees of freedom); warns, as PyTorch, at the caller's line when ``dof <= 0``."""
+    if isinstance(dim, bool):  # var(input, unbiased)
+        if unbiased is not None:
+            raise TypeError("var(): argument 'unbiased' given twice")
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError("var(): cannot specify both 'unbiased' and 'correction'")
+    corr = (1 if unbiased else 0) if unbiased is not None else (1 if correction is None else correction)
+    data = input.data
+    if data.dtype.kind != "f":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    axes = axes_of(dim, data.ndim)
+    count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
+    dof = count - corr
+    if dof <= 0:
+        warnings.warn(
+            f"{fname}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+            "reduction factor (input numel divided by output numel).",
+            UserWarning,
+            stacklevel=3,
+        )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        centered = data - data.mean(axis=axes, keepdims=True)
+        sq = input._device.xp.square(centered).sum(axis=axes, keepdims=keepdim)
+        return sq / data.dtype.type(dof if dof > 0 else 0), axes, dof
 
 
 @op(VarBackward0)
@@ -192,30 +233,9 @@ def var(
     As ``torch.var``: ``var(x, dim, unbiased, keepdim)``, ``var(x, dim, correction=c,
     keepdim=...)`` or ``var(x, unbiased)``; ``unbiased=False`` means ``correction=0``.
     """
-    if isinstance(dim, bool):  # var(input, unbiased)
-        if unbiased is not None:
-            raise TypeError("var(): argument 'unbiased' given twice")
-        dim, unbiased = None, dim
-    if unbiased is not None and correction is not None:
-        raise TypeError("var(): cannot specify both 'unbiased' and 'correction'")
-    corr = (1 if unbiased else 0) if unbiased is not None else (1 if correction is None else correction)
+    values, axes, dof = variance(input, dim, unbiased, keepdim, correction)
+    out = like(values, input)
     data = input.data
-    if data.dtype.kind != "f":
-        raise RuntimeError("std and var only support floating point and complex dtypes")
-    axes = axes_of(dim, data.ndim)
-    count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
-    dof = count - corr
-    if dof <= 0:
-        warnings.warn(
-            "var(): degrees of freedom is <= 0. Correction should be strictly less than the "
-            "reduction factor (input numel divided by output numel).",
-            UserWarning,
-            stacklevel=2,
-        )
-    with np.errstate(divide="ignore", invalid="ignore"):
-        centered = data - data.mean(axis=axes, keepdims=True)
-        sq = input._device.xp.square(centered).sum(axis=axes, keepdims=keepdim)
-        out = like(sq / data.dtype.type(dof if dof > 0 else 0), input)
     if needs_grad(input):
         node = attach(VarBackward0((edge_of(input),)), out)
         node.x, node.shape, node.axes, node.keepdim = save(input), data.shape, axes, keepdim
@@ -342,6 +362,25 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
 
 
 # ------------------------------------------------------------------------------ prod
+def _exclusive_products(xp: Any, data: Any, axes: tuple[int, ...] | None, zeros: int) -> Any:
+    """PyTorch's prod_safe_zeros_backward on arrays (first order, with zeros among the factors):
+    each element's product of the others as the product of the exclusive cumulative products
+    from the left and from the right (so NaN and inf factors give what PyTorch gives). Over all
+    elements, several zeros give zeros outright, as PyTorch does."""
+    if axes is None:
+        if zeros > 1:
+            return xp.zeros(data.shape, dtype=data.dtype)
+        return _exclusive_products(xp, data.reshape(-1), (0,), zeros).reshape(data.shape)
+    axis = axes[0]
+    n = data.shape[axis]
+    ones = xp.ones(data.shape[:axis] + (1,) + data.shape[axis + 1:], dtype=data.dtype)
+    head = xp.take(data, range(n - 1), axis=axis)
+    tail = xp.flip(xp.take(data, range(1, n), axis=axis), axis=axis)
+    left = xp.cumprod(xp.concatenate([ones, head], axis=axis), axis=axis)
+    right = xp.flip(xp.cumprod(xp.concatenate([ones, tail], axis=axis), axis=axis), axis=axis)
+    return left * right
+
+
 def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdim: bool) -> Tensor:
     """For each element, the product of the other elements of its slice, as aiograd ops.
 
@@ -358,6 +397,8 @@ def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdi
     zero = data == 0
     if not zero.any():
         return expand_reduced(result, shape, axes, keepdim) / x
+    if not grad_enabled():
+        return like(_exclusive_products(xp, data, axes, int(zero.sum())), x)
     x_nonzero = where(zero, 1.0, x)
     q = _prod(x_nonzero, axes, keepdim=True).expand(shape)
     r = _prod(where(zero, x, 1.0), axes, keepdim=True).expand(shape)
