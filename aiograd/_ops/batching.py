@@ -78,6 +78,7 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "SqueezeBackward1",
     "SqueezeBackward2",
     "StackBackward0",
+    "StdBackward0",
     "SubBackward0",
     "SumBackward0",
     "SumToSizeBackward0",
