@@ -365,6 +365,8 @@ def edge_of(tensor: Any) -> Edge | None:
     if fn is not None:
         return (fn, tensor.output_nr)
     if getattr(tensor, "_requires_grad", False):
+        if tensor._edgeless:
+            return None
         return (grad_accumulator(tensor), 0)
     return None
 

@@ -56,6 +56,9 @@ class Tensor(TensorMethods):
     _requires_grad: bool = False
     _vc: list[int] | None = None  # version counter, shared with views; created on first need
     _accumulator: Any = None  # this leaf's AccumulateGrad, created on first use (see _node)
+    #: True for a tensor that requires grad but whose gradient goes nowhere: a view made under
+    #: no_grad of a base that requires grad (PyTorch gives it no grad accumulator).
+    _edgeless: bool = False
     _retains_grad: bool = False
     #: The tensor whose array this one views (the root one, never itself a view), or None; set by
     #: the view ops, whose outputs are ``_views.View`` instances (see aiograd/_views.py).

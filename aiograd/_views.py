@@ -32,10 +32,11 @@ view of it was modified in place its ``grad_fn`` cannot be read: both raise PyTo
 (``view_rebase_error``, PyTorch's ``handle_view_on_rebase``), since the rebase would give wrong
 gradients.
 
-Where aiograd differs: a view made under no_grad of a tensor that requires grad does not require
-grad (PyTorch says it does, though it gets no gradient); modifying it in place with grad mode on
-raises PyTorch's error all the same. ``inference_mode`` is ``no_grad`` here, so its views give the
-no_grad message. Views do not follow a ``.data`` reassignment of their base.
+A view made under no_grad of a tensor that requires grad requires grad too, as in PyTorch, but
+its gradient goes nowhere (it has no grad accumulator: ``Tensor._edgeless``); a view of it made
+with grad mode on records its op, and modifying that one in place gives PyTorch's "view of a
+view" message. Where aiograd differs: ``inference_mode`` is ``no_grad`` here, so its views give
+the no_grad message. Views do not follow a ``.data`` reassignment of their base.
 """
 
 from __future__ import annotations
@@ -90,12 +91,22 @@ class View(Tensor):
         if self._rg or self._fn is not None:
             return True
         base: Tensor = self._base  # type: ignore[assignment]
+        if self._creation == NO_GRAD_MODE:
+            # PyTorch: a view requires grad when its base does, even one made under no_grad
+            # (which gets no gradient: ``_edgeless``).
+            return base._requires_grad
         vc = base._vc
         return vc is not None and vc[0] != self._attr_version and base._requires_grad
 
     @_requires_grad.setter
     def _requires_grad(self, value: bool) -> None:
         self._rg = value
+
+    @property
+    def _edgeless(self) -> bool:  # type: ignore[override]
+        # Made under no_grad, without a history of its own: its gradient goes nowhere, as
+        # PyTorch's grad_accumulator() is null for a view that does not require grad itself.
+        return self._creation == NO_GRAD_MODE and not self._rg and self._fn is None
 
     @property
     def _vc(self) -> list[int]:  # type: ignore[override]

@@ -17,6 +17,7 @@ import pytest
 from helpers import requires_torch, torch
 
 import aiograd as ag
+import aiograd.sync
 
 pytestmark = requires_torch
 
@@ -268,3 +269,33 @@ def test_repr_of_a_view_that_may_no_longer_be_used_says_invalid() -> None:
         x.mul_(2)
         reprs.append(repr(first))
     assert reprs[0] == reprs[1] == "tensor([2., 4.], grad_fn=<Invalid>)"
+
+
+def _view_of_a_no_grad_view(lib: Any) -> Any:
+    x = _base(lib)
+    with lib.no_grad():
+        v = x[0]
+    return v[1:].mul_(2)  # made with grad mode on, of a view made under no_grad
+
+
+def test_in_place_on_a_view_of_a_no_grad_view_has_its_own_message() -> None:
+    message = assert_same_error(_view_of_a_no_grad_view, NO_GRAD)
+    assert message.startswith("Output 0 of Slice is a view of a view which was created in no_grad mode")
+
+
+def test_a_no_grad_view_requires_grad_but_gets_no_gradient() -> None:
+    seen = []
+    for lib in (ag, torch):
+        leaf = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        x = leaf * 1
+        with lib.no_grad():
+            v = x[:2]
+        w = v[:1]
+        out = (v * 2).sum() + (w * 3).sum()
+        if lib is ag:
+            aiograd.sync.backward(out)
+        else:
+            out.backward()
+        seen.append((v.requires_grad, v.is_leaf, v.grad_fn is None, w.requires_grad,
+                     type(w.grad_fn).__name__, v.grad, leaf.grad))
+    assert seen[0] == seen[1] == (True, True, True, True, "SliceBackward0", None, None)
