@@ -96,6 +96,7 @@ def wrap_outputs(
 
     saved_ids = {id(t) for t in ctx._to_save} if with_setup else set()
     differentiable_outputs = 0
+    non_diff_outputs: set[int] = set()
     for i, var in enumerate(outputs):
         if not isinstance(var, _Tensor):
             continue
@@ -126,6 +127,8 @@ def wrap_outputs(
             # The view+inplace logic would bypass the custom backward: PyTorch forbids it.
             var._creation = _IN_CUSTOM_FUNCTION  # type: ignore[attr-defined]
         differentiable_outputs += differentiable
+        if not differentiable and executable:
+            non_diff_outputs.add(i)
         outputs[i] = var
     if differentiable_outputs > 1:
         for var in outputs:
@@ -133,6 +136,8 @@ def wrap_outputs(
                 var._creation = _MULTI_OUTPUT_NODE  # type: ignore[attr-defined]
 
     if executable:
+        if non_diff_outputs:
+            ctx._non_diff_outputs = frozenset(non_diff_outputs)
         ctx._output_meta = tuple(
             (o.data.shape, o.data.dtype, o._device) if isinstance(o, _Tensor) else None
             for o in outputs

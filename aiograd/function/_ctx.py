@@ -25,6 +25,12 @@ class FunctionCtx:
     needs_input_grad: tuple[bool, ...] = ()
     #: Whether None gradients reach ``backward`` as zeros (see ``set_materialize_grads``).
     materialize_grads: bool = True
+    #: PyTorch's ``ctx._materialize_non_diff_grads``: set it False (in ``forward``) and the
+    #: gradients of outputs marked non-differentiable reach ``backward`` as None even while
+    #: other gradients are materialized (PyNode::apply, python_function.cpp).
+    _materialize_non_diff_grads: bool = True
+    #: Positions of the tensor outputs that are not differentiable (set by ``apply``).
+    _non_diff_outputs: frozenset[int] = frozenset()
 
     _to_save: tuple[_Any, ...] = ()
     _dirty: tuple[_Any, ...] = ()
