@@ -3246,3 +3246,114 @@ async def test_copy_slices_graph_task_updates():
 
     out, b = f3(x, y_safe)
     await ag.grad(out.sum(), (b, y_safe))
+
+
+# --- the behaviours changed for these ports, each run on torch as well -----------------------------
+
+
+@requires_torch
+async def test_oracle_once_differentiable_graph_matches_torch():
+    def build(lib, once):
+        class MyFunction(lib.autograd.Function if lib is torch else ag.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                return a * b
+
+            @staticmethod
+            @once
+            def backward(ctx, g):
+                return g * 2, None
+
+        x = lib.ones(2, dtype=lib.float64, requires_grad=True)
+        y = MyFunction.apply(x, lib.ones(2, dtype=lib.float64))
+        return x, y
+
+    # the error node is made only when a grad_output requires grad (as in test_once_differentiable)
+    x_t, y_t = build(torch, torch.autograd.function.once_differentiable)
+    go_t = torch.ones((), dtype=torch.float64, requires_grad=True)
+    (g_t,) = torch.autograd.grad(y_t.sum(), x_t, go_t, create_graph=True)
+    x_a, y_a = build(ag, once_differentiable)
+    (g_a,) = await ag.grad(y_a.sum(), x_a, ag.ones((), requires_grad=True), create_graph=True)
+    assert graph_desc(g_a.grad_fn) == graph_desc(g_t.grad_fn) == "Error(AccumulateGrad(), None)"
+
+
+@requires_torch
+async def test_oracle_post_hook_registered_while_node_runs_matches_torch():
+    async def run(lib, graph, backward):
+        res = []
+        a = lib.tensor(1.0, requires_grad=True)
+
+        def unpack(x):
+            y.grad_fn.register_hook(lambda gI, gO: res.append("post"))
+            return x
+
+        with graph.saved_tensors_hooks(lambda x: x, unpack):
+            y = a.exp()
+        y.grad_fn.register_prehook(lambda gO: None)
+        await backward(y)
+        return res
+
+    async def torch_backward(y):
+        y.backward()
+
+    async def ag_backward(y):
+        await y.backward()
+
+    assert await run(ag, ag.graph, ag_backward) == await run(torch, torch.autograd.graph, torch_backward) == ["post"]
+
+
+@requires_torch
+async def test_oracle_materialize_non_diff_grads_matches_torch():
+    def build(lib, base):
+        seen = []
+
+        class Func(base):
+            @staticmethod
+            def forward(ctx, x):
+                out0, out1, out2 = x.clone(), x.clone(), x.clone()
+                ctx.mark_non_differentiable(out1)
+                ctx._materialize_non_diff_grads = False
+                return out0, out1, out2
+
+            @staticmethod
+            def backward(ctx, g0, g1, g2):
+                seen.append((g1 is None, None if g2 is None else float(g2.sum())))
+                return g0
+
+        a = lib.tensor(1.0, requires_grad=True)
+        return Func.apply(a)[0], seen
+
+    out_t, seen_t = build(torch, torch.autograd.Function)
+    out_t.backward()
+    out_a, seen_a = build(ag, ag.Function)
+    await out_a.backward()
+    # the non-differentiable output's grad stays None; the unused differentiable one is zeros
+    assert seen_a == seen_t == [(True, 0.0)]
+
+
+@requires_torch
+async def test_oracle_gradient_edge_as_output_matches_torch():
+    def fn(lib, graph, x):
+        tmp = x.sin().cos()
+        out = tmp.exp().clone().sin().sum()
+        return out, tmp, graph.get_gradient_edge(tmp)
+
+    xt = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    out_t, tmp_t, edge_t = fn(torch, torch.autograd.graph, xt)
+    (gt,) = torch.autograd.grad(out_t, (edge_t,))
+    (gxt,) = torch.autograd.grad(edge_t, (xt,), grad_outputs=(gt,))
+    xa = ag.tensor([1.0, 2.0], requires_grad=True)
+    out_a, tmp_a, edge_a = fn(ag, ag.graph, xa)
+    (ga,) = await ag.grad(out_a, (edge_a,))
+    (gxa,) = await ag.grad(edge_a, (xa,), grad_outputs=(ga,))
+    assert close(gxa, gxt.numpy())
+    messages = []
+    for call in (lambda: torch.autograd.grad(edge_t, (xt,)),
+                 lambda: torch.autograd.grad(edge_t, (xt,), grad_outputs=torch.ones(4, dtype=torch.float64))):
+        with pytest.raises(RuntimeError) as info:
+            call()
+        messages.append(str(info.value).replace("torch.Size([4])", "(4,)").replace("torch.Size([2])", "(2,)"))
+    with raises(RuntimeError, messages[0]):
+        await ag.grad(edge_a, (xa,))
+    with raises(RuntimeError, messages[1]):
+        await ag.grad(edge_a, (xa,), grad_outputs=ag.ones(4))
