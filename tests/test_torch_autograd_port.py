@@ -2353,25 +2353,196 @@ def test_no_grad():
     with ag.no_grad():
         w = x + y
 
-    @ag.no_grad()
     def adder(x, y):
         return x + y
 
-    z = adder(x, y)
-    assert not w.requires_grad
-    with pytest.raises(RuntimeError):
-        ag.sync.backward(w, ag.ones(5, 5))
-    assert w.grad_fn is None
-    assert not z.requires_grad
-    with pytest.raises(RuntimeError):
-        ag.sync.backward(z, ag.ones(5, 5))
-    assert z.grad_fn is None
+    adders = [ag.no_grad()(adder), ag.no_grad(adder)]
+    for adder in adders:
+        z = adder(x, y)
+        assert not w.requires_grad
+        with pytest.raises(RuntimeError):
+            ag.sync.backward(w, ag.ones(5, 5))
+        assert w.grad_fn is None
+        assert not z.requires_grad
+        with pytest.raises(RuntimeError):
+            ag.sync.backward(z, ag.ones(5, 5))
+        assert z.grad_fn is None
 
     # test nested decorator and with-statement on no_grad
     with ag.no_grad():
         assert not ag.is_grad_enabled()
         w = adder(x, y)
         assert not ag.is_grad_enabled()
+
+
+def test_enable_grad_decorator_no_paren():
+    x = ag.ones(1, requires_grad=True)
+
+    @ag.enable_grad
+    def doubler(x):
+        return x * 2
+
+    with ag.no_grad():
+        z = doubler(x)
+    assert z.requires_grad
+
+
+def test_set_grad_coroutines():
+    @ag.no_grad()
+    def coro_no_grad(n=10):
+        assert not ag.is_grad_enabled()
+        for i in range(n):
+            assert not ag.is_grad_enabled()
+            r = yield i
+            assert not ag.is_grad_enabled()
+            assert i == r
+        assert not ag.is_grad_enabled()
+
+    @ag.enable_grad()
+    def coro_enable_grad(n=10):
+        assert ag.is_grad_enabled()
+        for i in range(n):
+            assert ag.is_grad_enabled()
+            r = yield i
+            assert ag.is_grad_enabled()
+            assert i == r
+        assert ag.is_grad_enabled()
+
+    with ag.enable_grad():
+        assert ag.is_grad_enabled()
+        coro, r = coro_no_grad(), None
+        try:
+            while True:
+                assert ag.is_grad_enabled()
+                r = coro.send(r)
+                assert ag.is_grad_enabled()
+        except StopIteration:
+            pass
+
+    with ag.no_grad():
+        assert not ag.is_grad_enabled()
+        coro, r = coro_enable_grad(), None
+        try:
+            while True:
+                assert not ag.is_grad_enabled()
+                r = coro.send(r)
+                assert not ag.is_grad_enabled()
+        except StopIteration:
+            pass
+
+
+def test_set_grad_coroutines_benign_exceptions():
+    class RecoverableException(Exception):
+        pass
+
+    @ag.no_grad()
+    def coro_no_grad(n=10):
+        has_raised = False
+        for i in range(n):
+            try:
+                assert not ag.is_grad_enabled()
+                yield (-i if has_raised else i)
+            except RecoverableException:
+                assert not ag.is_grad_enabled()
+                has_raised = True
+
+    @ag.enable_grad()
+    def coro_enable_grad(n=10):
+        has_raised = False
+        for i in range(n):
+            try:
+                assert ag.is_grad_enabled()
+                yield (-i if has_raised else i)
+            except RecoverableException:
+                assert ag.is_grad_enabled()
+                has_raised = True
+
+    with ag.enable_grad():
+        coro = coro_no_grad()
+        assert next(coro) == 0
+        try:
+            while True:
+                r = coro.throw(RecoverableException)
+                assert r < 0
+        except StopIteration:
+            pass
+
+    with ag.no_grad():
+        coro = coro_enable_grad()
+        assert next(coro) == 0
+        try:
+            while True:
+                r = coro.throw(RecoverableException)
+                assert r < 0
+        except StopIteration:
+            pass
+
+
+def test_set_grad_coroutines_critical_exceptions():
+    class UnrecoverableException(Exception):
+        pass
+
+    class SecondaryException(Exception):
+        pass
+
+    @ag.no_grad()
+    def coro_no_grad(n=10):
+        for i in range(n):
+            try:
+                assert not ag.is_grad_enabled()
+                yield i
+            except UnrecoverableException:
+                assert not ag.is_grad_enabled()
+                raise SecondaryException from None
+
+    @ag.enable_grad()
+    def coro_enable_grad(n=10):
+        for i in range(n):
+            try:
+                assert ag.is_grad_enabled()
+                yield i
+            except UnrecoverableException:
+                assert ag.is_grad_enabled()
+                raise SecondaryException from None
+
+    with ag.enable_grad():
+        coro = coro_no_grad()
+        assert next(coro) == 0
+        with pytest.raises(SecondaryException):
+            coro.throw(UnrecoverableException)
+
+    with ag.no_grad():
+        coro = coro_enable_grad()
+        assert next(coro) == 0
+        with pytest.raises(SecondaryException):
+            coro.throw(UnrecoverableException)
+
+
+def test_set_grad_enabled_wraps():
+    for decorator in [True, False]:
+        with ag.enable_grad():
+            assert ag.is_grad_enabled()
+            if decorator:
+                # This should not mutate the global grad mode!
+                @ag.set_grad_enabled(False)
+                def inner_func(x):
+                    return x.sin()
+
+            else:
+
+                def inner_func(x):
+                    return x.sin()
+
+                # This is non-idiomatic usage!
+                obj = ag.set_grad_enabled(False)
+                assert not ag.is_grad_enabled()
+                # this will consume the set_grad_enabled global mutation!
+                inner_func = obj(inner_func)
+                assert ag.is_grad_enabled()
+
+            assert ag.is_grad_enabled()
+            x = ag.zeros(1, requires_grad=True)
+            assert not inner_func(x).requires_grad
 
 
 def test_set_grad_generator_functions():
@@ -3357,3 +3528,281 @@ async def test_oracle_gradient_edge_as_output_matches_torch():
         await ag.grad(edge_a, (xa,))
     with raises(RuntimeError, messages[1]):
         await ag.grad(edge_a, (xa,), grad_outputs=ag.ones(4))
+
+
+
+async def test_backward_with_inputs():
+    x = ag.randn(2, 2, dtype=ag.double, requires_grad=True)
+    y = ag.randn(2, 2, dtype=ag.double, requires_grad=True)
+
+    def fn():
+        return x**2 + y * x + y**2
+
+    gradient = ag.ones(2, 2)
+    x_grad_expected = 2 * x + y
+    y_grad_expected = x + 2 * y
+
+    @ag.no_grad()
+    def reset_grad():
+        x.grad.zero_()
+        y.grad.zero_()
+
+    await ag.backward(fn(), gradient, inputs=[x, y])
+    assert close(x.grad, x_grad_expected)
+    assert close(y.grad, y_grad_expected)
+
+    reset_grad()
+    await ag.backward(fn(), gradient, inputs=[x])
+    assert close(x.grad, x_grad_expected)
+    assert close(y.grad, ag.zeros(2, 2))
+
+    reset_grad()
+    await ag.backward(fn(), gradient, inputs=[y])
+    assert close(y.grad, y_grad_expected)
+    assert close(x.grad, ag.zeros(2, 2))
+
+    reset_grad()
+    await ag.backward(fn(), gradient, inputs=y)
+    assert close(y.grad, y_grad_expected)
+    assert close(x.grad, ag.zeros(2, 2))
+
+    reset_grad()
+    with pytest.raises(RuntimeError, match="cannot be empty"):
+        await ag.backward(fn(), gradient, inputs=[])
+
+
+async def test_backward_with_scalar_input():
+    x = ag.randn((), dtype=ag.double, requires_grad=True)
+    out = x**2
+    await out.backward(inputs=x)
+    assert close(x.grad, 2 * x)
+
+
+async def test_backward_with_nonleaf_inputs():
+    x = ag.randn(2, 2, dtype=ag.double, requires_grad=True)
+    x_nonleaf = x * 1
+    y = ag.randn(2, 2, dtype=ag.double, requires_grad=True)
+    z = ag.randn(2, 2, dtype=ag.double, requires_grad=True)
+    out = x_nonleaf**2 + y * x_nonleaf + y**2
+    await out.backward(ag.ones(2, 2, dtype=ag.double), create_graph=True, inputs=[x, y, x_nonleaf])
+    x_grad_expected = 2 * x + y
+    y_grad_expected = x + 2 * y
+    x_non_leaf_expected = 2 * x_nonleaf + y
+    assert close(y.grad, y_grad_expected)
+    assert close(x.grad, x_grad_expected)
+    assert close(x_nonleaf.grad, x_non_leaf_expected)
+    # backward doesn't have an allow_unused flag, so the behavior of backward when variable is
+    # not part of the graph is as if allow_used were true; z.grad will simply be None.
+    await out.backward(ag.ones(2, 2, dtype=ag.double), create_graph=True, inputs=[z])
+    assert z.grad is None
+
+
+async def test_select_sum():
+    x = ag.randn(10, dtype=ag.double, requires_grad=True)
+
+    def func(x):
+        return x[1].sum()  # torch: x.select(0, 1).sum()
+
+    assert await ag.testing.gradcheck(func, [x])
+    assert await ag.testing.gradgradcheck(func, [x])
+
+
+async def test_select_expanded_v():
+    v_expanded = ag.rand(10).expand(10, 10)
+    a = ag.rand(10, 10, 10, requires_grad=True)
+    (result,) = await ag.grad(a[0], a, v_expanded)
+    expected = np.zeros((10, 10, 10))
+    expected[0] = v_expanded.data
+    assert close(result, expected)
+
+
+async def test_slice_expanded_v():
+    v_expanded = ag.rand(10, 1).expand(2, 10, 10)
+    a = ag.rand(10, 10, 10, requires_grad=True)
+    (result,) = await ag.grad(a[3:5], a, v_expanded)
+    expected = np.zeros((10, 10, 10))
+    expected[3:5] = v_expanded.data
+    assert close(result, expected)
+
+
+async def test_detach_then_inplace_raises_in_autograd():
+    x = ag.randn((), requires_grad=True)
+    y = x**2  # saves x
+    z = x.detach()
+    z.zero_()
+    with pytest.raises(RuntimeError, match="has been modified by an inplace"):
+        await y.backward()
+
+
+def test_increment_version():
+    a = ag.rand(5, requires_grad=True)
+    v = a._version
+    ag.graph.increment_version(a)
+    assert a._version == v + 1
+
+    a = ag.zeros(5, dtype=ag.int32)
+    v = a._version
+    ag.graph.increment_version(a)
+    assert a._version == v + 1
+
+    with ag.inference_mode():
+        a = ag.rand(5, requires_grad=True)
+        # does not error
+        ag.graph.increment_version(a)
+    # does not error
+    ag.graph.increment_version(a)
+
+
+def test_pickle():
+    import pickle
+
+    x = ag.randn(10, 10, requires_grad=True)
+    y = ag.randn(10, 10, requires_grad=False)
+    for p in range(3):
+        xc, yc = pickle.loads(pickle.dumps([x, y], protocol=p))
+        assert close(xc, x) and xc.requires_grad == x.requires_grad
+        assert close(yc, y) and yc.requires_grad == y.requires_grad
+
+
+async def test_saved_variables_deprecated():
+    class MyFunction(ag.Function):
+        @staticmethod
+        def forward(ctx, tensor1, tensor2):
+            ctx.save_for_backward(tensor1, tensor2)
+            return tensor1 + tensor2
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            var1, var2 = ctx.saved_variables
+            return (grad_output, grad_output)
+
+    with warnings.catch_warnings(record=True) as warns:
+        warnings.simplefilter("always")
+        x = ag.randn(3, 3, requires_grad=True)
+        y = ag.randn(3, 3, requires_grad=True)
+        await MyFunction.apply(x, y).sum().backward()
+    assert any("deprecated" in str(w.message) and "saved_variables" in str(w.message) for w in warns)
+
+
+def test_naughty_autograd_function_attribute_access():
+    class Id(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, grad_x):
+            return grad_x
+
+    with pytest.warns(DeprecationWarning, match="should not be instantiated"):
+        f = Id()
+    # After raising warning, should still return an instance
+    assert isinstance(f, Id)
+    x = ag.zeros(1, requires_grad=True)
+    with pytest.raises(RuntimeError, match="non-static forward method is deprecated"):
+        f(x)
+    t = Id.apply(x)
+    assert t.grad_fn.name() == "IdBackward"
+    # (the rest of torch's test checks THPFunction accessors on the instance, which aiograd's
+    # Function class does not have)
+
+
+async def test_custom_autograd_ac_early_stop():
+    refs = []
+
+    class Test(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.clone()
+            ctx.save_for_backward(y)
+            refs.append(weakref.ref(y))
+            return y
+
+        @staticmethod
+        def backward(ctx, *args):
+            _ = ctx.saved_tensors
+            return None
+
+    def fn(inp):
+        return Test.apply(inp)
+
+    inp = ag.randn(5, 5, requires_grad=True)
+
+    async def scope():
+        # Early-stop is true by default in non-reentrant checkpoint
+        out = ag.checkpoint(fn, inp, use_reentrant=False)
+        await out.sum().backward()
+
+    gc.disable()
+    try:
+        await scope()
+        for ref in refs:
+            assert ref() is None
+    finally:
+        gc.enable()
+
+
+@requires_torch
+async def test_oracle_saved_variables_warning_matches_torch():
+    def run(base, backward):
+        caught = []
+
+        class F(base):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                with warnings.catch_warnings(record=True) as w:
+                    warnings.simplefilter("always")
+                    (saved,) = ctx.saved_variables
+                caught.extend((x.category, str(x.message)) for x in w)
+                return g * saved
+
+        return F, caught
+
+    F_t, caught_t = run(torch.autograd.Function, None)
+    F_t.apply(torch.ones(2, requires_grad=True)).sum().backward()
+    F_a, caught_a = run(ag.Function, None)
+    await F_a.apply(ag.ones(2, requires_grad=True)).sum().backward()
+    assert caught_a == caught_t == [(DeprecationWarning, "'saved_variables' is deprecated; use 'saved_tensors'")]
+
+
+@requires_torch
+async def test_oracle_checkpoint_early_stop_frees_recomputed_outputs_like_torch():
+    # with the garbage collector off, nothing saved by the recomputation outlives backward
+    async def run(lib, checkpoint, base, backward):
+        refs = []
+
+        class Test(base):
+            @staticmethod
+            def forward(ctx, x):
+                y = x.clone()
+                ctx.save_for_backward(y)
+                refs.append(weakref.ref(y))
+                return y
+
+            @staticmethod
+            def backward(ctx, *args):
+                _ = ctx.saved_tensors
+                return None
+
+        inp = lib.randn(5, 5, requires_grad=True)
+        await backward(checkpoint(Test.apply, inp, use_reentrant=False).sum())
+        return [r() is None for r in refs]
+
+    async def torch_backward(t):
+        t.backward()
+
+    async def ag_backward(t):
+        await t.backward()
+
+    gc.disable()
+    try:
+        alive_t = await run(torch, torch.utils.checkpoint.checkpoint, torch.autograd.Function, torch_backward)
+        alive_a = await run(ag, ag.checkpoint, ag.Function, ag_backward)
+    finally:
+        gc.enable()
+    assert alive_a == alive_t == [True, True]

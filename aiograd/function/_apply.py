@@ -142,8 +142,12 @@ def wrap_outputs(
             (o.data.shape, o.data.dtype, o._device) if isinstance(o, _Tensor) else None
             for o in outputs
         )
+        to_save, ctx._to_save = ctx._to_save, ()
+        # Cleared first: a pack hook may raise (the non-reentrant checkpoint stops its
+        # recomputation early that way), and a ctx left holding its own outputs would be a
+        # reference cycle, freed only by the garbage collector (test_custom_autograd_ac_early_stop).
         saved: list[_SavedTensor | None] = []
-        for i, t in enumerate(ctx._to_save):
+        for i, t in enumerate(to_save):
             if t is None:
                 saved.append(None)
             elif not isinstance(t, _Tensor):

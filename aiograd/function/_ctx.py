@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings as _warnings
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 from typing import cast as _cast
@@ -66,6 +67,12 @@ class FunctionCtx:
         node: _Any = self
         saved = tuple(None if s is None else s.unpack(node) for s in self._saved_variables)
         return _cast("tuple[_Tensor, ...]", saved)
+
+    @property
+    def saved_variables(self) -> tuple[_Tensor, ...]:
+        """Deprecated alias of ``saved_tensors`` (warns, as PyTorch's ``THPFunction_saved_variables``)."""
+        _warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning, stacklevel=2)
+        return self.saved_tensors
 
     def mark_dirty(self, *tensors: _Tensor) -> None:
         """Declare the inputs that ``forward`` modified in place; it must return them.
