@@ -4233,3 +4233,535 @@ async def test_oracle_gradcheck_stride_zero_input_matches_torch():
         message(torch, torch.autograd.gradcheck)
     with raises(RuntimeError, str(info.value)):
         await message(ag, ag.testing.gradcheck)
+
+
+# --- reentrant backward, callbacks, checkpointing, saved tensors ----------------------------------
+
+
+class _DeepReentrant(ag.Function):
+    @staticmethod
+    def forward(ctx, x):
+        with ag.enable_grad():
+            ctx.x = x.detach().requires_grad_()
+            ctx.x = ctx.x - 1
+        return ctx.x.detach()
+
+    @staticmethod
+    async def backward(ctx, x):
+        if ctx.x.item() < 0:
+            return x
+        with ag.enable_grad():
+            await _DeepReentrant.apply(ctx.x).sum().backward()
+        return x
+
+
+@pytest.mark.asyncio(loop_factories=["asyncio"])  # deep: once is enough
+async def test_deep_reentrant():
+    # Test stack overflow escape mechanism (torch: 2000 levels)
+    v = ag.tensor(2000.0, requires_grad=True)
+    await _DeepReentrant.apply(v).sum().backward()
+    # ... multiple times, to ensure reusing workers works fine
+    v2 = ag.tensor(200.0, requires_grad=True)
+    await _DeepReentrant.apply(v2).sum().backward()
+
+
+async def test_reentrant_priority():
+    order = []
+
+    class MyFunction(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, x):
+            order.append("MyFunction")
+            return x
+
+    class Reentrant(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            with ag.enable_grad():
+                ctx.x = x.detach().requires_grad_()
+                ctx.x = ctx.x - 1
+            return ctx.x.detach()
+
+        @staticmethod
+        async def backward(ctx, x):
+            order.append("Reentrant")
+            if ctx.x.item() < 0:
+                return x
+            with ag.enable_grad():
+                await Reentrant.apply(ctx.x).backward()
+            return x
+
+    a = MyFunction.apply(ag.tensor(6.0, requires_grad=True))
+    b = Reentrant.apply(ag.tensor(9.0, requires_grad=True))
+    v = a * b
+    await v.backward()
+    # all the reentrant tasks are prioritized over the MyFunction backward task
+    assert len(order) == 11
+    assert order.count("Reentrant") == 10
+    assert order[-1] == "MyFunction"
+
+
+async def test_callback_adds_callback():
+    called = [0]
+
+    def callback_final():
+        called[0] += 1
+
+    def callback_adds_callback():
+        called[0] += 1
+        ag.queue_callback(callback_final)
+
+    class MyFunc(ag.Function):
+        @staticmethod
+        def forward(ctx, input):
+            return input
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, grad):
+            ag.queue_callback(callback_adds_callback)
+            return grad
+
+    a = ag.rand(3, 3, requires_grad=True)
+    b = MyFunc.apply(a)
+    await b.sum().backward()
+    assert called[0] == 2
+
+
+async def _test_reentrant_with_callbacks(install_callbacks_in_depths):
+    counter = {"inner": 0, "outer": 0}
+
+    def inc_inner_counter():
+        counter["inner"] += 1
+
+    def inc_outer_counter():
+        counter["outer"] += 1
+
+    class MyFunc(ag.Function):
+        @staticmethod
+        def forward(ctx, input):
+            return input
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, input):
+            if 1 in install_callbacks_in_depths:
+                ag.queue_callback(inc_inner_counter)
+            return input
+
+    class MyReentrantFunc(ag.Function):
+        @staticmethod
+        def forward(ctx, input):
+            return input
+
+        @staticmethod
+        @once_differentiable
+        async def backward(ctx, input):
+            if 0 in install_callbacks_in_depths:
+                ag.queue_callback(inc_outer_counter)
+            tmp_inp = input.detach().requires_grad_()
+            with ag.enable_grad():
+                tmp_out = (MyFunc.apply(tmp_inp)).sum()
+            await tmp_out.backward()
+            return input
+
+    t1 = ag.rand(3, 3, requires_grad=True)
+    t2 = MyReentrantFunc.apply(t1)
+    t3 = t2.sum()
+    await ag.backward([t3])
+    return counter
+
+
+async def test_reentrant_with_callbacks_depth_0():
+    ret = await _test_reentrant_with_callbacks([0])
+    assert ret == {"outer": 1, "inner": 0}
+
+
+async def test_reentrant_with_callbacks_depth_1():
+    ret = await _test_reentrant_with_callbacks([1])
+    assert ret == {"outer": 0, "inner": 1}
+
+
+async def test_reentrant_with_callbacks_both_depths():
+    ret = await _test_reentrant_with_callbacks([0, 1])
+    assert ret == {"outer": 1, "inner": 1}
+
+
+async def test_reentrant_with_leaf_variable_hook():
+    handle = None
+    param = ag.rand(10, requires_grad=True)
+
+    async def add_gradient_penalty_to_grad(grad):
+        handle.remove()
+        old_param_grad = grad
+        param.grad = None
+        with ag.enable_grad():
+            g = grad.detach().requires_grad_()
+            new_param = param.detach().requires_grad_()
+            out = ((g * 2) + new_param).sum()
+            await out.backward()
+        res = g.grad + grad
+        param.grad = old_param_grad
+        return res
+
+    handle = param.register_hook(add_gradient_penalty_to_grad)
+    tmp = param * param
+    loss = tmp.sum()
+    await loss.backward()
+
+
+async def test_reentrant_with_non_leaf_variable_hook():
+    handle = None
+    param = ag.rand(10, requires_grad=True)
+
+    async def manual_increase_gradient(grad):
+        handle.remove()
+        with ag.enable_grad():
+            g = grad.detach().requires_grad_()
+            out = ((g * 2) + 5).sum()
+            await out.backward()
+        res = g.grad + grad
+        return res
+
+    tmp = param * param
+    handle = tmp.register_hook(manual_increase_gradient)
+    loss = tmp.sum()
+    await loss.backward()
+    assert close(param.grad, 6 * param)
+
+
+async def test_checkpointing():
+    # torch's test runs 2000 inputs through an nn.Sequential; a smaller version of it
+    rng = np.random.default_rng(0)
+    w1 = ag.tensor(rng.standard_normal((10, 100)), requires_grad=True)
+    w2 = ag.tensor(rng.standard_normal((100, 10)), requires_grad=True)
+
+    def module(x):
+        return ag.relu(x @ w1) @ w2
+
+    feat_combined = []
+    for _ in range(20):
+        data_r = ag.rand(1, 10)
+        data_r.requires_grad = True
+        feat_r = ag.checkpoint(module, data_r, use_reentrant=True)
+        feat_combined.append(feat_r)
+    mean_combined = ag.stack(feat_combined).mean()
+    await mean_combined.backward()
+
+
+async def test_checkpointing_without_reentrant_custom_function_works():
+    msg = "Unpack is being triggered for a tensor that was already unpacked once"
+    seen = []
+
+    class MyFunc(ag.Function):
+        @staticmethod
+        def forward(ctx, x, y, z):
+            w = x * y * z
+            out = w + w
+            ctx.save_for_backward(x, y, z, w, out)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            x, y, z, w, out = ctx.saved_tensors
+            # Accessing the saved Tensors a second time will raise because recomputed tensors
+            # get cleared as soon as they are unpacked.
+            with pytest.raises(RuntimeError, match=msg):
+                ctx.saved_tensors  # noqa: B018
+            seen.append(True)
+            return x, y, z
+
+    x = ag.tensor(1.0, requires_grad=True)
+    y = ag.tensor(2.0, requires_grad=True)
+    z = ag.tensor(3.0, requires_grad=True)
+
+    def foo(x, y, z):
+        x = x * y * z
+        y = y * y * z
+        z = z * z
+        return MyFunc.apply(x, y, z)
+
+    out = ag.checkpoint(foo, x, y, z, use_reentrant=False)
+    await out.sum().backward()
+    assert seen == [True]
+
+
+def test_checkpoint_warns_if_use_reentrant_not_passed_explcitly():
+    a = ag.randn(1, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ag.checkpoint(lambda x: x, a, use_reentrant=False)
+    with pytest.warns(UserWarning, match=".*the use_reentrant parameter should be passed explicitly.*"):
+        ag.checkpoint(lambda x: x, a)
+
+
+async def test_checkpoint_detects_non_determinism():
+    def save_3_tensors(x):
+        out = x.sin().exp()
+        out = out.sin()
+        return out
+
+    def save_2_tensors(x):
+        return x.sin().exp()
+
+    def save_2_tensors_alt(x):
+        return x.sin() * ag.tensor([1.0, 2.0])
+
+    def get_non_det_fn(orig_fn, recompute_fn):
+        counter = [0]
+
+        def fn(x):
+            if counter[0] == 0:
+                counter[0] += 1
+                return orig_fn(x)
+            return recompute_fn(x)
+
+        return fn
+
+    from aiograd.utils.checkpoint import set_checkpoint_debug_enabled, set_checkpoint_early_stop
+
+    a = ag.randn(1, requires_grad=True)
+    # Save fewer tensors during recompute
+    fn = get_non_det_fn(orig_fn=save_3_tensors, recompute_fn=save_2_tensors)
+    with pytest.raises(RuntimeError, match="A different number of tensors was saved"):
+        out = ag.checkpoint(fn, a, use_reentrant=False)
+        await out.backward()
+
+    # Save more tensors during recompute
+    fn = get_non_det_fn(orig_fn=save_2_tensors, recompute_fn=save_3_tensors)
+    with set_checkpoint_early_stop(False):
+        with pytest.raises(RuntimeError, match="trying to save more tensors during recomputation"):
+            out = ag.checkpoint(fn, a, use_reentrant=False)
+            await out.backward()
+
+    fn = get_non_det_fn(orig_fn=save_2_tensors, recompute_fn=save_3_tensors)
+    # If early stopping is enabled, we would not raise (the results would be correct anyway)
+    out = ag.checkpoint(fn, a, use_reentrant=False)
+    await out.backward()
+
+    # Save the same number of tensors but the shape is different
+    fn = get_non_det_fn(orig_fn=save_2_tensors, recompute_fn=save_2_tensors_alt)
+    with pytest.raises(RuntimeError, match="tensors have different metadata"):
+        out = ag.checkpoint(fn, a, use_reentrant=False)
+        await out.backward()
+
+    # Get the debug message if debug=True
+    fn = get_non_det_fn(orig_fn=save_2_tensors, recompute_fn=save_2_tensors_alt)
+    with pytest.raises(RuntimeError, match="You are seeing this error because you passed `debug=True` to checkpoint"):
+        out = ag.checkpoint(fn, a, use_reentrant=False, debug=True)
+        await out.backward()
+
+    fn = get_non_det_fn(orig_fn=save_2_tensors, recompute_fn=save_2_tensors_alt)
+    with pytest.raises(RuntimeError, match="You are seeing this error because you passed `debug=True` to checkpoint"):
+        with set_checkpoint_debug_enabled(True):
+            out = ag.checkpoint(fn, a, use_reentrant=False, debug=False)
+            await out.backward()
+
+    fn = get_non_det_fn(orig_fn=save_2_tensors, recompute_fn=save_2_tensors_alt)
+    with pytest.raises(RuntimeError, match="Recomputed values for the following tensors have different"):
+        with set_checkpoint_debug_enabled(False):
+            out = ag.checkpoint(fn, a, use_reentrant=False, debug=True)
+            await out.backward()
+
+
+async def test_checkpoint_valid_reset_on_error():
+    a = ag.randn(2, 2, requires_grad=True)
+    with pytest.raises(Exception, match="checkpoint is incompatible"):  # torch: "torch.utils.checkpoint ..."
+        b = ag.checkpoint(ag.exp, a, use_reentrant=True).sum()
+        await ag.grad(b, (a,))
+    c = ag.checkpoint(ag.exp, a, use_reentrant=True).sum()
+    await c.backward()
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+async def test_checkpointing_without_reentrant_detached_tensor(use_reentrant):
+    w1 = ag.randn(2, 2)
+    w2 = ag.randn(2, 2)
+
+    def module(x):
+        with ag.no_grad():
+            return (x @ w1) @ w2
+
+    a = ag.randn(2, 2, requires_grad=True)
+    for _ in range(3):
+        if use_reentrant:
+            with pytest.raises(RuntimeError, match="none of output has requires_grad=True"):
+                out = ag.checkpoint(module, a, use_reentrant=use_reentrant)
+                out += a
+                await out.sum().backward()
+        else:
+            out = ag.checkpoint(module, a, use_reentrant=use_reentrant)
+            out += a
+            await out.sum().backward()
+
+
+async def test_checkpointing_without_reentrant_saved_object_identity():
+    x_backward = None
+
+    class Test(ag.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(y)
+            return x
+
+        @staticmethod
+        def backward(ctx, x):
+            nonlocal x_backward
+            (x_backward,) = ctx.saved_tensors
+            return x, None
+
+    a = ag.tensor(1.0, requires_grad=True)
+    b = ag.tensor(1.0, requires_grad=False)
+    await Test.apply(a, b).backward()
+    assert b is x_backward
+    x_backward = None
+    await ag.checkpoint(Test.apply, a, b, use_reentrant=False).backward()
+    assert b is x_backward
+
+
+async def test_checkpointing_without_reentrant_correct_grad():
+    a = ag.randn(2, 2, requires_grad=True)
+    b = ag.exp(a).sum()
+    await b.backward()
+    b_grad = a.grad
+    a.grad = None
+    c = ag.checkpoint(ag.exp, a, use_reentrant=False).sum()
+    await c.backward()
+    c_grad = a.grad
+    a.grad = None
+    d = ag.checkpoint(ag.exp, a, use_reentrant=False).sum()
+    (d_grad,) = await ag.grad(d, (a,))
+    assert close(b_grad, c_grad)
+    assert close(b_grad, d_grad)
+
+
+async def test_checkpointing_without_reentrant_parameter_used_in_an_out():
+    w = ag.randn(10, 10, requires_grad=True)
+    count = 0
+
+    def hook(grad):
+        nonlocal count
+        count += 1
+
+    w.register_hook(hook)
+    x = ag.rand(10, 10, requires_grad=True)
+    h = w * x  # Using w outside the checkpoint
+    out = ag.checkpoint(lambda x: w * x, h, use_reentrant=False)  # Using w inside the checkpoint
+    await out.sum().backward()
+    # should only call hook once
+    assert count == 1
+
+
+async def test_checkpointing_without_reentrant_arbitrary_input_output():
+    weight = ag.randn(5, 5, requires_grad=True)
+    weight_copy = weight.detach().clone().requires_grad_()
+
+    def model(w):
+        def forward(dict_input):
+            tensor = dict_input["tensor"]
+            return {"result": tensor @ w.T}
+
+        return forward
+
+    inp = {"tensor": ag.randn(5, 5)}
+    out_no_checkpoint = model(weight)(inp)["result"].sum()
+    out_checkpoint = ag.checkpoint(model(weight_copy), inp, use_reentrant=False)["result"].sum()
+    assert close(out_checkpoint, out_no_checkpoint)
+    await out_no_checkpoint.backward()
+    await out_checkpoint.backward()
+    assert close(weight.grad, weight_copy.grad)
+
+
+async def test_custom_function_saved_tensors():
+    # the public half of torch's test (_raw_saved_tensors is private to torch)
+    def getFn(save=True):
+        class MyFn(ag.Function):
+            @staticmethod
+            def forward(ctx, x):
+                if save:
+                    ctx.save_for_backward(x, None)
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        return MyFn
+
+    a = ag.randn(5, requires_grad=True)
+    y = getFn(True).apply(a)
+    saved = y.grad_fn.saved_tensors
+    assert saved[0] is a and saved[1] is None
+    await y.sum().backward()
+    with pytest.raises(RuntimeError, match="after they have already been freed"):
+        y.grad_fn.saved_tensors  # noqa: B018
+    y = getFn(False).apply(a)
+    assert y.grad_fn.saved_tensors == ()
+
+
+@requires_torch
+async def test_oracle_unpacked_tensor_without_graph_is_the_hooks_object_like_torch():
+    async def run(lib, base, graph, backward):
+        seen = {}
+
+        class Test(base):
+            @staticmethod
+            def forward(ctx, x, y, z):
+                ctx.save_for_backward(y, z)
+                return x * 1
+
+            @staticmethod
+            def backward(ctx, g):
+                seen["y"], seen["z"] = ctx.saved_tensors
+                return g, None, None
+
+        a = lib.tensor(1.0, requires_grad=True)
+        b = lib.tensor(1.0)  # needs no graph: comes back as the very object the hook returned
+        c = lib.tensor(1.0, requires_grad=True)  # a leaf that requires grad: rebuilt
+        with graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+            out = Test.apply(a, b, c)
+        await backward(out)
+        return seen["y"] is b, seen["z"] is c
+
+    async def torch_backward(t):
+        t.backward()
+
+    async def ag_backward(t):
+        await t.backward()
+
+    expected = await run(torch, torch.autograd.Function, torch.autograd.graph, torch_backward)
+    assert await run(ag, ag.Function, ag.graph, ag_backward) == expected == (True, False)
+
+
+@requires_torch
+async def test_oracle_checkpoint_debug_report_ends_like_torch():
+    phrase = "You are seeing this error because you passed `debug=True` to checkpoint"
+
+    async def message(lib, checkpoint, backward):
+        counter = [0]
+
+        def fn(x):
+            if counter[0] == 0:
+                counter[0] += 1
+                return x.sin().exp()
+            return x.sin() * lib.tensor([1.0, 2.0], dtype=lib.float64)
+
+        a = lib.randn(1, dtype=lib.float64, requires_grad=True)
+        try:
+            await backward(checkpoint(fn, a, use_reentrant=False, debug=True))
+        except RuntimeError as e:
+            return type(e).__name__, phrase in str(e)
+        return None
+
+    async def torch_backward(t):
+        t.backward()
+
+    async def ag_backward(t):
+        await t.backward()
+
+    expected = await message(torch, torch.utils.checkpoint.checkpoint, torch_backward)
+    assert await message(ag, ag.checkpoint, ag_backward) == expected == ("CheckpointError", True)
