@@ -4997,7 +4997,7 @@ async def test_autograd_simple_views_python():
                 for pure_view in [True, False]:
                     output_is_a_view = make_view or fn_id == "view_of_temp"
 
-                    def fn(a, b):
+                    def fn(a, b, fn_id=fn_id, inplace=inplace, make_view=make_view, pure_view=pure_view):
                         a = a.clone()
                         b = b.clone()
                         if fn_id == "two_output":
@@ -5414,3 +5414,79 @@ def test_oracle_inplace_on_inference_mode_views_matches_torch():
         expected = message(torch, scenario)
         assert expected is not None and "inference mode" in expected
         assert message(ag, scenario) == expected
+
+
+@requires_torch
+async def test_oracle_pure_view_and_clear_saved_tensors_match_torch():
+    async def pure_view(lib, base, backward):
+        calls = []
+
+        class IdOneOutput(base):
+            @staticmethod
+            def forward(ctx, a):
+                ctx._is_pure_view = True
+                return a[0:2]
+
+            @staticmethod
+            def backward(ctx, ga):
+                calls.append(1)
+                return ga
+
+        a = lib.ones(3, dtype=lib.float64, requires_grad=True)
+        tmp = IdOneOutput.apply(a.clone())
+        tmp += 3
+        await backward((tmp * tmp).sum())
+        return len(calls), a.grad.tolist()
+
+    async def double_access(lib, base, backward):
+        class MyFn(base):
+            clear_saved_tensors_on_access = True
+
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x.clone()
+
+            @staticmethod
+            def backward(ctx, g):
+                _ = ctx.saved_tensors
+                _ = ctx.saved_tensors
+                return g
+
+        try:
+            await backward(MyFn.apply(lib.ones(2, requires_grad=True)).sum())
+        except RuntimeError as e:
+            return str(e)
+        return None
+
+    async def mutated_view_saved(lib, base, backward):
+        seen = []
+
+        class Test(base):
+            @staticmethod
+            def forward(ctx, x):
+                x.mul_(2)
+                ctx.mark_dirty(x)
+                ctx.save_for_backward(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, grad):
+                (s,) = ctx.saved_tensors
+                seen.append((type(s.grad_fn).__name__, s.tolist()))
+                return grad * s
+
+        x = lib.tensor([1.0], dtype=lib.float64, requires_grad=True)
+        v = x.clone().view_as(x)
+        await backward(Test.apply(v).sum())
+        return seen, x.grad.tolist()
+
+    async def torch_backward(t):
+        t.backward()
+
+    async def ag_backward(t):
+        await t.backward()
+
+    for scenario in (pure_view, double_access, mutated_view_saved):
+        expected = await scenario(torch, torch.autograd.Function, torch_backward)
+        assert await scenario(ag, ag.Function, ag_backward) == expected, scenario.__name__
