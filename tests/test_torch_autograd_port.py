@@ -5997,3 +5997,71 @@ def test_multi_grad_hooks_invalid_mode():
     regex = r"Expects mode to be one of \('all', 'any'\) but got foo"
     with pytest.raises(ValueError, match=regex):
         ag.graph.register_multi_grad_hook((t1, t2), lambda _: None, mode="foo")
+
+
+async def test_setup_context_when_forward_has_default_args():
+    class PowFunction(ag.Function):
+        @staticmethod
+        def forward(x, y=3):
+            return ag.pow(x, y)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, y = inputs
+            ctx.save_for_backward(x)
+            ctx.y = y
+
+        @staticmethod
+        def backward(ctx, gO):
+            (x,) = ctx.saved_tensors
+            y = ctx.y
+            return gO * y * ag.pow(x, y - 1), None
+
+    class PowFunctionWithClassmethod(ag.Function):
+        @classmethod
+        def forward(cls, x, y=3):
+            return ag.pow(x, y)
+
+        @classmethod
+        def setup_context(cls, ctx, inputs, output):
+            x, y = inputs
+            ctx.save_for_backward(x)
+            ctx.y = y
+
+        @classmethod
+        def backward(cls, ctx, gO):
+            (x,) = ctx.saved_tensors
+            y = ctx.y
+            return gO * y * ag.pow(x, y - 1), None
+
+    x = ag.tensor(2.0, requires_grad=True)
+    y = ag.tensor(8.0)
+    y_expected = ag.tensor(12.0)
+    y1 = PowFunction.apply(x)
+    (y1_expected,) = await ag.grad(y1, x)
+    y2 = PowFunctionWithClassmethod.apply(x)
+    (y2_expected,) = await ag.grad(y2, x)
+    assert close(y, y1)
+    assert close(y_expected, y1_expected)
+    assert close(y, y2)
+    assert close(y_expected, y2_expected)
+
+
+def test_grad_thread_safety():
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    def access_grad(tensor, barrier):
+        barrier.wait()
+        return weakref.ref(tensor.grad)
+
+    for _ in range(10):
+        tensor = ag.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        ag.sync.backward((tensor**2).sum())
+        barrier = threading.Barrier(4)
+        with ThreadPoolExecutor(max_workers=4) as executor:
+            futures = [executor.submit(access_grad, tensor, barrier) for _ in range(4)]
+            # all the grad tensors returned are the same
+            for future in futures:
+                assert future.result()() is tensor.grad
+            assert tensor.grad is not None
