@@ -5588,7 +5588,7 @@ async def test_saved_variable_saved_original_inplace_detach():
 async def test_saved_variable_packing_unpacking_saved_original_with_default_hooks():
     # (torch also reads y.grad_fn._saved_self / _saved_other, private to torch)
     def pack(x):
-        warnings.warn("pack")
+        warnings.warn("pack", stacklevel=2)
         return x
 
     with ag.graph.saved_tensors_hooks(pack, lambda x: x):
@@ -6065,3 +6065,328 @@ def test_grad_thread_safety():
             for future in futures:
                 assert future.result()() is tensor.grad
             assert tensor.grad is not None
+
+
+# --- TestNestedCheckpoint, TestMultithreadAutograd, TestAutogradInferenceMode ----------------------
+
+
+@pytest.mark.parametrize("early_stop", [True, False])
+async def test_nested_checkpoint_non_tensor_inputs_and_outputs(early_stop):
+    from aiograd.utils.checkpoint import set_checkpoint_early_stop
+
+    def fn(k, a, b, f):
+        return f(k * a * b.exp()), 1, "abcd"
+
+    k = 3
+    a = ag.tensor(2.0, requires_grad=True)
+    b = ag.tensor(3.0, requires_grad=True)
+
+    def f(x):
+        return x.sin()
+
+    with set_checkpoint_early_stop(early_stop):
+        out, _unused1, _unused2 = ag.checkpoint(fn, k, a, b, f, use_reentrant=False)
+    actual_grads = await ag.grad(out, (a, b))
+    out, _unused1, _unused2 = fn(k, a, b, f)
+    expected_grads = await ag.grad(out, (a, b))
+    for actual, expected in zip(actual_grads, expected_grads):
+        assert close(actual, expected)
+
+
+@pytest.mark.parametrize("early_stop", [True, False])
+async def test_nested_checkpoint_kwargs(early_stop):
+    from aiograd.utils.checkpoint import set_checkpoint_early_stop
+
+    def fn(a, blah=None):
+        out = a.sin().exp()
+        if blah is not None:
+            out = out * blah
+        return out.sin().exp()
+
+    a = ag.tensor(2.0, requires_grad=True)
+    b = ag.tensor(3.0, requires_grad=True)
+    with set_checkpoint_early_stop(early_stop):
+        out = ag.checkpoint(fn, a, blah=b, use_reentrant=False)
+        actual_grads = await ag.grad(out, (a, b))
+        out = fn(a, blah=b)
+        expected_grads = await ag.grad(out, (a, b))
+        for actual, expected in zip(actual_grads, expected_grads):
+            assert close(actual, expected)
+
+
+@pytest.mark.parametrize("early_stop", [True, False])
+async def test_nested_checkpoint_same_graph(early_stop):
+    from aiograd.utils.checkpoint import set_checkpoint_early_stop
+
+    counter = [0]
+
+    def hook(*_unused_args):
+        counter[0] += 1
+
+    def fn(a):
+        return a.sin().cos().sin()
+
+    a = ag.tensor(1.0, requires_grad=True)
+    with set_checkpoint_early_stop(early_stop):
+        out = ag.checkpoint(fn, a, use_reentrant=False)
+    # The hook is registered on the original graph, and backward is performed on it
+    out.grad_fn.next_functions[0][0].register_hook(hook)
+    await out.backward()
+    assert counter[0] == 1
+
+
+@pytest.mark.parametrize("early_stop", [True, False])
+async def test_nested_checkpoint_reentrant_backwards(early_stop):
+    from aiograd.utils.checkpoint import set_checkpoint_early_stop
+
+    def fn(a):
+        x = a.sin().cos()
+        out = x.sin()
+        return x, out
+
+    async def hook(*_unused_args):
+        # do backward again, but skip over the part of the graph where the hook was registered
+        await x.backward(retain_graph=True)
+
+    a = ag.tensor(1.0, requires_grad=True)
+    with set_checkpoint_early_stop(early_stop):
+        x, out = ag.checkpoint(fn, a, use_reentrant=False)
+    out.grad_fn.register_hook(hook)
+    await out.backward(retain_graph=True)
+
+
+async def test_nested_checkpoint_set_early_stop():
+    from aiograd.utils.checkpoint import set_checkpoint_early_stop
+
+    counter = [0]
+
+    def clone(x):
+        counter[0] += 1
+        return x.clone()
+
+    def fn(x):
+        # Since clone does not save anything, it is not recomputed iff early stop is enabled.
+        return clone(x.sin().cos())
+
+    async def run(expected, **kwargs):
+        counter[0] = 0
+        a = ag.tensor(1.0, requires_grad=True)
+        out = ag.checkpoint(fn, a, use_reentrant=False, **kwargs)
+        await out.backward()
+        assert counter[0] == expected
+
+    # Early stopping is enabled by default
+    await run(1)
+    # local setting
+    await run(2, early_stop=False)
+    await run(1, early_stop=True)
+    # context manager: applies to the checkpoints run under it, even though it is no longer
+    # active when backward/recomputation is performed
+    with set_checkpoint_early_stop(False):
+        counter[0] = 0
+        a = ag.tensor(1.0, requires_grad=True)
+        out = ag.checkpoint(fn, a, use_reentrant=False)
+    await out.backward()
+    assert counter[0] == 2
+    with set_checkpoint_early_stop(True):
+        counter[0] = 0
+        a = ag.tensor(1.0, requires_grad=True)
+        out = ag.checkpoint(fn, a, use_reentrant=False)
+    await out.backward()
+    assert counter[0] == 1
+    # nesting and precedence: the context manager wins over the argument
+    with set_checkpoint_early_stop(False):
+        with set_checkpoint_early_stop(True):
+            counter[0] = 0
+            a = ag.tensor(1.0, requires_grad=True)
+            out = ag.checkpoint(fn, a, use_reentrant=False, early_stop=False)
+    await out.backward()
+    assert counter[0] == 1
+    with set_checkpoint_early_stop(False):
+        counter[0] = 0
+        a = ag.tensor(1.0, requires_grad=True)
+        out = ag.checkpoint(fn, a, use_reentrant=False, early_stop=True)
+    await out.backward()
+    assert counter[0] == 2
+
+
+async def test_nested_checkpoint_set_early_stop_no_recompution_needed():
+    # Case 2 of torch's test: the forward saves no tensors, so nothing is recomputed
+    from aiograd.utils.checkpoint import set_checkpoint_early_stop
+
+    counter = [0]
+
+    def fn2(x):
+        counter[0] += 1
+        return x.clone()
+
+    a = ag.tensor(1.0, requires_grad=True)
+    out = ag.checkpoint(fn2, a, use_reentrant=False)
+    await out.backward()
+    assert counter[0] == 1
+    counter[0] = 0
+    a = ag.tensor(1.0, requires_grad=True)
+    with set_checkpoint_early_stop(False):
+        out = ag.checkpoint(fn2, a, use_reentrant=False)
+    await out.backward()
+    assert counter[0] == 1
+
+
+def _run_py_multithread_fn(fn, args=(), num_threads=10):
+    import threading
+
+    errors = []
+
+    def target():
+        try:
+            fn(*args)
+        except BaseException as e:  # noqa: BLE001  (re-raised in the main thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=target) for _ in range(num_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def test_multithread_simple_backward():
+    # TestMultithreadAutograd.test_simple_backward (aiograd.sync from several threads)
+    def train_fn():
+        x = ag.ones(5, 5, requires_grad=True)
+        y = (x + 3) * (x + 4) * 0.5
+        ag.sync.backward(y.sum())
+        assert close(x.grad, x + 3.5)
+
+    _run_py_multithread_fn(train_fn)
+
+
+def test_multithread_simple_backward_same_input():
+    def train_fn_backward(x):
+        y = (x + 3) * (x + 4) * 0.5
+        ag.sync.backward(y.sum())
+
+    x = ag.ones(5, 5, requires_grad=True)
+    _run_py_multithread_fn(train_fn_backward, (x,))
+    assert close(x.grad, 10 * (x + 3.5))
+
+    def train_fn_grad(x):
+        y = (x + 3) * (x + 4) * 0.5
+        grads = ag.sync.grad(y.sum(), x)
+        assert len(grads) == 1
+        assert close(grads[0], x + 3.5)
+
+    _run_py_multithread_fn(train_fn_grad, (x,))
+
+
+def test_multithread_python_thread_in_middle():
+    success_vs_raises = [0, 0]
+
+    def train_fn_no_retain_graph(x):
+        y = x + x**2
+        try:
+            ag.sync.backward(y.sum())
+            success_vs_raises[0] += 1
+        except RuntimeError as error:
+            success_vs_raises[1] += 1
+            assert "Specify retain_graph=True" in str(error)
+
+    x_no_retain = ag.ones(5, 5, requires_grad=True)
+    y_no_retain = x_no_retain + x_no_retain**2
+    _run_py_multithread_fn(train_fn_no_retain_graph, (y_no_retain,), num_threads=5)
+    assert success_vs_raises[0] >= 1
+
+    def train_fn_retain_graph(x):
+        y = x + x**2
+        ag.sync.backward(y.sum(), retain_graph=True)
+
+    x_retain = ag.ones(5, 5, requires_grad=True)
+    y_retain = x_retain + x_retain**2
+    _run_py_multithread_fn(train_fn_retain_graph, (y_retain,), num_threads=5)
+    assert close(x_retain.grad, 5 * (4 * x_retain**3 + 6 * (x_retain**2) + 4 * x_retain + 1))
+
+
+def test_multithread_multi_grad_all_hooks():
+    import threading
+
+    t1, t2, t3, t4 = (ag.rand(2, requires_grad=True) for _ in range(4))
+    res = None
+    count = [0]
+    lock = threading.Lock()
+    mismatches = []
+
+    def hook(grads):
+        nonlocal res
+        with lock:
+            count[0] += 1
+            grad_is_none = [g is not None for g in grads]
+            if res is None:
+                res = grad_is_none
+            elif res != grad_is_none:
+                mismatches.append(grad_is_none)
+
+    handle = ag.graph.register_multi_grad_hook((t1, t2, t3, t4), hook)
+    out = (t2 * t3).sum()
+
+    def backward_retain_graph(out, t2, t3):
+        ag.sync.backward(out, inputs=(t2, t3), retain_graph=True)
+
+    _run_py_multithread_fn(backward_retain_graph, (out, t2, t3), num_threads=5)
+    assert count[0] == 5
+    assert res == [False, True, True, False]
+    assert mismatches == []
+    handle.remove()
+
+
+def test_preserve_backtrace():
+    import sys
+    import traceback
+
+    class Foo(ag.Function):
+        @staticmethod
+        def forward(ctx, input):
+            return input
+
+        @staticmethod
+        def backward(ctx, *grad):
+            raise ValueError("something")
+
+    t = ag.rand(10, requires_grad=True)
+    try:
+        ag.sync.backward(Foo.apply(t).sum())
+    except Exception:
+        tb = sys.exc_info()[2]
+        tb_str = "\n".join(traceback.format_tb(tb))
+        assert 'raise ValueError("something")' in tb_str
+    else:
+        pytest.fail("backward did not raise")
+
+
+def test_inference_mode_handle_direct_view_on_rebase():
+    # (torch also runs it with transpose_, which aiograd does not have)
+    for requires_grad in (True, False):
+        s = ag.ones(1, 2, 3, requires_grad=requires_grad)
+        a = s.clone()
+        with ag.inference_mode():
+            view_out = a.view_as(a)
+        if requires_grad:
+            with pytest.raises(RuntimeError, match="A view was created in inference mode and is being modified inplace"):
+                view_out.add_(2)
+        else:
+            view_out.add_(2)
+
+
+def test_inference_mode_handle_indirect_view_on_rebase():
+    for requires_grad in (True, False):
+        s = ag.ones(1, 2, 3, requires_grad=requires_grad)
+        a = s.clone()
+        with ag.inference_mode():
+            view_out = a.view(-1)
+        a.add_(2)
+        if requires_grad:
+            with pytest.raises(RuntimeError, match="A view was created in inference mode and its base or another view "):
+                view_out.grad_fn  # noqa: B018
+        else:
+            view_out.grad_fn  # noqa: B018
