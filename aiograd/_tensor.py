@@ -155,6 +155,8 @@ class Tensor(TensorMethods):
                     "assigned grad expected to be a Tensor or None but got grad of type "
                     f"{type(value).__name__}"
                 )
+            if value is self:  # PyTorch's THPVariable_set_grad
+                raise RuntimeError("can't assign Variable as its own grad")
             if value.data.dtype != self.data.dtype:
                 raise RuntimeError(
                     f"attempting to assign a gradient with dtype '{_cpp_type_name(value.data.dtype)}' "

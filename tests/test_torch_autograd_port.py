@@ -2872,6 +2872,16 @@ def test_grad_assignment_messages_match_torch():
                  lambda lib: lib.ones(2, 3, dtype=lib.int64), lambda lib: lib.ones(3, dtype=lib.float16)):
         assert message(ag, make) == message(torch, make) is not None
 
+    def self_assignment(lib):
+        t = lib.ones(2, dtype=lib.float64, requires_grad=True)
+        try:
+            t.grad = t
+        except RuntimeError as e:
+            return str(e)
+        return None
+
+    assert self_assignment(ag) == self_assignment(torch) == "can't assign Variable as its own grad"
+
 
 
 async def test_grad_empty_inputs():
@@ -6390,3 +6400,320 @@ def test_inference_mode_handle_indirect_view_on_rebase():
                 view_out.grad_fn  # noqa: B018
         else:
             view_out.grad_fn  # noqa: B018
+
+
+# --- TestAutogradDeviceType (CPU) and TestAutogradInferenceMode -----------------------------------
+# torch's x.narrow(d, s, n) is written as basic slicing, and x.select(d, i) as indexing.
+
+
+async def test_inplace_on_view_backprop_base():
+    root = ag.randn(2, 2, requires_grad=True)
+    x = root.clone()
+    v1 = x[0:1]
+    v1.mul_(2)
+    await x.sum().backward()
+    assert root.grad.tolist() == [[2, 2], [1, 1]]
+
+
+async def test_inplace_on_view_backprop_view_of_view():
+    root = ag.randn(2, 2, requires_grad=True)
+    x = root.clone()
+    v1 = x[0:1]
+    v2 = x[0:1]
+    v1.mul_(2)
+    await v2.sum().backward()
+    assert root.grad.tolist() == [[2, 2], [0, 0]]
+
+
+async def test_inplace_on_view_of_view():
+    root = ag.randn(2, 2, requires_grad=True)
+    x = root.clone()
+    v1 = x[0:1]
+    v2 = v1[:, 1:2]
+    v2.mul_(2)
+    await x.sum().backward()
+    assert root.grad.tolist() == [[1, 2], [1, 1]]
+
+
+async def test_inplace_on_view_then_no_grad():
+    a = ag.ones(3, 1, dtype=ag.double, requires_grad=True)
+    b = a * 2
+    c = b.view_as(b)
+    c[0][0] = 3
+    # Force a graph update with grad disabled.
+    with ag.no_grad():
+        c.grad_fn  # noqa: B018
+    await c.sum().backward()
+
+
+async def test_inplace_on_view_gradcheck():
+    a = ag.randn(4, 4, dtype=ag.double, requires_grad=True)
+    b = ag.randn(2, 2, dtype=ag.double, requires_grad=True)
+
+    def func(root, b):
+        x = root.clone()
+        x[:, 2:4][1:3].mul_(b)
+        x[:, 0:2][1:3].mul_(b)
+        return x
+
+    assert await ag.testing.gradcheck(func, [a, b], raise_exception=True)
+    go = ag.randn(*a.size(), dtype=ag.double, requires_grad=True)
+    assert await ag.testing.gradgradcheck(func, (a, b), (go,))
+
+
+def test_inplace_on_view_multiple_outputs():
+    root = ag.arange(9.0, dtype=ag.double).reshape(3, 3).requires_grad_()
+    x = root.clone()
+    v1 = x.unbind()
+    with pytest.raises(RuntimeError):
+        v1[0].mul_(2)
+
+
+def test_inplace_on_view_of_multiple_output_view():
+    a = ag.rand(10, dtype=ag.double, requires_grad=True).clone()
+    b = a.unbind(0)
+    c = b[0].view_as(b[0])
+    with pytest.raises(RuntimeError):
+        c.mul_(2)
+
+
+def test_inplace_multiple_output_view_of_view():
+    a = ag.rand(10, dtype=ag.double, requires_grad=True).clone()
+    b = a.view_as(a)
+    c = b.unbind(0)
+    with pytest.raises(RuntimeError):
+        c[0].mul_(2)
+
+
+async def test_inplace_on_view_makes_base_require_grad():
+    a = ag.randn(4, 4, dtype=ag.double, requires_grad=False)
+    b = ag.randn(4, 2, dtype=ag.double, requires_grad=True)
+    seen = []
+
+    def func(root, b):
+        x = root.clone()
+        seen.append(x.requires_grad)
+        x[:, 2:4].mul_(b)
+        seen.append(x.requires_grad)
+        return x
+
+    assert await ag.testing.gradcheck(func, [a, b], raise_exception=True)
+    assert seen[:2] == [False, True]
+    go = ag.randn(*a.size(), dtype=ag.double, requires_grad=True)
+    assert await ag.testing.gradgradcheck(func, (a, b), (go,))
+
+
+async def test_inplace_on_view_backprop_view():
+    a = ag.tensor([2.0, 5.0], requires_grad=False)
+    b = ag.tensor([3.0], requires_grad=True)
+    res = a[1:2].mul_(b)
+    await res.sum().backward()
+    assert b.grad.tolist() == [5]
+    assert a.grad is None
+
+
+async def test_inplace_on_view_modify_base():
+    r = ag.ones(1, dtype=ag.double, requires_grad=True)
+    seen = []
+
+    def fn(r):
+        x = ag.ones(5, dtype=ag.double)
+        v = x[1]
+        seen.append((v.requires_grad, v.grad_fn is None))
+        x.add_(r)  # v is now dependent on r due to the in-place op on x
+        seen.append(v.requires_grad)
+        return v
+
+    assert await ag.testing.gradcheck(fn, [r])
+    assert await ag.testing.gradgradcheck(fn, [r])
+    assert seen[:2] == [(False, True), True]
+
+
+async def test_inplace_on_view_python():
+    a = ag.randn(4, 4, dtype=ag.double, requires_grad=True)
+    b = ag.randn(2, 2, dtype=ag.double, requires_grad=True)
+
+    class PyAdd(ag.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.mark_dirty(x)
+            x.add_(y)
+            return x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, grad
+
+    def func(root, b):
+        x = root.clone()
+        PyAdd.apply(x[:, 2:4][1:3], b)
+        PyAdd.apply(x[:, 0:2][1:3], b)
+        return x
+
+    assert await ag.testing.gradcheck(func, [a, b], raise_exception=True)
+    go = ag.randn(*a.size(), dtype=ag.double, requires_grad=True)
+    assert await ag.testing.gradgradcheck(func, (a, b), (go,))
+
+
+async def test_inplace_on_view_non_contig():
+    root = ag.ones(2, 3, 2)[:, :, 1].t().requires_grad_(True)
+    x = root.clone()
+    v1 = x[0:1]
+    v2 = v1[:, 1:2]
+    v2.mul_(2)
+    await x.sum().backward()
+    assert root.grad.tolist() == [[1, 2], [1, 1], [1, 1]]
+
+
+def test_inplace_on_view_multi_output_safe():
+    for f in [lambda t: t.split(1), lambda t: t.split_with_sizes((1, 1, 1)), lambda t: t.chunk(3)]:
+        a = ag.randn(3, 3, requires_grad=True)
+        b = a + a
+        s1, s2, s3 = f(b)
+        with pytest.raises(RuntimeError, match="This view is the output of a function that returns multiple views."):
+            s1.mul_(s2)
+
+
+async def test_inplace_on_view_undefined_grad_output():
+    a = ag.tensor([1.0], requires_grad=True)
+    c = a.clone()
+    v = c[:]
+    b = ag.tensor(1.0, requires_grad=True)
+
+    class InplaceFunc(ag.Function):
+        @staticmethod
+        def forward(ctx, x, other):
+            ctx.mark_dirty(x)
+            return x.mul_(2)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2, None
+
+    out = InplaceFunc.apply(v, b)
+    await out.backward()
+    assert b.grad is None
+    assert a.grad.item() == 2
+
+
+async def test_mv_grad_stride_0():
+    mat = ag.randn(2, 2, dtype=ag.double)
+    vec = ag.randn(1, dtype=ag.double).requires_grad_(True)
+
+    def fn(vec):
+        # Expand inside the function so the input to gradcheck does not overlap in memory
+        vec = vec.expand(2)
+        return (mat @ vec).sum()
+
+    assert await ag.testing.gradcheck(fn, (vec,))
+    assert await ag.testing.gradgradcheck(fn, (vec,))
+
+
+async def test_where_functional():
+    x = ag.randn(5, 5, dtype=ag.double, requires_grad=True)
+    y = ag.randn(5, 5, dtype=ag.double, requires_grad=True)
+    cond = ag.tensor(np.random.default_rng(0).random((5, 5)) > 0.5)
+
+    def where(cond, x, y):
+        return ag.where(cond, x, y)
+
+    assert await ag.testing.gradcheck(where, [cond, x, y], raise_exception=True)
+    assert await ag.testing.gradgradcheck(where, [cond, x, y], [ag.randn(5, 5)])
+    x = ag.randn(5, 1, 5, dtype=ag.double, requires_grad=True)
+    y = ag.randn(5, 5, 1, dtype=ag.double, requires_grad=True)
+    assert await ag.testing.gradcheck(where, [cond, x, y], raise_exception=True)
+    assert await ag.testing.gradgradcheck(where, [cond, x, y], [ag.randn(5, 5, 5)])
+
+
+async def test_where_scalar():
+    x = ag.randn(5, 5, dtype=ag.double, requires_grad=True)
+    scalar = 4.0
+    cond = ag.tensor(np.random.default_rng(1).random((5, 5)) > 0.5)
+
+    def where_scalar_first(cond, x):
+        return ag.where(cond, scalar, x)
+
+    def where_scalar_second(cond, x):
+        return ag.where(cond, x, scalar)
+
+    assert await ag.testing.gradcheck(where_scalar_first, (cond, x))
+    assert await ag.testing.gradgradcheck(where_scalar_first, (cond, x))
+    assert await ag.testing.gradcheck(where_scalar_second, (cond, x))
+    assert await ag.testing.gradgradcheck(where_scalar_second, (cond, x))
+
+
+def test_grad_assignment():
+    x = ag.randn(5, 5)
+    # the wrong type raises
+    with pytest.raises(TypeError, match="expected to be a Tensor or None"):
+        x.grad = 0
+    # the wrong shape raises
+    with pytest.raises(RuntimeError):
+        x.grad = ag.randn(2, 2)
+    # the wrong dtype raises
+    with pytest.raises(RuntimeError):
+        x.grad = ag.zeros(5, 5, dtype=ag.int64)
+    # self-assignment raises
+    with pytest.raises(RuntimeError):
+        x.grad = x
+
+
+def test_requires_grad_factory():
+    for dtype in (ag.float32, ag.float64):
+        x = ag.randn(2, 3, dtype=dtype)
+        for fn in (ag.ones_like, ag.randn_like):
+            for requires_grad in [True, False]:
+                output = fn(x, dtype=dtype, requires_grad=requires_grad)
+                assert requires_grad == output.requires_grad
+                assert output.dtype == dtype
+
+
+def test_copy_():
+    x = ag.randn(10, requires_grad=True)
+    for dt in (ag.float16, ag.float32, ag.float64):
+        y = ag.empty(10, dtype=dt)
+        y.copy_(x)
+        assert y.requires_grad
+        z = x.to(ag.float32)
+        assert z.requires_grad
+
+
+def test_inference_mode_context_manager():
+    assert not ag.is_inference_mode_enabled()
+    with ag.inference_mode():
+        assert ag.is_inference_mode_enabled()
+        with ag.inference_mode(False):
+            assert not ag.is_inference_mode_enabled()
+        assert ag.is_inference_mode_enabled()
+    assert not ag.is_inference_mode_enabled()
+
+
+def test_inference_mode_decorator():
+    # (aiograd has no inference tensors: torch's torch.is_inference(d) check is left out)
+    for mode, use_kwarg in ((True, True), (True, False), (False, True), (False, False), (None, True), (None, False)):
+
+        def func(x, mode=True if mode is None else mode):
+            assert ag.is_inference_mode_enabled() == mode
+            return x * x
+
+        if mode is None:
+            decorated = ag.inference_mode(mode=func) if use_kwarg else ag.inference_mode(func)
+            expect = True
+        else:
+            decorated = ag.inference_mode(mode=mode)(func) if use_kwarg else ag.inference_mode(mode)(func)
+            expect = mode
+        for requires_grad in (True, False):
+            c = ag.ones(1, 2, 3, requires_grad=requires_grad)
+            d = decorated(c)
+            assert d.requires_grad == (requires_grad and not expect)
+
+
+async def test_inference_mode_existing_autograd_session():
+    s = ag.ones(1, 2, 3, requires_grad=True)
+    a = s.clone()
+    # `a` gets saved outside of inference mode
+    out = a * a
+    with ag.inference_mode():
+        a.add_(2)
+    with pytest.raises(RuntimeError, match="one of the variables needed for gradient computation has been modified by an inplace operation"):
+        await out.backward(ag.ones_like(out))
