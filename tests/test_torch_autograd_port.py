@@ -338,6 +338,7 @@ async def test_grad():
         await ag.grad(outputs=[grad_sum], grad_outputs=[ag.ones(2)], inputs=[x], create_graph=True)
 
 
+@pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf")  # torch warns too
 async def test_grad_nonleaf():
     x_init = ag.randn(2, 2, requires_grad=True)
     x = x_init
@@ -6503,6 +6504,7 @@ async def test_inplace_on_view_makes_base_require_grad():
     assert await ag.testing.gradgradcheck(func, (a, b), (go,))
 
 
+@pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf")  # torch warns too
 async def test_inplace_on_view_backprop_view():
     a = ag.tensor([2.0, 5.0], requires_grad=False)
     b = ag.tensor([3.0], requires_grad=True)
