@@ -10,13 +10,15 @@ import numpy as np
 
 from ._device import CPU
 from ._engine import get_engine
-from ._graph import GradientEdge
+from ._graph import GradientEdge, edge_metadata
 from ._node import Edge, edge_of, grad_accumulator
 from ._tensor import Tensor
 
 __all__ = ["backward", "grad"]
 
-TensorOrTensors = Tensor | Sequence[Tensor]
+#: What ``backward()`` and ``grad()`` differentiate: tensors, or gradient edges (the gradient
+#: flowing into an edge, as PyTorch allows).
+TensorOrTensors = Tensor | GradientEdge | Sequence[Tensor | GradientEdge]
 #: What ``grad()`` and ``backward(inputs=)`` differentiate with respect to: tensors, or gradient
 #: edges (``aiograd.graph.get_gradient_edge``).
 InputsLike = Tensor | GradientEdge | Sequence[Tensor | GradientEdge]
@@ -46,7 +48,15 @@ def _make_grads(
         )
     new_grads: list[Tensor | None] = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
-        if not isinstance(out, Tensor):
+        if isinstance(out, GradientEdge):
+            # An edge stands for the output it receives the gradient of (PyTorch reads the
+            # node's input metadata): checked against a stand-in with that shape and dtype.
+            shape, dtype, device = edge_metadata(out)
+            out = Tensor._wrap(np.broadcast_to(np.zeros((), dtype), shape))
+            out._requires_grad = True
+            if device is not CPU:
+                out._device = device
+        elif not isinstance(out, Tensor):
             raise TypeError(f"expected a Tensor as element {i} of tensors, but got {type(out).__name__}")
         if g is None:
             if out._requires_grad:
@@ -162,7 +172,7 @@ async def _run_backward(
     root_edges: list[Edge] = []
     root_grads: list[Tensor] = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
-        edge = edge_of(out)
+        edge = (out.node, out.output_nr) if isinstance(out, GradientEdge) else edge_of(out)
         if edge is None:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         assert g is not None
@@ -292,6 +302,8 @@ async def grad(
             "Set allow_unused=True if this is the desired behavior."
         )
     if materialize_grads:
+        if any(r is None and isinstance(t, GradientEdge) for r, t in zip(result, input_tuple)):
+            raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
         from ._factories import zeros_like
 
         result = [

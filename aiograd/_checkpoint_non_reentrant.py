@@ -212,7 +212,17 @@ class _CheckpointFrame:
             "because you passed `debug=True` to `aiograd.checkpoint()`.\n\n"
             f"1. Tensors saved during the original forward:\n\n{forward}\n\n"
             f"2. Tensors saved during recomputation:\n\n{recompute}\n\n"
-            f"3. Error message:\n\n{error}"
+            f"3. Error message:\n\n{error}\n\n"
+            # PyTorch's closing section (torch/utils/checkpoint.py, _checkpoint_hook's debug
+            # report), which its tests match on.
+            " ERROR: Detected non-determinism while running activation checkpointing\n\n"
+            " You are seeing this error because you passed `debug=True` to checkpoint and\n"
+            " tensors to be saved during the original forward and differ between those saved\n"
+            " during recomputation. This can happen if different operators were ran in the\n"
+            " original forward and in the recomputation.\n\n"
+            " To identify where the mismatch may be coming from, compare the tensors saved\n"
+            " during the original forward and during recomputation (sections 1 and 2), and\n"
+            " review the stack trace printed for each of them."
         )
 
 

@@ -210,7 +210,32 @@ def get_gradient_edge(tensor: Tensor) -> GradientEdge:
             "It is not possible to get the gradient edge for a Tensor that does not require gradients"
         )
     node = tensor.grad_fn if tensor.grad_fn is not None else grad_accumulator(tensor)
+    # What PyTorch reads from node._input_metadata when the edge is differentiated as an output
+    # (grad(edge, ...), backward(edge)): aiograd's nodes keep no such record, so it is kept here.
+    _edge_metadata.setdefault(node, {})[tensor.output_nr] = (
+        tensor.data.shape, tensor.data.dtype, tensor._device
+    )
     return GradientEdge(node, tensor.output_nr)
+
+
+#: Shape, dtype and device of the gradient each edge made by ``get_gradient_edge`` receives.
+_edge_metadata: weakref.WeakKeyDictionary[Node, dict[int, tuple[Any, ...]]] = weakref.WeakKeyDictionary()
+
+
+def edge_metadata(edge: GradientEdge) -> tuple[Any, ...]:
+    """(shape, dtype, device) of the gradient that flows into ``edge``: recorded by
+    ``get_gradient_edge``, or a custom Function's own record of its outputs."""
+    meta = _edge_metadata.get(edge.node, {}).get(edge.output_nr)
+    if meta is None:
+        metas = getattr(edge.node, "_output_meta", None)
+        if metas is not None and edge.output_nr < len(metas):
+            meta = metas[edge.output_nr]
+    if meta is None:
+        raise RuntimeError(
+            "aiograd cannot differentiate this GradientEdge as an output: make it with "
+            "aiograd.graph.get_gradient_edge(tensor), which records the gradient's shape and dtype"
+        )
+    return meta
 
 
 def increment_version(tensor: Tensor | Iterable[Tensor]) -> None:

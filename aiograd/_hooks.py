@@ -32,10 +32,10 @@ async def _call(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def _each(store: dict[int, Any]) -> Any:
-    """The hooks in registration order, skipping any removed while earlier ones ran."""
-    for hook_id, fn in list(store.items()):
-        if hook_id in store:
-            yield fn
+    """The hooks in registration order, as they were when the node started running them: one
+    removed by an earlier hook still runs this time, as PyTorch iterates a snapshot of its hook
+    dict (``_call_hooks``, torch/csrc/autograd/python_hook.cpp; test_grad_fn_prehooks_remove_hooks)."""
+    return list(store.values())
 
 
 async def run_tensor_pre_hooks(hooks: NodeHooks, buffer: list[Any]) -> None:

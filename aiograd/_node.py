@@ -40,7 +40,8 @@ _handle_ids = itertools.count()
 
 class RemovableHandle:
     """Returned by every ``register_*`` call; ``remove()`` takes effect at once, even while a
-    backward is running (a hook removed by an earlier hook of the same node does not run)."""
+    backward is running (as in PyTorch, a hook removed by an earlier hook of the same node
+    still runs that once: the node runs a snapshot of its hooks)."""
 
     __slots__ = ("id", "_store")
 

@@ -297,13 +297,18 @@ class HookedSavedTensor(SavedTensor):
                 "Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
                 f"{type(value).__name__}"
             )
+        grad_fn = node if record.is_output else record.grad_fn
+        if grad_fn is None and not self.requires_grad and not value._requires_grad:
+            # PyTorch's SavedVariable::unpack: "Avoid detaching if we don't need to": a tensor
+            # that needs no graph comes back as the hook returned it, the very object
+            # (test_checkpointing_without_reentrant_saved_object_identity).
+            return value
         out = _wrap(value.data)
         if value._vc is None:
             value._vc = [0]
         out._vc = value._vc
         if value._device is not CPU:
             out._device = value._device
-        grad_fn = node if record.is_output else record.grad_fn
         if grad_fn is not None:
             out._requires_grad = True
             out.grad_fn = grad_fn

@@ -31,6 +31,26 @@ __all__ = ["Tensor"]
 _FLOAT_ERROR = "Only Tensors of floating point and complex dtype can require gradients"
 
 
+# PyTorch names dtypes two ways in the message for a .grad of the wrong dtype: the C++ type of
+# the gradient's elements (``typeid`` names) and the tensor's ScalarType.
+_CPP_TYPE_NAMES = {
+    "float16": "c10::Half", "float32": "float", "float64": "double", "int8": "signed char",
+    "int16": "short int", "int32": "int", "int64": "long int", "uint8": "unsigned char", "bool": "bool",
+}
+_SCALAR_TYPE_NAMES = {
+    "float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "int16": "Short",
+    "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool",
+}
+
+
+def _cpp_type_name(dtype: np.dtype[Any]) -> str:
+    return _CPP_TYPE_NAMES.get(dtype.name, dtype.name)
+
+
+def _scalar_type_name(dtype: np.dtype[Any]) -> str:
+    return _SCALAR_TYPE_NAMES.get(dtype.name, dtype.name)
+
+
 def is_tensor(obj: Any) -> bool:
     """True if ``obj`` is an aiograd Tensor."""
     return isinstance(obj, Tensor)
@@ -105,6 +125,11 @@ class Tensor(TensorMethods):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad = bool(value)
 
+    @requires_grad.deleter
+    def requires_grad(self) -> None:
+        # PyTorch's setter receives NULL on deletion and refuses it in these words
+        raise RuntimeError("requires_grad must be a bool")
+
     @property
     def grad(self) -> Tensor | None:
         """The gradient accumulated by ``backward()``; None until one arrives.
@@ -133,10 +158,23 @@ class Tensor(TensorMethods):
                     "assigned grad expected to be a Tensor or None but got grad of type "
                     f"{type(value).__name__}"
                 )
+            if value is self:  # PyTorch's THPVariable_set_grad
+                raise RuntimeError("can't assign Variable as its own grad")
             if value.data.dtype != self.data.dtype:
-                raise RuntimeError("assigned grad has data of a different type")
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{_cpp_type_name(value.data.dtype)}' "
+                    f"to a tensor with grad_dtype '{_scalar_type_name(self.data.dtype)}'. The gradient "
+                    "must match the tensor's grad_dtype (defaults to the tensor's dtype). You can set "
+                    "the tensor's grad_dtype attribute with a specific dtype, or None to allow any "
+                    "dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its "
+                    "gradient may break downstream systems that assume they match."
+                )
             if value.data.shape != self.data.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value.data.shape)}' to a tensor "
+                    f"of size '{list(self.data.shape)}'. Please ensure that the gradient and the "
+                    "tensor are the same size"
+                )
             if value._device is not self._device:
                 raise RuntimeError(
                     f"attempting to assign a gradient with device type '{value._device.type}' to "
@@ -144,6 +182,11 @@ class Tensor(TensorMethods):
                     "gradient and the tensor are on the same device"
                 )
         self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        # ``del t.grad`` resets it, as in PyTorch (THPVariable_set_grad with NULL)
+        self._grad = None
 
     @property
     def is_leaf(self) -> bool:

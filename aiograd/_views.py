@@ -48,18 +48,19 @@ import numpy as np
 
 from ._device import CPU
 from ._grad_mode import grad_enabled
+from ._grad_mode import is_inference_mode_enabled as inference_enabled
 from ._node import Node, edge_of, hooks_of
 from ._tensor import Tensor
 
 __all__ = [
     "View", "make_view", "view_index", "regenerate_grad_fn", "move_retains_grad",
     "AsStridedBackward0", "AsStridedScatterBackward0", "view_rebase_error",
-    "DEFAULT", "IN_CUSTOM_FUNCTION", "MULTI_OUTPUT_NODE", "NO_GRAD_MODE",
+    "DEFAULT", "IN_CUSTOM_FUNCTION", "MULTI_OUTPUT_NODE", "NO_GRAD_MODE", "INFERENCE_MODE",
 ]
 
 # How a view was made (PyTorch's CreationMeta, torch/csrc/autograd/variable.h); all but DEFAULT
 # forbid modifying the view in place while a gradient is involved.
-DEFAULT, IN_CUSTOM_FUNCTION, MULTI_OUTPUT_NODE, NO_GRAD_MODE = 0, 1, 2, 3
+DEFAULT, IN_CUSTOM_FUNCTION, MULTI_OUTPUT_NODE, NO_GRAD_MODE, INFERENCE_MODE = 0, 1, 2, 3, 4
 
 
 class View(Tensor):
@@ -136,8 +137,11 @@ def make_view(input: Tensor, data: np.ndarray[Any, Any], creation: int = DEFAULT
     """
     out = _new(View)
     if not grad_enabled():
-        creation = NO_GRAD_MODE
-    if type(input) is View and input._creation and not creation:  # type: ignore[attr-defined]
+        # inference_mode() is no_grad() in aiograd, but PyTorch words its errors differently
+        creation = INFERENCE_MODE if inference_enabled() else NO_GRAD_MODE
+    if type(input) is View and input._creation and (  # type: ignore[attr-defined]
+        not creation or input._creation == INFERENCE_MODE  # type: ignore[attr-defined]
+    ):
         creation = input._creation  # type: ignore[attr-defined]
     if creation:
         out._creation = creation
@@ -188,6 +192,12 @@ _TAILS = {
         "(if you don't want the inplace to be tracked) or both outside (if you want the inplace "
         "to be tracked)."
     ),
+    INFERENCE_MODE: (
+        " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
+        "your code by moving both the view and the inplace either both inside the inference_mode "
+        "block (if you don't want the inplace to be tracked) or both outside (if you want the "
+        "inplace to be tracked)."
+    ),
     IN_CUSTOM_FUNCTION: (
         " This view was created inside a custom Function (or because an input was returned "
         "as-is) and the autograd logic to handle view+inplace would override the custom backward "
@@ -208,7 +218,11 @@ def view_rebase_error(view: View, indirect: bool) -> str:
         head = f"Output {view.output_nr} of {op} is a view"
     else:
         head = "A view"
-    if creation == NO_GRAD_MODE or fn is None:
+    if creation == INFERENCE_MODE:
+        if fn is not None:
+            head += " of a view which"
+        message = f"{head} was created in inference mode and {modified} modified inplace in normal mode."
+    elif creation == NO_GRAD_MODE or fn is None:
         if fn is not None:
             head += " of a view which"
         message = f"{head} was created in no_grad mode and {modified} modified inplace with grad mode enabled."

@@ -87,6 +87,17 @@ def _check_inputs(inputs: _Sequence[_Any]) -> None:
                 "floating point or complex. ",
                 stacklevel=3,  # the line that awaited gradcheck
             )
+        # As torch's _check_inputs: perturbing one element of an input that repeats memory
+        # (an expanded tensor) would perturb several, so the numerical Jacobian would be wrong.
+        data = inputs[i].data
+        # (An empty array has nothing to perturb; numpy may give it zero strides.)
+        if data.size and any(st == 0 and sz > 1 for st, sz in zip(data.strides, data.shape)):
+            raise RuntimeError(
+                f"The {i}th input has a dimension with stride 0. gradcheck only supports inputs "
+                "that are non-overlapping to be able to compute the numerical gradients "
+                "correctly. You should call .contiguous on the input before passing it to "
+                "gradcheck."
+            )
     if not _differentiable(inputs):
         raise ValueError(
             "gradcheck expects at least one input tensor to require gradient, but none of them "

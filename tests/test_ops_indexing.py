@@ -95,9 +95,15 @@ def _torch_index(index):
         return tuple(_torch_index(i) for i in index)
     if isinstance(index, ag.Tensor):
         return torch.tensor(index.data)
-    if isinstance(index, np.ndarray) or (isinstance(index, list) and index):
-        return torch.tensor(index)  # a list is a tensor index (torch's legacy reading is deprecated)
+    if isinstance(index, np.ndarray) or (isinstance(index, list) and index and not _nested(index)):
+        return torch.tensor(index)
+    # a short list holding lists is read as a tuple by torch 2.13 (deprecated, with a warning),
+    # and by aiograd alike: torch gets it as it is
     return index
+
+
+def _nested(index: list) -> bool:
+    return any(isinstance(i, (list, tuple)) for i in index)
 
 
 def _np_index(index):

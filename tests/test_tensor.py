@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -113,9 +114,10 @@ def test_grad_assignment_is_checked_like_pytorch():
     x = ag.zeros(2, 2, requires_grad=True)
     with pytest.raises(TypeError, match="assigned grad expected to be a Tensor or None but got grad of type int"):
         x.grad = 3
-    with pytest.raises(RuntimeError, match="assigned grad has data of a different size"):
+    # torch 2.13's words (the older "assigned grad has data of a different size/type" are gone)
+    with pytest.raises(RuntimeError, match=re.escape("attempting to assign a gradient of size '[3]' to a tensor of size '[2, 2]'")):
         x.grad = ag.zeros(3)
-    with pytest.raises(RuntimeError, match="assigned grad has data of a different type"):
+    with pytest.raises(RuntimeError, match=re.escape("attempting to assign a gradient with dtype 'float' to a tensor with grad_dtype 'Double'")):
         x.grad = ag.zeros(2, 2, dtype=np.float32)
     g = ag.ones(2, 2)
     x.grad = g

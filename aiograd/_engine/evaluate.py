@@ -127,6 +127,9 @@ async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffe
             current_node.reset(anomaly_token)
     if not graph_task.keep_graph and node._saved:
         node.release_variables()
+    # Read again: apply (an unpack hook, a custom backward) may have registered the node's first
+    # hooks, and PyTorch runs post-hooks registered while the node ran.
+    hooks = node._hooks
     if hooks is not None:
         # A leaf's post-accumulate-grad hooks are part of its AccumulateGrad's apply in
         # PyTorch (accumulate_grad.h), so they run before the node's post-hooks.

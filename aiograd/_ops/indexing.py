@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import operator
 import re
+import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -244,12 +246,47 @@ def _check_masks(adv: tuple[Any, ...], shape: tuple[int, ...]) -> None:
             d += 1
 
 
+_SEQUENCE_AS_TUPLE_WARNING = (
+    "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
+    "in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be "
+    "interpreted as tensor index, x[torch.tensor(seq)], which will result either in an error or "
+    "a different result"
+)
+
+
+def _warn_at_caller(message: str) -> None:
+    """Warn at the first frame outside aiograd (getitem and setitem reach here by different
+    depths)."""
+    level = 2
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("aiograd"):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, UserWarning, stacklevel=level)
+
+
+def _sequence_as_tuple(index: list[Any]) -> bool:
+    """PyTorch's ``treatSequenceAsTuple`` (python_variable_indexing.cpp, numpy's old heuristic):
+    a short list holding a tensor, a sequence, a slice, Ellipsis or None indexes several
+    dimensions, as the tuple of its items would (``x[[[0, 4], [2, 2]]]`` is ``x[[0, 4], [2, 2]]``),
+    with PyTorch 2.13's deprecation warning."""
+    if len(index) >= 32:
+        return False
+    for obj in index:
+        if obj is None or obj is Ellipsis or isinstance(obj, (Tensor, list, tuple, slice, np.ndarray)):
+            _warn_at_caller(_SEQUENCE_AS_TUPLE_WARNING)
+            return True
+    return False
+
+
 def _normalize(data: np.ndarray[Any, Any], index: Any) -> tuple[Index, type[_TakeBackward]]:
     kind = type(index)
     if kind is int:  # fast paths for the commonest indices
         return ((index,), None, False), SelectBackward0
     if kind is slice:
         return ((index,), None, False), SliceBackward0
+    if kind is list and _sequence_as_tuple(index):
+        index = tuple(index)
     is_tuple = isinstance(index, tuple)
     items = tuple(_item(it) for it in (index if is_tuple else (index,)))
     if not any(isinstance(it, np.ndarray) for it in items):

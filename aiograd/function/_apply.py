@@ -95,7 +95,17 @@ def wrap_outputs(
         ctx.num_inputs = len(outputs)
 
     saved_ids = {id(t) for t in ctx._to_save} if with_setup else set()
+    # PyTorch's "pure view" custom Function (``ctx._is_pure_view = True``): its one output is a
+    # plain view of its one input, so an in-place op on it is allowed and replays the view
+    # (the custom backward is then bypassed), as PyTorch's _process_backward_mode_ad does.
+    pure_view = bool(getattr(ctx, "_is_pure_view", False))
+    if pure_view and (len(inputs) != 1 or len(output_ids) != 1):
+        raise RuntimeError(
+            "Pure view custom Function can only have one input Tensor and one output Tensor. "
+            "Open an issue if you need to support more."
+        )
     differentiable_outputs = 0
+    non_diff_outputs: set[int] = set()
     for i, var in enumerate(outputs):
         if not isinstance(var, _Tensor):
             continue
@@ -123,9 +133,12 @@ def wrap_outputs(
             var.grad_fn = ctx
             var.output_nr = i
         if type(var) is _View and not (is_input and is_modified):
-            # The view+inplace logic would bypass the custom backward: PyTorch forbids it.
-            var._creation = _IN_CUSTOM_FUNCTION  # type: ignore[attr-defined]
+            # The view+inplace logic would bypass the custom backward: PyTorch forbids it,
+            # unless the Function declared itself a pure view.
+            var._creation = 0 if pure_view else _IN_CUSTOM_FUNCTION  # type: ignore[attr-defined]
         differentiable_outputs += differentiable
+        if not differentiable and executable:
+            non_diff_outputs.add(i)
         outputs[i] = var
     if differentiable_outputs > 1:
         for var in outputs:
@@ -133,12 +146,18 @@ def wrap_outputs(
                 var._creation = _MULTI_OUTPUT_NODE  # type: ignore[attr-defined]
 
     if executable:
+        if non_diff_outputs:
+            ctx._non_diff_outputs = frozenset(non_diff_outputs)
         ctx._output_meta = tuple(
             (o.data.shape, o.data.dtype, o._device) if isinstance(o, _Tensor) else None
             for o in outputs
         )
+        to_save, ctx._to_save = ctx._to_save, ()
+        # Cleared first: a pack hook may raise (the non-reentrant checkpoint stops its
+        # recomputation early that way), and a ctx left holding its own outputs would be a
+        # reference cycle, freed only by the garbage collector (test_custom_autograd_ac_early_stop).
         saved: list[_SavedTensor | None] = []
-        for i, t in enumerate(ctx._to_save):
+        for i, t in enumerate(to_save):
             if t is None:
                 saved.append(None)
             elif not isinstance(t, _Tensor):
@@ -147,7 +166,11 @@ def wrap_outputs(
                     f"{type(t).__name__}"
                 )
             else:
-                saved.append(_SavedTensor(t, t.grad_fn is ctx))
+                # An input modified in place (mark_dirty) is an output of this node too, even
+                # when it is a view whose grad_fn reads as AsStrided: saved as one, the node
+                # keeps no reference to it (no cycle; test_custom_function_saving_mutated_view_no_leak)
+                # and it unpacks with this node as grad_fn, as in PyTorch.
+                saved.append(_SavedTensor(t, t.grad_fn is ctx or id(t) in dirty_ids))
         ctx._saved_variables = tuple(saved)
     ctx._to_save = ()
     return tuple(outputs) if is_tuple else outputs[0]

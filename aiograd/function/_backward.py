@@ -74,9 +74,10 @@ class _FunctionBackward(_Node, FunctionCtx):
     def _grad_outputs(self, grads: list[_Tensor | None]) -> list[_Tensor | None]:
         if not self.materialize_grads:
             return grads
+        keep_none = frozenset() if self._materialize_non_diff_grads else self._non_diff_outputs
         return [
-            _zeros(meta) if g is None and meta is not None else g
-            for g, meta in zip(grads, self._output_meta)
+            _zeros(meta) if g is None and meta is not None and i not in keep_none else g
+            for i, (g, meta) in enumerate(zip(grads, self._output_meta))
         ]
 
     def _validate(self, result: _Any) -> list[_Tensor | None]:

@@ -13,6 +13,7 @@ from typing import cast as _cast
 from .._grad_mode import grad_enabled as _grad_enabled_now
 from .._grad_mode import no_grad as _no_grad
 from .._node import Node as _Node
+from .._node import grad_accumulator as _grad_accumulator
 from .._tensor import Tensor as _Tensor
 
 __all__ = ["once_differentiable"]
@@ -22,14 +23,14 @@ _ONCE_DIFFERENTIABLE_ERROR = (
 )
 
 
-class _Error(_Node):
+class Error(_Node):
     """Stands in for the graph of a ``@once_differentiable`` backward: differentiating its
-    outputs raises (PyTorch's ``DelayedError``)."""
+    outputs raises (PyTorch's ``DelayedError``, whose nodes are named ``Error``)."""
 
     __slots__ = ("message", "num_inputs")
 
-    def __init__(self, message: str, num_inputs: int) -> None:
-        super().__init__(())
+    def __init__(self, message: str, num_inputs: int, next_edges: tuple[_Any, ...] = ()) -> None:
+        super().__init__(next_edges)
         self.message = message
         self.num_inputs = num_inputs
 
@@ -47,9 +48,19 @@ def _delay_error(args: tuple[_Any, ...], outputs: _Any) -> _Any:
     if not any(isinstance(a, _Tensor) and a._requires_grad for a in args):
         return outputs
     outs = outputs if isinstance(outputs, tuple) else (outputs,)
-    err = _Error(_ONCE_DIFFERENTIABLE_ERROR, len(outs))
+    # As PyTorch's once_differentiable, the error node is applied to detached copies of the
+    # outputs made leaves that require grad, so its next_functions show one AccumulateGrad per
+    # tensor output (None for the others): "Error(AccumulateGrad(), None, AccumulateGrad())".
+    fakes = []
+    for out in outs:
+        if isinstance(out, _Tensor):
+            out = out.detach()
+            out._requires_grad = True
+        fakes.append(out)
+    edges = tuple((_grad_accumulator(f), 0) if isinstance(f, _Tensor) else None for f in fakes)
+    err = Error(_ONCE_DIFFERENTIABLE_ERROR, len(outs), edges)
     wrapped = []
-    for i, out in enumerate(outs):
+    for i, out in enumerate(fakes):
         if isinstance(out, _Tensor):
             out = out.detach()
             out._requires_grad = True
