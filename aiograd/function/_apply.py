@@ -10,6 +10,7 @@ import warnings as _warnings
 from typing import TYPE_CHECKING
 from typing import Any as _Any
 
+from .._grad_mode import grad_enabled as _grad_enabled_now
 from .._node import Node as _Node
 from .._saved import SavedTensor as _SavedTensor
 from .._tensor import Tensor as _Tensor
@@ -106,6 +107,7 @@ def wrap_outputs(
         )
     differentiable_outputs = 0
     non_diff_outputs: set[int] = set()
+    no_grad_call = not _grad_enabled_now()
     for i, var in enumerate(outputs):
         if not isinstance(var, _Tensor):
             continue
@@ -132,9 +134,10 @@ def wrap_outputs(
             var._requires_grad = True
             var.grad_fn = ctx
             var.output_nr = i
-        if type(var) is _View and not (is_input and is_modified):
+        if type(var) is _View and not (is_input and is_modified) and (executable or not no_grad_call):
             # The view+inplace logic would bypass the custom backward: PyTorch forbids it,
-            # unless the Function declared itself a pure view.
+            # unless the Function declared itself a pure view. (Called under no_grad, the view
+            # stays a no_grad view, with that message: test_custom_function_return_view_in_nograd.)
             var._creation = 0 if pure_view else _IN_CUSTOM_FUNCTION  # type: ignore[attr-defined]
         differentiable_outputs += differentiable
         if not differentiable and executable:
