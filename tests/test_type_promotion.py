@@ -58,6 +58,11 @@ BINARY = {
     "minimum": lambda lib, a, c: lib.minimum(a, c),
     "where": lambda lib, a, c: lib.where(lib.tensor([True, False, True]), a, c),
     "clamp_min_tensor": lambda lib, a, c: lib.clamp(a, min=c),
+    "clamp_max_tensor": lambda lib, a, c: lib.clamp(a, max=c),
+    "clamp_tensors": lambda lib, a, c: lib.clamp(a, min=c, max=c + 1),
+    # cat and stack promote all their tensors alike (a 0-dim one is made 1-d or expanded first)
+    "cat": lambda lib, a, c: lib.cat([a.reshape(-1), c.reshape(-1)]),
+    "stack": lambda lib, a, c: lib.stack([a, c.expand_as(a)]),
     "eq": lambda lib, a, c: a == c,
     "lt": lambda lib, a, c: a < c,
 }
