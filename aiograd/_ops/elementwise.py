@@ -28,7 +28,7 @@ from ._util import (
     wrap,
 )
 from .casting import bool_, cpu, double, float_, long, place, place2, to
-from .operands import BOOL, operands, promoted, refuse_bool_sub
+from .operands import BOOL, NEG_BOOL_ERROR, operands, promoted, refuse_bool_sub
 from .shape import _sum_to, reduce_grad
 
 __all__ = [
@@ -329,6 +329,12 @@ def pow(input: Any, exponent: Any) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ unary table
+def _negative(xp: Any, x: Any) -> Any:
+    if getattr(x, "dtype", None) is BOOL:  # PyTorch refuses it (numpy's words differ)
+        raise RuntimeError(NEG_BOOL_ERROR)
+    return xp.negative(x)
+
+
 def _sigmoid(xp: Any, x: Any) -> Any:
     # exp(-|x|) cannot overflow, and for x < 0 the form z / (1 + z) keeps tiny results accurate
     # (0.5 * tanh(x / 2) + 0.5 rounds sigmoid(-40) to 0); Python numbers keep the dtype.
@@ -341,7 +347,7 @@ def _sigmoid(xp: Any, x: Any) -> Any:
 # "result" as ``result``), and optionally ``fast``: the vjp on arrays, for the backward with
 # grad mode off (no tensors made on that hot path).
 UNARY = [
-    Unary("neg", "NegBackward0", "negative", lambda g, _: -g,
+    Unary("neg", "NegBackward0", _negative, lambda g, _: -g,
           doc="``-input``."),
     Unary("exp", "ExpBackward0", "exp", lambda g, y: g * y, "result",
           fast=lambda g, y: g * y, doc="Elementwise ``e ** input``."),
