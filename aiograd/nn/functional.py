@@ -118,10 +118,11 @@ def _MseLossBackward0(self: Any, grads: list[Any]) -> Any:
         scale = 2.0 / diff.data.size if self.reduction == "mean" and diff.data.size else 2.0
         scaled = _per_sample_scalar(g * scale, diff.data.ndim)
         scaled = scaled.expand(scaled.data.shape[: scaled.data.ndim - diff.data.ndim] + diff.data.shape)
-    d = scaled * diff
     ex, ey = self.next_edges
-    gx = _reduce_grad(d, x.data.shape) if ex is not None else None
-    gy = _reduce_grad(-d, y.data.shape) if ey is not None else None
+    gx = _reduce_grad(scaled * diff, x.data.shape) if ex is not None else None
+    # PyTorch's target gradient is 2 * (target - input) * grad, not its negation: +0, not -0,
+    # where they are equal.
+    gy = _reduce_grad(scaled * (y - x), y.data.shape) if ey is not None else None
     return (gx, gy)
 
 
@@ -254,7 +255,8 @@ def _nll_loss_plain(input: Tensor, t: Any, ignore_index: int, mean: bool) -> Ten
     xp = input._device.xp
     rows = xp.arange(t.size)
     scale = 1.0 / t.size if mean else 1.0
-    out = _wrap(xp.asarray(-x[rows, t].sum() * scale, dtype=x.dtype))
+    # (0 - sum: PyTorch accumulates the terms into a +0, so a zero loss is +0, never -0)
+    out = _wrap(xp.asarray((0.0 - x[rows, t].sum()) * scale, dtype=x.dtype))
     if input._device is not _CPU:
         out._device = input._device
     if _needs_grad(input):
@@ -305,25 +307,28 @@ def nll_loss(
     w_t = xp.where(ignored, 0, w_t).astype(x.dtype, copy=False)
     idx = xp.expand_dims(safe_t, class_dim)
     picked = xp.take_along_axis(x, idx, axis=class_dim).squeeze(class_dim)
-    losses = -(w_t * picked)
+    # An ignored target's loss is 0 whatever its input (inf, NaN); PyTorch accumulates the sum
+    # into a +0 (so + 0.0: a zero sum is +0, never -0).
+    losses = xp.where(ignored, 0.0, -(w_t * picked)).astype(x.dtype, copy=False)
     total = None
     if reduction == "none":
         data = losses
     elif reduction == "sum":
-        data = xp.asarray(losses.sum())
+        data = xp.asarray(losses.sum() + 0.0)
     else:
         total = w_t.sum()
         with np.errstate(invalid="ignore", divide="ignore"):
-            data = xp.asarray(losses.sum() / total)
+            data = xp.asarray((losses.sum() + 0.0) / total)
     out = _like(xp.asarray(data).astype(x.dtype, copy=False), input)
     if _needs_grad(input):
         cls = _NllLoss2DBackward0 if x.ndim > 2 else _NllLossBackward0
         node = _attach(cls((_edge_of(input),)), out)
         coef = np.zeros(x.shape, dtype=x.dtype)
-        np.put_along_axis(coef, idx, np.expand_dims(-w_t, class_dim), axis=class_dim)
-        if total is not None:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                coef = coef / total
+        with np.errstate(invalid="ignore", divide="ignore"):
+            picked_coef = -w_t if total is None else -w_t / total
+        # +0 where ignored (not -0, nor NaN when every target is: PyTorch skips them)
+        picked_coef = np.where(ignored, 0.0, picked_coef).astype(x.dtype, copy=False)
+        np.put_along_axis(coef, idx, np.expand_dims(picked_coef, class_dim), axis=class_dim)
         node.coef, node.reduction, node.class_dim = coef, reduction, class_dim
     return out
 
