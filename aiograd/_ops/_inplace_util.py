@@ -116,6 +116,8 @@ def _ufunc(name: str, self: Tensor, operand: Any) -> None:
     data = self.data
     try:
         getattr(self._device.xp, name)(data, operand, out=data)
+    except RuntimeWarning:
+        pass  # numpy's warning made an error (inf - inf): the result is written, as torch's
     except (ValueError, TypeError) as e:
         raise _error(e, self, operand, name == "true_divide") from None
     _bump(self)
@@ -126,6 +128,8 @@ def _unary(name: str, self: Tensor) -> None:
     data = self.data
     try:
         getattr(self._device.xp, name)(data, out=data)
+    except RuntimeWarning:
+        pass  # numpy's warning made an error (exp overflowed): the result is written, as torch's
     except (ValueError, TypeError) as e:
         raise _error(e, self, 1.0) from None  # (1.0: a float result, for the cast message)
     _bump(self)

@@ -31,6 +31,7 @@ from .._ops.batching import batch_ndim as _batch_ndim
 from .._ops.batching import per_sample_scalar as _per_sample_scalar
 from .._ops.elementwise import relu, sigmoid, tanh
 from .._ops.linalg import linear
+from .._ops.quiet import quietly as _quietly
 from .._ops.reduction import _dtype_name
 from .._ops.shape import reduce_grad as _reduce_grad
 from .._ops.softmax import log_softmax as _log_softmax
@@ -152,13 +153,11 @@ def mse_loss(
             stacklevel=2,
         )
     xp = input._device.xp
-    diff = input.data - target.data
-    sq = diff * diff
+    sq = _quietly(_squared_error, input.data, target.data)
     if reduction == "mean":
-        with np.errstate(invalid="ignore", divide="ignore"):
-            data = xp.asarray(sq.mean() if sq.size else sq.sum() / 0.0)
+        data = xp.asarray(_quietly(lambda: sq.mean() if sq.size else sq.sum() / 0.0))
     elif reduction == "sum":
-        data = xp.asarray(sq.sum())
+        data = xp.asarray(_quietly(sq.sum))
     else:
         data = sq
     out = _wrap(data.astype(sq.dtype, copy=False))
@@ -167,6 +166,11 @@ def mse_loss(
         node = _attach(_MseLossBackward0((_edge_of(input), _edge_of(target))), out)
         node.input, node.target, node.reduction = _save(input), _save(target), reduction
     return out
+
+
+def _squared_error(x: Any, y: Any) -> Any:
+    diff = x - y
+    return diff * diff
 
 
 def _size(t: Tensor) -> str:
