@@ -106,3 +106,21 @@ def test_in_place_ops_without_a_graph_warn_no_more_than_torch(name: str) -> None
             IN_PLACE[name](x)
         results.append(np.asarray(x.numpy() if lib is torch else x.data))
     np.testing.assert_array_equal(results[1], results[0])
+
+
+def test_quiet_in_threads_and_when_nested() -> None:
+    """Each thread has its own quiet context (a context is entered by one thread at a time), and
+    a quiet computation started from inside another still runs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from aiograd._ops.quiet import quietly
+
+    def log_of_zero(_: int) -> float:
+        return float(ag.tensor([0.0]).log().item())
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with ThreadPoolExecutor(4) as pool:
+            assert list(pool.map(log_of_zero, range(16))) == [-np.inf] * 16
+        nested = quietly(lambda: quietly(np.log, np.array([0.0, -1.0])))
+    np.testing.assert_array_equal(nested, [-np.inf, np.nan])

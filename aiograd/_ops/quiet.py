@@ -45,4 +45,13 @@ _QUIET = _Quiet()
 
 def quietly(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """``fn(*args, **kwargs)`` with numpy's floating-point warnings off (the user's state kept)."""
-    return _QUIET.context.run(fn, *args, **kwargs)
+    context = _QUIET.context
+    try:
+        return context.run(fn, *args, **kwargs)
+    except RuntimeError as e:
+        # Entered already, on this thread (code run from inside ``fn``: a finalizer, say)?
+        # Then the slower errstate, which nests.
+        if "cannot enter context" not in str(e):
+            raise
+    with np.errstate(all="ignore"):
+        return fn(*args, **kwargs)
