@@ -29,7 +29,7 @@ from ._util import (
 )
 from .casting import bool_, cpu, double, float_, long, place, place2, to
 from .operands import BOOL, NEG_BOOL_ERROR, operands, promoted, refuse_bool_sub
-from .quiet import quietly
+from .quiet import quietly, quietly1, quietly2
 from .shape import _sum_to, reduce_grad
 
 __all__ = [
@@ -260,7 +260,7 @@ def DivBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
 def div(input: Any, other: Any) -> Tensor:
     """Elementwise true division with broadcasting."""
     input, other = promoted(input, other, fname="div")
-    out = wrap(quietly(_xp(input, other).true_divide, data_of(input), data_of(other)))
+    out = wrap(quietly2(_xp(input, other).true_divide, data_of(input), data_of(other)))
     input, other = place2(out, input, other)
     if needs_grad(input, other):
         node: Any = attach(DivBackward0(_binary_edges(input, other)), out)
@@ -315,7 +315,7 @@ def PowBackward1(self: Any, grads: list[Any]) -> tuple[Any, Any]:
         if isinstance(a, Tensor):
             safe_log = where(zero, at_zero, log(where(zero, 1.0, a)))
         else:  # a number or array base is a constant: log it in the result's dtype
-            safe_log = np.where(zero, at_zero, quietly(np.log, np.where(zero, 1, a_data))).astype(result.data.dtype)
+            safe_log = np.where(zero, at_zero, quietly1(np.log, np.where(zero, 1, a_data))).astype(result.data.dtype)
         gb = g * result * safe_log
         if mask.any():
             gb = where(mask, 0.0, gb)
@@ -334,10 +334,10 @@ def pow(input: Any, exponent: Any) -> Tensor:
     xp = _xp(input, exponent)
     if type(b) is float and (b == 0.5 or b == -0.5) and isinstance(a, np.ndarray) and a.dtype.kind == "f":
         # PyTorch computes these as sqrt and 1 / sqrt: sqrt(-0.0) is -0.0, sqrt(-inf) NaN
-        out = wrap(quietly(xp.sqrt, a) if b > 0 else quietly(lambda: 1.0 / xp.sqrt(a)))
+        out = wrap(quietly1(xp.sqrt, a) if b > 0 else quietly(lambda: 1.0 / xp.sqrt(a)))
     else:
         try:
-            out = wrap(quietly(xp.power, a, b))
+            out = wrap(quietly2(xp.power, a, b))
         except ValueError as e:  # "Integers to negative integer powers are not allowed."
             raise RuntimeError(str(e)) from None
     input, exponent = place2(out, input, exponent)
@@ -376,7 +376,7 @@ def _quiet(name: str) -> Any:
     sqrt(-1), exp(1000), sin(inf)): computed quietly (aiograd/_ops/quiet.py)."""
 
     def forward(xp: Any, x: Any) -> Any:
-        return quietly(getattr(xp, name), x)
+        return quietly1(getattr(xp, name), x)  # (the user's numpy state is left alone)
 
     forward.__name__ = name
     return forward
@@ -394,7 +394,7 @@ def _sigmoid_vjp(g: Any, y: Any) -> Any:
 
 
 def _exp_vjp(g: Any, y: Any) -> Any:
-    return quietly(np.multiply, g, y)  # (0 * inf where exp overflowed)
+    return quietly2(np.multiply, g, y)  # (0 * inf where exp overflowed)
 
 
 # One row per op: name, PyTorch's node, forward (the name of the array-module function, or
@@ -422,8 +422,8 @@ UNARY = [
           doc="Elementwise cosine."),
     Unary("tanh", "TanhBackward0", "tanh", lambda g, y: g * (1.0 - y * y), "result",
           fast=_tanh_vjp, doc="Elementwise hyperbolic tangent."),
-    Unary("sigmoid", "SigmoidBackward0", lambda xp, x: quietly(_sigmoid, xp, x), lambda g, y: g * (y * (1.0 - y)), "result",
-          fast=lambda g, y: quietly(_sigmoid_vjp, g, y),
+    Unary("sigmoid", "SigmoidBackward0", lambda xp, x: quietly2(_sigmoid, xp, x), lambda g, y: g * (y * (1.0 - y)), "result",
+          fast=lambda g, y: quietly2(_sigmoid_vjp, g, y),
           doc="Elementwise logistic function ``1 / (1 + exp(-x))``, computed without overflow."),
     # maximum(0, x) returns x at a tie (-0.0 stays -0.0), and the gradient is zeroed where
     # y <= 0, so it passes at NaN, both as PyTorch (clamp_min, threshold_backward); y is >= 0

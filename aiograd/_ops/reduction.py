@@ -95,7 +95,7 @@ def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = F
     try:
         out = like(data.sum(axis=axes, keepdims=keepdim, dtype=dtype), input)
     except RuntimeWarning:  # numpy's warning made an error (inf + -inf): quietly, as torch
-        out = like(quietly(data.sum, axis=axes, keepdims=keepdim, dtype=dtype), input)
+        out = like(quietly(lambda: data.sum(axis=axes, keepdims=keepdim, dtype=dtype)), input)
     if needs_grad(input):
         node = attach(SumBackward0((edge_of(input),)), out)
         node.shape, node.axes, node.keepdim = data.shape, axes, keepdim
@@ -123,7 +123,7 @@ def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = 
     try:
         out = like(data.mean(axis=axes, keepdims=keepdim, dtype=dtype), input)
     except RuntimeWarning:  # numpy's warning made an error (inf + -inf): quietly, as torch
-        out = like(quietly(data.mean, axis=axes, keepdims=keepdim, dtype=dtype), input)
+        out = like(quietly(lambda: data.mean(axis=axes, keepdims=keepdim, dtype=dtype)), input)
     if needs_grad(input):
         node = attach(MeanBackward0((edge_of(input),)), out)
         count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
@@ -444,7 +444,7 @@ def _prod(input: Tensor, axes: tuple[int, ...] | None, keepdim: bool, dtype: Any
         input = input.to(dtype)
     data = input.data
     acc = np.int64 if data.dtype.kind in "bui" else None
-    out = like(input._device.xp.asarray(quietly(data.prod, axis=axes, keepdims=keepdim, dtype=acc)), input)
+    out = like(input._device.xp.asarray(quietly(lambda: data.prod(axis=axes, keepdims=keepdim, dtype=acc))), input)
     if needs_grad(input):
         cls = ProdBackward0 if axes is None else ProdBackward1
         node = attach(cls((edge_of(input),)), out)
