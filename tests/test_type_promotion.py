@@ -325,3 +325,25 @@ def test_in_place_op_with_a_gradient_promotes_as_torch(dtypes: Any) -> None:
 
 def test_negation_of_a_bool_tensor_raises_torchs_error() -> None:
     assert _outcome(lambda: -ag.tensor([True])) == _outcome(lambda: -torch.tensor([True]))
+
+
+def test_cat_promotes_with_a_skipped_legacy_empty_tensor_too() -> None:
+    """PyTorch skips a 1-D empty tensor's shape in cat, but not its dtype."""
+
+    def run(lib: Any) -> Any:
+        a = lib.tensor(np.ones((1, 2), dtype=i32))
+        e = lib.tensor(np.zeros((0,), dtype=f64))
+        return _outcome(lambda: lib.cat([a, e]))
+
+    assert run(ag) == run(torch)
+
+
+def test_cat_of_mixed_dtypes_has_edges_to_the_inputs_themselves() -> None:
+    """As PyTorch: the cast is cat's own (each gradient cast back by CatBackward0), no
+    ToCopyBackward0 node in between."""
+    a = ag.tensor(np.ones(2, dtype=f32), requires_grad=True)
+    c = ag.tensor(np.ones(1, dtype=f64), requires_grad=True)
+    t_a, t_c = (torch.tensor(v.data, requires_grad=True) for v in (a, c))
+    names = [[type(fn).__name__ for fn, _ in lib.cat(pair).grad_fn.next_functions]
+             for lib, pair in ((ag, [a, c]), (torch, [t_a, t_c]))]
+    assert names[0] == names[1] == ["AccumulateGrad", "AccumulateGrad"]

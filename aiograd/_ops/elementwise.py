@@ -180,12 +180,21 @@ def MulBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
         gd = g.data
         ga = gb = None
         dev = g._device
+        # (the try blocks inline, not a helper's: this is the hottest backward path)
         if ea is not None:
-            ga = wrap(_product_summed(gd, data_of(saved(self, self.b)), self.a_shape))
+            b = data_of(saved(self, self.b))
+            try:
+                ga = wrap(_sum_to(gd * b, self.a_shape))
+            except RuntimeWarning:  # numpy's warning made an error (0 * inf): quietly
+                ga = wrap(_product_summed(gd, b, self.a_shape))
             if dev is not CPU:
                 ga._device = dev
         if eb is not None:
-            gb = wrap(_product_summed(gd, data_of(saved(self, self.a)), self.b_shape))
+            a = data_of(saved(self, self.a))
+            try:
+                gb = wrap(_sum_to(gd * a, self.b_shape))
+            except RuntimeWarning:
+                gb = wrap(_product_summed(gd, a, self.b_shape))
             if dev is not CPU:
                 gb._device = dev
         return (ga, gb)
@@ -195,11 +204,8 @@ def MulBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
 
 
 def _product_summed(gd: Any, other: Any, shape: tuple[int, ...]) -> Any:
-    """``_sum_to(gd * other, shape)``, without numpy's warning (0 * inf) turned error."""
-    try:
-        return _sum_to(gd * other, shape)
-    except RuntimeWarning:
-        return quietly(lambda: _sum_to(gd * other, shape))
+    """``_sum_to(gd * other, shape)``, quietly."""
+    return quietly(lambda: _sum_to(gd * other, shape))
 
 
 def _keep(x: Any) -> Any:
