@@ -139,9 +139,6 @@ ROUNDED_FLOAT64 = {"softmax", "log_softmax", "cross_entropy"}
 #: returns the second. Their zeros are compared without their signs.
 ZERO_TIES = {"maximum", "minimum", "max_binary", "clamp_min_tensor", "clamp_max_tensor",
              "clamp_both_tensors"}
-#: The sign of a zero loss or zero target gradient in nn.functional's losses differs (torch gives
-#: +0 where aiograd's ``-(input - target)`` gives -0): left to the losses' module.
-LOSS_ZERO_SIGNS = {"mse_loss", "nll_loss"}
 
 #: (op, dtype, input value): the documented exceptions (docs/gradients-at-edges.md), checked
 #: apart in test_documented_exceptions.
@@ -205,7 +202,7 @@ def _assert_same(actual: Any, expected: Any, rounded: bool, what: str, zero_sign
 def _compare(name: str, fn: Fn, arrays: list[np.ndarray[Any, Any]], rounded: bool = False) -> None:
     expected, got = _run(torch, fn, arrays), _run(ag, fn, arrays)
     rounded = rounded or (name in ROUNDED and (arrays[0].dtype == np.float32 or name in ROUNDED_FLOAT64))
-    signs = name not in ZERO_TIES | LOSS_ZERO_SIGNS
+    signs = name not in ZERO_TIES
     _assert_same(got[0], expected[0], rounded, f"{name} forward at {arrays}", signs)
     for i, (g, tg) in enumerate(zip(got[1], expected[1])):
         _assert_same(g, tg, rounded, f"{name} gradient {i} at {arrays}", signs)
@@ -274,3 +271,32 @@ def test_documented_exceptions() -> None:
     x = np.array([-100.0], dtype=np.float32)
     assert torch.tensor(x).sigmoid().item() == 0.0
     assert ag.tensor(x).sigmoid().item() == pytest.approx(np.exp(-100.0), rel=1e-6)
+
+
+# ------------------------------------------------------------------------------ losses
+LOSS_INPUTS = [[[0.0, -0.0], [-0.0, 0.0]], [[np.inf, 0.0], [np.nan, -np.inf]], [[1.5, -0.0], [0.0, 2.0]]]
+LOSS_TARGETS = [[0, 1], [1, 0], [0, -100], [-100, -100]]
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+@pytest.mark.parametrize("weighted", [False, True], ids=["", "weighted"])
+@pytest.mark.parametrize("loss", ["nll_loss", "cross_entropy"])
+def test_class_losses_at_edges_match_torch(loss: str, weighted: bool, reduction: str) -> None:
+    """Signed zeros (a zero sum is +0, as PyTorch accumulates into a +0), an ignored target
+    (0 whatever its input, inf and NaN included) and the gradient's zeros, against torch."""
+    for values in LOSS_INPUTS:
+        for target in LOSS_TARGETS:
+            def fn(lib: Any, x: Any, target: list[int] = target) -> Any:
+                weight = lib.tensor(np.array([0.5, 2.0])) if weighted else None
+                return getattr(lib.nn.functional, loss)(x, lib.tensor(target), weight=weight, reduction=reduction)
+
+            _compare(loss, fn, [np.array(values)])
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_mse_loss_gradients_of_equal_operands_are_plus_zero(reduction: str) -> None:
+    def fn(lib: Any, xy: Any) -> Any:
+        return lib.nn.functional.mse_loss(xy[0], xy[1], reduction=reduction)
+
+    values = np.array([0.0, -0.0, 1.5, -2.0])
+    _compare("mse_loss", fn, [values, values.copy()])

@@ -86,6 +86,8 @@ SPECS = [
     OpSpec("relu_", lambda lib, x: x.clone().relu_(), nonzero([(2, 3)]), grad_fn="ReluBackward0"),
     OpSpec("clamp_", lambda lib, x: x.clone().clamp_(-0.5, 0.5), away_from(-0.5, 0.5)([(2, 3)]),
            grad_fn="ClampBackward1"),
+    OpSpec("clamp_tensors_", lambda lib, x, lo: x.clone().clamp_(min=lo, max=lo + 1.0), ((2, 3), (3,)),
+           grad_fn="ClampBackward0"),
     OpSpec("zero_", lambda lib, x: x.clone().zero_(), ((2, 3),), grad_fn="ZeroBackward0", gradgrad=False,
            why="its gradient is a constant zero: nothing to differentiate again"),
     OpSpec("fill_", lambda lib, x: x.clone().fill_(2.0), ((2, 3),), grad_fn="FillBackward2", gradgrad=False,

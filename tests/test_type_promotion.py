@@ -58,6 +58,11 @@ BINARY = {
     "minimum": lambda lib, a, c: lib.minimum(a, c),
     "where": lambda lib, a, c: lib.where(lib.tensor([True, False, True]), a, c),
     "clamp_min_tensor": lambda lib, a, c: lib.clamp(a, min=c),
+    "clamp_max_tensor": lambda lib, a, c: lib.clamp(a, max=c),
+    "clamp_tensors": lambda lib, a, c: lib.clamp(a, min=c, max=c + 1),
+    # cat and stack promote all their tensors alike (a 0-dim one is made 1-d or expanded first)
+    "cat": lambda lib, a, c: lib.cat([a.reshape(-1), c.reshape(-1)]),
+    "stack": lambda lib, a, c: lib.stack([a, c.expand_as(a)]),
     "eq": lambda lib, a, c: a == c,
     "lt": lambda lib, a, c: a < c,
 }
@@ -213,3 +218,132 @@ def test_integer_to_a_negative_integer_power_raises_torchs_error() -> None:
         return _error(lambda: x**-1)
 
     assert run(ag) == run(torch) == "Integers to negative integer powers are not allowed."
+
+
+# ------------------------------------------------------------------------------ in place
+def _outcome(fn: Any) -> Any:
+    """The dtype and values of what ``fn`` returns, or its exception's type and words."""
+    try:
+        out = fn()
+    except (RuntimeError, TypeError) as e:
+        return type(e).__name__, str(e)
+    return _dtype(out), _numpy(out).astype(f64).tolist()
+
+
+def _other(lib: Any, value: Any) -> Any:
+    """A tensor of (value, dtype), anything else as it is."""
+    return _make(lib, *value).detach() if isinstance(value, tuple) else value
+
+
+# (self value, self dtype, method, operand): an operand (value, dtype) is a tensor
+IN_PLACE = [
+    ([1, 2], i64, "add_", ([0.5, 1.5], f32)),  # the result type is Float, numpy's is Double
+    ([1, 2], i64, "add_", 1.5),
+    ([1, 2], i32, "add_", ([1, 2], i64)),  # an int of another width is cast back
+    ([1.5, 2.5], f32, "add_", ([1, 2], i64)),
+    ([1.5, 2.5], f16, "mul_", ([2.0, 4.0], f64)),
+    ([True, False], b, "add_", ([1, 2], i64)),
+    ([True, False], b, "sub_", True),
+    ([True, False], b, "sub_", ([True, True], b)),
+    ([1, 2], i64, "sub_", ([True, True], b)),
+    ([1, 2], i64, "sub_", ([0.5, 1.5], f32)),
+    ([1, 2], i64, "mul_", ([0.5, 1.5], f32)),
+    ([1, 2], i64, "mul_", 1.5),
+    ([1, 2], i64, "div_", 2),  # true division of integers gives the default float dtype
+    ([1, 2], i64, "div_", ([1, 2], i64)),
+    ([1, 2], i32, "div_", ([2.0, 4.0], f32)),
+    ([4.0, 9.0], f32, "div_", ([2, 3], i64)),
+    ([1, 2], i64, "pow_", 0.5),
+    ([1, 2], i64, "pow_", ([0.5, 1.5], f32)),
+    ([1, 2], i64, "pow_", 2),
+    ([1, 2], i64, "clamp_", 0.5),  # PyTorch names the output type in C here
+    ([1, 2], i32, "clamp_", 0.5),
+    ([1, 2], u8, "clamp_", 0.5),
+    ([True, False], b, "clamp_", 0.5),
+    ([1, 2], i64, "clamp_", ([0.5, 1.5], f32)),
+    ([1, 2], i64, "clamp_", 1),
+    ([1.5, 2.5], f32, "clamp_", ([1, 2], i64)),
+    ([1, 2], i64, "neg_", None),
+    ([True, False], b, "neg_", None),
+    ([1, 2], i64, "exp_", None),
+    ([1.5, 2.5], f64, "add_", "a"),  # PyTorch's TypeError, not a failed cast
+    ([1.5, 2.5], f64, "sub_", None),
+    ([1.5, 2.5], f64, "mul_", [1.0, 2.0]),
+    ([1.5, 2.5], f64, "div_", "a"),
+    ([1.5, 2.5], f64, "pow_", "a"),
+    ([1.5, 2.5], f64, "clamp_", "a"),
+]
+
+
+@pytest.mark.parametrize(
+    "case", IN_PLACE, ids=[f"{np.dtype(c[1])}-{c[2]}-{c[3][1].__name__ if isinstance(c[3], tuple) else type(c[3]).__name__}"
+                           for c in IN_PLACE],
+)
+def test_in_place_promotion_and_errors_match_torch(case: tuple[Any, ...]) -> None:
+    value, dtype, method, operand = case
+
+    def run(lib: Any) -> Any:
+        x = lib.tensor(np.asarray(value, dtype=dtype))
+        args = () if operand is None and method in ("neg_", "exp_") else (_other(lib, operand),)
+        return _outcome(lambda: getattr(x, method)(*args))
+
+    assert run(ag) == run(torch)
+
+
+CLAMP_BOUNDS = [((None, "a"), "max only"), ((0, "a"), "both"), (("a", 1), "both, min bad")]
+
+
+@pytest.mark.parametrize("bounds", [c[0] for c in CLAMP_BOUNDS], ids=[c[1] for c in CLAMP_BOUNDS])
+def test_clamp__of_a_bad_bound_raises_torchs_type_error(bounds: Any) -> None:
+    def run(lib: Any) -> Any:
+        x = lib.tensor([1.5, 2.5])
+        lo, hi = bounds
+        return _outcome(lambda: x.clamp_(max=hi) if lo is None else x.clamp_(lo, hi))
+
+    assert run(ag) == run(torch)
+
+
+@pytest.mark.parametrize("dtypes", [(f32, f64), (f64, f32), (f32, i64)], ids=["f32-f64", "f64-f32", "f32-i64"])
+def test_in_place_op_with_a_gradient_promotes_as_torch(dtypes: Any) -> None:
+    """The recorded path: the out-of-place twin in the promoted dtype, cast back into ``self``;
+    each operand's gradient in its own dtype."""
+
+    def run(lib: Any) -> Any:
+        x = lib.tensor(np.array([1.5, -2.5, 0.25], dtype=dtypes[0]), requires_grad=True)
+        w = lib.tensor(np.array([2, -1, 3], dtype=dtypes[1]), requires_grad=np.dtype(dtypes[1]).kind == "f")
+        y = x * 1.0
+        y.mul_(w).add_(w).clamp_(min=w - 2)
+        leaves = [t for t in (x, w) if t.requires_grad]
+        if lib is torch:
+            grads = torch.autograd.grad(y.sum(), leaves)
+        else:
+            grads = ag.sync.grad(y.sum(), leaves)
+        return _outcome(lambda: y), [_outcome(lambda g=g: g) for g in grads]
+
+    assert run(ag) == run(torch)
+
+
+def test_negation_of_a_bool_tensor_raises_torchs_error() -> None:
+    assert _outcome(lambda: -ag.tensor([True])) == _outcome(lambda: -torch.tensor([True]))
+
+
+def test_cat_promotes_with_a_skipped_legacy_empty_tensor_too() -> None:
+    """PyTorch skips a 1-D empty tensor's shape in cat, but not its dtype."""
+
+    def run(lib: Any) -> Any:
+        a = lib.tensor(np.ones((1, 2), dtype=i32))
+        e = lib.tensor(np.zeros((0,), dtype=f64))
+        return _outcome(lambda: lib.cat([a, e]))
+
+    assert run(ag) == run(torch)
+
+
+def test_cat_of_mixed_dtypes_has_edges_to_the_inputs_themselves() -> None:
+    """As PyTorch: the cast is cat's own (each gradient cast back by CatBackward0), no
+    ToCopyBackward0 node in between."""
+    a = ag.tensor(np.ones(2, dtype=f32), requires_grad=True)
+    c = ag.tensor(np.ones(1, dtype=f64), requires_grad=True)
+    t_a, t_c = (torch.tensor(v.data, requires_grad=True) for v in (a, c))
+    names = [[type(fn).__name__ for fn, _ in lib.cat(pair).grad_fn.next_functions]
+             for lib, pair in ((ag, [a, c]), (torch, [t_a, t_c]))]
+    assert names[0] == names[1] == ["AccumulateGrad", "AccumulateGrad"]

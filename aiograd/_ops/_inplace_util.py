@@ -10,11 +10,14 @@ from typing import Any
 import numpy as np
 
 from .._device import CPU, mixed_devices_error
+from .._dtypes import type_name
 from .._views import View, view_rebase_error
 from ._util import Node, Tensor, grad_enabled, like
+from .casting import result_type
 from .elementwise import (
     to,
 )
+from .operands import NUMBERS, constant
 from .rebase import rebase_inplace
 
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -77,13 +80,17 @@ def _broadcast_message(out_shape: tuple[int, ...], shape: tuple[int, ...]) -> st
     return None
 
 
-def _error(exc: Exception, self: Tensor, operand: Any = None) -> Exception:
-    """numpy's complaint about an in-place write, in PyTorch's words where it has some."""
+def _error(exc: Exception, self: Tensor, operand: Any = None, true_division: bool = False) -> Exception:
+    """numpy's complaint about an in-place write, in PyTorch's words where it has some. The
+    result type is PyTorch's (``casting.result_type``: int64 with float32 is Float, where numpy
+    says Double); a true division of integers gives the default float dtype."""
     data = self.data
     if not data.flags.writeable and _overlapping(data):
         return RuntimeError(OVERLAP_ERROR)
     if isinstance(exc, TypeError) and operand is not None:
-        result = np.result_type(data, operand)
+        result = result_type(data, operand)
+        if true_division and result.kind in "biu":
+            result = np.dtype(np.float64)
         return RuntimeError(
             f"result type {_dtype_name(result)} can't be cast to the desired output type "
             f"{_dtype_name(data.dtype)}"
@@ -109,8 +116,10 @@ def _ufunc(name: str, self: Tensor, operand: Any) -> None:
     data = self.data
     try:
         getattr(self._device.xp, name)(data, operand, out=data)
+    except RuntimeWarning:
+        pass  # numpy's warning made an error (inf - inf): the result is written, as torch's
     except (ValueError, TypeError) as e:
-        raise _error(e, self, operand) from None
+        raise _error(e, self, operand, name == "true_divide") from None
     _bump(self)
 
 
@@ -119,6 +128,8 @@ def _unary(name: str, self: Tensor) -> None:
     data = self.data
     try:
         getattr(self._device.xp, name)(data, out=data)
+    except RuntimeWarning:
+        pass  # numpy's warning made an error (exp overflowed): the result is written, as torch's
     except (ValueError, TypeError) as e:
         raise _error(e, self, 1.0) from None  # (1.0: a float result, for the cast message)
     _bump(self)
@@ -173,9 +184,15 @@ def _check_shape(self: Tensor, other: Any) -> None:
                 raise RuntimeError(message)
 
 
-def _operand(self: Tensor, other: Any) -> Any:
+def _operand(self: Tensor, other: Any, fname: str | None = None) -> Any:
     """An in-place op's tensor operand on ``self``'s device (PyTorch's TensorIterator rule: a
-    0-dim CPU tensor is a scalar, moved there, differentiably); PyTorch's error otherwise."""
+    0-dim CPU tensor is a scalar, moved there, differentiably); PyTorch's error otherwise. With
+    ``fname`` (``add_`` ...), anything but a tensor, a number or a numeric array raises PyTorch's
+    TypeError, as the out-of-place ops do (``operands.constant``)."""
+    if fname is not None and not isinstance(other, Tensor) and type(other) is not float and type(other) is not int:
+        if not isinstance(other, (np.ndarray, np.generic, *NUMBERS)):
+            raise TypeError(f"{fname}(): argument 'other' (position 1) must be Tensor, not {type_name(other)}")
+        other = constant(other, fname, 2)
     if isinstance(other, Tensor) and other._device is not self._device:
         if other._device is not CPU or other.data.ndim or self._device is CPU:
             raise mixed_devices_error((self._device, other._device))

@@ -13,6 +13,7 @@ from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
 from .batching import batch_ndim
 from .casting import ToCopyBackward0
 from .elementwise import PowBackward0, clone, sign, where
+from .quiet import quietly
 from .reduction import axes_of, expand_reduced, var_grad, variance
 from .shape import ExpandBackward0, TransposeBackward0, ViewBackward0, expand, reshape, transpose
 
@@ -133,20 +134,34 @@ def LinalgVectorNormBackward0(self: Any, grads: list[Any]) -> Any:
     if self.p != 2:
         norm = expand_reduced(result, shape, self.axes, self.keepdim)
         g = expand_reduced(g, shape, self.axes, self.keepdim)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            return (_norm_grad(x, norm, g, self.p, self.axes),)
+        return (_norm_grad(x, norm, g, self.p, self.axes),)  # (its ops are quiet: quiet.py)
     if not grad_enabled() and not batch_ndim():  # batched: the tensor path puts the batch first
         xp = g._device.xp
         n, gd = result.data, g.data
         if self.axes is not None and not self.keepdim:
             n, gd = xp.expand_dims(n, self.axes), xp.expand_dims(gd, self.axes)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = xp.where(n == 0, 0.0, x.data / n).astype(gd.dtype)
-        return (like(gd * ratio, g),)
+        return (like(quietly(_norm2_vjp, xp, gd, x.data, n), g),)
     norm = expand_reduced(result, shape, self.axes, self.keepdim)
     zero = norm.data == 0  # a device-less constant
     ratio = where(zero, 0.0, x / where(zero, 1.0, norm))
     return (expand_reduced(g, shape, self.axes, self.keepdim) * ratio,)
+
+
+def _norm2_vjp(xp: Any, gd: Any, x: Any, n: Any) -> Any:
+    return gd * xp.where(n == 0, 0.0, x / n).astype(gd.dtype)
+
+
+def _norm_values(xp: Any, data: Any, p: float, axes: Any, keepdim: bool, count: int) -> Any:
+    if count == 1:  # a single element's norm is its magnitude, as PyTorch (no underflow)
+        return xp.abs(data).sum(axis=axes, keepdims=keepdim)
+    if p == 2:
+        return xp.sqrt(xp.square(data).sum(axis=axes, keepdims=keepdim))
+    magnitude = xp.abs(data)
+    if p == float("inf"):
+        return magnitude.max(axis=axes, keepdims=keepdim)
+    if p == 1:
+        return magnitude.sum(axis=axes, keepdims=keepdim)
+    return (magnitude**p).sum(axis=axes, keepdims=keepdim) ** (1.0 / p)
 
 
 @op(LinalgVectorNormBackward0)
@@ -168,18 +183,7 @@ def norm(
     axes = axes_of(dim, data.ndim)
     xp = input._device.xp
     count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
-    if count == 1:  # a single element's norm is its magnitude, as PyTorch (no underflow)
-        values = xp.abs(data).sum(axis=axes, keepdims=keepdim)
-    elif p == 2:
-        values = xp.sqrt(xp.square(data).sum(axis=axes, keepdims=keepdim))
-    else:
-        magnitude = xp.abs(data)
-        if p == float("inf"):
-            values = magnitude.max(axis=axes, keepdims=keepdim)
-        elif p == 1:
-            values = magnitude.sum(axis=axes, keepdims=keepdim)
-        else:
-            values = (magnitude**p).sum(axis=axes, keepdims=keepdim) ** (1.0 / p)
+    values = quietly(_norm_values, xp, data, p, axes, keepdim, count)
     out = like(xp.asarray(values), input)
     if needs_grad(input):
         node = attach(LinalgVectorNormBackward0((edge_of(input),)), out)

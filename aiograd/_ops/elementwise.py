@@ -28,7 +28,8 @@ from ._util import (
     wrap,
 )
 from .casting import bool_, cpu, double, float_, long, place, place2, to
-from .operands import BOOL, operands, promoted, refuse_bool_sub
+from .operands import BOOL, NEG_BOOL_ERROR, operands, promoted, refuse_bool_sub
+from .quiet import quietly, quietly1, quietly2
 from .shape import _sum_to, reduce_grad
 
 __all__ = [
@@ -57,6 +58,18 @@ def _xp(*xs: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------ arithmetic
+def _summed(gd: Any, shape: tuple[int, ...]) -> Any:
+    """``_sum_to`` without numpy's warning (inf + -inf) turned error."""
+    try:
+        return _sum_to(gd, shape)
+    except RuntimeWarning:
+        return quietly(_sum_to, gd, shape)
+
+
+def _add(a: Any, b: Any, alpha: float) -> Any:
+    return a + (b if alpha == 1 else alpha * b)
+
+
 @backward()
 def AddBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
     g = grads[0]
@@ -64,8 +77,8 @@ def AddBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
     if self.alpha == 1 and not grad_enabled():
         gd = g.data
         return (
-            (g if gd.shape == self.a_shape else like(_sum_to(gd, self.a_shape), g)) if ea is not None else None,
-            (g if gd.shape == self.b_shape else like(_sum_to(gd, self.b_shape), g)) if eb is not None else None,
+            (g if gd.shape == self.a_shape else like(_summed(gd, self.a_shape), g)) if ea is not None else None,
+            (g if gd.shape == self.b_shape else like(_summed(gd, self.b_shape), g)) if eb is not None else None,
         )
     gb = None
     if eb is not None:
@@ -95,7 +108,10 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
         b, dev = other, None
     if dev is None:  # a device, dtype or operand out of the ordinary: see ``operands.operands``
         input, other, a, b = operands(input, other, "add")
-    out = wrap(a + (b if alpha == 1 else alpha * b))
+    try:
+        out = wrap(a + (b if alpha == 1 else alpha * b))
+    except RuntimeWarning:  # numpy's warning made an error (inf - inf): quietly, as torch
+        out = wrap(quietly(_add, a, b, alpha))
     if dev is not CPU:
         input, other = place2(out, input, other)
     if needs_grad(input, other):
@@ -145,6 +161,8 @@ def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     except TypeError:  # numpy refuses bool - bool
         refuse_bool_sub(a, b)
         raise
+    except RuntimeWarning:  # numpy's warning made an error (inf - inf): quietly, as torch
+        out = wrap(quietly(_add, a, b, -alpha))
     if dev is not CPU:
         input, other = place2(out, input, other)
     if needs_grad(input, other):
@@ -162,18 +180,32 @@ def MulBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
         gd = g.data
         ga = gb = None
         dev = g._device
+        # (the try blocks inline, not a helper's: this is the hottest backward path)
         if ea is not None:
-            ga = wrap(_sum_to(gd * data_of(saved(self, self.b)), self.a_shape))
+            b = data_of(saved(self, self.b))
+            try:
+                ga = wrap(_sum_to(gd * b, self.a_shape))
+            except RuntimeWarning:  # numpy's warning made an error (0 * inf): quietly
+                ga = wrap(_product_summed(gd, b, self.a_shape))
             if dev is not CPU:
                 ga._device = dev
         if eb is not None:
-            gb = wrap(_sum_to(gd * data_of(saved(self, self.a)), self.b_shape))
+            a = data_of(saved(self, self.a))
+            try:
+                gb = wrap(_sum_to(gd * a, self.b_shape))
+            except RuntimeWarning:
+                gb = wrap(_product_summed(gd, a, self.b_shape))
             if dev is not CPU:
                 gb._device = dev
         return (ga, gb)
     ga = reduce_grad(g * saved(self, self.b), self.a_shape) if ea is not None else None
     gb = reduce_grad(g * saved(self, self.a), self.b_shape) if eb is not None else None
     return (ga, gb)
+
+
+def _product_summed(gd: Any, other: Any, shape: tuple[int, ...]) -> Any:
+    """``_sum_to(gd * other, shape)``, quietly."""
+    return quietly(lambda: _sum_to(gd * other, shape))
 
 
 def _keep(x: Any) -> Any:
@@ -202,7 +234,10 @@ def mul(input: Any, other: Any) -> Tensor:
         b, dev = other, None
     if dev is None:  # a device, dtype or operand out of the ordinary: see ``operands.operands``
         input, other, a, b = operands(input, other, "mul")
-    out = wrap(a * b)
+    try:
+        out = wrap(a * b)
+    except RuntimeWarning:  # numpy's warning made an error (0 * inf): quietly, as torch
+        out = wrap(quietly(np.multiply, a, b))
     if dev is not CPU:
         input, other = place2(out, input, other)
     if needs_grad(input, other):
@@ -231,7 +266,7 @@ def DivBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
 def div(input: Any, other: Any) -> Tensor:
     """Elementwise true division with broadcasting."""
     input, other = promoted(input, other, fname="div")
-    out = wrap(_xp(input, other).true_divide(data_of(input), data_of(other)))
+    out = wrap(quietly2(_xp(input, other).true_divide, data_of(input), data_of(other)))
     input, other = place2(out, input, other)
     if needs_grad(input, other):
         node: Any = attach(DivBackward0(_binary_edges(input, other)), out)
@@ -286,7 +321,7 @@ def PowBackward1(self: Any, grads: list[Any]) -> tuple[Any, Any]:
         if isinstance(a, Tensor):
             safe_log = where(zero, at_zero, log(where(zero, 1.0, a)))
         else:  # a number or array base is a constant: log it in the result's dtype
-            safe_log = np.where(zero, at_zero, np.log(np.where(zero, 1, a_data))).astype(result.data.dtype)
+            safe_log = np.where(zero, at_zero, quietly1(np.log, np.where(zero, 1, a_data))).astype(result.data.dtype)
         gb = g * result * safe_log
         if mask.any():
             gb = where(mask, 0.0, gb)
@@ -305,10 +340,10 @@ def pow(input: Any, exponent: Any) -> Tensor:
     xp = _xp(input, exponent)
     if type(b) is float and (b == 0.5 or b == -0.5) and isinstance(a, np.ndarray) and a.dtype.kind == "f":
         # PyTorch computes these as sqrt and 1 / sqrt: sqrt(-0.0) is -0.0, sqrt(-inf) NaN
-        out = wrap(xp.sqrt(a) if b > 0 else 1.0 / xp.sqrt(a))
+        out = wrap(quietly1(xp.sqrt, a) if b > 0 else quietly(lambda: 1.0 / xp.sqrt(a)))
     else:
         try:
-            out = wrap(xp.power(a, b))
+            out = wrap(quietly2(xp.power, a, b))
         except ValueError as e:  # "Integers to negative integer powers are not allowed."
             raise RuntimeError(str(e)) from None
     input, exponent = place2(out, input, exponent)
@@ -329,6 +364,12 @@ def pow(input: Any, exponent: Any) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ unary table
+def _negative(xp: Any, x: Any) -> Any:
+    if getattr(x, "dtype", None) is BOOL:  # PyTorch refuses it (numpy's words differ)
+        raise RuntimeError(NEG_BOOL_ERROR)
+    return xp.negative(x)
+
+
 def _sigmoid(xp: Any, x: Any) -> Any:
     # exp(-|x|) cannot overflow, and for x < 0 the form z / (1 + z) keeps tiny results accurate
     # (0.5 * tanh(x / 2) + 0.5 rounds sigmoid(-40) to 0); Python numbers keep the dtype.
@@ -336,33 +377,59 @@ def _sigmoid(xp: Any, x: Any) -> Any:
     return xp.where(x >= 0, 1.0, z) / (1.0 + z)
 
 
+def _quiet(name: str) -> Any:
+    """The forward of a unary row that may meet numpy's warnings at ordinary inputs (log(0),
+    sqrt(-1), exp(1000), sin(inf)): computed quietly (aiograd/_ops/quiet.py)."""
+
+    def forward(xp: Any, x: Any) -> Any:
+        return quietly1(getattr(xp, name), x)  # (the user's numpy state is left alone)
+
+    forward.__name__ = name
+    return forward
+
+
+def _tanh_vjp(g: Any, y: Any) -> Any:
+    try:  # (the hot path: no context entered, see aiograd/_ops/quiet.py)
+        return g * (1.0 - y * y)
+    except RuntimeWarning:
+        return quietly(lambda: g * (1.0 - y * y))
+
+
+def _sigmoid_vjp(g: Any, y: Any) -> Any:
+    return g * (y * (1.0 - y))
+
+
+def _exp_vjp(g: Any, y: Any) -> Any:
+    return quietly2(np.multiply, g, y)  # (0 * inf where exp overflowed)
+
+
 # One row per op: name, PyTorch's node, forward (the name of the array-module function, or
 # ``(xp, array) -> array``), vjp(grad, saved) on tensors, what the node saves ("input" as ``x``,
 # "result" as ``result``), and optionally ``fast``: the vjp on arrays, for the backward with
 # grad mode off (no tensors made on that hot path).
 UNARY = [
-    Unary("neg", "NegBackward0", "negative", lambda g, _: -g,
+    Unary("neg", "NegBackward0", _negative, lambda g, _: -g,
           doc="``-input``."),
-    Unary("exp", "ExpBackward0", "exp", lambda g, y: g * y, "result",
-          fast=lambda g, y: g * y, doc="Elementwise ``e ** input``."),
-    Unary("log", "LogBackward0", "log", lambda g, x: g / x, "input",
+    Unary("exp", "ExpBackward0", _quiet("exp"), lambda g, y: g * y, "result",
+          fast=_exp_vjp, doc="Elementwise ``e ** input``."),
+    Unary("log", "LogBackward0", _quiet("log"), lambda g, x: g / x, "input",
           doc="Natural logarithm."),
-    Unary("log1p", "Log1PBackward0", "log1p", lambda g, x: g / (x + 1.0), "input",
+    Unary("log1p", "Log1PBackward0", _quiet("log1p"), lambda g, x: g / (x + 1.0), "input",
           doc="``log(1 + input)``, accurate near zero."),
-    Unary("sqrt", "SqrtBackward0", "sqrt", lambda g, y: g / (y * 2.0), "result",
+    Unary("sqrt", "SqrtBackward0", _quiet("sqrt"), lambda g, y: g / (y * 2.0), "result",
           doc="Elementwise square root."),
     Unary("abs", "AbsBackward0", "abs", lambda g, x: g * sign(x), "input",
           doc="Elementwise absolute value (gradient 0 at 0, as PyTorch)."),
     Unary("sign", "SignBackward0", lambda xp, x: xp.where(xp.isnan(x), 0, xp.sign(x)), lambda g, _: g * 0.0,
           doc="Elementwise sign: -1, 0 or 1, and 0 at NaN as PyTorch (gradient zero everywhere)."),
-    Unary("sin", "SinBackward0", "sin", lambda g, x: g * cos(x), "input",
+    Unary("sin", "SinBackward0", _quiet("sin"), lambda g, x: g * cos(x), "input",
           doc="Elementwise sine."),
-    Unary("cos", "CosBackward0", "cos", lambda g, x: g * -sin(x), "input",
+    Unary("cos", "CosBackward0", _quiet("cos"), lambda g, x: g * -sin(x), "input",
           doc="Elementwise cosine."),
     Unary("tanh", "TanhBackward0", "tanh", lambda g, y: g * (1.0 - y * y), "result",
-          fast=lambda g, y: g * (1.0 - y * y), doc="Elementwise hyperbolic tangent."),
-    Unary("sigmoid", "SigmoidBackward0", _sigmoid, lambda g, y: g * (y * (1.0 - y)), "result",
-          fast=lambda g, y: g * (y * (1.0 - y)),
+          fast=_tanh_vjp, doc="Elementwise hyperbolic tangent."),
+    Unary("sigmoid", "SigmoidBackward0", lambda xp, x: quietly2(_sigmoid, xp, x), lambda g, y: g * (y * (1.0 - y)), "result",
+          fast=lambda g, y: quietly2(_sigmoid_vjp, g, y),
           doc="Elementwise logistic function ``1 / (1 + exp(-x))``, computed without overflow."),
     # maximum(0, x) returns x at a tie (-0.0 stays -0.0), and the gradient is zeroed where
     # y <= 0, so it passes at NaN, both as PyTorch (clamp_min, threshold_backward); y is >= 0

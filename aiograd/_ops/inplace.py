@@ -31,11 +31,13 @@ from typing import Any
 
 import numpy as np
 
+from .._dtypes import type_name
 from ._inplace_util import (
     _alias,
     _bump,
     _check_shape,
     _commit,
+    _dtype_name,
     _error,
     _needs_old_self,
     _operand,
@@ -43,11 +45,13 @@ from ._inplace_util import (
     _ufunc,
     _unary,
 )
-from ._registry import backward, op
-from ._util import Tensor, edge_of, save
-from .assign import _constant, _grad_to, copy_, fill_, setitem, zero_
+from ._registry import op
+from ._util import Tensor, data_of
+from .assign import copy_, fill_, setitem, zero_
+from .casting import result_type
 from .elementwise import (
     AddBackward0,
+    ClampBackward0,
     ClampBackward1,
     DivBackward0,
     ExpBackward0,
@@ -66,8 +70,8 @@ from .elementwise import (
     pow,
     relu,
     sub,
-    where,
 )
+from .operands import BOOL, NEG_BOOL_ERROR, NUMBERS, refuse_bool_sub
 from .rebase import CopySlices, _save_result, rebase_inplace
 
 __all__ = [
@@ -79,7 +83,7 @@ __all__ = [
 @op(AddBackward0)
 def add_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
     """``self += alpha * other`` in place."""
-    other = _operand(self, other)
+    other = _operand(self, other, "add_")
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, add(_alias(self, False), other, alpha=alpha))
@@ -92,7 +96,9 @@ def add_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
 @op(SubBackward0)
 def sub_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
     """``self -= alpha * other`` in place."""
-    other = _operand(self, other)
+    other = _operand(self, other, "sub_")
+    if self.data.dtype is BOOL or (other.dtype if isinstance(other, Tensor) else np.asarray(other).dtype) is BOOL:
+        refuse_bool_sub(self.data, data_of(other))  # PyTorch's words (numpy would subtract)
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, sub(_alias(self, False), other, alpha=alpha))
@@ -105,7 +111,7 @@ def sub_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
 @op(MulBackward0)
 def mul_(self: Tensor, other: Any) -> Tensor:
     """``self *= other`` in place."""
-    other = _operand(self, other)
+    other = _operand(self, other, "mul_")
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, mul(_alias(self, _needs_old_self(other)), other))
@@ -117,7 +123,7 @@ def mul_(self: Tensor, other: Any) -> Tensor:
 @op(DivBackward0)
 def div_(self: Tensor, other: Any) -> Tensor:
     """``self /= other`` in place (true division)."""
-    other = _operand(self, other)
+    other = _operand(self, other, "div_")
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, div(_alias(self, _needs_old_self(other)), other))
@@ -129,6 +135,8 @@ def div_(self: Tensor, other: Any) -> Tensor:
 @op(PowBackward0, PowBackward1)
 def pow_(self: Tensor, exponent: Any) -> Tensor:
     """``self **= exponent`` in place."""
+    if not isinstance(exponent, (Tensor, np.ndarray, np.generic, *NUMBERS)):
+        raise TypeError(_invalid_arguments("pow_", ("Tensor exponent", "Number exponent"), exponent))
     exponent = _operand(self, exponent)
     if _recording(self, exponent):
         _check_shape(self, exponent)
@@ -143,6 +151,8 @@ def pow_(self: Tensor, exponent: Any) -> Tensor:
 @op(NegBackward0)
 def neg_(self: Tensor) -> Tensor:
     """``self = -self`` in place."""
+    if self.data.dtype is BOOL:
+        raise RuntimeError(NEG_BOOL_ERROR)
     if _recording(self):
         _commit(self, neg(_alias(self, False)))
         return self
@@ -172,62 +182,46 @@ def relu_(self: Tensor) -> Tensor:
     return self
 
 
-@backward(saved=("x", "lo", "hi"))
-def ClampBackward0(self: Any, grads: list[Any]) -> Any:
-    """``clamp_`` with tensor bounds: the gradient goes to whichever of self, min and max
-    the output took its value from (PyTorch's ``clamp_backward_min_max``)."""
-    g = grads[0]
-    x = self.x.unpack(self).data
-    lo = None if self.lo is None else self.lo.unpack(self).data
-    hi = None if self.hi is None else self.hi.unpack(self).data
-    e_self, e_lo, e_hi = self.next_edges
-    zero = np.zeros((), dtype=g.data.dtype)  # a device-less constant
-    if lo is not None and hi is not None:
-        take_self = (x >= lo) & (x <= hi)
-        take_lo = (x < lo) & (lo < hi)
-        take_hi = (x > hi) | (hi < lo)
-    elif lo is not None:
-        take_self, take_lo, take_hi = x >= lo, x < lo, None
-    else:
-        take_self, take_lo, take_hi = x <= hi, None, x > hi
-    out = [None, None, None]
-    if e_self is not None:
-        out[0] = where(take_self, g, zero)
-    if e_lo is not None:
-        out[1] = _grad_to(where(take_lo, g, zero), self.lo_shape, self.lo_dtype)
-    if e_hi is not None:
-        out[2] = _grad_to(where(take_hi, g, zero), self.hi_shape, self.hi_dtype)
-    return tuple(out)
-
-
 @op(ClampBackward0, ClampBackward1)
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Limit the values to ``[min, max]`` in place (bounds: numbers or tensors)."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    for bound in (min, max):
+        if bound is not None and not isinstance(bound, (Tensor, np.ndarray, np.generic, *NUMBERS)):
+            raise TypeError(_invalid_arguments("clamp_", _CLAMP_SIGNATURES, min, max))
     min, max = _operand(self, min), _operand(self, max)
-    tensor_bounds = isinstance(min, Tensor) or isinstance(max, Tensor)
-    lo = min.data if isinstance(min, Tensor) else min
-    hi = max.data if isinstance(max, Tensor) else max
     if _recording(self, min, max):
-        if not tensor_bounds:
-            _commit(self, clamp(_alias(self, True), min, max))
-            return self
-        bounds = [b if b is None or isinstance(b, Tensor) else _constant(b, self) for b in (min, max)]
-        for b in bounds:
-            if b is not None:
+        # The out-of-place clamp's node (ClampBackward1 for number bounds, ClampBackward0 for
+        # tensor ones) on a copy of the old values, which it saves.
+        for b in (min, max):
+            if isinstance(b, (Tensor, np.ndarray)):
                 _check_shape(self, b)
-        node = ClampBackward0((edge_of(self), edge_of(bounds[0]), edge_of(bounds[1])))
-        node.x = save(Tensor._wrap(self.data.copy()))
-        node.lo = None if bounds[0] is None else save(bounds[0])
-        node.hi = None if bounds[1] is None else save(bounds[1])
-        node.lo_shape, node.lo_dtype = (None, None) if bounds[0] is None else (bounds[0].shape, bounds[0].dtype)
-        node.hi_shape, node.hi_dtype = (None, None) if bounds[1] is None else (bounds[1].shape, bounds[1].dtype)
-        _clip(self, lo, hi)
-        rebase_inplace(self, node, 0)
+        _commit(self, clamp(_alias(self, True), min, max))
         return self
-    _clip(self, lo, hi)
+    _clip(self, data_of(min), data_of(max))
     return self
+
+
+_CLAMP_SIGNATURES = ("Tensor min = None, Tensor max = None", "Number min = None, Number max = None")
+
+
+def _invalid_arguments(fname: str, signatures: tuple[str, ...], *args: Any) -> str:
+    """PyTorch's argument parser's message for arguments that match no signature. The given
+    arguments read as positional (``x.pow_("a")``, ``x.clamp_("a")``), but a lone ``max`` as the
+    keyword it must be; the parser explains each signature only when every argument was given."""
+    given = [a for a in args if a is not None] or [None]
+    if len(args) == 2 and args[0] is None and args[1] is not None:
+        names = f"max={type_name(args[1])}, "
+    else:
+        names = ", ".join(type_name(a) for a in given)
+    marked = ", ".join(f"!{type_name(a)}!" for a in given)
+    lines = [f"{fname}() received an invalid combination of arguments - got ({names}), but expected one of:"]
+    for signature in signatures:
+        lines.append(f" * ({signature})")
+        if len(given) == len(args):
+            lines.append(f"      didn't match because some of the arguments have invalid types: ({marked})")
+    return "\n".join(lines) + "\n"
 
 
 def _clip(self: Tensor, lo: Any, hi: Any) -> None:
@@ -238,9 +232,25 @@ def _clip(self: Tensor, lo: Any, hi: Any) -> None:
             xp.minimum(xp.maximum(data, lo), hi, out=data)
         else:
             xp.clip(data, lo, hi, out=data)
-    except (ValueError, TypeError) as e:
+    except TypeError:
+        # (clamp_ with number bounds names the output type in C, as PyTorch's kernel does)
+        bounds = [b for b in (lo, hi) if b is not None]
+        result = _dtype_name(result_type(data, *bounds))
+        target = data.dtype.name
+        if not any(isinstance(b, np.ndarray) for b in bounds):
+            target = _C_TYPE_NAMES.get(target, target)
+        else:
+            target = _dtype_name(data.dtype)
+        raise RuntimeError(f"result type {result} can't be cast to the desired output type {target}") from None
+    except ValueError as e:
         raise _error(e, self, lo if hi is None else hi) from None
     _bump(self)
+
+
+_C_TYPE_NAMES = {
+    "int8": "signed char", "uint8": "unsigned char", "int16": "short int", "int32": "int",
+    "int64": "long int", "bool": "bool",
+}
 
 
 TENSOR_METHODS: dict[str, Any] = {

@@ -17,6 +17,7 @@ from .._views import MULTI_OUTPUT_NODE, make_view
 from ._registry import backward, op, variant
 from ._util import Node, Tensor, attach, common_device, edge_of, like, needs_grad, on, wrap
 from .batching import batch_ndim
+from .casting import result_type
 from .indexing import getitem
 from .shape import _dim
 
@@ -33,6 +34,19 @@ def _tensor_list(tensors: Any, fn: str) -> list[Tensor]:
         if not isinstance(t, Tensor):
             raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
     return tensors
+
+
+def _promoted_arrays(tensors: list[Tensor]) -> list[Any]:
+    """The tensors' arrays in their common dtype by PyTorch's rule (``casting.result_type``:
+    int64 with float32 is float32, where numpy would say float64). The arrays are cast, not the
+    tensors, so that the node's edges lead to the inputs themselves, as in PyTorch; the backward
+    casts each input's gradient back to its own dtype (``_as_dtype``)."""
+    arrays = [t.data for t in tensors]
+    first = arrays[0].dtype
+    if all(a.dtype == first for a in arrays):
+        return arrays
+    dtype = result_type(*tensors)
+    return [a if a.dtype == dtype else a.astype(dtype) for a in arrays]
 
 
 def _as_dtype(grad: Tensor, dtype: np.dtype[Any]) -> Tensor:
@@ -72,7 +86,8 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     skip = [t.data.shape == (0,) for t in tensors]
     if all(skip):
         skip = [False] * len(tensors)
-    used = [(i, t.data) for i, t in enumerate(tensors) if not skip[i]]
+    arrays = _promoted_arrays(tensors)  # (the skipped tensors count too, as in PyTorch)
+    used = [(i, arrays[i]) for i in range(len(tensors)) if not skip[i]]
     ref = used[0][1]
     d = _dim(dim, ref.ndim)
     for i, a in used[1:]:
@@ -123,7 +138,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             )
     d = _dim(dim, len(shape) + 1)
     dev = common_device(*tensors)
-    out = on(wrap(dev.xp.stack([t.data for t in tensors], axis=d)), dev)
+    out = on(wrap(dev.xp.stack(_promoted_arrays(tensors), axis=d)), dev)
     if needs_grad(*tensors):
         node = attach(StackBackward0(tuple(edge_of(t) for t in tensors)), out)
         node.dim = d

@@ -13,7 +13,7 @@ from .._dtypes import NUMERIC_KINDS, cant_convert, numeric_array, type_name
 from ._util import Tensor, data_of
 from .casting import promote
 
-__all__ = ["BOOL", "constant", "operands", "promoted", "refuse_bool_sub"]
+__all__ = ["BOOL", "NEG_BOOL_ERROR", "constant", "operands", "promoted", "refuse_bool_sub"]
 
 NUMBERS = (bool, int, float, complex, np.number, np.bool_)
 
@@ -74,6 +74,12 @@ BOOL = np.dtype(np.bool_)
 
 def _is_bool(x: Any) -> bool:
     return x.dtype.kind == "b" if isinstance(x, np.ndarray) else isinstance(x, (bool, np.bool_))
+
+
+NEG_BOOL_ERROR = (
+    "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
+    "mask, use the `~` or `logical_not()` operator instead."
+)
 
 
 def refuse_bool_sub(a: Any, b: Any) -> None:

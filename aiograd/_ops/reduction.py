@@ -18,6 +18,7 @@ from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
 from .batching import per_sample_scalar
 from .elementwise import maximum, minimum, where
+from .quiet import quietly
 from .shape import _dim
 
 __all__ = ["sum", "mean", "var", "max", "min", "prod", "argmax", "argmin"]
@@ -91,7 +92,10 @@ def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = F
     data = input.data
     if data.dtype == np.bool_ and dtype is None:
         dtype = np.int64
-    out = like(data.sum(axis=axes, keepdims=keepdim, dtype=dtype), input)
+    try:
+        out = like(data.sum(axis=axes, keepdims=keepdim, dtype=dtype), input)
+    except RuntimeWarning:  # numpy's warning made an error (inf + -inf): quietly, as torch
+        out = like(quietly(lambda: data.sum(axis=axes, keepdims=keepdim, dtype=dtype)), input)
     if needs_grad(input):
         node = attach(SumBackward0((edge_of(input),)), out)
         node.shape, node.axes, node.keepdim = data.shape, axes, keepdim
@@ -116,7 +120,10 @@ def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = 
             f"complex dtype. Got: {data.dtype}"
         )
     axes = axes_of(dim, data.ndim)
-    out = like(data.mean(axis=axes, keepdims=keepdim, dtype=dtype), input)
+    try:
+        out = like(data.mean(axis=axes, keepdims=keepdim, dtype=dtype), input)
+    except RuntimeWarning:  # numpy's warning made an error (inf + -inf): quietly, as torch
+        out = like(quietly(lambda: data.mean(axis=axes, keepdims=keepdim, dtype=dtype)), input)
     if needs_grad(input):
         node = attach(MeanBackward0((edge_of(input),)), out)
         count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
@@ -213,10 +220,13 @@ def variance(
             UserWarning,
             stacklevel=3,
         )
-    with np.errstate(divide="ignore", invalid="ignore"):
-        centered = data - data.mean(axis=axes, keepdims=True)
-        sq = input._device.xp.square(centered).sum(axis=axes, keepdims=keepdim)
-        return sq / data.dtype.type(dof if dof > 0 else 0), axes, dof
+    return quietly(_variance, input._device.xp, data, axes, keepdim, dof), axes, dof
+
+
+def _variance(xp: Any, data: Any, axes: Any, keepdim: bool, dof: float) -> Any:
+    centered = data - data.mean(axis=axes, keepdims=True)
+    sq = xp.square(centered).sum(axis=axes, keepdims=keepdim)
+    return sq / data.dtype.type(dof if dof > 0 else 0)
 
 
 @op(VarBackward0)
@@ -434,7 +444,7 @@ def _prod(input: Tensor, axes: tuple[int, ...] | None, keepdim: bool, dtype: Any
         input = input.to(dtype)
     data = input.data
     acc = np.int64 if data.dtype.kind in "bui" else None
-    out = like(input._device.xp.asarray(data.prod(axis=axes, keepdims=keepdim, dtype=acc)), input)
+    out = like(input._device.xp.asarray(quietly(lambda: data.prod(axis=axes, keepdims=keepdim, dtype=acc))), input)
     if needs_grad(input):
         cls = ProdBackward0 if axes is None else ProdBackward1
         node = attach(cls((edge_of(input),)), out)

@@ -12,6 +12,7 @@ import numpy as np
 from ._registry import backward, op
 from ._util import CPU, Tensor, attach, edge_of, grad_enabled, like, needs_grad, save, wrap
 from .batching import shift_axes
+from .quiet import quietly
 from .reduction import _dtype_name, _one_dim, _reduced_shape, axes_of, expand_reduced
 
 __all__ = ["logsumexp", "softmax", "log_softmax"]
@@ -42,9 +43,7 @@ def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False) ->
     data, xp = input.data, input._device.xp
     axes = axes_of(dim, data.ndim)
     m = _stable_max(xp, data, axes)
-    with np.errstate(divide="ignore", invalid="ignore"):  # host error state (numpy's warnings)
-        s = xp.exp(data - m).sum(axis=axes, keepdims=True)
-        res = xp.log(s) + m
+    res = quietly(lambda: xp.log(xp.exp(data - m).sum(axis=axes, keepdims=True)) + m)
     out = like(res if keepdim else res.reshape(_reduced_shape(data.shape, axes, False)), input)
     if needs_grad(input):
         node = attach(LogsumexpBackward0((edge_of(input),)), out)
@@ -63,6 +62,11 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, fname: str) -> tuple[Ten
     return input, _one_dim(dim, data.ndim, fname)
 
 
+def _softmax_array(xp: Any, data: Any, axes: tuple[int, ...]) -> Any:
+    e = xp.exp(data - data.max(axis=axes, keepdims=True)) if data.size else data.copy()
+    return e / e.sum(axis=axes, keepdims=True)
+
+
 @backward(saved=("result",))
 def SoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
     y, g = self.result.unpack(self), grads[0]
@@ -74,9 +78,7 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """``exp(x) / sum(exp(x), dim)``, computed without overflow (``dtype`` casts first)."""
     input, axes = _softmax_input(input, dim, dtype, "softmax")
     data, xp = input.data, input._device.xp
-    with np.errstate(invalid="ignore"):
-        e = xp.exp(data - data.max(axis=axes, keepdims=True)) if data.size else data.copy()
-        out = like(e / e.sum(axis=axes, keepdims=True), input)
+    out = like(quietly(_softmax_array, xp, data, axes), input)
     if needs_grad(input):
         node = attach(SoftmaxBackward0((edge_of(input),)), out)
         node.result, node.axes = save(out, is_output=True), axes
@@ -88,8 +90,17 @@ def LogSoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
     y, g = self.result.unpack(self), grads[0]
     if not grad_enabled():
         gd = g.data
-        return (like(gd - g._device.xp.exp(y.data) * gd.sum(shift_axes(self.axes), keepdims=True), g),)
+        return (like(quietly(_log_softmax_vjp, g._device.xp, gd, y.data, shift_axes(self.axes)), g),)
     return (g - y.exp() * g.sum(shift_axes(self.axes), keepdim=True),)
+
+
+def _log_softmax_vjp(xp: Any, gd: Any, y: Any, axes: tuple[int, ...]) -> Any:
+    return gd - xp.exp(y) * gd.sum(axes, keepdims=True)
+
+
+def _log_softmax_array(xp: Any, data: Any, peak: Any, axes: tuple[int, ...]) -> Any:
+    shifted = data - peak
+    return shifted - xp.log(xp.exp(shifted).sum(axis=axes, keepdims=True))
 
 
 @op(LogSoftmaxBackward0)
@@ -101,14 +112,7 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
         out = like(data.copy(), input)
     else:
         peak = data.max(axis=axes, keepdims=True)
-        if xp.isfinite(peak).all():
-            # The common case needs no errstate (entering one costs more than the math here).
-            shifted = data - peak
-            out = wrap(shifted - xp.log(xp.exp(shifted).sum(axis=axes, keepdims=True)))
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                shifted = data - peak
-                out = wrap(shifted - xp.log(xp.exp(shifted).sum(axis=axes, keepdims=True)))
+        out = wrap(quietly(_log_softmax_array, xp, data, peak, axes))
         if input._device is not CPU:
             out._device = input._device
     if needs_grad(input):

@@ -31,6 +31,7 @@ from .._ops.batching import batch_ndim as _batch_ndim
 from .._ops.batching import per_sample_scalar as _per_sample_scalar
 from .._ops.elementwise import relu, sigmoid, tanh
 from .._ops.linalg import linear
+from .._ops.quiet import quietly as _quietly
 from .._ops.reduction import _dtype_name
 from .._ops.shape import reduce_grad as _reduce_grad
 from .._ops.softmax import log_softmax as _log_softmax
@@ -118,10 +119,11 @@ def _MseLossBackward0(self: Any, grads: list[Any]) -> Any:
         scale = 2.0 / diff.data.size if self.reduction == "mean" and diff.data.size else 2.0
         scaled = _per_sample_scalar(g * scale, diff.data.ndim)
         scaled = scaled.expand(scaled.data.shape[: scaled.data.ndim - diff.data.ndim] + diff.data.shape)
-    d = scaled * diff
     ex, ey = self.next_edges
-    gx = _reduce_grad(d, x.data.shape) if ex is not None else None
-    gy = _reduce_grad(-d, y.data.shape) if ey is not None else None
+    gx = _reduce_grad(scaled * diff, x.data.shape) if ex is not None else None
+    # PyTorch's target gradient is 2 * (target - input) * grad, not its negation: +0, not -0,
+    # where they are equal.
+    gy = _reduce_grad(scaled * (y - x), y.data.shape) if ey is not None else None
     return (gx, gy)
 
 
@@ -151,13 +153,11 @@ def mse_loss(
             stacklevel=2,
         )
     xp = input._device.xp
-    diff = input.data - target.data
-    sq = diff * diff
+    sq = _quietly(_squared_error, input.data, target.data)
     if reduction == "mean":
-        with np.errstate(invalid="ignore", divide="ignore"):
-            data = xp.asarray(sq.mean() if sq.size else sq.sum() / 0.0)
+        data = xp.asarray(_quietly(lambda: sq.mean() if sq.size else sq.sum() / 0.0))
     elif reduction == "sum":
-        data = xp.asarray(sq.sum())
+        data = xp.asarray(_quietly(sq.sum))
     else:
         data = sq
     out = _wrap(data.astype(sq.dtype, copy=False))
@@ -166,6 +166,11 @@ def mse_loss(
         node = _attach(_MseLossBackward0((_edge_of(input), _edge_of(target))), out)
         node.input, node.target, node.reduction = _save(input), _save(target), reduction
     return out
+
+
+def _squared_error(x: Any, y: Any) -> Any:
+    diff = x - y
+    return diff * diff
 
 
 def _size(t: Tensor) -> str:
@@ -254,7 +259,8 @@ def _nll_loss_plain(input: Tensor, t: Any, ignore_index: int, mean: bool) -> Ten
     xp = input._device.xp
     rows = xp.arange(t.size)
     scale = 1.0 / t.size if mean else 1.0
-    out = _wrap(xp.asarray(-x[rows, t].sum() * scale, dtype=x.dtype))
+    # (0 - sum: PyTorch accumulates the terms into a +0, so a zero loss is +0, never -0)
+    out = _wrap(xp.asarray((0.0 - x[rows, t].sum()) * scale, dtype=x.dtype))
     if input._device is not _CPU:
         out._device = input._device
     if _needs_grad(input):
@@ -305,25 +311,28 @@ def nll_loss(
     w_t = xp.where(ignored, 0, w_t).astype(x.dtype, copy=False)
     idx = xp.expand_dims(safe_t, class_dim)
     picked = xp.take_along_axis(x, idx, axis=class_dim).squeeze(class_dim)
-    losses = -(w_t * picked)
+    # An ignored target's loss is 0 whatever its input (inf, NaN); PyTorch accumulates the sum
+    # into a +0 (so + 0.0: a zero sum is +0, never -0).
+    losses = xp.where(ignored, 0.0, -(w_t * picked)).astype(x.dtype, copy=False)
     total = None
     if reduction == "none":
         data = losses
     elif reduction == "sum":
-        data = xp.asarray(losses.sum())
+        data = xp.asarray(losses.sum() + 0.0)
     else:
         total = w_t.sum()
         with np.errstate(invalid="ignore", divide="ignore"):
-            data = xp.asarray(losses.sum() / total)
+            data = xp.asarray((losses.sum() + 0.0) / total)
     out = _like(xp.asarray(data).astype(x.dtype, copy=False), input)
     if _needs_grad(input):
         cls = _NllLoss2DBackward0 if x.ndim > 2 else _NllLossBackward0
         node = _attach(cls((_edge_of(input),)), out)
         coef = np.zeros(x.shape, dtype=x.dtype)
-        np.put_along_axis(coef, idx, np.expand_dims(-w_t, class_dim), axis=class_dim)
-        if total is not None:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                coef = coef / total
+        with np.errstate(invalid="ignore", divide="ignore"):
+            picked_coef = -w_t if total is None else -w_t / total
+        # +0 where ignored (not -0, nor NaN when every target is: PyTorch skips them)
+        picked_coef = np.where(ignored, 0.0, picked_coef).astype(x.dtype, copy=False)
+        np.put_along_axis(coef, idx, np.expand_dims(picked_coef, class_dim), axis=class_dim)
         node.coef, node.reduction, node.class_dim = coef, reduction, class_dim
     return out
 
