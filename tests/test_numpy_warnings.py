@@ -19,21 +19,10 @@ import aiograd as ag
 pytestmark = requires_torch
 
 
-#: Not yet silent, its warning ignored here: the engine's accumulation of two gradients of one
-#: input (inf + -inf, aiograd/_engine/input_buffer.py ``accumulate``).
-NOT_YET_QUIET = r"aiograd\._engine\.input_buffer"
-#: Not yet silent either: the summing of a broadcast gradient (aiograd/_ops/shape.py ``_sum_to``,
-#: inf + -inf in ExpandBackward0, in these reductions' double backward). Its warning is
-#: attributed to numpy's own module, so it cannot be filtered apart: strict xfails, which fail
-#: once shape.py is silent (then drop them).
-EXPAND_SUMS = {"norm_half", "prod", "prod_dim"}
-
-
 def _run_strictly(lib: Any, fn: Any, arrays: list[np.ndarray[Any, Any]]) -> None:
     """Forward, backward and a double backward of ``fn`` with every warning an error."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        warnings.filterwarnings("ignore", category=RuntimeWarning, module=NOT_YET_QUIET)
         # (a warning both libraries give on purpose: var/std of one element)
         warnings.filterwarnings("ignore", "[a-z]+\\(\\): degrees of freedom is <= 0", UserWarning)
         xs = [lib.tensor(a, requires_grad=True) for a in arrays]
@@ -73,12 +62,7 @@ def test_binary_ops_at_edges_warn_no_more_than_torch(name: str) -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(
-        raises=RuntimeWarning, strict=True, reason="ExpandBackward0's sum (shape.py) warns at inf + -inf",
-    )) if name in EXPAND_SUMS else name
-    for name in sorted(REDUCTIONS)
-])
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
 def test_reductions_at_edges_warn_no_more_than_torch(name: str, dtype: Any) -> None:
     for vector in _vectors(dtype):
         _check(REDUCTIONS[name], [np.array(vector, dtype=dtype)])

@@ -34,7 +34,12 @@ def accumulate(buffer: list[Any], i: int, grad: Tensor, create_graph: bool) -> N
         and buffer[i].data.shape == grad.data.shape
         and buffer[i].data.dtype == grad.data.dtype
     ):
-        buffer[i].data += grad.data
+        try:
+            buffer[i].data += grad.data
+        except RuntimeWarning:
+            # inf + -inf where -W error made numpy's warning an exception (torch is silent):
+            # numpy raises it after writing the whole result, so the sum is done.
+            pass
     else:
         buffer[i] = buffer[i] + grad
 

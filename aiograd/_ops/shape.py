@@ -15,6 +15,7 @@ from .._views import make_view
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, batch_ndim, batched_shape, edge_of, like, needs_grad
 from .batching import batched_sum_to, sum_to_array
+from .quiet import quietly
 
 __all__ = [
     "reshape",
@@ -281,13 +282,21 @@ def _sum_to_shape(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndar
     if data.shape == shape:
         return data
     lead = data.ndim - len(shape)
+    # (a RuntimeWarning is numpy's inf + -inf warning made an error by -W error: torch is
+    # silent, so the sum is done again quietly; try costs nothing when nothing is raised)
     if lead == 1 and data.shape[1:] == shape:
-        return data.sum(0)  # a bias's gradient: the most common broadcast by far
+        try:
+            return data.sum(0)  # a bias's gradient: the most common broadcast by far
+        except RuntimeWarning:
+            return quietly(data.sum, 0)
     axes = tuple(range(lead)) + tuple(
         i + lead for i, s in enumerate(shape) if s == 1 and data.shape[i + lead] != 1
     )
     if axes:
-        data = data.sum(axis=axes, keepdims=True)
+        try:
+            data = data.sum(axis=axes, keepdims=True)
+        except RuntimeWarning:
+            data = quietly(np.sum, data, axes, None, None, True)
     if lead:
         data = data.reshape(shape)
     return data
@@ -353,7 +362,10 @@ def _sum_to(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[An
     if data.shape == shape:
         return data
     nb = batch_ndim()
-    return sum_to_array(data, shape, nb) if nb else _sum_to_shape(data, shape)
+    try:
+        return sum_to_array(data, shape, nb) if nb else _sum_to_shape(data, shape)
+    except RuntimeWarning:  # inf + -inf where -W error made numpy's warning one: torch is silent
+        return quietly(sum_to_array, data, shape, nb) if nb else quietly(_sum_to_shape, data, shape)
 
 
 TENSOR_METHODS = {
