@@ -202,6 +202,9 @@ class GraphRoot(Node):
 
     __slots__ = ("grads",)
     num_inputs = 0
+    # Its InputBuffer is ``[None]`` (it receives nothing; one slot spares the engine a length
+    # test on every node's buffer), so it says it runs on undefined gradients.
+    runs_on_undefined = True
 
     def __init__(self, edges: tuple[Edge, ...], grads: list[Tensor]) -> None:
         super().__init__(edges)

@@ -151,7 +151,7 @@ class Engine:
             buffer[input_nr] = root_grads[0]
         else:
             root = GraphRoot(tuple(root_edges), root_grads)
-            buffer = []
+            buffer = [None]  # (see GraphRoot.runs_on_undefined)
         min_topo_nr = min((e[0].topological_nr for e in output_edges), default=0) if output_edges else 0
         graph_task.dependencies = compute_dependencies(root, min_topo_nr)
         if atomic:

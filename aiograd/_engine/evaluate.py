@@ -39,7 +39,8 @@ OFFLOADED = object()
 def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]) -> Any:
     """Run one node and propagate its gradients. Returns None when that is done, OFFLOADED when
     the node went to an executor, or a coroutine (``evaluate_slow``) for the caller to await."""
-    if node._hooks is not None or node.is_async or graph_task.slow:
+    # (a node with an async apply, a Function's ``async def backward``, has a hook table too)
+    if node._hooks is not None or graph_task.slow:
         return evaluate_slow(engine, graph_task, node, buffer)
     exec_info = graph_task.exec_info
     if exec_info is not None:
@@ -73,7 +74,7 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
             return OFFLOADED
     if exec_info is not None:
         capture(graph_task, exec_info[node].captures, buffer)
-    if buffer and buffer[0] is None and undefined_only(node, buffer):
+    if buffer[0] is None and undefined_only(node, buffer):  # (GraphRoot's buffer is [None])
         outputs = (None,) * len(node.next_edges)
     else:
         outputs = node.apply(buffer)
@@ -114,7 +115,7 @@ async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffe
             buffer = await run_pre_hooks(hooks, buffer)
     anomaly_token = current_node.set(node) if graph_task.anomaly else None
     try:
-        if buffer and buffer[0] is None and undefined_only(node, buffer):
+        if buffer[0] is None and undefined_only(node, buffer):
             outputs = (None,) * len(node.next_edges)
         elif graph_task.batch_ndim and not has_batched_rule(node):
             outputs = await apply_per_sample(graph_task, node, buffer)
