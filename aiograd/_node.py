@@ -86,6 +86,13 @@ def hooks_of(node: Node) -> NodeHooks:
     return hooks
 
 
+def mark_async(node: Node) -> None:
+    """Declare that ``node.apply`` returns an awaitable; its (possibly empty) hook table sends
+    it down the engine's slow path, which awaits it."""
+    node.is_async = True
+    hooks_of(node)
+
+
 def add_hook(store: dict[int, Any], fn: Callable[..., Any]) -> RemovableHandle:
     """Register ``fn`` in one of a NodeHooks' stores; returns its handle."""
     if not callable(fn):
@@ -110,7 +117,8 @@ class Node:
     #: for every subclass, so the engine can rule small ones out without calling ``cost``.
     cost_scales_with_grads: bool = True
     #: True when ``apply`` returns an awaitable (a custom Function with ``async def backward``):
-    #: the engine awaits it.
+    #: the engine awaits it. Set it with ``mark_async``, which also gives the node a hook table:
+    #: the engine's fast path tests only ``_hooks`` to send a node to the slow path.
     is_async = False
     #: True for nodes whose ``apply`` runs even when every gradient it receives is undefined
     #: (None): a custom Function's backward does (PyTorch materializes zeros for it); every other

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .._device import CPU
+from .._node import mark_async
 from .._saved import ERR_BACKWARD_TWICE, SavedTensor
 from .._views import View, move_retains_grad, regenerate_grad_fn, view_index
 from ._util import Node, Tensor, edge_of, grad_enabled, like, save, wrap
@@ -78,7 +79,8 @@ class CopySlices(Node):
     def __init__(self, base: Tensor, view: Tensor, fn: Node) -> None:
         super().__init__((edge_of(base),) + tuple(fn.next_edges[1:]))
         self.fn: Node | None = fn
-        self.is_async = fn.is_async
+        if fn.is_async:
+            mark_async(self)
         self.shape, self.size = base.data.shape, base.data.size
         self.flat, _ = view_index(view.data, base.data)
 

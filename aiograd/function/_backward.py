@@ -11,7 +11,7 @@ import numpy as _np
 
 from .._device import CPU as _CPU
 from .._node import Node as _Node
-from .._node import NodeHooks as _NodeHooks
+from .._node import mark_async as _mark_async
 from .._tensor import Tensor as _Tensor
 from ._ctx import FunctionCtx
 
@@ -33,10 +33,8 @@ class _FunctionBackward(_Node, FunctionCtx):
 
     def __init__(self, next_edges: tuple[_Any, ...]) -> None:
         super().__init__(next_edges)
-        if self.is_async:
-            # An (empty) hook table sends the node down the engine's slow path, which awaits
-            # its backward: the fast path then tests one attribute, not two.
-            self._hooks = _NodeHooks()
+        if self.is_async:  # (a class attribute here: ``async def backward``)
+            _mark_async(self)
         #: Per forward argument: is it a tensor (only tensors get gradients)?
         self._is_tensor_input: tuple[bool, ...] = ()
         #: Per tensor input needing a gradient: its (shape, dtype, device), else None.
