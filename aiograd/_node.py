@@ -195,14 +195,26 @@ class Node:
         as PyTorch's ``Node.__call__``: the input gradients, a tensor when there is one."""
         if len(grads) != self.num_inputs:
             raise TypeError(f"expected {self.num_inputs} arguments, got {len(grads)} instead")
-        if self.runs_on_undefined or any(g is not None for g in grads):
-            out = self.apply(list(grads))
-        else:  # all undefined: nothing to compute, as in the engine
-            out = (None,) * len(self.next_edges)
+        buffer = list(grads)
+        # all undefined: nothing to compute, as in the engine
+        out = (None,) * len(self.next_edges) if undefined_only(self, buffer) else self.apply(buffer)
         return out[0] if len(out) == 1 else tuple(out)
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {hex(id(self))}>"
+
+
+def undefined_only(node: Node, grads: list[Tensor | None]) -> bool:
+    """True if every gradient ``node`` received is undefined (None) and it is a node that then
+    has nothing to compute: its inputs' gradients are all undefined too, without calling it (a
+    formula need not handle None). PyTorch's generated nodes behave so; a custom Function's
+    backward still runs, on materialized zeros or on the Nones (``runs_on_undefined``)."""
+    if node.runs_on_undefined:
+        return False
+    for grad in grads:
+        if grad is not None:
+            return False
+    return True
 
 
 class GraphRoot(Node):

@@ -341,45 +341,6 @@ async def test_hook_changing_the_dtype_is_an_error():
         await y.sum().backward()
 
 
-async def test_torch_test_hooks_ported():
-    """PyTorch's test_autograd.test_hooks, rewritten for aiograd."""
-    x = ag.ones(5, 5, requires_grad=True)
-    y = ag.ones(5, 5) * 4
-    y.requires_grad_(True)
-    counter = [0]
-
-    def bw_hook(inc, grad):
-        assert isinstance(grad, ag.Tensor)
-        counter[0] += inc
-
-    z = x**2 + x * 2 + x * y + y
-    x.register_hook(lambda *args: bw_hook(0, *args))
-    test = z.register_hook(lambda *args: bw_hook(1, *args))
-    await z.backward(ag.ones(5, 5), retain_graph=True)
-    assert counter[0] == 1
-    test2 = z.register_hook(lambda *args: bw_hook(2, *args))
-    await z.backward(ag.ones(5, 5), retain_graph=True)
-    assert counter[0] == 4
-    test2.remove()
-    await z.backward(ag.ones(5, 5), retain_graph=True)
-    assert counter[0] == 5
-
-    def bw_hook_modify(grad):
-        return grad.mul(2)
-
-    test.remove()
-    z.register_hook(bw_hook_modify)
-    with ag.no_grad():
-        y.grad.zero_()
-    await z.backward(ag.ones(5, 5), retain_graph=True)
-    np.testing.assert_allclose(y.grad.numpy(), (x.detach().numpy() + 1) * 2)
-    y.register_hook(bw_hook_modify)
-    with ag.no_grad():
-        y.grad.zero_()
-    await z.backward(ag.ones(5, 5))
-    np.testing.assert_allclose(y.grad.numpy(), (x.detach().numpy() + 1) * 4)
-
-
 async def test_hook_registered_before_an_inplace_op_stays_with_the_old_grad_fn():
     seen: list[tuple[str, list[float]]] = []
     x = ag.tensor([1.0, 2.0], requires_grad=True)

@@ -19,6 +19,7 @@ from .._hooks import (
     run_retains_grad,
     run_tensor_pre_hooks,
 )
+from .._node import undefined_only
 from .._ops.batching import has_batched_rule
 from .batched import apply_per_sample
 from .input_buffer import buffer_device
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from .engine import Engine
     from .graph_task import GraphTask
 
-__all__ = ["OFFLOADED", "capture", "evaluate", "evaluate_slow", "undefined_only"]
+__all__ = ["OFFLOADED", "capture", "evaluate", "evaluate_slow"]
 
 #: What ``evaluate`` returns for a node it handed to an executor (its result comes back later,
 #: as a DONE NodeTask).
@@ -145,19 +146,6 @@ async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffe
             if out is not None and out._device.xp.isnan(out.data).any():
                 raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
     engine.propagate(graph_task, node, outputs)
-
-
-def undefined_only(node: Node, buffer: list[Any]) -> bool:
-    """True if every gradient ``node`` received is undefined (None) and it is a node that then
-    has nothing to compute: its inputs' gradients are all undefined too, without calling it (a
-    formula need not handle None). PyTorch's generated nodes behave so; a custom Function's
-    backward still runs, on materialized zeros or on the Nones (``runs_on_undefined``)."""
-    if node.runs_on_undefined:
-        return False
-    for grad in buffer:
-        if grad is not None:
-            return False
-    return True
 
 
 def capture(graph_task: GraphTask, captures: Any, buffer: list[Any]) -> None:
