@@ -1,17 +1,7 @@
-"""PyTorch's own autograd tests (``test/test_autograd.py``) rewritten for aiograd: custom Functions, and custom Functions with views.
+"""PyTorch's own autograd tests (``test/test_autograd.py``) rewritten for aiograd: custom
+Functions, and custom Functions with views.
 
-Each test carries the name of the torch test it ports and keeps its assertions (values, error
-types, exact messages, taken from torch 2.13). What differs by design, once for all:
-
-- aiograd's default dtype is float64 (torch's test file sets ``torch.set_default_dtype(double)``
-  too, so the values agree);
-- tensors hold numpy arrays: ``.data`` is the array itself, not a Tensor;
-- ``backward()`` and ``grad()`` are awaited (``aiograd.sync`` blocks, for sync tests);
-- messages name aiograd where torch's name torch (``aiograd.DoubleTensor``, ``aiograd.set_...``).
-
-Tests about CUDA, sparse, complex, forward-mode AD, torch.compile, nested tensors, the profiler
-and ops aiograd does not have are not ported. A port that fails because of a feature aiograd
-does not have is marked ``xfail(strict=True)`` with the reason.
+How the ports are written, and what differs by design: ``tests/torch_port_helpers.py``.
 """
 
 from __future__ import annotations
