@@ -28,20 +28,38 @@ The device-type interface: a module (or any object) with these attributes.
     unindexed type).
 ``to_host(array)``
     An array of the type as a numpy array in host memory (itself where it is one already).
-``current_stream(index)``
-    The stream that work on device ``index`` is queued on now, or None for a type whose work is
-    synchronous (``cpu``, ``sim``). CUDA: ``cupy.cuda.get_current_stream()`` on that device.
-``record_event(index)``
-    An event marking the work queued so far on the current stream of device ``index`` (None
-    where work is synchronous). CUDA: a ``cupy.cuda.Event`` recorded on that stream; the engine
-    records one where a gradient leaves a device's worker.
-``wait_event(event, index)``
-    Make the current stream of device ``index`` wait for ``event`` before any work queued after
-    this call (nothing where work is synchronous). CUDA: ``stream.wait_event(event)``; the
-    engine calls it before a gradient recorded on another stream is used.
 ``synchronize(index)``
     Block until all work queued on device ``index`` is done (nothing where work is
     synchronous). CUDA: ``cupy.cuda.Device(index).synchronize()``.
+
+Streams. A type whose work is queued on streams and runs later (``cuda``; ``simcuda``, its CPU
+double) sets ``has_streams`` and implements the stream hooks below; for the others
+(``has_streams`` False) they are never called and may do nothing. Streams and events are the
+type's own objects; a stream is hashable and equal only to itself (the same queue of work).
+
+``has_streams``
+    True if work on devices of the type is queued on streams.
+``current_stream(index)``
+    The stream that work on device ``index`` is queued on now, on this thread (None where work
+    is synchronous). CUDA: ``cupy.cuda.get_current_stream()`` on that device.
+``default_stream(index)``
+    Device ``index``'s default stream (None where work is synchronous).
+``stream_scope(stream)``
+    A context manager: ``stream`` (and its device) is current on this thread inside it.
+``record_event(stream)``
+    An event marking the work queued on ``stream`` so far. CUDA: a ``cupy.cuda.Event``
+    recorded on it.
+``wait_event(stream, event)``
+    Make ``stream`` wait for ``event`` before any work queued on it after this call; the host
+    does not wait. CUDA: ``stream.wait_event(event)``.
+``call_when_done(event, callback)``
+    Call ``callback()`` once the work ``event`` marks is done: from any thread (a CUDA host
+    callback thread, say), possibly at once. The engine passes a callback that is safe to call
+    from any thread.
+``ran_on(stream, reads, writes)``
+    The engine ran work on ``stream`` that read the arrays ``reads`` and produced ``writes``: a
+    hook for a stream sanitizer (the ``simcuda`` double checks that each array read was made on
+    ``stream`` or synchronized with it, as PyTorch's CUDA sanitizer does). Nothing on CUDA.
 
 :func:`device_type` returns the loaded type as a :class:`DeviceType` (the attributes above and
 its name).
@@ -49,11 +67,13 @@ its name).
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
 import importlib
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -62,7 +82,7 @@ from .executors import Executor
 
 __all__ = [
     "device", "DeviceType", "register_device_type", "device_type", "device_types",
-    "set_default_device", "get_default_device",
+    "set_default_device", "get_default_device", "use_stream",
 ]
 
 
@@ -77,10 +97,15 @@ class DeviceType:
     default_executor: type[Executor]
     to_device: Callable[[Any, int | None], Any]
     to_host: Callable[[Any], Any]
-    current_stream: Callable[[int | None], Any]
-    record_event: Callable[[int | None], Any]
-    wait_event: Callable[[Any, int | None], None]
     synchronize: Callable[[int | None], None]
+    has_streams: bool
+    current_stream: Callable[[int | None], Any]
+    default_stream: Callable[[int | None], Any]
+    stream_scope: Callable[[Any], Any]
+    record_event: Callable[[Any], Any]
+    wait_event: Callable[[Any, Any], None]
+    call_when_done: Callable[[Any, Callable[[], None]], None]
+    ran_on: Callable[[Any, Any, Any], None]
 
     @classmethod
     def from_implementation(cls, name: str, implementation: Any) -> DeviceType:
@@ -98,7 +123,12 @@ class DeviceType:
 
 #: Device type name -> where it is implemented: a module name, imported on first use, or an
 #: object implementing the interface. In registration order (the error message lists them so).
-_SOURCES: dict[str, Any] = {"cpu": "aiograd._devices.cpu", "sim": "aiograd._devices.sim"}
+_SOURCES: dict[str, Any] = {
+    "cpu": "aiograd._devices.cpu",
+    "cuda": "aiograd._devices.cuda",
+    "sim": "aiograd._devices.sim",
+    "simcuda": "aiograd._devices.simcuda",
+}
 #: The types loaded so far.
 _LOADED: dict[str, DeviceType] = {}
 
@@ -284,3 +314,39 @@ def mixed_devices_error(devices: Any) -> RuntimeError:
 #: tensor can live elsewhere, and the engine skips routing NodeTasks by device. This module's
 #: own flag, set above; the engine reads it once per backward call.
 non_cpu_devices_exist = False
+
+
+# ---------------------------------------------------------------------------------------------
+# Streams in forward: which stream each node's backward is launched on.
+
+
+class _ThreadStreams(threading.local):
+    #: device -> the stream ``use_stream`` made current on this thread, or None outside any.
+    current: dict[device, Any] | None = None
+
+
+#: Per thread, the streams ``use_stream`` made current: a node records them when it is made
+#: (``Node._forward_streams``), and its backward is launched on its device's one, as PyTorch
+#: runs a node's backward on the stream of its forward.
+thread_streams = _ThreadStreams()
+#: [how many ``use_stream`` blocks are open, on any thread]: until one is, a node records
+#: nothing and need not read the thread-local (a list, so the count is mutated, not rebound).
+stream_blocks_open = [0]
+
+
+@contextlib.contextmanager
+def use_stream(dev: device, stream: Any) -> Iterator[Any]:
+    """Make ``stream`` (of device ``dev``) current on this thread for the block: ops queue their
+    work on it, and nodes recorded inside launch their backward on it. As with PyTorch's and
+    CuPy's, the current stream is per thread, not per asyncio task: a block should not span an
+    ``await`` that lets other coroutines of the loop run on it."""
+    dev = placement(dev)
+    with device_type(dev.type).stream_scope(stream):
+        before = thread_streams.current
+        thread_streams.current = {**before, dev: stream} if before else {dev: stream}
+        stream_blocks_open[0] += 1
+        try:
+            yield stream
+        finally:
+            stream_blocks_open[0] -= 1
+            thread_streams.current = before

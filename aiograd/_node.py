@@ -23,6 +23,7 @@ import numpy as np
 
 from ._anomaly import anomaly_state, record_creation
 from ._cost import elementwise_cost
+from ._device import stream_blocks_open, thread_streams
 from ._grad_mode import grad_enabled
 from ._saved import FREED, SavedTensor
 from ._tensor import Tensor
@@ -109,7 +110,10 @@ MAX_SEQUENCE_NR = sys.maxsize
 class Node:
     """The backward function of one recorded op."""
 
-    __slots__ = ("next_edges", "sequence_nr", "topological_nr", "_metadata", "_hooks", "__weakref__")
+    __slots__ = (
+        "next_edges", "sequence_nr", "topological_nr", "_metadata", "_hooks", "_forward_streams",
+        "__weakref__",
+    )
 
     #: Number of gradients the node receives (its forward op's outputs).
     num_inputs = 1
@@ -137,6 +141,10 @@ class Node:
         self.topological_nr: int = topo
         self._metadata: dict[str, Any] | None = None
         self._hooks: Any = None
+        if stream_blocks_open[0]:
+            # Made inside ``use_stream``: its backward is launched on that stream (read by the
+            # engine with getattr, so nodes made outside any block store nothing).
+            self._forward_streams: dict[Any, Any] | None = thread_streams.current
         if anomaly_state()[0]:
             record_creation(self)
 

@@ -6,6 +6,8 @@ the stream and event hooks do nothing.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,19 +33,43 @@ def to_host(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return array
 
 
+def synchronize(index: int | None) -> None:
+    """No queued work to wait for."""
+
+
+#: Work on the CPU is done when the call that does it returns: no streams, and the stream hooks
+#: below are never called (they do nothing).
+has_streams = False
+
+
 def current_stream(index: int | None) -> None:
-    """No streams: work on the CPU is done when the call that does it returns."""
+    """No streams."""
     return None
 
 
-def record_event(index: int | None) -> None:
+def default_stream(index: int | None) -> None:
+    """No streams."""
+    return None
+
+
+def stream_scope(stream: Any) -> contextlib.nullcontext[None]:
+    """No streams to make current."""
+    return contextlib.nullcontext()
+
+
+def record_event(stream: Any) -> None:
     """No streams, so nothing to mark."""
     return None
 
 
-def wait_event(event: Any, index: int | None) -> None:
+def wait_event(stream: Any, event: Any) -> None:
     """No streams, so nothing to wait for."""
 
 
-def synchronize(index: int | None) -> None:
-    """No queued work to wait for."""
+def call_when_done(event: Any, callback: Callable[[], None]) -> None:
+    """Nothing is ever pending: ``callback`` runs at once."""
+    callback()
+
+
+def ran_on(stream: Any, reads: Any, writes: Any) -> None:
+    """Nothing to check."""

@@ -14,11 +14,24 @@ import numpy as np
 from ..executors import InlineExecutor
 
 # Host memory and no streams, as on the CPU.
-from .cpu import current_stream, record_event, synchronize, to_device, to_host, wait_event
+from .cpu import (
+    call_when_done,
+    current_stream,
+    default_stream,
+    has_streams,
+    ran_on,
+    record_event,
+    stream_scope,
+    synchronize,
+    to_device,
+    to_host,
+    wait_event,
+)
 
 __all__ = [
-    "array_module", "indexed", "default_executor", "to_device", "to_host", "current_stream",
-    "record_event", "wait_event", "synchronize",
+    "array_module", "indexed", "default_executor", "to_device", "to_host", "synchronize",
+    "has_streams", "current_stream", "default_stream", "stream_scope", "record_event",
+    "wait_event", "call_when_done", "ran_on",
 ]
 
 #: The array module holding this type's data.
