@@ -82,7 +82,7 @@ from .executors import Executor
 
 __all__ = [
     "device", "DeviceType", "register_device_type", "device_type", "device_types",
-    "set_default_device", "get_default_device", "use_stream",
+    "set_default_device", "get_default_device", "use_stream", "stream_devices",
 ]
 
 
@@ -220,6 +220,8 @@ class device:
             if kind != "cpu":
                 global non_cpu_devices_exist
                 non_cpu_devices_exist = True
+                if index is not None and device_type(kind).has_streams:
+                    _stream_devices.add(self)
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -314,6 +316,14 @@ def mixed_devices_error(devices: Any) -> RuntimeError:
 #: tensor can live elsewhere, and the engine skips routing NodeTasks by device. This module's
 #: own flag, set above; the engine reads it once per backward call.
 non_cpu_devices_exist = False
+#: The devices made so far whose type queues work on streams (``stream_devices``).
+_stream_devices: set[device] = set()
+
+
+def stream_devices() -> set[device]:
+    """The (indexed) devices made so far whose type queues work on streams: the engine keeps
+    stream order only where one exists."""
+    return _stream_devices
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,8 +21,9 @@ from aiograd._device import DeviceType
 from aiograd.executors import Executor, InlineExecutor, ThreadExecutor
 
 INTERFACE = (
-    "array_module", "indexed", "default_executor", "to_device", "to_host", "current_stream",
-    "record_event", "wait_event", "synchronize",
+    "array_module", "indexed", "default_executor", "to_device", "to_host", "synchronize",
+    "has_streams", "current_stream", "default_stream", "stream_scope", "record_event",
+    "wait_event", "call_when_done", "ran_on",
 )
 
 
@@ -54,9 +55,16 @@ def test_builtin_types_implement_the_interface(name: str, indexed: bool, executo
     loaded = _device.device_type(name)
     assert loaded == DeviceType.from_implementation(name, module)
     assert loaded.array_module is np and loaded.indexed is indexed and loaded.default_executor is executor
-    # Synchronous types: no stream, no event, nothing to wait for.
-    assert loaded.current_stream(0) is None and loaded.record_event(0) is None
-    assert loaded.wait_event(None, 0) is None and loaded.synchronize(0) is None
+    # Synchronous types: no stream, no event, nothing to wait for; a callback runs at once.
+    assert not loaded.has_streams
+    assert loaded.current_stream(0) is None and loaded.default_stream(0) is None
+    assert loaded.record_event(None) is None and loaded.wait_event(None, None) is None
+    assert loaded.synchronize(0) is None and loaded.ran_on(None, [], []) is None
+    with loaded.stream_scope(None):
+        pass
+    called: list[int] = []
+    loaded.call_when_done(None, lambda: called.append(1))
+    assert called == [1]
 
 
 @pytest.mark.parametrize("name", ["cpu", "sim"])

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .._anomaly import warn_with_history
 from .._hooks import run_post_accumulate_hooks
 from .._node import AccumulateGrad
+from .streams import settle
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -58,6 +59,10 @@ async def complete(graph_task: GraphTask) -> None:
             fail(graph_task, exc, None)
             return
         graph_task.captured = []
+    if graph_task.streams is not None and graph_task.error is None:
+        # On devices with streams the nodes' work was only queued: wait (without blocking the
+        # loop) until the GPU has done it, after ordering it before the caller's streams.
+        await settle(graph_task)
     if not graph_task.future.done():
         graph_task.future.set_result(graph_task.captured)
         graph_task.queue.wake_all()  # its driver may wait on an empty queue

@@ -25,12 +25,13 @@ from .context import await_as, current_graph_task, current_worker, running, yiel
 from .devices import DeviceQueue
 from .evaluate import OFFLOADED, evaluate
 from .graph_task import GraphTask, compute_dependencies, init_to_execute
-from .input_buffer import accumulate, buffer_device, defer_contribution, sum_in_order
+from .input_buffer import accumulate, add_special, buffer_device, sum_in_order
 from .node_task import RUN, NodeTask, make_tie_source
 from .offload import ExecutorLoad, discard, finish_offloaded, get_executor
 from .ready_queue import ReadyQueue
 from .reentrant import DEFAULT_MAX_REENTRANT_DEPTH, run_reentrant
 from .statistics import EngineStatistics, snapshot
+from .streams import caller_streams, hand_over
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -140,6 +141,11 @@ class Engine:
             )
             graph_task.checkpoint_valid = output_edges is None
         graph_task.executor = self.offload_executor("cpu")
+        if graph_task.multi_device and _device.stream_devices():
+            # Devices with streams exist: nodes on them run on streams (streams.py), on the
+            # slow path, which launches them there; gradients are handed over between streams.
+            graph_task.streams = caller_streams()
+            graph_task.slow = graph_task.custom_add = True
         if batch_ndim:  # batched gradients: nodes stay on the loop (see batched.apply_per_sample)
             graph_task.batch_ndim, graph_task.executor, graph_task.slow = batch_ndim, None, True
         if graph_task.executor is not None:
@@ -149,6 +155,12 @@ class Engine:
             root, input_nr = root_edges[0]
             buffer: list[Any] = [None] * root.num_inputs
             buffer[input_nr] = root_grads[0]
+            if graph_task.streams is not None and root_grads[0]._device in _device.stream_devices():
+                # The root gradient was made on the caller's stream (PyTorch adds it to the
+                # root's InputBuffer with that stream as its producer's).
+                dev = root_grads[0]._device
+                graph_task.producer = (graph_task.streams[dev], dev)
+                hand_over(graph_task, root_grads[0], root)
         else:
             root = GraphRoot(tuple(root_edges), root_grads)
             buffer = [None]  # (see GraphRoot.runs_on_undefined)
@@ -291,9 +303,6 @@ class Engine:
                 if info is None or not (info.needed or info.captures):  # ExecInfo.should_execute, inlined
                     continue
             grad = outputs[i]
-            if graph_task.deterministic and grad is not None:
-                defer_contribution(graph_task, node, i, next_node, input_nr, grad)
-                grad = None
             if remaining:
                 next_buffer = not_ready.get(next_node)
                 if next_buffer is None:
@@ -303,7 +312,9 @@ class Engine:
                 if next_buffer is None:
                     next_buffer = [None] * next_node.num_inputs
             if grad is not None:
-                if next_buffer[input_nr] is None:
+                if graph_task.custom_add:  # deterministic mode, or streams
+                    add_special(graph_task, node, i, next_node, input_nr, grad, next_buffer)
+                elif next_buffer[input_nr] is None:
                     next_buffer[input_nr] = grad
                 else:
                     accumulate(next_buffer, input_nr, grad, graph_task.create_graph)

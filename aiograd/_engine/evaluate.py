@@ -9,6 +9,7 @@ order around ``apply`` and awaits an async ``apply`` (a Function with ``async de
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from .._anomaly import current_node
@@ -19,11 +20,12 @@ from .._hooks import (
     run_retains_grad,
     run_tensor_pre_hooks,
 )
-from .._node import undefined_only
+from .._node import GraphRoot, undefined_only
 from .._ops.batching import has_batched_rule
 from .batched import apply_per_sample
 from .input_buffer import buffer_device
 from .offload import offload
+from .streams import CALLER, HOST, NodeStreams, stream_device
 
 if TYPE_CHECKING:
     from .._node import Node
@@ -88,14 +90,23 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
 async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
     """``evaluate`` with everything around ``apply``, in PyTorch's order: tensor pre-hooks,
     retains_grad, node pre-hooks, apply (for a leaf: accumulation, then post-accumulate-grad
-    hooks), node post-hooks; with the
-    anomaly-mode NaN check and the current node recorded for anomaly reports."""
+    hooks), node post-hooks; with the anomaly-mode NaN check and the current node recorded for
+    anomaly reports. On a device with streams, ``apply`` is launched on the node's stream and
+    the hooks see its work (``streams.NodeStreams``)."""
     hooks = node._hooks
     exec_info = graph_task.exec_info
+    on = None
+    if graph_task.streams is not None:
+        dev = stream_device(buffer)
+        if dev is not None:
+            on = NodeStreams(graph_task, node, dev)
+        graph_task.producer = HOST if type(node) is not GraphRoot else CALLER
     if exec_info is not None:
         info = exec_info.get(node)
         needed = info is not None and info.needed
         captures = info.captures if info is not None else ()
+        if captures and on is not None:
+            on.leaf()  # a captured gradient is a result: the caller's streams wait for it
         if needed:
             # Captured before the hooks run, as PyTorch does for a node that also runs.
             capture(graph_task, captures, buffer)
@@ -103,23 +114,33 @@ async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffe
             # Reached but not run: only tensor hooks and retains-grad see the gradient,
             # and the capture takes what they leave.
             if hooks is not None:
+                if on is not None:
+                    on.host_sees_node()
                 await run_tensor_pre_hooks(hooks, buffer)
                 run_retains_grad(hooks, buffer)
             capture(graph_task, captures, buffer)
             return
-    if hooks is not None:
+    if hooks is not None and (hooks.tensor_pre or hooks.retains_grad or hooks.pre):
+        if on is not None:
+            on.host_sees_node()
         if hooks.tensor_pre:
             await run_tensor_pre_hooks(hooks, buffer)
         if hooks.retains_grad:
             run_retains_grad(hooks, buffer)
         if hooks.pre:
             buffer = await run_pre_hooks(hooks, buffer)
+        if on is not None:
+            on.node_sees_host()  # hooks may have replaced gradients, on the host's stream
     anomaly_token = current_node.set(node) if graph_task.anomaly else None
     try:
         if buffer[0] is None and undefined_only(node, buffer):
             outputs = (None,) * len(node.next_edges)
         elif graph_task.batch_ndim and not has_batched_rule(node):
             outputs = await apply_per_sample(graph_task, node, buffer)
+        elif on is not None:
+            outputs = on.apply(node, buffer)
+            if node.is_async:
+                outputs = await outputs
         else:
             outputs = node.apply(buffer)
             if node.is_async:
@@ -132,7 +153,10 @@ async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffe
     # Read again: apply (an unpack hook, a custom backward) may have registered the node's first
     # hooks, and PyTorch runs post-hooks registered while the node ran.
     hooks = node._hooks
-    if hooks is not None:
+    if hooks is not None and ((hooks.post_accumulate and buffer[0] is not None) or hooks.post):
+        if on is not None:
+            on.host_sees_node()
+            graph_task.producer = HOST  # post-hooks may replace the outputs, on the host's stream
         # A leaf's post-accumulate-grad hooks are part of its AccumulateGrad's apply in
         # PyTorch (accumulate_grad.h), so they run before the node's post-hooks.
         if hooks.post_accumulate and buffer[0] is not None:
@@ -142,9 +166,10 @@ async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffe
         if hooks.post:
             outputs = await run_post_hooks(hooks, outputs, buffer)
     if graph_task.check_nan:
-        for i, out in enumerate(outputs):
-            if out is not None and out._device.xp.isnan(out.data).any():
-                raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+        with on.producer_scope() if on is not None else nullcontext():
+            for i, out in enumerate(outputs):
+                if out is not None and out._device.xp.isnan(out.data).any():
+                    raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
     engine.propagate(graph_task, node, outputs)
 
 

@@ -50,6 +50,8 @@ class GraphTask:
         "anomaly", "check_nan", "slow", "deterministic", "contributions",
         # offload
         "executor", "small_size", "in_flight", "deferred",
+        # streams (CUDA devices)
+        "custom_add", "streams", "leaf_streams", "producer", "stream_waits",
         # reentrancy and cancellation
         "children", "device_waits",
         "__weakref__",
@@ -100,6 +102,18 @@ class GraphTask:
         #: order, kept here until the node is ready: (node, input_nr) -> [(producer key, grad)].
         self.deterministic: bool = deterministic
         self.contributions: dict[tuple[Node, int], list[tuple[tuple[int, int], Any]]] = {}
+
+        #: Streams (``streams.py``), on devices that have them: the caller's current stream per
+        #: device (None: no such device exists, and nothing here is used); the streams its leaves
+        #: ran on (stream -> device); the (stream, device) of the node whose gradients are being
+        #: handed on; the cross-stream waits it queued (statistics).
+        self.streams: dict[Any, Any] | None = None
+        self.leaf_streams: dict[Any, Any] = {}
+        self.producer: tuple[Any, Any] = (None, None)
+        self.stream_waits: int = 0
+        #: An InputBuffer slot is filled by ``input_buffer.add_special`` (deterministic mode, or
+        #: streams), not inline in ``propagate``: one test there for both.
+        self.custom_add: bool = deterministic
 
         self.executor: Executor | None = None  # where its CPU nodes may be offloaded
         self.small_size: float = float("inf")  # gradients below this size are never offloaded

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from .._device import CPU
+from .._device import CPU, device_type, stream_devices
 from .._node import owns
+from .streams import hand_over, node_stream, ran, stream_device
 
 if TYPE_CHECKING:
     from .._device import device
@@ -19,7 +20,9 @@ if TYPE_CHECKING:
     from .._tensor import Tensor
     from .graph_task import GraphTask
 
-__all__ = ["InputBuffer", "accumulate", "buffer_device", "defer_contribution", "sum_in_order"]
+__all__ = [
+    "InputBuffer", "accumulate", "add_special", "buffer_device", "defer_contribution", "sum_in_order",
+]
 
 #: One slot per node input: the sum of the gradients received so far, or None.
 InputBuffer: TypeAlias = "list[Tensor | None]"
@@ -52,6 +55,28 @@ def buffer_device(buffer: list[Any]) -> device | None:
     return None
 
 
+def add_special(graph_task: GraphTask, producer: Node, output_nr: int, target: Node, input_nr: int,
+                grad: Tensor, buffer: list[Any]) -> None:
+    """Fill slot ``input_nr`` of ``target``'s buffer with ``grad`` when ``propagate`` cannot do
+    it inline: on a device with streams (ordered after the producer's work, summed on the
+    consumer's stream), or in deterministic mode (kept aside for ``sum_in_order``)."""
+    stream = None
+    if graph_task.streams is not None and grad._device in stream_devices():
+        stream = hand_over(graph_task, grad, target)
+    if graph_task.deterministic:
+        defer_contribution(graph_task, producer, output_nr, target, input_nr, grad)
+    elif buffer[input_nr] is None:
+        buffer[input_nr] = grad
+    elif stream is None:
+        accumulate(buffer, input_nr, grad, graph_task.create_graph)
+    else:
+        dev = grad._device
+        before = buffer[input_nr]
+        with device_type(dev.type).stream_scope(stream):
+            accumulate(buffer, input_nr, grad, graph_task.create_graph)
+        ran(dev, stream, (before, grad), (buffer[input_nr],))
+
+
 def defer_contribution(graph_task: GraphTask, producer: Node, output_nr: int, target: Node,
                        input_nr: int, grad: Tensor) -> None:
     """Deterministic mode: keep a contribution aside, to be summed by ``sum_in_order`` when the
@@ -64,6 +89,23 @@ def defer_contribution(graph_task: GraphTask, producer: Node, output_nr: int, ta
 def sum_in_order(graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
     """Deterministic mode: each slot's contributions, added in the order of their producers'
     sequence numbers (newest first, the order of a serial run), not in arrival order."""
+    dev = stream_device(buffer_of_parts(graph_task, node)) if graph_task.streams is not None else None
+    if dev is not None:  # summed on the consumer's stream, where hand_over ordered the parts
+        stream = node_stream(graph_task, node, dev)
+        with device_type(dev.type).stream_scope(stream):
+            _sum_parts(graph_task, node, buffer)
+        ran(dev, stream, (), buffer)
+    else:
+        _sum_parts(graph_task, node, buffer)
+
+
+def buffer_of_parts(graph_task: GraphTask, node: Node) -> list[Any]:
+    """The first contribution to each of ``node``'s slots (for their device)."""
+    contributions = graph_task.contributions
+    return [parts[0][1] for i in range(node.num_inputs) if (parts := contributions.get((node, i)))]
+
+
+def _sum_parts(graph_task: GraphTask, node: Node, buffer: list[Any]) -> None:
     contributions = graph_task.contributions
     for input_nr in range(node.num_inputs):
         parts = contributions.pop((node, input_nr), None)
