@@ -33,8 +33,8 @@ The device-type interface: a module (or any object) with these attributes.
     synchronous). CUDA: ``cupy.cuda.Device(index).synchronize()``.
 
 Streams. A type whose work is queued on streams and runs later (``cuda``; ``simcuda``, its CPU
-double) sets ``has_streams`` and implements the stream hooks below; for the others
-(``has_streams`` False) they are never called and may do nothing. Streams and events are the
+double) sets ``has_streams`` and implements the stream hooks below; a type without streams may
+leave them all out (the CPU's, which do nothing, stand in). Streams and events are the
 type's own objects; a stream is hashable and equal only to itself (the same queue of work).
 
 ``has_streams``
@@ -112,13 +112,30 @@ class DeviceType:
         """The type ``name`` implemented by ``implementation`` (a module or any object);
         TypeError naming what is missing."""
         fields = [f.name for f in dataclasses.fields(cls) if f.name != "name"]
-        missing = [f for f in fields if not hasattr(implementation, f)]
+        streams = bool(getattr(implementation, "has_streams", False))
+        missing = [
+            f for f in fields
+            if not hasattr(implementation, f) and (streams or f not in STREAM_HOOKS)
+        ]
         if missing:
             raise TypeError(
                 f"device type {name!r}: {implementation!r} lacks {', '.join(missing)} "
                 "(see aiograd._device for the device-type interface)"
             )
-        return cls(name, **{f: getattr(implementation, f) for f in fields})
+        # A type without streams may leave the stream hooks out: the CPU's (which do nothing)
+        # stand in.
+        synchronous = importlib.import_module("aiograd._devices.cpu") if not streams else None
+        return cls(name, **{
+            f: getattr(implementation, f) if hasattr(implementation, f) else getattr(synchronous, f)
+            for f in fields
+        })
+
+
+#: The interface's stream hooks: needed only from a type that sets ``has_streams``.
+STREAM_HOOKS = frozenset({
+    "has_streams", "current_stream", "default_stream", "stream_scope", "record_event",
+    "wait_event", "call_when_done", "ran_on",
+})
 
 
 #: Device type name -> where it is implemented: a module name, imported on first use, or an

@@ -135,9 +135,20 @@ def test_an_object_can_implement_a_type(registry: None) -> None:
 
 def test_an_incomplete_implementation_is_refused_at_registration(registry: None) -> None:
     impl = types.SimpleNamespace(array_module=np, indexed=True, default_executor=InlineExecutor)
-    with pytest.raises(TypeError, match="lacks to_device, to_host, current_stream, record_event, wait_event, synchronize"):
+    with pytest.raises(TypeError, match="lacks to_device, to_host, synchronize "):
         _device.register_device_type("broken", impl)
     assert "broken" not in _device.device_types()
+    # A type with streams must implement the stream hooks; one without may leave them out.
+    streamed = types.SimpleNamespace(
+        array_module=np, indexed=True, default_executor=InlineExecutor, to_device=np.array,
+        to_host=np.asarray, synchronize=lambda index: None, has_streams=True,
+    )
+    with pytest.raises(TypeError, match="lacks current_stream, default_stream, stream_scope, record_event, "
+                       "wait_event, call_when_done, ran_on "):
+        _device.register_device_type("streamed", streamed)
+    streamed.has_streams = False
+    _device.register_device_type("streamed", streamed)
+    assert _device.device_type("streamed").current_stream(0) is None
 
 
 def test_unknown_types_keep_torchs_error() -> None:

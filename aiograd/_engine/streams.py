@@ -78,12 +78,20 @@ def node_stream(graph_task: GraphTask, node: Node, dev: device) -> Any:
 
 def ran(dev: device, stream: Any, reads: Any, writes: Any) -> None:
     """Tell the device type that work on ``stream`` read and wrote these tensors (a sanitizer's
-    hook; nothing on CUDA)."""
-    _device.device_type(dev.type).ran_on(
+    hook; nothing on CUDA). A tensor written on another device (a copy there) counts as written
+    by that device's current stream, as a copy between devices is ordered on both sides."""
+    kind = _device.device_type(dev.type)
+    elsewhere = [t for t in writes if t is not None and t._device is not dev]
+    kind.ran_on(
         stream,
         [t.data for t in reads if t is not None],
-        [t.data for t in writes if t is not None],
+        [t.data for t in writes if t is not None and t._device is dev],
     )
+    for t in elsewhere:
+        other = t._device
+        if other in _device.stream_devices():
+            other_kind = _device.device_type(other.type)
+            other_kind.ran_on(other_kind.current_stream(other.index), (), (t.data,))
 
 
 #: ``GraphTask.producer`` for gradients made by host code outside any node's stream (a node
