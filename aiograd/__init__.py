@@ -10,7 +10,8 @@ module sets another module's globals:
 1. base: ``_dtypes``, ``_cost``, ``_grad_mode``, ``_graph_context`` (which GraphTask is running,
    for the op rules that ask), ``_format``, ``executors``;
 2. devices: ``_device`` (interned device objects, the device-type registry) and ``_devices`` (one
-   module per device type, ``cpu``, ``sim``, loaded by name when its first device is made);
+   module per device type, ``cpu``, ``sim``, ``cuda``, ``simcuda``, loaded by name when its first
+   device is made);
 3. graph core, in this order: ``_tensor_api`` (Tensor's methods as type checkers see them),
    ``_anomaly``, ``_tensor``, ``_saved``, ``_node`` (nodes, edges, AccumulateGrad, the hooks a
    node carries), ``_hooks`` (running hooks), ``_views``; where it needs an op (``sum_to_size``,

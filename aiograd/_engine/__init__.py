@@ -10,8 +10,11 @@ One gradient's way through this package, in reading order (docs/engine.md tours 
   (``offload``) and comes back as a DONE NodeTask;
 - ``Engine.propagate``: each output gradient is summed into the next node's InputBuffer
   (``input_buffer``); a node whose last gradient arrived is pushed, to a device's queue when its
-  gradients live on one (``devices``: one worker task per device);
-- ``completion``: final callbacks, the atomic commit, the result; or the first error.
+  gradients live on one (``devices``: one worker task per device); on a device with streams
+  (CUDA) nodes are launched on streams and gradients handed between them with events
+  (``streams``);
+- ``completion``: final callbacks, the GPU's work awaited (``streams.settle``), the atomic
+  commit, the result; or the first error.
 
 A backward called from inside a node nests (``reentrant``). ``batched`` runs, one sample at a
 time, the few nodes without a batch-aware rule in a ``grad(..., is_grads_batched=True)`` call. ``context`` holds the context

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .._anomaly import warn_with_history
 from .._hooks import run_post_accumulate_hooks
 from .._node import AccumulateGrad
-from .streams import settle
+from .streams import settle, sync_leaf_streams
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -30,7 +30,10 @@ __all__ = ["abandon", "complete", "fail", "release_frames", "staging_targets"]
 
 
 async def complete(graph_task: GraphTask) -> None:
-    """All nodes ran: final callbacks, the atomic commit, then the result."""
+    """All nodes ran: final callbacks, the GPU's work awaited (devices with streams), the atomic
+    commit, then the result."""
+    if graph_task.streams is not None and graph_task.error is None:
+        sync_leaf_streams(graph_task)  # so final callbacks may use the gradients
     callbacks = graph_task.final_callbacks
     i = 0
     while i < len(callbacks):
@@ -46,6 +49,11 @@ async def complete(graph_task: GraphTask) -> None:
         names = ", ".join(sorted({n.name() for n in graph_task.not_ready}))
         fail(graph_task, RuntimeError(f"could not compute gradients for some functions ({names})"), None)
         return
+    if graph_task.streams is not None and graph_task.error is None:
+        # On devices with streams the nodes' work was only queued: order it before the
+        # caller's streams and wait, without blocking the loop, until the GPU has done it
+        # (before the atomic commit, whose sums read the captured gradients on the host's stream).
+        await settle(graph_task)
     if graph_task.staged is not None and graph_task.error is None:
         try:
             # One synchronous step: no await, so nothing (cancellation included) can come
@@ -59,10 +67,6 @@ async def complete(graph_task: GraphTask) -> None:
             fail(graph_task, exc, None)
             return
         graph_task.captured = []
-    if graph_task.streams is not None and graph_task.error is None:
-        # On devices with streams the nodes' work was only queued: wait (without blocking the
-        # loop) until the GPU has done it, after ordering it before the caller's streams.
-        await settle(graph_task)
     if not graph_task.future.done():
         graph_task.future.set_result(graph_task.captured)
         graph_task.queue.wake_all()  # its driver may wait on an empty queue

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALLER", "HOST", "NodeStreams", "caller_streams", "hand_over", "node_stream", "ran", "settle",
-    "stream_device", "wait",
+    "stream_device", "sync_leaf_streams", "wait",
 ]
 
 
@@ -185,28 +185,29 @@ class NodeStreams:
         return self.kind.stream_scope(stream if dev is self.dev else self.host)
 
 
-async def settle(graph_task: GraphTask) -> None:
-    """The end of a GraphTask on streams: the caller's streams wait for the leaf streams, then
-    the GPU work is awaited without blocking the loop (see the module docstring)."""
-    leaves = graph_task.leaf_streams
-    if not leaves:
-        return
+def sync_leaf_streams(graph_task: GraphTask) -> None:
+    """The caller's current streams wait for the leaf streams on their devices, as PyTorch's
+    ``exec_post_processing`` does before the final callbacks (which may then use any gradient
+    on its device's current stream)."""
     callers = graph_task.streams
     assert callers is not None
-    waiting: list[tuple[Any, Any]] = []
-    for leaf_stream, dev in leaves.items():
-        kind = _device.device_type(dev.type)
+    for leaf_stream, dev in graph_task.leaf_streams.items():
         caller = callers.get(dev)
         if caller is None:
-            caller = callers[dev] = kind.current_stream(dev.index)
+            caller = callers[dev] = _device.device_type(dev.type).current_stream(dev.index)
         if caller != leaf_stream:
-            wait(graph_task, kind, caller, leaf_stream)
-        entry = (kind, caller)
-        if entry not in waiting:
-            waiting.append(entry)
+            wait(graph_task, _device.device_type(dev.type), caller, leaf_stream)
+
+
+async def settle(graph_task: GraphTask) -> None:
+    """Wait, without blocking the loop, until the GPU has done the work queued on the caller's
+    streams of the devices that hold results (after ``sync_leaf_streams``, all of it)."""
+    callers = graph_task.streams
+    assert callers is not None
     loop = asyncio.get_running_loop()
-    for kind, caller in waiting:
-        event = kind.record_event(caller)
+    for dev in {dev for dev in graph_task.leaf_streams.values()}:
+        kind = _device.device_type(dev.type)
+        event = kind.record_event(callers[dev])
         done: asyncio.Future[None] = loop.create_future()
         kind.call_when_done(event, _completer(loop, done))
         await done
