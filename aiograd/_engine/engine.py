@@ -142,10 +142,10 @@ class Engine:
             graph_task.checkpoint_valid = output_edges is None
         graph_task.executor = self.offload_executor("cpu")
         if graph_task.multi_device and _device.stream_devices():
-            # Devices with streams exist: nodes on them run on streams (streams.py), on the
-            # slow path, which launches them there; gradients are handed over between streams.
+            # Devices with streams exist: nodes on them take the slow path, which launches them
+            # on streams (streams.py); gradients are handed over between streams.
             graph_task.streams = caller_streams()
-            graph_task.slow = graph_task.custom_add = True
+            graph_task.custom_add = True
         if batch_ndim:  # batched gradients: nodes stay on the loop (see batched.apply_per_sample)
             graph_task.batch_ndim, graph_task.executor, graph_task.slow = batch_ndim, None, True
         if graph_task.executor is not None:
@@ -159,8 +159,8 @@ class Engine:
                 # The root gradient was made on the caller's stream (PyTorch adds it to the
                 # root's InputBuffer with that stream as its producer's).
                 dev = root_grads[0]._device
-                graph_task.producer = (graph_task.streams[dev], dev)
-                hand_over(graph_task, root_grads[0], root)
+                graph_task.producer = (None, graph_task.streams[dev], dev)
+                hand_over(graph_task, root_grads[0], None, root)
         else:
             root = GraphRoot(tuple(root_edges), root_grads)
             buffer = [None]  # (see GraphRoot.runs_on_undefined)

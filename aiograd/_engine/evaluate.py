@@ -20,12 +20,12 @@ from .._hooks import (
     run_retains_grad,
     run_tensor_pre_hooks,
 )
-from .._node import GraphRoot, undefined_only
+from .._node import undefined_only
 from .._ops.batching import has_batched_rule
 from .batched import apply_per_sample
 from .input_buffer import buffer_device
 from .offload import offload
-from .streams import CALLER, HOST, NodeStreams, stream_device
+from .streams import HOST, NodeStreams, stream_device
 
 if TYPE_CHECKING:
     from .._node import Node
@@ -45,6 +45,8 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
     # (a node with an async apply, a Function's ``async def backward``, has a hook table too)
     if node._hooks is not None or graph_task.slow:
         return evaluate_slow(engine, graph_task, node, buffer)
+    if graph_task.streams is not None and stream_device(buffer) is not None:
+        return evaluate_slow(engine, graph_task, node, buffer)  # launched on a stream there
     exec_info = graph_task.exec_info
     if exec_info is not None:
         info = exec_info.get(node)
@@ -100,7 +102,6 @@ async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffe
         dev = stream_device(buffer)
         if dev is not None:
             on = NodeStreams(graph_task, node, dev)
-        graph_task.producer = HOST if type(node) is not GraphRoot else CALLER
     if exec_info is not None:
         info = exec_info.get(node)
         needed = info is not None and info.needed
@@ -156,7 +157,7 @@ async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffe
     if hooks is not None and ((hooks.post_accumulate and buffer[0] is not None) or hooks.post):
         if on is not None:
             on.host_sees_node()
-            graph_task.producer = HOST  # post-hooks may replace the outputs, on the host's stream
+            graph_task.producer = (node, HOST, None)  # post-hooks may replace outputs, there
         # A leaf's post-accumulate-grad hooks are part of its AccumulateGrad's apply in
         # PyTorch (accumulate_grad.h), so they run before the node's post-hooks.
         if hooks.post_accumulate and buffer[0] is not None:

@@ -51,7 +51,7 @@ class GraphTask:
         # offload
         "executor", "small_size", "in_flight", "deferred",
         # streams (CUDA devices)
-        "custom_add", "streams", "leaf_streams", "producer", "stream_waits",
+        "custom_add", "streams", "leaf_streams", "producer",
         # reentrancy and cancellation
         "children", "device_waits",
         "__weakref__",
@@ -105,12 +105,11 @@ class GraphTask:
 
         #: Streams (``streams.py``), on devices that have them: the caller's current stream per
         #: device (None: no such device exists, and nothing here is used); the streams its leaves
-        #: ran on (stream -> device); the (stream, device) of the node whose gradients are being
-        #: handed on; the cross-stream waits it queued (statistics).
+        #: ran on (stream -> device); the (node, stream, device) of the last node launched on a
+        #: stream, whose gradients are being handed on.
         self.streams: dict[Any, Any] | None = None
         self.leaf_streams: dict[Any, Any] = {}
-        self.producer: tuple[Any, Any] = (None, None)
-        self.stream_waits: int = 0
+        self.producer: tuple[Any, Any, Any] = (None, None, None)
         #: An InputBuffer slot is filled by ``input_buffer.add_special`` (deterministic mode, or
         #: streams), not inline in ``propagate``: one test there for both.
         self.custom_add: bool = deterministic

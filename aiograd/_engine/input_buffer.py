@@ -62,7 +62,7 @@ def add_special(graph_task: GraphTask, producer: Node, output_nr: int, target: N
     consumer's stream), or in deterministic mode (kept aside for ``sum_in_order``)."""
     stream = None
     if graph_task.streams is not None and grad._device in stream_devices():
-        stream = hand_over(graph_task, grad, target)
+        stream = hand_over(graph_task, grad, producer, target)
     if graph_task.deterministic:
         defer_contribution(graph_task, producer, output_nr, target, input_nr, grad)
     elif buffer[input_nr] is None:

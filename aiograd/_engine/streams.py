@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _device
 from .._device import CPU
+from .._node import GraphRoot
 
 if TYPE_CHECKING:
     from .._device import device
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from .graph_task import GraphTask
 
 __all__ = [
-    "CALLER", "HOST", "NodeStreams", "caller_streams", "hand_over", "node_stream", "ran", "settle",
+    "HOST", "NodeStreams", "caller_streams", "hand_over", "node_stream", "ran", "settle",
     "stream_device", "sync_leaf_streams", "wait",
 ]
 
@@ -94,28 +95,28 @@ def ran(dev: device, stream: Any, reads: Any, writes: Any) -> None:
             other_kind.ran_on(other_kind.current_stream(other.index), (), (t.data,))
 
 
-#: ``GraphTask.producer`` for gradients made by host code outside any node's stream (a node
-#: that ran on the CPU, a hook, an async backward): their work went to the stream current on
-#: the thread when they were handed over.
-HOST: tuple[Any, Any] = (None, None)
-#: ``GraphTask.producer`` for GraphRoot: its gradients were made by the caller, on its streams.
-CALLER: tuple[Any, Any] = ("caller", None)
+#: The stream of ``GraphTask.producer`` for outputs made by host code outside the node's stream
+#: (post-hooks, an async backward): their work went to the thread's current stream.
+HOST = "host"
 
 
-def hand_over(graph_task: GraphTask, grad: Tensor, consumer: Node) -> Any:
-    """Order ``grad``'s work before its consumer's, as PyTorch's ``InputBuffer::add`` does;
-    returns the stream the consumer's InputBuffer accumulates on (the consumer's)."""
+def hand_over(graph_task: GraphTask, grad: Tensor, producer: Node | None, consumer: Node) -> Any:
+    """Order ``grad``'s work (an output of ``producer``; None: the root gradient) before its
+    consumer's, as PyTorch's ``InputBuffer::add`` does; returns the stream the consumer's
+    InputBuffer accumulates on (the consumer's)."""
     dev = grad._device
     kind = _device.device_type(dev.type)
     consumer_stream = node_stream(graph_task, consumer, dev)
-    producer = graph_task.producer
-    producer_stream, producer_dev = producer
-    if producer_dev is dev:  # case (2): the producer ran on this device, on its stream
-        pass
-    elif producer is CALLER:
-        producer_stream = graph_task.streams[dev]  # type: ignore[index]
-    elif producer is HOST:
+    ran_node, ran_stream, ran_dev = graph_task.producer
+    if ran_node is not producer:  # the producer did not run on a stream
+        if type(producer) is GraphRoot:  # its outputs are the caller's root gradients
+            producer_stream = graph_task.streams[dev]  # type: ignore[index]
+        else:  # a CPU node: its copy to the device went to the thread's current stream
+            producer_stream = kind.current_stream(dev.index)
+    elif ran_stream is HOST:
         producer_stream = kind.current_stream(dev.index)
+    elif ran_dev is dev:  # case (2): the producer ran on this device, on its stream
+        producer_stream = ran_stream
     else:  # case (3): the producer ran on another device: sync with this one's default stream
         producer_stream = kind.default_stream(dev.index)
     if producer_stream != consumer_stream:
@@ -127,7 +128,6 @@ def wait(graph_task: GraphTask, kind: Any, waiter: Any, producer: Any) -> None:
     """Work queued on ``waiter`` from now on runs after the work queued on ``producer`` so
     far: an event recorded on one, waited for by the other; the host does not wait."""
     kind.wait_event(waiter, kind.record_event(producer))
-    graph_task.stream_waits += 1
 
 
 class NodeStreams:
@@ -165,9 +165,9 @@ class NodeStreams:
         graph_task, dev, stream = self.graph_task, self.dev, self.stream
         if node.is_async:
             self.host_sees_node()
-            graph_task.producer = HOST
+            graph_task.producer = (node, HOST, None)
             return node.apply(buffer)
-        graph_task.producer = (stream, dev)
+        graph_task.producer = (node, stream, dev)
         leaf = not node.next_edges
         variable = getattr(node, "variable", None) if leaf else None
         before = variable.grad if variable is not None else None
@@ -181,7 +181,7 @@ class NodeStreams:
 
     def producer_scope(self) -> Any:
         """The stream the node's outputs were made on, current (the NaN check reads them)."""
-        stream, dev = self.graph_task.producer
+        _, stream, dev = self.graph_task.producer
         return self.kind.stream_scope(stream if dev is self.dev else self.host)
 
 
