@@ -45,8 +45,14 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
     # (a node with an async apply, a Function's ``async def backward``, has a hook table too)
     if node._hooks is not None or graph_task.slow:
         return evaluate_slow(engine, graph_task, node, buffer)
-    if graph_task.streams is not None and stream_device(buffer) is not None:
-        return evaluate_slow(engine, graph_task, node, buffer)  # launched on a stream there
+    executor = graph_task.executor
+    if graph_task.multi_device:
+        dev = buffer_device(buffer)
+        if dev is not None:
+            if graph_task.streams is not None and stream_device(buffer) is not None:
+                return evaluate_slow(engine, graph_task, node, buffer)  # launched on a stream
+            if executor is not None:
+                executor = engine.offload_executor(dev.type)
     exec_info = graph_task.exec_info
     if exec_info is not None:
         info = exec_info.get(node)
@@ -55,11 +61,6 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
         if not info.needed:  # reached only to capture its gradient (grad()'s inputs)
             capture(graph_task, info.captures, buffer)
             return None
-    executor = graph_task.executor
-    if graph_task.multi_device and executor is not None:
-        dev = buffer_device(buffer)
-        if dev is not None:
-            executor = engine.offload_executor(dev.type)
     if executor is not None:
         # Most nodes are small and estimate their cost from their gradients' size: the first
         # gradient's size rules them out without calling cost().
