@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._device import CPU, device
+from ._device import CPU, device, device_type
 from ._dtypes import numeric_array
 from ._format import format_tensor
 from ._grad_mode import argument_type_name, grad_enabled
@@ -101,7 +101,10 @@ class Tensor(TensorMethods):
     def _wrap(cls, data: Any) -> Tensor:
         """Wrap an op's result without copying; numpy scalars become 0-d arrays."""
         out = object.__new__(cls)
-        out.data = data if type(data) is np.ndarray else np.asarray(data)
+        if type(data) is np.ndarray or hasattr(type(data), "__cuda_array_interface__"):
+            out.data = data  # a numpy array, or a device array (CuPy's) kept where it is
+        else:
+            out.data = np.asarray(data)
         return out
 
     # ----------------------------------------------------------------------------- attributes
@@ -364,4 +367,7 @@ class Tensor(TensorMethods):
 
     # ----------------------------------------------------------------------------- display
     def __repr__(self) -> str:
-        return format_tensor(self)
+        data = self.data
+        if type(data) is not np.ndarray:  # printed from a host copy (CUDA)
+            data = device_type(self._device.type).to_host(data)
+        return format_tensor(self, data)

@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "API",
         (
             "_autograd", "function", "functional", "_checkpoint", "_factories", "_tensor_methods", "sync",
-            "testing", "utils", "_graph", "graph", "_checkpoint_non_reentrant", "_runner", "",  # "": the package's own __init__
+            "testing", "utils", "_graph", "graph", "_checkpoint_non_reentrant", "_runner", "cuda", "",  # "": the package's own __init__
         ),
     ),
 )

@@ -17,7 +17,7 @@ from .._device import CPU, device, device_type, mixed_devices_error, placement
 from ._registry import backward, op
 from ._util import Tensor, attach, edge_of, needs_grad, wrap
 
-__all__ = ["bool_", "cpu", "double", "float_", "long", "place", "place2", "promote", "result_type", "to"]
+__all__ = ["bool_", "cpu", "cuda", "double", "float_", "long", "place", "place2", "promote", "result_type", "to"]
 
 
 def place(out: Tensor, *xs: Any) -> Any:
@@ -210,6 +210,23 @@ def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
 def cpu(input: Tensor) -> Tensor:
     """``input`` on the CPU (itself if it is there already); differentiable."""
     return input if input._device is CPU else to(input, CPU)
+
+
+def cuda(input: Tensor, device: Any = None, non_blocking: bool = False) -> Tensor:
+    """``input`` on a CUDA device (``cuda:0`` by default, as ``to("cuda")``; an index or
+    ``"cuda:1"`` picks another), itself if it is there already; differentiable (``to``, which
+    records ``ToCopyBackward0``). ``non_blocking`` is accepted and ignored, as by ``to``.
+
+    Not an op of its own in the registry: it only names ``to``'s destination."""
+    if device is None:
+        dev = placement("cuda")
+    elif isinstance(device, int) and not isinstance(device, bool):
+        dev = placement(f"cuda:{device}")
+    else:
+        dev = placement(device)
+        if dev.type != "cuda":
+            raise RuntimeError(f"Invalid device, must be cuda device, but got: {dev}")
+    return input if input._device is dev else to(input, dev)
 
 
 @op(ToCopyBackward0, name="float")

@@ -27,7 +27,7 @@ from ._util import (
     saved,
     wrap,
 )
-from .casting import bool_, cpu, double, float_, long, place, place2, to
+from .casting import bool_, cpu, cuda, double, float_, long, place, place2, to
 from .operands import BOOL, NEG_BOOL_ERROR, operands, promoted, refuse_bool_sub
 from .quiet import quietly, quietly1, quietly2
 from .shape import _sum_to, reduce_grad
@@ -661,8 +661,8 @@ TENSOR_METHODS = {
     "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow, "neg": neg, "exp": exp,
     "log": log, "log1p": log1p, "sqrt": sqrt, "abs": abs, "sign": sign, "sin": sin, "cos": cos,
     "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "clamp": clamp, "clip": clip,
-    "maximum": maximum, "minimum": minimum, "clone": clone, "to": to, "cpu": cpu, "float": float_,
-    "double": double, "long": long, "bool": bool_, "eq": eq, "ne": ne, "lt": lt, "le": le,
+    "maximum": maximum, "minimum": minimum, "clone": clone, "to": to, "cpu": cpu, "cuda": cuda,
+    "float": float_, "double": double, "long": long, "bool": bool_, "eq": eq, "ne": ne, "lt": lt, "le": le,
     "gt": gt, "ge": ge,
     "__add__": add, "__radd__": _reflected(add), "__sub__": sub, "__rsub__": _reflected(sub),
     "__mul__": mul, "__rmul__": _reflected(mul), "__truediv__": div,
