@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from ._device import device as _device
 from ._device import use_stream
-from ._devices import _cuda_runtime as _runtime
-from ._devices._cuda_runtime import Event, Stream
+
+if TYPE_CHECKING:
+    from ._devices._cuda_runtime import Event, Stream
 
 __all__ = [
     "Event", "Stream", "current_device", "current_stream", "default_stream", "device",
@@ -33,23 +35,38 @@ __all__ = [
 ]
 
 
+def _rt() -> ModuleType:
+    """``aiograd._devices._cuda_runtime``, imported on first use: importing aiograd loads no
+    module of ``aiograd._devices`` but the CPU's (and never CuPy)."""
+    from ._devices import _cuda_runtime
+
+    return _cuda_runtime
+
+
+def __getattr__(name: str) -> Any:
+    # ``Stream`` and ``Event`` are the runtime module's, loaded when first asked for.
+    if name in ("Stream", "Event"):
+        return getattr(_rt(), name)
+    raise AttributeError(f"module 'aiograd.cuda' has no attribute '{name}'")
+
+
 def is_available() -> bool:
     """True if CuPy is installed and sees at least one usable CUDA GPU; never raises."""
-    return _runtime.device_count() > 0
+    return _rt().device_count() > 0
 
 
 def device_count() -> int:
     """How many CUDA GPUs CuPy sees (0 without CuPy, a driver or a GPU); never raises."""
-    return _runtime.device_count()
+    return _rt().device_count()
 
 
 def _index(spec: Any) -> int:
-    return _runtime._resolve_index(spec, _device)
+    return _rt()._resolve_index(spec, _device)  # type: ignore[no-any-return]
 
 
 def current_device() -> int:
     """The index of this thread's current CUDA device."""
-    return _runtime.current_index()
+    return _rt().current_index()
 
 
 def set_device(device: Any) -> None:
@@ -58,8 +75,8 @@ def set_device(device: Any) -> None:
     index = _index(device)
     if index < 0:
         return
-    _runtime.require(index)
-    _runtime.import_cupy().cuda.Device(index).use()
+    _rt().require(index)
+    _rt().import_cupy().cuda.Device(index).use()
 
 
 @contextlib.contextmanager
@@ -70,23 +87,23 @@ def device(device: Any) -> Iterator[None]:
         yield
         return
     index = _index(device)
-    _runtime.require(index)
-    with _runtime.import_cupy().cuda.Device(index):
+    _rt().require(index)
+    with _rt().import_cupy().cuda.Device(index):
         yield
 
 
 def synchronize(device: Any = None) -> None:
     """Block until all work queued on ``device`` (the current CUDA device by default) is done."""
     index = _index(device)
-    _runtime.require(index)
-    _runtime.import_cupy().cuda.Device(index).synchronize()
+    _rt().require(index)
+    _rt().import_cupy().cuda.Device(index).synchronize()
 
 
 def get_device_name(device: Any = None) -> str:
     """The GPU's name (``"NVIDIA H100 80GB HBM3"``)."""
     index = _index(device)
-    _runtime.require(index)
-    name = _runtime.import_cupy().cuda.runtime.getDeviceProperties(index)["name"]
+    _rt().require(index)
+    name = _rt().import_cupy().cuda.runtime.getDeviceProperties(index)["name"]
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
@@ -94,8 +111,8 @@ def current_stream(device: Any = None) -> Stream:
     """The stream work on ``device`` (the current CUDA device by default) is queued on now, on
     this thread."""
     index = _index(device)
-    _runtime.require(index)
-    return Stream._wrap(_runtime.import_cupy().cuda.get_current_stream(index), index)
+    _rt().require(index)
+    return _rt().Stream._wrap(_rt().import_cupy().cuda.get_current_stream(index), index)  # type: ignore[no-any-return]
 
 
 def default_stream(device: Any = None) -> Stream:
@@ -115,7 +132,7 @@ def stream(stream: Stream | None) -> Iterator[Stream | None]:
     if stream is None:
         yield None
         return
-    if not isinstance(stream, Stream):
+    if not isinstance(stream, _rt().Stream):
         raise TypeError(f"expected an aiograd.cuda.Stream, got {type(stream).__name__}")
     with use_stream(_device("cuda", stream.device_index), stream):
         yield stream

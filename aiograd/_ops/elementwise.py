@@ -494,7 +494,7 @@ def ClampBackward0(self: Any, grads: list[Any]) -> Any:
         masks = (x >= lo, x < lo, None)
     else:
         masks = (x <= hi, None, x > hi)
-    zero = np.zeros((), dtype=g.data.dtype)  # a device-less constant
+    zero = g._device.xp.zeros((), dtype=g.data.dtype)  # a constant in the device's memory
     return tuple(
         None if e is None else reduce_grad(where(m, g, zero), shape)
         for e, m, shape in zip(self.next_edges, masks, self.shapes)
@@ -601,7 +601,7 @@ def minimum(input: Any, other: Any) -> Tensor:
 def WhereBackward0(self: Any, grads: list[Any]) -> tuple[None, Any, Any]:
     g = grads[0]
     _, ea, eb = self.next_edges
-    zero = np.zeros((), dtype=g.data.dtype)  # a device-less constant
+    zero = g._device.xp.zeros((), dtype=g.data.dtype)  # a constant in the device's memory
     ga = reduce_grad(where(self.cond, g, zero), self.a_shape) if ea is not None else None
     gb = reduce_grad(where(self.cond, zero, g), self.b_shape) if eb is not None else None
     return (None, ga, gb)

@@ -7,8 +7,6 @@ import inspect as _inspect
 from typing import TYPE_CHECKING
 from typing import Any as _Any
 
-import numpy as _np
-
 from .._device import CPU as _CPU
 from .._node import Node as _Node
 from .._node import mark_async as _mark_async
