@@ -225,7 +225,7 @@ def cuda(input: Tensor, device: Any = None, non_blocking: bool = False) -> Tenso
     else:
         dev = placement(device)
         if dev.type != "cuda":
-            raise RuntimeError(f"Invalid device, must be cuda device, but got: {dev}")
+            raise RuntimeError("Invalid device, must be cuda device")  # torch's words
     return input if input._device is dev else to(input, dev)
 
 
