@@ -113,9 +113,24 @@ def _refuse(data: Any, infer: bool) -> None:
     store(data, 0)
 
 
+def is_device_array(x: Any) -> bool:
+    """True for an array of a device type's own array module, not numpy's: a ``cupy.ndarray``
+    (its class has ``__cuda_array_interface__``). Such an array refuses to become a numpy array
+    implicitly; ``.get()`` copies it to the host."""
+    return hasattr(type(x), "__cuda_array_interface__")
+
+
+def is_array(x: Any) -> bool:
+    """True for a numpy array or a device array (``is_device_array``)."""
+    return isinstance(x, np.ndarray) or hasattr(type(x), "__cuda_array_interface__")
+
+
 def numeric_array(data: Any, dtype: Any = None, copy: bool = True) -> np.ndarray[Any, Any]:
     """``data`` as a numeric numpy array (a copy unless ``copy`` is False and no conversion is
-    needed), refusing objects, strings, None and ragged nesting with PyTorch's errors."""
+    needed), refusing objects, strings, None and ragged nesting with PyTorch's errors. A device
+    array (CuPy's) is copied to the host first."""
+    if not isinstance(data, np.ndarray) and is_device_array(data):
+        data = data.get()
     if isinstance(data, np.ndarray):
         if data.dtype.kind not in NUMERIC_KINDS:
             raise cant_convert(data.dtype)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._device import CPU, device, device_type, mixed_devices_error, placement
+from .._dtypes import is_array
 from ._registry import backward, op
 from ._util import Tensor, attach, edge_of, needs_grad, wrap
 
@@ -93,7 +94,7 @@ def result_type(*operands: Any) -> Any:
     dim = zero = wrapped = None
     for x in operands:
         data = x.data if isinstance(x, Tensor) else x
-        if isinstance(data, np.ndarray):
+        if is_array(data):  # numpy's, or a device array (CuPy's)
             if data.ndim:
                 dim = _promote_types(dim, data.dtype)
             else:
@@ -116,7 +117,7 @@ def promote(*operands: Any) -> list[Any]:
     for x in operands:
         if isinstance(x, Tensor):
             x = to(x, dtype)
-        elif isinstance(x, np.ndarray) and x.dtype != dtype:
+        elif is_array(x) and x.dtype != dtype:
             x = x.astype(dtype)
         out.append(x)
     return out

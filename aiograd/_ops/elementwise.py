@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .._dtypes import is_array
 from ._registry import Unary, UnaryOp, backward, op, register, unary, variant
 from ._util import (
     CPU,
@@ -42,7 +43,7 @@ __all__ = [
 def _shape(x: Any) -> tuple[int, ...]:
     if isinstance(x, Tensor):
         return x.data.shape
-    return x.shape if isinstance(x, np.ndarray) else ()
+    return x.shape if is_array(x) else ()
 
 
 def _binary_edges(a: Any, b: Any) -> tuple[Any, Any]:
@@ -338,7 +339,7 @@ def pow(input: Any, exponent: Any) -> Tensor:
     input, exponent = promoted(input, exponent, fname="pow")
     a, b = data_of(input), data_of(exponent)
     xp = _xp(input, exponent)
-    if type(b) is float and (b == 0.5 or b == -0.5) and isinstance(a, np.ndarray) and a.dtype.kind == "f":
+    if type(b) is float and (b == 0.5 or b == -0.5) and is_array(a) and a.dtype.kind == "f":
         # PyTorch computes these as sqrt and 1 / sqrt: sqrt(-0.0) is -0.0, sqrt(-inf) NaN
         out = wrap(quietly1(xp.sqrt, a) if b > 0 else quietly(lambda: 1.0 / xp.sqrt(a)))
     else:
