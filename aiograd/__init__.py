@@ -9,8 +9,9 @@ module sets another module's globals:
 
 1. base: ``_dtypes``, ``_cost``, ``_grad_mode``, ``_graph_context`` (which GraphTask is running,
    for the op rules that ask), ``_format``, ``executors``;
-2. devices: ``_device`` (interned device objects, the device-type registry) and ``_devices`` (one
-   module per device type, ``cpu``, ``sim``, ``cuda``, ``simcuda``, loaded by name when its first device is made);
+2. devices: ``_device`` (interned device objects, the device-type registry), ``_devices`` (one
+   module per device type, ``cpu``, ``sim``, ``cuda``, ``simcuda``, loaded by name when its first
+   device is made) and ``_cuda_runtime`` (CuPy loaded on first use, CUDA streams and events);
 3. graph core, in this order: ``_tensor_api`` (Tensor's methods as type checkers see them),
    ``_anomaly``, ``_tensor``, ``_saved``, ``_node`` (nodes, edges, AccumulateGrad, the hooks a
    node carries), ``_hooks`` (running hooks), ``_views``; where it needs an op (``sum_to_size``,
@@ -25,9 +26,9 @@ module sets another module's globals:
 
 Public
 submodules: ``aiograd.nn.functional``, ``aiograd.functional`` (vjp, jacobian, hessian, ...),
-``aiograd.testing``, ``aiograd.cuda`` (CUDA devices, streams, events), ``aiograd.function`` (custom Functions), ``aiograd.graph``
-(``torch.autograd.graph``), ``aiograd.executors``, ``aiograd.sync`` (blocking backward/grad) and
-``aiograd.utils.checkpoint``. Every public name is re-exported
+``aiograd.testing``, ``aiograd.cuda`` (CUDA devices, streams, events), ``aiograd.function``
+(custom Functions), ``aiograd.graph`` (``torch.autograd.graph``), ``aiograd.executors``,
+``aiograd.sync`` (blocking backward/grad) and ``aiograd.utils.checkpoint``. Every public name is re-exported
 here explicitly and listed in ``__all__``; everything else is internal.
 """
 

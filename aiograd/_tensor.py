@@ -101,10 +101,12 @@ class Tensor(TensorMethods):
     def _wrap(cls, data: Any) -> Tensor:
         """Wrap an op's result without copying; numpy scalars become 0-d arrays."""
         out = object.__new__(cls)
-        if type(data) is np.ndarray or hasattr(type(data), "__cuda_array_interface__"):
-            out.data = data  # a numpy array, or a device array (CuPy's) kept where it is
-        else:
+        if type(data) is np.ndarray:
+            out.data = data
+        elif isinstance(data, np.generic) or not hasattr(type(data), "__cuda_array_interface__"):
             out.data = np.asarray(data)
+        else:
+            out.data = data  # a device array (CuPy's), kept where it is
         return out
 
     # ----------------------------------------------------------------------------- attributes

@@ -19,15 +19,13 @@ asyncio task.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator as _Iterator
+from typing import Any as _Any
 
+from . import _cuda_runtime as _rt
+from ._cuda_runtime import Event, Stream
 from ._device import device as _device
-from ._device import use_stream
-
-if TYPE_CHECKING:
-    from ._devices._cuda_runtime import Event, Stream
+from ._device import use_stream as _use_stream
 
 __all__ = [
     "Event", "Stream", "current_device", "current_stream", "default_stream", "device",
@@ -35,87 +33,72 @@ __all__ = [
 ]
 
 
-def _rt() -> ModuleType:
-    """``aiograd._devices._cuda_runtime``, imported on first use: importing aiograd loads no
-    module of ``aiograd._devices`` but the CPU's (and never CuPy)."""
-    from ._devices import _cuda_runtime
-
-    return _cuda_runtime
-
-
-def __getattr__(name: str) -> Any:
-    # ``Stream`` and ``Event`` are the runtime module's, loaded when first asked for.
-    if name in ("Stream", "Event"):
-        return getattr(_rt(), name)
-    raise AttributeError(f"module 'aiograd.cuda' has no attribute '{name}'")
-
-
 def is_available() -> bool:
     """True if CuPy is installed and sees at least one usable CUDA GPU; never raises."""
-    return _rt().device_count() > 0
+    return _rt.device_count() > 0
 
 
 def device_count() -> int:
     """How many CUDA GPUs CuPy sees (0 without CuPy, a driver or a GPU); never raises."""
-    return _rt().device_count()
+    return _rt.device_count()
 
 
-def _index(spec: Any) -> int:
-    return _rt()._resolve_index(spec, _device)  # type: ignore[no-any-return]
+def _index(spec: _Any) -> int:
+    return _rt._resolve_index(spec, _device)
 
 
 def current_device() -> int:
     """The index of this thread's current CUDA device."""
-    return _rt().current_index()
+    return _rt.current_index()
 
 
-def set_device(device: Any) -> None:
+def set_device(device: _Any) -> None:
     """Make ``device`` (an index, ``"cuda:1"``, an ``aiograd.device``) this thread's current CUDA
     device. A negative index does nothing, as in torch."""
     index = _index(device)
     if index < 0:
         return
-    _rt().require(index)
-    _rt().import_cupy().cuda.Device(index).use()
+    _rt.require(index)
+    _rt.import_cupy().cuda.Device(index).use()
 
 
 @contextlib.contextmanager
-def device(device: Any) -> Iterator[None]:
+def device(device: _Any) -> _Iterator[None]:
     """``with aiograd.cuda.device(1):`` makes CUDA device 1 current on this thread for the block
     (as ``torch.cuda.device``); None does nothing."""
     if device is None:
         yield
         return
     index = _index(device)
-    _rt().require(index)
-    with _rt().import_cupy().cuda.Device(index):
+    _rt.require(index)
+    with _rt.import_cupy().cuda.Device(index):
         yield
 
 
-def synchronize(device: Any = None) -> None:
+def synchronize(device: _Any = None) -> None:
     """Block until all work queued on ``device`` (the current CUDA device by default) is done."""
     index = _index(device)
-    _rt().require(index)
-    _rt().import_cupy().cuda.Device(index).synchronize()
+    _rt.require(index)
+    _rt.import_cupy().cuda.Device(index).synchronize()
 
 
-def get_device_name(device: Any = None) -> str:
+def get_device_name(device: _Any = None) -> str:
     """The GPU's name (``"NVIDIA H100 80GB HBM3"``)."""
     index = _index(device)
-    _rt().require(index)
-    name = _rt().import_cupy().cuda.runtime.getDeviceProperties(index)["name"]
+    _rt.require(index)
+    name = _rt.import_cupy().cuda.runtime.getDeviceProperties(index)["name"]
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
-def current_stream(device: Any = None) -> Stream:
+def current_stream(device: _Any = None) -> Stream:
     """The stream work on ``device`` (the current CUDA device by default) is queued on now, on
     this thread."""
     index = _index(device)
-    _rt().require(index)
-    return _rt().Stream._wrap(_rt().import_cupy().cuda.get_current_stream(index), index)  # type: ignore[no-any-return]
+    _rt.require(index)
+    return _rt.Stream._wrap(_rt.import_cupy().cuda.get_current_stream(index), index)
 
 
-def default_stream(device: Any = None) -> Stream:
+def default_stream(device: _Any = None) -> Stream:
     """``device``'s default stream (the current CUDA device's by default)."""
     from ._devices import cuda as _cuda_type
 
@@ -123,7 +106,7 @@ def default_stream(device: Any = None) -> Stream:
 
 
 @contextlib.contextmanager
-def stream(stream: Stream | None) -> Iterator[Stream | None]:
+def stream(stream: Stream | None) -> _Iterator[Stream | None]:
     """``with aiograd.cuda.stream(s):`` makes ``s`` (and its device) current on this thread: ops
     queue their kernels on it, and the backward of every node recorded inside is launched on it,
     as PyTorch runs a node's backward on its forward's stream. ``stream(None)`` does nothing, as
@@ -132,7 +115,7 @@ def stream(stream: Stream | None) -> Iterator[Stream | None]:
     if stream is None:
         yield None
         return
-    if not isinstance(stream, _rt().Stream):
+    if not isinstance(stream, _rt.Stream):
         raise TypeError(f"expected an aiograd.cuda.Stream, got {type(stream).__name__}")
-    with use_stream(_device("cuda", stream.device_index), stream):
+    with _use_stream(_device("cuda", stream.device_index), stream):
         yield stream

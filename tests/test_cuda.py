@@ -25,8 +25,7 @@ import pytest
 from helpers import requires_torch, rng, torch
 
 import aiograd as ag
-from aiograd import _device
-from aiograd._devices import _cuda_runtime
+from aiograd import _cuda_runtime, _device
 
 INSTALL = re.escape(_cuda_runtime.INSTALL_MESSAGE)
 

@@ -10,6 +10,7 @@ fails here as it would on a GPU.
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -197,3 +198,61 @@ async def test_host_conversions() -> None:
     assert type(ag.tensor(x).data) is fake_cupy.FakeArray and ag.tensor(x, device="cpu").tolist() == x.tolist()
     for like in (ag.zeros_like, ag.ones_like, ag.empty_like, ag.rand_like, ag.randn_like):
         assert type(like(x).data) is fake_cupy.FakeArray
+
+
+# ---------------------------------------------------------------------------- the engine's features
+def _dev() -> Any:
+    return ag.device(NAME, 0)
+
+
+async def test_to_and_back_is_differentiable_and_mixing_is_torchs_error() -> None:
+    x = ag.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    y = x.to(NAME) * 2.0
+    assert y.device is _dev() and type(y.data) is fake_cupy.FakeArray
+    await (y.relu().cpu() * ag.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert type(x.grad.data) is np.ndarray and x.grad.tolist() == [2.0, 0.0, 6.0]
+    with pytest.raises(RuntimeError, match=re.escape(
+        f"Expected all tensors to be on the same device, but found at least two devices, {NAME}:0 and cpu!"
+    )):
+        y + ag.ones(3)
+
+
+async def test_hooks_anomaly_checkpoint_and_statistics() -> None:
+    g = rng(4)
+    x = ag.tensor(g.standard_normal((4, 4)), device=NAME, requires_grad=True)
+    w = ag.tensor(g.standard_normal((4, 4)), device=NAME, requires_grad=True)
+    seen: list[Any] = []
+
+    async def doubled(grad: Any) -> Any:
+        return grad * 2.0
+
+    h = x @ w
+    h.register_hook(lambda grad: seen.append(type(grad.data)))
+    h.register_hook(doubled)
+    (gx,) = await ag.grad(h.tanh().sum(), [x])
+    cx, cw = ag.tensor(_host(x), requires_grad=True), ag.tensor(_host(w))
+    (cgx,) = await ag.grad((cx @ cw).tanh().sum(), [cx])
+    assert seen == [fake_cupy.FakeArray] and type(gx.data) is fake_cupy.FakeArray
+    np.testing.assert_array_equal(_host(gx), 2.0 * cgx.data)
+    plain = await ag.grad((x @ w).sin().sum(), [w])
+    ckpt = await ag.grad(ag.checkpoint(lambda a, b: (a @ b).sin(), x, w, use_reentrant=False).sum(), [w])
+    np.testing.assert_array_equal(_host(ckpt[0]), _host(plain[0]))
+    await ag.checkpoint(lambda a, b: (a @ b).sin(), x, w, use_reentrant=True).sum().backward()
+    np.testing.assert_array_equal(_host(w.grad), _host(plain[0]))
+    bad = ag.tensor([-1.0, 4.0], device=NAME, requires_grad=True)
+    with ag.detect_anomaly(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError, match="returned nan values in its 0th output"):
+            await bad.sqrt().sum().backward()
+    stats = ag.get_engine().statistics()
+    assert stats is not None
+
+
+async def test_functional_jacobian_on_a_device() -> None:
+    import aiograd.functional as AF
+
+    xd = rng(2).standard_normal(3)
+    jac = await AF.jacobian(lambda t: (t * t).sin(), ag.tensor(xd, device=NAME))
+    ref = await AF.jacobian(lambda t: (t * t).sin(), ag.tensor(xd))
+    assert jac.device is _dev()
+    np.testing.assert_array_equal(_host(jac), ref.data)

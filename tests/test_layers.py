@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 #: The graph core's names are in their import order (see the last test).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("_dtypes", "_cost", "_grad_mode", "_graph_context", "_format", "executors")),
-    ("devices", ("_device", "_devices")),
+    ("devices", ("_device", "_devices", "_cuda_runtime")),
     ("graph core", ("_tensor_api", "_anomaly", "_tensor", "_saved", "_node", "_hooks", "_views")),
     ("ops", ("_ops", "nn")),
     ("engine", ("_engine",)),

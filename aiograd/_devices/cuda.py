@@ -12,7 +12,7 @@ With CuPy but no usable GPU (no driver, no device), the device objects can still
 Work is asynchronous: each op queues kernels on the current CUDA stream and returns at once, so
 the engine runs CUDA nodes inline on the device's worker task (``InlineExecutor``) and never
 waits for the GPU per node. Streams and events are the thin wrappers of
-``aiograd._devices._cuda_runtime`` (``aiograd.cuda.Stream``/``Event``), which compare equal
+``aiograd._cuda_runtime`` (``aiograd.cuda.Stream``/``Event``), which compare equal
 only for the same CUDA stream on the same device (CuPy's own compare the raw handle alone, and
 every device's legacy default stream has handle 0).
 
@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from .._cuda_runtime import Event, Stream, import_cupy, require
 from ..executors import InlineExecutor
-from ._cuda_runtime import Event, Stream, import_cupy, require
 
 # CuPy or the RuntimeError that says what to install (this module is then not registered).
 cupy = import_cupy()

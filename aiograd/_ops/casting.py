@@ -18,7 +18,10 @@ from .._dtypes import is_array
 from ._registry import backward, op
 from ._util import Tensor, attach, edge_of, needs_grad, wrap
 
-__all__ = ["bool_", "cpu", "cuda", "double", "float_", "long", "place", "place2", "promote", "result_type", "to"]
+__all__ = [
+    "bool_", "cpu", "cuda", "double", "float_", "join_devices", "long", "place", "place2", "promote",
+    "result_type", "to",
+]
 
 
 def place(out: Tensor, *xs: Any) -> Any:
@@ -39,6 +42,23 @@ def place(out: Tensor, *xs: Any) -> Any:
                 raise mixed_devices_error(y._device for y in xs if isinstance(y, Tensor))
             moved[i] = to(x, common)
     return moved
+
+
+def join_devices(xs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``place``'s rule applied before computing, for devices whose arrays are not numpy's: a
+    CPU scalar tensor moved to the common device (``to``), PyTorch's error for any other tensor
+    elsewhere. CuPy cannot compute with a host array, so the move (or the error) must come
+    first; on numpy devices ``place`` does it after computing, and ``xs`` is returned as it is."""
+    common = next((x._device for x in xs if isinstance(x, Tensor) and x._device is not CPU), None)
+    if common is None or common.xp is np:
+        return xs
+    moved = list(xs)
+    for i, x in enumerate(xs):
+        if isinstance(x, Tensor) and x._device is not common:
+            if x._device is not CPU or x.data.ndim:
+                raise mixed_devices_error(y._device for y in xs if isinstance(y, Tensor))
+            moved[i] = to(x, common)
+    return tuple(moved)
 
 
 def place2(out: Tensor, a: Any, b: Any) -> Any:

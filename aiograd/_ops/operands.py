@@ -12,7 +12,7 @@ import numpy as np
 from .._device import device_type
 from .._dtypes import NUMERIC_KINDS, cant_convert, is_array, numeric_array, type_name
 from ._util import Tensor, data_of
-from .casting import promote
+from .casting import join_devices, promote
 
 __all__ = ["BOOL", "NEG_BOOL_ERROR", "constant", "operands", "promoted", "refuse_bool_sub"]
 
@@ -44,12 +44,12 @@ def promoted(*xs: Any, fname: str) -> Any:
     otherwise: int64 with float32 to float64, say)."""
     if len(xs) == 2 and isinstance(xs[0], Tensor):  # the common cases, without the general walk
         b = xs[1]
-        if isinstance(b, Tensor) and b.data.dtype is xs[0].data.dtype:
+        if isinstance(b, Tensor) and b.data.dtype is xs[0].data.dtype and b._device is xs[0]._device:
             return xs
         if type(b) is float or type(b) is int:
             return xs
     xs = tuple(x if isinstance(x, Tensor) else constant(x, fname, i + 1) for i, x in enumerate(xs))
-    xs = _host_arrays_to_device(xs)
+    xs = join_devices(_host_arrays_to_device(xs))
     dtypes = {x.dtype for x in map(data_of, xs) if is_array(x)}
     return promote(*xs) if len(dtypes) > 1 else xs
 
@@ -64,6 +64,8 @@ def operands(input: Any, other: Any, fname: str) -> tuple[Any, Any, Any, Any]:
         other = constant(other, fname, 2)
     if type(input) is np.ndarray or type(other) is np.ndarray:
         input, other = _host_arrays_to_device((input, other))
+    if isinstance(input, Tensor) and isinstance(other, Tensor) and input._device is not other._device:
+        input, other = join_devices((input, other))
     a, b = data_of(input), data_of(other)
     if fname == "sub" and (_is_bool(a) or _is_bool(b)):
         refuse_bool_sub(a, b)

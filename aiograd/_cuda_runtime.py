@@ -3,7 +3,8 @@ CuPy (or the error saying what to install), which devices are usable, and the st
 types (``aiograd.cuda.Stream``, ``aiograd.cuda.Event``, as ``torch.cuda``'s).
 
 CuPy is imported inside the functions, on first use, never at module import: ``aiograd.cuda``
-imports this module, and importing ``aiograd`` must not import CuPy.
+imports this module, and importing ``aiograd`` must not import CuPy. (In the devices layer, beside
+``_device``, not in ``_devices``: importing aiograd loads no device type module but the CPU's.)
 
 The wrappers exist because CuPy's streams compare by raw handle alone, and every device's
 legacy default stream has handle 0: the engine keys streams by identity of the CUDA stream, so
@@ -89,7 +90,7 @@ class Stream:
     device_index: int
 
     def __init__(self, device: Any = None, priority: int = 0) -> None:
-        from .._device import device as _device_object
+        from ._device import device as _device_object
 
         index = _resolve_index(device, _device_object)
         require(index)
@@ -114,7 +115,7 @@ class Stream:
     @property
     def device(self) -> Any:
         """The stream's device, ``aiograd.device("cuda", i)``."""
-        from .._device import device as _device_object
+        from ._device import device as _device_object
 
         return _device_object("cuda", self.device_index)
 
