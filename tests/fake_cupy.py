@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from aiograd._dtypes import register_device_array_type
 from aiograd.executors import InlineExecutor
 
 _NO_IMPLICIT = "Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a NumPy array explicitly."
@@ -251,7 +252,9 @@ xp = _Module("fake_cupy")
 
 
 def device_type() -> types.SimpleNamespace:
-    """A device type (aiograd._device's interface) holding FakeArrays, with no streams."""
+    """A device type (aiograd._device's interface) holding FakeArrays, with no streams; its
+    array class is registered with the ops, as the cuda type registers CuPy's."""
+    register_device_array_type(FakeArray)
 
     def to_device(host: Any, index: Any) -> FakeArray:
         return _wrap(np.array(host._a if type(host) is FakeArray else host, copy=True))

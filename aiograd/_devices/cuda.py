@@ -38,10 +38,12 @@ from typing import Any
 import numpy as np
 
 from .._cuda_runtime import Event, Stream, import_cupy, require
+from .._dtypes import register_device_array_type
 from ..executors import InlineExecutor
 
 # CuPy or the RuntimeError that says what to install (this module is then not registered).
 cupy = import_cupy()
+register_device_array_type(cupy.ndarray)
 
 __all__ = [
     "array_module", "indexed", "default_executor", "to_device", "to_host", "synchronize",

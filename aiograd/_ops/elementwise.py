@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .._dtypes import is_array, is_device_array
+from .._dtypes import DEVICE_ARRAY_TYPES, is_array
 from ._registry import Unary, UnaryOp, backward, op, register, unary, variant
 from ._util import (
     CPU,
@@ -43,11 +43,7 @@ __all__ = [
 def _shape(x: Any) -> tuple[int, ...]:
     if isinstance(x, Tensor):
         return x.data.shape
-    if isinstance(x, np.ndarray):
-        return x.shape
-    if type(x) is float or type(x) is int:  # (the common constants, before the slower test)
-        return ()
-    return x.shape if is_device_array(x) else ()
+    return x.shape if isinstance(x, np.ndarray) or type(x) in DEVICE_ARRAY_TYPES else ()
 
 
 def _binary_edges(a: Any, b: Any) -> tuple[Any, Any]:
