@@ -25,7 +25,7 @@ import pytest
 from helpers import requires_torch, rng, torch
 
 import aiograd as ag
-from aiograd import _cuda_runtime, _device
+from aiograd import _cuda_runtime, _device, _dtypes
 
 INSTALL = re.escape(_cuda_runtime.INSTALL_MESSAGE)
 
@@ -40,6 +40,7 @@ def fresh_cuda_type(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     module = sys.modules.pop("aiograd._devices.cuda", None)
     usable = set(_cuda_runtime._usable)
     _cuda_runtime._usable.clear()
+    array_types = set(_dtypes.DEVICE_ARRAY_TYPES)
     try:
         yield
     finally:
@@ -54,6 +55,8 @@ def fresh_cuda_type(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             sys.modules["aiograd._devices.cuda"] = module
         _cuda_runtime._usable.clear()
         _cuda_runtime._usable.update(usable)
+        _dtypes.DEVICE_ARRAY_TYPES.clear()
+        _dtypes.DEVICE_ARRAY_TYPES.update(array_types)
 
 
 @pytest.fixture
@@ -120,6 +123,7 @@ def _fake_cupy(error: Exception) -> types.ModuleType:
         raise error
 
     cupy = types.ModuleType("cupy")
+    cupy.ndarray = type("ndarray", (), {})  # type: ignore[attr-defined]
     cupy.cuda = types.SimpleNamespace(  # type: ignore[attr-defined]
         runtime=types.SimpleNamespace(getDeviceCount=fail, getDevice=fail),
         Device=fail, get_current_stream=fail, Stream=types.SimpleNamespace(null=None, ptds=None),
@@ -402,3 +406,13 @@ async def test_an_mlp_step_matches_torch_cuda() -> None:
     np.testing.assert_allclose(loss.item(), tloss.item(), rtol=1e-10)
     for a, t in ((x, tx), (w, tw), (b, tb)):
         np.testing.assert_allclose(_host(a.grad), t.grad.cpu().numpy(), rtol=1e-9, atol=1e-12)
+
+
+@requires_gpu
+async def test_gradcheck_on_cuda() -> None:
+    import aiograd.testing as T
+
+    x = ag.tensor(rng(6).standard_normal((2, 3)), device="cuda", requires_grad=True)
+    w = ag.tensor(rng(7).standard_normal((3, 2)), device="cuda", requires_grad=True)
+    assert await T.gradcheck(lambda a, b: (a @ b).tanh() * a.sum(), (x, w))
+    assert await T.gradgradcheck(lambda a, b: (a @ b).tanh() * a.sum(), (x, w))

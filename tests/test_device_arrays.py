@@ -256,3 +256,24 @@ async def test_functional_jacobian_on_a_device() -> None:
     ref = await AF.jacobian(lambda t: (t * t).sin(), ag.tensor(xd))
     assert jac.device is _dev()
     np.testing.assert_array_equal(_host(jac), ref.data)
+
+
+async def test_gradcheck_on_a_device() -> None:
+    import aiograd.testing as T
+
+    x = ag.tensor(rng(6).standard_normal((2, 3)), device=NAME, requires_grad=True)
+    w = ag.tensor(rng(7).standard_normal((3, 2)), device=NAME, requires_grad=True)
+    assert await T.gradcheck(lambda a, b: (a @ b).tanh() * a.sum(), (x, w))
+    assert await T.gradgradcheck(lambda a, b: (a @ b).tanh() * a.sum(), (x, w))
+    with pytest.raises(T.GradcheckError, match="Jacobian mismatch"):
+        await T.gradcheck(_WrongGrad.apply, (x,))
+
+
+class _WrongGrad(ag.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return x * 2.0
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        return g * 3.0
