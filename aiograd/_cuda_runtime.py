@@ -13,6 +13,7 @@ aiograd's compare (and hash) the handle *and* the device, as ``torch.cuda.Stream
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 __all__ = ["INSTALL_MESSAGE", "Event", "Stream", "device_count", "import_cupy", "require"]
@@ -26,10 +27,9 @@ INSTALL_MESSAGE = (
 def import_cupy() -> Any:
     """The ``cupy`` module; a RuntimeError saying what to install where it is missing."""
     try:
-        import cupy
+        return importlib.import_module("cupy")  # (by name: CuPy ships no type stubs)
     except ImportError as error:
         raise RuntimeError(INSTALL_MESSAGE) from error
-    return cupy
 
 
 def device_count() -> int:

@@ -158,11 +158,12 @@ def call_when_done(event: Event, callback: Callable[[], None]) -> None:
     """Call ``callback()`` (from CUDA's host-callback thread) once the work ``event`` marks is
     done; at once for an event never recorded (nothing to wait for). See the module docstring
     for why a host function on a private stream."""
-    if event.cupy_event is None:
+    index = event.device_index
+    if event.cupy_event is None or index is None:
         callback()
         return
-    stream = _callback_stream(event.device_index)
-    with cupy.cuda.Device(event.device_index):
+    stream = _callback_stream(index)
+    with cupy.cuda.Device(index):
         stream.wait_event(event.cupy_event)
         stream.launch_host_func(_fire, callback)
 
