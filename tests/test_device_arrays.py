@@ -24,7 +24,7 @@ import test_nn_functional
 import test_ops_indexing
 import test_ops_joining
 import test_ops_reduction
-from helpers import rng
+from helpers import requires_torch, rng, torch
 
 import aiograd as ag
 import aiograd.nn.functional as F
@@ -200,6 +200,18 @@ async def test_host_conversions() -> None:
         assert type(like(x).data) is fake_cupy.FakeArray
 
 
+@requires_torch
+def test_numpy_of_a_device_tensor_is_torchs_error() -> None:
+    # torch's words for a tensor off the CPU ("meta" here: this torch has no CUDA)
+    with pytest.raises(TypeError) as t_err:
+        torch.ones(1, device="meta").numpy()
+    with pytest.raises(TypeError) as a_err:
+        ag.ones(1, device=NAME).numpy()
+    assert str(a_err.value) == str(t_err.value).replace("meta", f"{NAME}:0")
+    with pytest.raises(TypeError, match="can't convert"):
+        np.asarray(ag.ones(1, device=NAME))  # __array__ refuses too: no silent copy
+
+
 # ---------------------------------------------------------------------------- the engine's features
 def _dev() -> Any:
     return ag.device(NAME, 0)
@@ -277,3 +289,31 @@ class _WrongGrad(ag.Function):
     @staticmethod
     def backward(ctx: Any, g: Any) -> Any:
         return g * 3.0
+
+
+OPS_WITH_A_SCALAR = [
+    lambda a, b: a + b, lambda a, b: b - a, lambda a, b: a * b, lambda a, b: a / b, lambda a, b: a**b,
+    lambda a, b: ag.maximum(a, b), lambda a, b: ag.where(a > b, a, b), lambda a, b: (a > b) * a,
+]
+
+
+@pytest.mark.parametrize("op", OPS_WITH_A_SCALAR)
+async def test_a_cpu_scalar_tensor_joins_a_device_op(op: Callable[..., Any]) -> None:
+    """PyTorch's rule (a 0-dim CPU tensor next to a device tensor is a scalar, moved there):
+    on a device whose arrays are not numpy's the move must come before the math."""
+    xd = np.array([1.0, 2.5, 0.5])
+    results = []
+    for dev in ("cpu", NAME):
+        x = ag.tensor(xd, device=dev, requires_grad=True)
+        s = ag.tensor(1.5, requires_grad=True)
+        out = op(x, s)
+        assert out.device == ag.device(dev if dev == "cpu" else f"{dev}:0")
+        await out.sum().backward()
+        assert x.grad.device == out.device and (s.grad is None or s.grad.device == "cpu")
+        results.append((_host(out), _host(x.grad), None if s.grad is None else s.grad.item()))
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(RuntimeError, match=re.escape(
+        f"Expected all tensors to be on the same device, but found at least two devices, {NAME}:0 and cpu!"
+    )):
+        op(ag.tensor(xd, device=NAME), ag.tensor([1.5, 1.5, 1.5]))
