@@ -9,9 +9,9 @@ module sets another module's globals:
 
 1. base: ``_dtypes``, ``_cost``, ``_grad_mode``, ``_graph_context`` (which GraphTask is running,
    for the op rules that ask), ``_format``, ``executors``;
-2. devices: ``_device`` (interned device objects, the device-type registry) and ``_devices`` (one
+2. devices: ``_device`` (interned device objects, the device-type registry), ``_devices`` (one
    module per device type, ``cpu``, ``sim``, ``cuda``, ``simcuda``, loaded by name when its first
-   device is made);
+   device is made) and ``_cuda_runtime`` (CuPy loaded on first use, CUDA streams and events);
 3. graph core, in this order: ``_tensor_api`` (Tensor's methods as type checkers see them),
    ``_anomaly``, ``_tensor``, ``_saved``, ``_node`` (nodes, edges, AccumulateGrad, the hooks a
    node carries), ``_hooks`` (running hooks), ``_views``; where it needs an op (``sum_to_size``,
@@ -21,18 +21,20 @@ module sets another module's globals:
 6. API: ``_autograd``, ``function``, ``functional`` (vjp, jvp, jacobian, hessian, hvp, vhp),
    ``graph`` (saved-tensor hooks, gradient edges, multi-grad hooks), ``_checkpoint`` and
    ``_checkpoint_non_reentrant``, ``_factories``, ``_tensor_methods`` (binds the ops onto Tensor
-   as methods and operators), ``sync``, ``testing``, ``utils``, ``_runner`` and this module.
+   as methods and operators), ``sync``, ``testing``, ``utils``, ``_runner``, ``cuda`` (the public
+   CUDA API, ``torch.cuda``'s) and this module.
 
 Public
 submodules: ``aiograd.nn.functional``, ``aiograd.functional`` (vjp, jacobian, hessian, ...),
-``aiograd.testing``, ``aiograd.function`` (custom Functions), ``aiograd.graph``
-(``torch.autograd.graph``), ``aiograd.executors``, ``aiograd.sync`` (blocking backward/grad) and
-``aiograd.utils.checkpoint``. Every public name is re-exported
+``aiograd.testing``, ``aiograd.cuda`` (CUDA devices, streams, events), ``aiograd.function``
+(custom Functions), ``aiograd.graph`` (``torch.autograd.graph``), ``aiograd.executors``,
+``aiograd.sync`` (blocking backward/grad) and ``aiograd.utils.checkpoint``. Every public name is re-exported
 here explicitly and listed in ``__all__``; everything else is internal.
 """
 
 from . import (
     _tensor_methods,  # noqa: F401  (binds the ops as Tensor methods and operators)
+    cuda,
     executors,
     function,
     functional,
@@ -175,5 +177,5 @@ __all__ = [
     "sum_to_size", "index_select", "gather", "cat", "concat", "concatenate", "stack", "split",
     "split_with_sizes", "chunk", "unbind", "matmul", "mm",
     # submodules
-    "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
+    "cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
 ]

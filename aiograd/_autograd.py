@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ._device import CPU
+from ._device import CPU, device_type
 from ._engine import get_engine
 from ._graph import GradientEdge, edge_metadata
 from ._node import Edge, edge_of, grad_accumulator
@@ -30,6 +30,13 @@ GradientsLike = GradientLike | Sequence[GradientLike | None]
 
 _warned_create_graph = False
 
+
+
+def _on(out: Tensor, host: np.ndarray[Any, Any]) -> Any:
+    """``host`` (a gradient made on the host) in the memory of ``out``'s device: itself for a
+    numpy device, a copy in device memory for a CUDA one."""
+    dev = out._device
+    return host if dev.xp is np else device_type(dev.type).to_device(host, dev.index)
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
     """A tensor (or anything that is not a list or tuple) stands for a sequence of one; so does
@@ -67,7 +74,7 @@ def _make_grads(
                         "grad can be implicitly created only for real scalar outputs but got "
                         f"{out.data.dtype}"
                     )
-                ones = Tensor._wrap(np.ones(out.data.shape, out.data.dtype))
+                ones = Tensor._wrap(_on(out, np.ones(out.data.shape, out.data.dtype)))
                 if out._device is not CPU:
                     ones._device = out._device
                 new_grads.append(ones)
@@ -78,6 +85,7 @@ def _make_grads(
             if isinstance(g, (int, float, np.ndarray, np.generic)):
                 g = Tensor(np.asarray(g, dtype=out.data.dtype))  # a constant: on out's device
                 if out._device is not CPU:
+                    g.data = _on(out, g.data)
                     g._device = out._device
             else:
                 raise TypeError(

@@ -113,9 +113,37 @@ def _refuse(data: Any, infer: bool) -> None:
     store(data, 0)
 
 
+# ------------------------------------------------------------------------------ device arrays
+#: The array types of the device types whose arrays are not numpy's (``cupy.ndarray``), added
+#: by each such type when it loads (``register_device_array_type``). A set: telling a device
+#: array from a number or a numpy scalar is one hash lookup, cheap enough for the hot paths.
+DEVICE_ARRAY_TYPES: set[type] = set()
+
+
+def register_device_array_type(cls: type) -> None:
+    """Make ``cls`` (a device type's array class) known to the ops as an array."""
+    DEVICE_ARRAY_TYPES.add(cls)
+
+
+def is_device_array(x: Any) -> bool:
+    """True for an array of a device type's own array module, not numpy's (a ``cupy.ndarray``).
+    Such an array refuses to become a numpy array implicitly; ``.get()`` copies it to the host."""
+    return type(x) in DEVICE_ARRAY_TYPES
+
+
+def is_array(x: Any) -> bool:
+    """True for a numpy array or a device array (``is_device_array``)."""
+    return isinstance(x, np.ndarray) or type(x) in DEVICE_ARRAY_TYPES
+
+
 def numeric_array(data: Any, dtype: Any = None, copy: bool = True) -> np.ndarray[Any, Any]:
     """``data`` as a numeric numpy array (a copy unless ``copy`` is False and no conversion is
-    needed), refusing objects, strings, None and ragged nesting with PyTorch's errors."""
+    needed), refusing objects, strings, None and ragged nesting with PyTorch's errors. A device
+    array (CuPy's) is copied to the host first."""
+    if type(data) in DEVICE_ARRAY_TYPES or (
+        not isinstance(data, (np.ndarray, list, tuple, int, float)) and hasattr(type(data), "__cuda_array_interface__")
+    ):
+        data = data.get()  # (CuPy's arrays, also before any CUDA device registered their type)
     if isinstance(data, np.ndarray):
         if data.dtype.kind not in NUMERIC_KINDS:
             raise cant_convert(data.dtype)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._device import CPU, _default_device, placement
+from ._device import CPU, _default_device, device_type, placement
 from ._dtypes import numeric_array
 from ._tensor import Tensor
 
@@ -32,14 +32,31 @@ def manual_seed(seed: int) -> None:
 
 
 def _finish(data: np.ndarray[Any, Any], requires_grad: bool, device: Any) -> Tensor:
+    """A leaf of ``data`` (made on the host) on ``device``: moved into its memory where its
+    array module is not numpy's (a CUDA device), else kept."""
     out = Tensor(data, requires_grad=requires_grad)
     if device is None:
         device = _default_device.get()
     if device is not None:
         dev = placement(device)
         if dev is not CPU:
+            if dev.xp is not np:
+                out.data = device_type(dev.type).to_device(out.data, dev.index)
             out._device = dev
     return out
+
+
+def _host_data(t: Tensor) -> np.ndarray[Any, Any]:
+    """``t``'s data as a numpy array (copied to the host from a CUDA device)."""
+    data = t.data
+    return data if type(data) is np.ndarray else device_type(t._device.type).to_host(data)
+
+
+def _host_like(t: Tensor) -> np.ndarray[Any, Any]:
+    """What the ``*_like`` factories take shape, dtype and layout from: ``t``'s numpy array, or
+    an uninitialised host array of its shape and dtype for a CUDA tensor."""
+    data = t.data
+    return data if type(data) is np.ndarray else np.empty(data.shape, data.dtype)
 
 
 def _like_device(input: Tensor, device: Any) -> Any:
@@ -58,7 +75,7 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
     if isinstance(data, Tensor):
         if device is None:
             device = data._device
-        data = data.data
+        data = _host_data(data)
     return _finish(numeric_array(data, dtype), requires_grad, device)
 
 
@@ -122,12 +139,12 @@ def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Zeros with ``input``'s shape and dtype."""
-    return _finish(np.zeros_like(input.data, dtype=dtype), requires_grad, _like_device(input, device))
+    return _finish(np.zeros_like(_host_like(input), dtype=dtype), requires_grad, _like_device(input, device))
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Ones with ``input``'s shape and dtype."""
-    return _finish(np.ones_like(input.data, dtype=dtype), requires_grad, _like_device(input, device))
+    return _finish(np.ones_like(_host_like(input), dtype=dtype), requires_grad, _like_device(input, device))
 
 
 def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -138,12 +155,12 @@ def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """``fill_value`` everywhere, with ``input``'s shape and dtype."""
-    return _finish(np.full_like(input.data, fill_value, dtype=dtype), requires_grad, _like_device(input, device))
+    return _finish(np.full_like(_host_like(input), fill_value, dtype=dtype), requires_grad, _like_device(input, device))
 
 
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor with ``input``'s shape and dtype."""
-    return _finish(np.empty_like(input.data, dtype=dtype), requires_grad, _like_device(input, device))
+    return _finish(np.empty_like(_host_like(input), dtype=dtype), requires_grad, _like_device(input, device))
 
 
 def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -13,8 +13,11 @@ if TYPE_CHECKING:
 _IMPLIED = {np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_)}
 
 
-def format_tensor(t: Tensor) -> str:
-    data = t.data
+def format_tensor(t: Tensor, data: Any = None) -> str:
+    """``repr(t)``; ``data`` is ``t``'s data as a numpy array where it is not one (a host copy
+    of a CUDA tensor's)."""
+    if data is None:
+        data = t.data
     prefix = "tensor("
     # PyTorch's order: device, size (of an empty tensor), dtype, then grad_fn or requires_grad.
     extras = [] if t._device.type == "cpu" else [f"device='{t._device}'"]

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._device import CPU, device
-from ._dtypes import numeric_array
+from ._device import CPU, device, device_type
+from ._dtypes import DEVICE_ARRAY_TYPES, numeric_array
 from ._format import format_tensor
 from ._grad_mode import argument_type_name, grad_enabled
 from ._tensor_api import TensorMethods
@@ -98,10 +98,13 @@ class Tensor(TensorMethods):
             self._requires_grad = True
 
     @classmethod
-    def _wrap(cls, data: Any) -> Tensor:
+    def _wrap(cls, data: Any, _device_arrays: set[type] = DEVICE_ARRAY_TYPES) -> Tensor:
         """Wrap an op's result without copying; numpy scalars become 0-d arrays."""
         out = object.__new__(cls)
-        out.data = data if type(data) is np.ndarray else np.asarray(data)
+        if type(data) is np.ndarray or type(data) in _device_arrays:
+            out.data = data  # (a device array, CuPy's, is kept where it is)
+        else:
+            out.data = np.asarray(data)
         return out
 
     # ----------------------------------------------------------------------------- attributes
@@ -364,4 +367,7 @@ class Tensor(TensorMethods):
 
     # ----------------------------------------------------------------------------- display
     def __repr__(self) -> str:
-        return format_tensor(self)
+        data = self.data
+        if type(data) is not np.ndarray:  # printed from a host copy (CUDA)
+            data = device_type(self._device.type).to_host(data)
+        return format_tensor(self, data)

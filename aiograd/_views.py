@@ -271,11 +271,13 @@ class AsStridedBackward0(_ViewGeometry):
         g = grads[0]
         if g is None:
             return (None,)
-        z = np.zeros(self.size, dtype=g.data.dtype)
+        xp = g._device.xp
+        z = xp.zeros(self.size, dtype=g.data.dtype)
+        flat = self.flat if xp is np else xp.asarray(self.flat)  # (index arrays on the device)
         if self.overlap:
-            np.add.at(z, self.flat, g.data)
+            xp.add.at(z, flat, g.data)
         else:
-            z[self.flat] = g.data
+            z[flat] = g.data
         return (self._record(_wrap(z.reshape(self.shape)), g, AsStridedScatterBackward0),)
 
 
@@ -287,15 +289,25 @@ class AsStridedScatterBackward0(_ViewGeometry):
         g = grads[0]
         if g is None:
             return (None,)
-        return (self._record(_wrap(g.data.reshape(-1)[self.flat]), g, AsStridedBackward0),)
+        flat = self.flat if g._device.xp is np else g._device.xp.asarray(self.flat)
+        return (self._record(_wrap(g.data.reshape(-1)[flat]), g, AsStridedBackward0),)
 
 
 _wrap = Tensor._wrap
 
 
+def _address(a: Any) -> int:
+    """The address of ``a``'s first element: a numpy array's, or a CuPy array's in device memory
+    (the geometry below needs only differences of addresses, shapes and strides)."""
+    if type(a) is np.ndarray:
+        return int(a.__array_interface__["data"][0])
+    return int(a.data.ptr)
+
+
 def view_index(view: np.ndarray[Any, Any], base: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], bool]:
     """Where each element of ``view`` lies in ``base``: flat (C order) indices into ``base``, in
-    ``view``'s shape, and whether two elements of ``view`` share one (a broadcast view).
+    ``view``'s shape (a numpy array, also for CuPy arrays), and whether two elements of
+    ``view`` share one (a broadcast view).
 
     Works from the arrays' memory layout alone, like PyTorch's ``as_strided`` geometry, so any
     chain of numpy views (slices with any step, transposes, reshapes, broadcasts) is handled.
@@ -312,8 +324,7 @@ def view_index(view: np.ndarray[Any, Any], base: np.ndarray[Any, Any]) -> tuple[
         hi = sum((n - 1) * s for n, s in zip(a.shape, a.strides) if s > 0)
         return lo, hi
 
-    base_ptr = base.__array_interface__["data"][0]
-    view_ptr = view.__array_interface__["data"][0]
+    base_ptr, view_ptr = _address(base), _address(view)
     if base.flags.c_contiguous:
         # The common case: an element's flat index is its byte offset over the itemsize.
         offset, rem = divmod(view_ptr - base_ptr, item)

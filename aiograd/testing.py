@@ -123,6 +123,12 @@ def _check_same_dtype_and_shape(a: _Array, b: _Array, eps: float, index: tuple[i
         )
 
 
+def _host_copy(t: _Tensor) -> _Array:
+    """A copy of ``t``'s values in host memory (from a CUDA device's too)."""
+    data = t.data
+    return data.copy() if type(data) is _np.ndarray else t.detach().cpu().data
+
+
 async def _numerical(
     fn: _Callable[..., _Any], inputs: _Sequence[_Any], outputs: _Sequence[_Any], eps: float
 ) -> list[list[_Array]]:
@@ -135,10 +141,12 @@ async def _numerical(
         jac = [_np.zeros((x.size, o.data.size), dtype=o.data.dtype if _is_floating(o) else _np.float64) for o in outputs]
         for flat, k in enumerate(_np.ndindex(x.shape)):
             orig = x[k]
+            if not isinstance(orig, _np.generic):  # CuPy gives a 0-d view, which x[k] = ... changes
+                orig = orig.copy()
             x[k] = orig - eps
-            before = [o.data.copy() for o in await _call(fn, inputs)]
+            before = [_host_copy(o) for o in await _call(fn, inputs)]
             x[k] = orig + eps
-            after = [o.data.copy() for o in await _call(fn, inputs)]
+            after = [_host_copy(o) for o in await _call(fn, inputs)]
             x[k] = orig
             for o, (a, b) in enumerate(zip(before, after)):
                 _check_same_dtype_and_shape(a, b, eps, k)

@@ -67,9 +67,9 @@ def test_device_parsing_and_identity() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("foo",), "Expected one of cpu, sim device type at start of device string: foo"),
-        (("cuda:0",), "Expected one of cpu, sim device type at start of device string: cuda:0"),
-        (("SIM",), "Expected one of cpu, sim device type at start of device string: SIM"),
+        (("foo",), "Expected one of cpu, cuda, sim, simcuda device type at start of device string: foo"),
+        (("xla:0",), "Expected one of cpu, cuda, sim, simcuda device type at start of device string: xla:0"),
+        (("SIM",), "Expected one of cpu, cuda, sim, simcuda device type at start of device string: SIM"),
         (("",), "Device string must not be empty"),
         (("sim:x",), "Invalid device string: 'sim:x'"),
         (("sim:01",), "Invalid device string: 'sim:01'"),
@@ -91,11 +91,11 @@ def test_device_type_registry() -> None:
         assert entry.name == name and entry.array_module is np
         assert entry.default_executor is executor
     assert not _device.device_type("cpu").indexed and _device.device_type("sim").indexed
-    assert _device.device_types()[:2] == ("cpu", "sim")
+    assert _device.device_types()[:4] == ("cpu", "cuda", "sim", "simcuda")
     _device.register_device_type("fake", "aiograd._devices.sim")
     try:
         assert ag.device("fake:1").type == "fake"
-        with pytest.raises(RuntimeError, match="Expected one of cpu, sim, fake device type"):
+        with pytest.raises(RuntimeError, match="Expected one of cpu, cuda, sim, simcuda, fake device type"):
             ag.device("bogus")
         t = ag.zeros(2, device="fake")  # no index: index 0, as "cuda" is the current device
         assert t.device is ag.device("fake:0")
@@ -158,7 +158,7 @@ def test_factories_take_a_device(make: Callable[..., Any]) -> None:
     assert make(device=SIM).device is SIM
     assert make(device="sim").device is SIM
     assert make(device="cpu:0").device is CPU
-    with pytest.raises(RuntimeError, match="Expected one of cpu, sim device type"):
+    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda, sim, simcuda device type"):
         make(device="gpu")
 
 
@@ -255,8 +255,8 @@ def test_to_moves_and_casts() -> None:
         x.to("cpu", np.float32, False, False, 1)
     with pytest.raises(TypeError, match="unexpected keyword argument 'devise'"):
         x.to(devise="cpu")
-    with pytest.raises(RuntimeError, match="Expected one of cpu, sim device type"):
-        x.to("cuda")
+    with pytest.raises(RuntimeError, match="Expected one of cpu, cuda, sim, simcuda device type"):
+        x.to("gpu")
 
 
 async def test_to_is_differentiable_across_devices() -> None:

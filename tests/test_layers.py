@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 #: The graph core's names are in their import order (see the last test).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("_dtypes", "_cost", "_grad_mode", "_graph_context", "_format", "executors")),
-    ("devices", ("_device", "_devices")),
+    ("devices", ("_device", "_devices", "_cuda_runtime")),
     ("graph core", ("_tensor_api", "_anomaly", "_tensor", "_saved", "_node", "_hooks", "_views")),
     ("ops", ("_ops", "nn")),
     ("engine", ("_engine",)),
@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "API",
         (
             "_autograd", "function", "functional", "_checkpoint", "_factories", "_tensor_methods", "sync",
-            "testing", "utils", "_graph", "graph", "_checkpoint_non_reentrant", "_runner", "",  # "": the package's own __init__
+            "testing", "utils", "_graph", "graph", "_checkpoint_non_reentrant", "_runner", "cuda", "",  # "": the package's own __init__
         ),
     ),
 )

@@ -16,6 +16,7 @@ import aiograd.utils.checkpoint
 
 PUBLIC_MODULES = (
     aiograd,
+    aiograd.cuda,
     aiograd.executors,
     aiograd.function,
     aiograd.functional,
@@ -43,7 +44,7 @@ def test_every_public_name_is_documented():
 
 def test_no_internal_module_leaks_into_the_top_level():
     modules = {n for n in dir(aiograd) if not n.startswith("_") and inspect.ismodule(getattr(aiograd, n))}
-    assert modules <= {"executors", "function", "functional", "graph", "nn", "sync", "testing", "utils"}, modules
+    assert modules <= {"cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils"}, modules
 
 
 def test_all_lists_exactly_the_public_names():

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .._device import CPU, mixed_devices_error
-from .._dtypes import type_name
+from .._dtypes import is_array, type_name
 from .._views import View, view_rebase_error
 from ._util import Node, Tensor, grad_enabled, like
 from .casting import result_type
@@ -176,7 +176,7 @@ def _commit(self: Tensor, out: Tensor) -> Node | None:
 
 def _check_shape(self: Tensor, other: Any) -> None:
     """The broadcast errors of a binary in-place op, before anything is computed."""
-    if isinstance(other, (Tensor, np.ndarray)):
+    if isinstance(other, Tensor) or is_array(other):
         shape = other.shape
         if shape != self.data.shape:
             message = _broadcast_message(self.data.shape, shape)

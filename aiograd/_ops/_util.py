@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .._device import CPU, mixed_devices_error
+from .._device import CPU, device_type, mixed_devices_error
 from .._grad_mode import grad_enabled
 from .._graph_context import current_graph_task
 from .._node import Node, edge_of, save
@@ -74,9 +74,11 @@ def to_tensor(x: Any, like: Any = None) -> Tensor:
     the CPU if ``like`` is not one)."""
     if isinstance(x, Tensor):
         return x
-    out = Tensor._wrap(np.asarray(x))
+    out = Tensor._wrap(x)  # (a numpy array kept, a number as a 0-d one, a CuPy array kept)
     if isinstance(like, Tensor) and like._device is not CPU:
-        out._device = like._device
+        dev = out._device = like._device
+        if dev.xp is not np and type(out.data) is np.ndarray:  # into the device's memory (CUDA)
+            out.data = device_type(dev.type).to_device(out.data, dev.index)
     return out
 
 

@@ -165,7 +165,7 @@ def IndexPutBackward0(self: Any, grads: list[Any]) -> Any:
     grad_self = grad_values = None
     if e_self is not None:
         if grad_enabled():
-            keep = np.ones(g.data.shape, dtype=bool)
+            keep = g._device.xp.ones(g.data.shape, dtype=bool)
             keep[adv] = False
             grad_self = g * keep
         else:

@@ -14,10 +14,14 @@ from typing import Any
 import numpy as np
 
 from .._device import CPU, device, device_type, mixed_devices_error, placement
+from .._dtypes import is_array
 from ._registry import backward, op
 from ._util import Tensor, attach, edge_of, needs_grad, wrap
 
-__all__ = ["bool_", "cpu", "double", "float_", "long", "place", "place2", "promote", "result_type", "to"]
+__all__ = [
+    "bool_", "cpu", "cuda", "double", "float_", "join_devices", "long", "place", "place2", "promote",
+    "result_type", "to",
+]
 
 
 def place(out: Tensor, *xs: Any) -> Any:
@@ -38,6 +42,23 @@ def place(out: Tensor, *xs: Any) -> Any:
                 raise mixed_devices_error(y._device for y in xs if isinstance(y, Tensor))
             moved[i] = to(x, common)
     return moved
+
+
+def join_devices(xs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``place``'s rule applied before computing, for devices whose arrays are not numpy's: a
+    CPU scalar tensor moved to the common device (``to``), PyTorch's error for any other tensor
+    elsewhere. CuPy cannot compute with a host array, so the move (or the error) must come
+    first; on numpy devices ``place`` does it after computing, and ``xs`` is returned as it is."""
+    common = next((x._device for x in xs if isinstance(x, Tensor) and x._device is not CPU), None)
+    if common is None or common.xp is np:
+        return xs
+    moved = list(xs)
+    for i, x in enumerate(xs):
+        if isinstance(x, Tensor) and x._device is not common:
+            if x._device is not CPU or x.data.ndim:
+                raise mixed_devices_error(y._device for y in xs if isinstance(y, Tensor))
+            moved[i] = to(x, common)
+    return tuple(moved)
 
 
 def place2(out: Tensor, a: Any, b: Any) -> Any:
@@ -93,7 +114,7 @@ def result_type(*operands: Any) -> Any:
     dim = zero = wrapped = None
     for x in operands:
         data = x.data if isinstance(x, Tensor) else x
-        if isinstance(data, np.ndarray):
+        if is_array(data):  # numpy's, or a device array (CuPy's)
             if data.ndim:
                 dim = _promote_types(dim, data.dtype)
             else:
@@ -116,7 +137,7 @@ def promote(*operands: Any) -> list[Any]:
     for x in operands:
         if isinstance(x, Tensor):
             x = to(x, dtype)
-        elif isinstance(x, np.ndarray) and x.dtype != dtype:
+        elif is_array(x) and x.dtype != dtype:
             x = x.astype(dtype)
         out.append(x)
     return out
@@ -210,6 +231,23 @@ def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
 def cpu(input: Tensor) -> Tensor:
     """``input`` on the CPU (itself if it is there already); differentiable."""
     return input if input._device is CPU else to(input, CPU)
+
+
+def cuda(input: Tensor, device: Any = None, non_blocking: bool = False) -> Tensor:
+    """``input`` on a CUDA device (``cuda:0`` by default, as ``to("cuda")``; an index or
+    ``"cuda:1"`` picks another), itself if it is there already; differentiable (``to``, which
+    records ``ToCopyBackward0``). ``non_blocking`` is accepted and ignored, as by ``to``.
+
+    Not an op of its own in the registry: it only names ``to``'s destination."""
+    if device is None:
+        dev = placement("cuda")
+    elif isinstance(device, int) and not isinstance(device, bool):
+        dev = placement(f"cuda:{device}")
+    else:
+        dev = placement(device)
+        if dev.type != "cuda":
+            raise RuntimeError("Invalid device, must be cuda device")  # torch's words
+    return input if input._device is dev else to(input, dev)
 
 
 @op(ToCopyBackward0, name="float")

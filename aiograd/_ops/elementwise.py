@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .._dtypes import DEVICE_ARRAY_TYPES, is_array
 from ._registry import Unary, UnaryOp, backward, op, register, unary, variant
 from ._util import (
     CPU,
@@ -27,7 +28,7 @@ from ._util import (
     saved,
     wrap,
 )
-from .casting import bool_, cpu, double, float_, long, place, place2, to
+from .casting import bool_, cpu, cuda, double, float_, long, place, place2, to
 from .operands import BOOL, NEG_BOOL_ERROR, operands, promoted, refuse_bool_sub
 from .quiet import quietly, quietly1, quietly2
 from .shape import _sum_to, reduce_grad
@@ -42,7 +43,7 @@ __all__ = [
 def _shape(x: Any) -> tuple[int, ...]:
     if isinstance(x, Tensor):
         return x.data.shape
-    return x.shape if isinstance(x, np.ndarray) else ()
+    return x.shape if isinstance(x, np.ndarray) or type(x) in DEVICE_ARRAY_TYPES else ()
 
 
 def _binary_edges(a: Any, b: Any) -> tuple[Any, Any]:
@@ -338,7 +339,7 @@ def pow(input: Any, exponent: Any) -> Tensor:
     input, exponent = promoted(input, exponent, fname="pow")
     a, b = data_of(input), data_of(exponent)
     xp = _xp(input, exponent)
-    if type(b) is float and (b == 0.5 or b == -0.5) and isinstance(a, np.ndarray) and a.dtype.kind == "f":
+    if type(b) is float and (b == 0.5 or b == -0.5) and is_array(a) and a.dtype.kind == "f":
         # PyTorch computes these as sqrt and 1 / sqrt: sqrt(-0.0) is -0.0, sqrt(-inf) NaN
         out = wrap(quietly1(xp.sqrt, a) if b > 0 else quietly(lambda: 1.0 / xp.sqrt(a)))
     else:
@@ -494,7 +495,7 @@ def ClampBackward0(self: Any, grads: list[Any]) -> Any:
         masks = (x >= lo, x < lo, None)
     else:
         masks = (x <= hi, None, x > hi)
-    zero = np.zeros((), dtype=g.data.dtype)  # a device-less constant
+    zero = g._device.xp.zeros((), dtype=g.data.dtype)  # a constant in the device's memory
     return tuple(
         None if e is None else reduce_grad(where(m, g, zero), shape)
         for e, m, shape in zip(self.next_edges, masks, self.shapes)
@@ -601,7 +602,7 @@ def minimum(input: Any, other: Any) -> Tensor:
 def WhereBackward0(self: Any, grads: list[Any]) -> tuple[None, Any, Any]:
     g = grads[0]
     _, ea, eb = self.next_edges
-    zero = np.zeros((), dtype=g.data.dtype)  # a device-less constant
+    zero = g._device.xp.zeros((), dtype=g.data.dtype)  # a constant in the device's memory
     ga = reduce_grad(where(self.cond, g, zero), self.a_shape) if ea is not None else None
     gb = reduce_grad(where(self.cond, zero, g), self.b_shape) if eb is not None else None
     return (None, ga, gb)
@@ -661,8 +662,8 @@ TENSOR_METHODS = {
     "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow, "neg": neg, "exp": exp,
     "log": log, "log1p": log1p, "sqrt": sqrt, "abs": abs, "sign": sign, "sin": sin, "cos": cos,
     "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "clamp": clamp, "clip": clip,
-    "maximum": maximum, "minimum": minimum, "clone": clone, "to": to, "cpu": cpu, "float": float_,
-    "double": double, "long": long, "bool": bool_, "eq": eq, "ne": ne, "lt": lt, "le": le,
+    "maximum": maximum, "minimum": minimum, "clone": clone, "to": to, "cpu": cpu, "cuda": cuda,
+    "float": float_, "double": double, "long": long, "bool": bool_, "eq": eq, "ne": ne, "lt": lt, "le": le,
     "gt": gt, "ge": ge,
     "__add__": add, "__radd__": _reflected(add), "__sub__": sub, "__rsub__": _reflected(sub),
     "__mul__": mul, "__rmul__": _reflected(mul), "__truediv__": div,

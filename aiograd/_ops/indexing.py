@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .._dtypes import is_device_array
 from .._views import make_view
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, common_device, edge_of, like, needs_grad, save, wrap
@@ -125,7 +126,7 @@ def _take(input: Tensor, index: Index, cls: type[_TakeBackward]) -> Tensor:
         # A basic index is a view. numpy gives a scalar (a copy) for an int per dimension: the
         # Ellipsis makes it a 0-d view instead, as in PyTorch.
         data = data[basic]
-        if type(data) is not np.ndarray:
+        if isinstance(data, np.generic):  # (CuPy gives a 0-d view already)
             data = input.data[basic + (Ellipsis,)]
         out = make_view(input, data)
     else:
@@ -153,7 +154,7 @@ def _scatter(grad: Tensor, shape: tuple[int, ...], index: Index, take_cls: type[
     else:
         view = z if basic is None else z[basic]  # ``basic`` ends in Ellipsis: always a view
         if accumulate:
-            np.add.at(view, adv, g)
+            grad._device.xp.add.at(view, adv, g)
         else:
             view[adv] = g
     out = like(z, grad)
@@ -167,6 +168,13 @@ def _scatter(grad: Tensor, shape: tuple[int, ...], index: Index, take_cls: type[
 _INDEX_DTYPE_ERROR = "tensors used as indices must be long, int, byte or bool tensors"
 
 
+def _host_index(arr: Any) -> np.ndarray[Any, Any]:
+    """An index array on the host: the index machinery (masks, bounds, ``add.at``'s integer
+    arrays, PyTorch's error messages) works on numpy arrays; a device (CuPy) index array is
+    copied to the host here, and CuPy copies the normalized index back when it is applied."""
+    return arr if isinstance(arr, np.ndarray) else arr.get()
+
+
 def _item(item: Any) -> Any:
     """One index entry as an int, slice, None, Ellipsis or ndarray (bool or intp)."""
     if item is None or item is Ellipsis or isinstance(item, slice):
@@ -176,9 +184,9 @@ def _item(item: Any) -> Any:
     if isinstance(item, (int, np.integer)):
         return int(item)
     if isinstance(item, Tensor):
-        arr = item.data
-    elif isinstance(item, np.ndarray):
-        arr = item
+        arr = _host_index(item.data)
+    elif isinstance(item, np.ndarray) or is_device_array(item):
+        arr = _host_index(item)
     elif isinstance(item, (list, tuple)):
         arr = np.asarray([x.data if isinstance(x, Tensor) else x for x in item])
         if arr.size == 0 and arr.dtype.kind == "f":
@@ -387,7 +395,10 @@ def getitem(input: Tensor, index: Any) -> Tensor:
 
 # ------------------------------------------------------------------------------ index_select
 def _index_array(index: Any) -> np.ndarray[Any, Any]:
-    arr = index.data if isinstance(index, Tensor) else np.asarray(index)
+    if isinstance(index, Tensor):
+        arr = _host_index(index.data)
+    else:
+        arr = _host_index(index) if is_device_array(index) else np.asarray(index)
     if arr.size == 0 and arr.dtype.kind == "f" and not isinstance(index, Tensor):
         arr = arr.astype(np.int64)
     return arr

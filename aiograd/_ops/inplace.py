@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .._dtypes import type_name
+from .._dtypes import is_array, type_name
 from ._inplace_util import (
     _alias,
     _bump,
@@ -97,7 +97,7 @@ def add_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
 def sub_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
     """``self -= alpha * other`` in place."""
     other = _operand(self, other, "sub_")
-    if self.data.dtype is BOOL or (other.dtype if isinstance(other, Tensor) else np.asarray(other).dtype) is BOOL:
+    if self.data.dtype is BOOL or (other.dtype if isinstance(other, Tensor) or is_array(other) else np.asarray(other).dtype) is BOOL:
         refuse_bool_sub(self.data, data_of(other))  # PyTorch's words (numpy would subtract)
     if _recording(self, other):
         _check_shape(self, other)
@@ -188,14 +188,14 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     for bound in (min, max):
-        if bound is not None and not isinstance(bound, (Tensor, np.ndarray, np.generic, *NUMBERS)):
+        if bound is not None and not (isinstance(bound, (Tensor, np.generic, *NUMBERS)) or is_array(bound)):
             raise TypeError(_invalid_arguments("clamp_", _CLAMP_SIGNATURES, min, max))
     min, max = _operand(self, min), _operand(self, max)
     if _recording(self, min, max):
         # The out-of-place clamp's node (ClampBackward1 for number bounds, ClampBackward0 for
         # tensor ones) on a copy of the old values, which it saves.
         for b in (min, max):
-            if isinstance(b, (Tensor, np.ndarray)):
+            if isinstance(b, Tensor) or is_array(b):
                 _check_shape(self, b)
         _commit(self, clamp(_alias(self, True), min, max))
         return self
@@ -237,7 +237,7 @@ def _clip(self: Tensor, lo: Any, hi: Any) -> None:
         bounds = [b for b in (lo, hi) if b is not None]
         result = _dtype_name(result_type(data, *bounds))
         target = data.dtype.name
-        if not any(isinstance(b, np.ndarray) for b in bounds):
+        if not any(is_array(b) for b in bounds):
             target = _C_TYPE_NAMES.get(target, target)
         else:
             target = _dtype_name(data.dtype)

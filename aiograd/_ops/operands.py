@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from .._dtypes import NUMERIC_KINDS, cant_convert, numeric_array, type_name
+from .._device import device_type
+from .._dtypes import NUMERIC_KINDS, cant_convert, is_array, numeric_array, type_name
 from ._util import Tensor, data_of
-from .casting import promote
+from .casting import join_devices, promote
 
 __all__ = ["BOOL", "NEG_BOOL_ERROR", "constant", "operands", "promoted", "refuse_bool_sub"]
 
@@ -25,7 +26,7 @@ def constant(x: Any, fname: str, position: int) -> Any:
         return x.item()  # a numpy scalar counts as a Python number, as in PyTorch
     if isinstance(x, NUMBERS):
         return x
-    if isinstance(x, np.ndarray):
+    if is_array(x):  # numpy's, or a device array (CuPy's)
         if x.dtype.kind not in NUMERIC_KINDS:
             raise cant_convert(x.dtype)
         return x
@@ -43,12 +44,13 @@ def promoted(*xs: Any, fname: str) -> Any:
     otherwise: int64 with float32 to float64, say)."""
     if len(xs) == 2 and isinstance(xs[0], Tensor):  # the common cases, without the general walk
         b = xs[1]
-        if isinstance(b, Tensor) and b.data.dtype is xs[0].data.dtype:
+        if isinstance(b, Tensor) and b.data.dtype is xs[0].data.dtype and b._device is xs[0]._device:
             return xs
         if type(b) is float or type(b) is int:
             return xs
     xs = tuple(x if isinstance(x, Tensor) else constant(x, fname, i + 1) for i, x in enumerate(xs))
-    dtypes = {x.dtype for x in map(data_of, xs) if isinstance(x, np.ndarray)}
+    xs = join_devices(_host_arrays_to_device(xs))
+    dtypes = {x.dtype for x in map(data_of, xs) if is_array(x)}
     return promote(*xs) if len(dtypes) > 1 else xs
 
 
@@ -60,20 +62,34 @@ def operands(input: Any, other: Any, fname: str) -> tuple[Any, Any, Any, Any]:
         input = constant(input, fname, 1)
     if not isinstance(other, Tensor):
         other = constant(other, fname, 2)
+    if type(input) is np.ndarray or type(other) is np.ndarray:
+        input, other = _host_arrays_to_device((input, other))
+    if isinstance(input, Tensor) and isinstance(other, Tensor) and input._device is not other._device:
+        input, other = join_devices((input, other))
     a, b = data_of(input), data_of(other)
     if fname == "sub" and (_is_bool(a) or _is_bool(b)):
         refuse_bool_sub(a, b)
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype != b.dtype:
+    if is_array(a) and is_array(b) and a.dtype != b.dtype:
         input, other = promote(input, other)
         a, b = data_of(input), data_of(other)
     return input, other, a, b
+
+
+def _host_arrays_to_device(xs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Numpy array constants next to a tensor whose device's arrays are not numpy's (CUDA):
+    copied into that device's memory, as device-less constants must be there to compute with."""
+    dev = next((x._device for x in xs if isinstance(x, Tensor) and x._device.xp is not np), None)
+    if dev is None:
+        return xs
+    move = device_type(dev.type).to_device
+    return tuple(move(x, dev.index) if type(x) is np.ndarray else x for x in xs)
 
 
 BOOL = np.dtype(np.bool_)
 
 
 def _is_bool(x: Any) -> bool:
-    return x.dtype.kind == "b" if isinstance(x, np.ndarray) else isinstance(x, (bool, np.bool_))
+    return x.dtype.kind == "b" if is_array(x) else isinstance(x, (bool, np.bool_))
 
 
 NEG_BOOL_ERROR = (

@@ -9,8 +9,6 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-import numpy as np
-
 from .._device import CPU
 from .._node import mark_async
 from .._saved import ERR_BACKWARD_TWICE, SavedTensor
@@ -116,13 +114,13 @@ class CopySlices(Node):
         r0 = out[0]
         if r0 is None:
             return out  # as PyTorch: no gradient for the base at all
-        if isinstance(flat_grad, np.ndarray):
+        if not isinstance(flat_grad, Tensor):  # an array (numpy or CuPy): written in place
             flat_grad[self.flat] = r0.data
             out[0] = wrap(flat_grad.reshape(self.shape))
             if device is not CPU:
                 out[0]._device = device
             return out
-        keep = np.ones(self.size, dtype=bool)
+        keep = device.xp.ones(self.size, dtype=bool)
         keep[self.flat] = False
         index = (None, (self.flat,), False)
         put = _scatter(r0, (self.size,), index, IndexBackward0)

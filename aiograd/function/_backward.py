@@ -7,8 +7,6 @@ import inspect as _inspect
 from typing import TYPE_CHECKING
 from typing import Any as _Any
 
-import numpy as _np
-
 from .._device import CPU as _CPU
 from .._node import Node as _Node
 from .._node import mark_async as _mark_async
@@ -140,7 +138,8 @@ class _FunctionBackward(_Node, FunctionCtx):
 
 def _zeros(meta: tuple[_Any, ...]) -> _Tensor:
     """A materialized zero gradient for an output of shape, dtype and device ``meta``."""
-    out = _Tensor._wrap(_np.zeros(meta[0], meta[1]))
+    # On the device's own array module: inside a CUDA node the engine made its device current.
+    out = _Tensor._wrap(meta[2].xp.zeros(meta[0], meta[1]))
     if meta[2] is not _CPU:
         out._device = meta[2]
     return out

@@ -204,7 +204,8 @@ _NllLoss2DBackward0 = _variant("NllLoss2DBackward0", _NllLossBackward0, "``nll_l
 
 def _check_nll(input: Tensor, target: Tensor, weight: Any) -> tuple[Any, Any, Any]:
     """PyTorch's argument checks, in its order; returns the arrays (target as int64)."""
-    x, t = input.data, np.asarray(target.data)
+    xp = input._device.xp  # (numpy on the CPU; an array target goes to a CUDA input's device)
+    x, t = input.data, xp.asarray(target.data)
     if x.ndim < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {x.ndim})")
     if t.dtype not in (np.int64, np.uint8):
@@ -235,7 +236,7 @@ def _check_nll(input: Tensor, target: Tensor, weight: Any) -> tuple[Any, Any, An
                 "The function 'nll_loss_forward' is not differentiable with respect to argument "
                 "'weight'. This input cannot have requires_grad True."
             )
-        w = np.asarray(weight.data if isinstance(weight, _Tensor) else weight)
+        w = xp.asarray(weight.data if isinstance(weight, _Tensor) else weight)
         if w.shape != (n_classes,):
             raise RuntimeError(
                 f"weight tensor should be defined either for all {n_classes} classes or no "
@@ -265,7 +266,7 @@ def _nll_loss_plain(input: Tensor, t: Any, ignore_index: int, mean: bool) -> Ten
         out._device = input._device
     if _needs_grad(input):
         node = _attach(_NllLossBackward0((_edge_of(input),)), out)
-        coef = np.zeros(x.shape, x.dtype)
+        coef = xp.zeros(x.shape, x.dtype)
         coef[rows, t] = -scale
         node.coef, node.reduction, node.class_dim = coef, "mean" if mean else "sum", 1
     return out
@@ -327,12 +328,12 @@ def nll_loss(
     if _needs_grad(input):
         cls = _NllLoss2DBackward0 if x.ndim > 2 else _NllLossBackward0
         node = _attach(cls((_edge_of(input),)), out)
-        coef = np.zeros(x.shape, dtype=x.dtype)
+        coef = xp.zeros(x.shape, dtype=x.dtype)
         with np.errstate(invalid="ignore", divide="ignore"):
             picked_coef = -w_t if total is None else -w_t / total
         # +0 where ignored (not -0, nor NaN when every target is: PyTorch skips them)
-        picked_coef = np.where(ignored, 0.0, picked_coef).astype(x.dtype, copy=False)
-        np.put_along_axis(coef, idx, np.expand_dims(picked_coef, class_dim), axis=class_dim)
+        picked_coef = xp.where(ignored, 0.0, picked_coef).astype(x.dtype, copy=False)
+        xp.put_along_axis(coef, idx, xp.expand_dims(picked_coef, class_dim), axis=class_dim)
         node.coef, node.reduction, node.class_dim = coef, reduction, class_dim
     return out
 
@@ -376,7 +377,8 @@ def cross_entropy(
     loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing == 0.0:
         return loss
-    t = np.asarray(target.data)
+    xp = input._device.xp
+    t = xp.asarray(target.data)
     if input.data.ndim == 1:
         t = t.reshape(())
     kept = t != ignore_index
@@ -392,7 +394,7 @@ def cross_entropy(
             denom = float(kept.sum())
         else:
             w_data = w.data.reshape(-1)
-            denom = float(w_data[np.where(kept, t, 0)][kept].sum())
+            denom = float(w_data[xp.where(kept, t, 0)][kept].sum())
         smooth_red = smooth.sum() / denom if denom else smooth.sum() * float("nan")
     return loss * (1.0 - label_smoothing) + smooth_red * (label_smoothing / n_classes)
 
@@ -405,7 +407,7 @@ def _class_weight(weight: Any, input: Tensor) -> Tensor | None:
     class_dim = 0 if ndim == 1 else 1
     shape = [1] * ndim
     shape[class_dim] = input.data.shape[class_dim]
-    w = np.asarray(weight.data if isinstance(weight, _Tensor) else weight)
+    w = input._device.xp.asarray(weight.data if isinstance(weight, _Tensor) else weight)
     return _on(_wrap(w.astype(input.data.dtype).reshape(shape)), input._device)
 
 
