@@ -41,9 +41,12 @@ def fresh_cuda_type(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     usable = set(_cuda_runtime._usable)
     _cuda_runtime._usable.clear()
     array_types = set(_dtypes.DEVICE_ARRAY_TYPES)
+    stream_devices = set(_device._stream_devices)  # (devices made here must not outlive the test)
     try:
         yield
     finally:
+        _device._stream_devices.clear()
+        _device._stream_devices.update(stream_devices)
         _device._LOADED.pop("cuda", None)
         if loaded is not None:
             _device._LOADED["cuda"] = loaded

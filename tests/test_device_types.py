@@ -31,7 +31,10 @@ INTERFACE = (
 def registry() -> Iterator[None]:
     """Give the test its own device-type registry entries; forget what it added afterwards."""
     sources, loaded = dict(_device._SOURCES), dict(_device._LOADED)
+    stream_devices = set(_device._stream_devices)
     yield
+    _device._stream_devices.clear()
+    _device._stream_devices.update(stream_devices)
     added = set(_device._SOURCES) - set(sources)
     _device._SOURCES.clear()
     _device._SOURCES.update(sources)
