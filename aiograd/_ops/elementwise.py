@@ -43,6 +43,8 @@ __all__ = [
 def _shape(x: Any) -> tuple[int, ...]:
     if isinstance(x, Tensor):
         return x.data.shape
+    if type(x) is float or type(x) is int:  # the common constant, first
+        return ()
     return x.shape if isinstance(x, np.ndarray) or type(x) in DEVICE_ARRAY_TYPES else ()
 
 
