@@ -188,13 +188,15 @@ class device:
     form (``device("sim:0") == "sim:0"``); instances are interned.
     """
 
-    __slots__ = ("type", "index", "xp", "_str", "__weakref__")
+    __slots__ = ("type", "index", "xp", "has_streams", "_str", "__weakref__")
 
     type: str
     index: int | None
     #: The array module holding this device's data (numpy for ``cpu`` and ``sim``): ops compute
     #: with ``x._device.xp``, never with numpy directly, so a CuPy device works unchanged.
     xp: Any
+    #: Whether the device's type queues work on streams (``cuda``, ``simcuda``).
+    has_streams: bool
 
     def __new__(cls, spec: str | device, index: int | None = None) -> device:
         if type(spec) is device:
@@ -232,6 +234,7 @@ class device:
             object.__setattr__(self, "type", kind)
             object.__setattr__(self, "index", index)
             object.__setattr__(self, "xp", device_type(kind).array_module)
+            object.__setattr__(self, "has_streams", bool(device_type(kind).has_streams))
             object.__setattr__(self, "_str", kind if index is None else f"{kind}:{index}")
             self = _interned.setdefault(key, self)
             if kind != "cpu":

@@ -44,6 +44,8 @@ class StreamRaceError(RuntimeError):
 
 
 _names = itertools.count()
+#: How long an idle stream's thread waits for more work before it ends.
+_LINGER_S = 0.05
 
 
 class Event:
@@ -166,6 +168,7 @@ class Stream:
     def _push(self, item: tuple[str, Any]) -> None:
         with self._lock:
             self._items.append(item)
+            self._lock.notify_all()  # (a lingering thread)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, name=f"simcuda {self.name}", daemon=True)
                 self._thread.start()
@@ -174,8 +177,12 @@ class Stream:
         while True:
             with self._lock:
                 if not self._items:
-                    self._thread = None  # idle: the thread ends; the next push starts another
-                    return
+                    # Idle: linger briefly (starting a thread costs more than a small node),
+                    # then end; the next push starts another.
+                    self._lock.wait(_LINGER_S)
+                    if not self._items:
+                        self._thread = None
+                        return
                 kind, value = self._items.popleft()
             if kind == "work":
                 with self._lock:

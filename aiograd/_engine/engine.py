@@ -155,7 +155,7 @@ class Engine:
             root, input_nr = root_edges[0]
             buffer: list[Any] = [None] * root.num_inputs
             buffer[input_nr] = root_grads[0]
-            if graph_task.streams is not None and root_grads[0]._device in _device.stream_devices():
+            if graph_task.streams is not None and root_grads[0]._device.has_streams:
                 # The root gradient was made on the caller's stream (PyTorch adds it to the
                 # root's InputBuffer with that stream as its producer's).
                 dev = root_grads[0]._device

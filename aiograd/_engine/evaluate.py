@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .engine import Engine
     from .graph_task import GraphTask
 
-__all__ = ["OFFLOADED", "capture", "evaluate", "evaluate_slow"]
+__all__ = ["OFFLOADED", "capture", "evaluate", "evaluate_on_stream", "evaluate_slow"]
 
 #: What ``evaluate`` returns for a node it handed to an executor (its result comes back later,
 #: as a DONE NodeTask).
@@ -49,8 +49,10 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
     if graph_task.multi_device:
         dev = buffer_device(buffer)
         if dev is not None:
-            if graph_task.streams is not None and stream_device(buffer) is not None:
-                return evaluate_slow(engine, graph_task, node, buffer)  # launched on a stream
+            if graph_task.streams is not None:
+                streamed = stream_device(buffer)
+                if streamed is not None:
+                    return evaluate_on_stream(engine, graph_task, node, buffer, streamed)
             if executor is not None:
                 executor = engine.offload_executor(dev.type)
     exec_info = graph_task.exec_info
@@ -84,6 +86,30 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
         outputs = (None,) * len(node.next_edges)
     else:
         outputs = node.apply(buffer)
+    if not graph_task.keep_graph and node._saved:
+        node.release_variables()
+    engine.propagate(graph_task, node, outputs)
+    return None
+
+
+def evaluate_on_stream(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any], dev: Any) -> None:
+    """``evaluate`` for a node without hooks on a device with streams: launched on its stream
+    (``streams.NodeStreams``), synchronously (the host does not wait for the work)."""
+    on = NodeStreams(graph_task, node, dev)
+    exec_info = graph_task.exec_info
+    if exec_info is not None:
+        info = exec_info.get(node)
+        if info is None:
+            return None
+        if info.captures:
+            on.leaf()  # a captured gradient is a result: the caller's streams wait for it
+            capture(graph_task, info.captures, buffer)
+        if not info.needed:
+            return None
+    if buffer[0] is None and undefined_only(node, buffer):
+        outputs: Any = (None,) * len(node.next_edges)
+    else:
+        outputs = on.apply(node, buffer)
     if not graph_task.keep_graph and node._saved:
         node.release_variables()
     engine.propagate(graph_task, node, outputs)

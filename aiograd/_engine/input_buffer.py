@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from .._device import CPU, device_type, stream_devices
+from .._device import CPU, device_type
 from .._node import owns
 from .streams import hand_over, node_stream, ran, stream_device
 
@@ -61,7 +61,7 @@ def add_special(graph_task: GraphTask, producer: Node, output_nr: int, target: N
     it inline: on a device with streams (ordered after the producer's work, summed on the
     consumer's stream), or in deterministic mode (kept aside for ``sum_in_order``)."""
     stream = None
-    if graph_task.streams is not None and grad._device in stream_devices():
+    if graph_task.streams is not None and grad._device.has_streams:
         stream = hand_over(graph_task, grad, producer, target)
     if graph_task.deterministic:
         defer_contribution(graph_task, producer, output_nr, target, input_nr, grad)

@@ -27,7 +27,6 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from .. import _device
-from .._device import CPU
 from .._node import GraphRoot
 
 if TYPE_CHECKING:
@@ -58,7 +57,7 @@ def stream_device(buffer: list[Any]) -> device | None:
     for grad in buffer:
         if grad is not None:
             dev = grad._device
-            if dev is not CPU and dev in _device.stream_devices():
+            if dev.has_streams and dev.index is not None:
                 return dev
     return None
 
@@ -90,7 +89,7 @@ def ran(dev: device, stream: Any, reads: Any, writes: Any) -> None:
     )
     for t in elsewhere:
         other = t._device
-        if other in _device.stream_devices():
+        if other.has_streams:
             other_kind = _device.device_type(other.type)
             other_kind.ran_on(other_kind.current_stream(other.index), (), (t.data,))
 
