@@ -144,6 +144,24 @@ from ._ops.shape import (
     unsqueeze,
 )
 from ._ops.softmax import log_softmax, logsumexp, softmax
+from ._ops.unary_math import (
+    acos,
+    asin,
+    atan,
+    ceil,
+    cosh,
+    expm1,
+    floor,
+    frac,
+    log2,
+    log10,
+    reciprocal,
+    round,
+    rsqrt,
+    sinh,
+    tan,
+    trunc,
+)
 from ._runner import run
 from ._tensor import Tensor, is_tensor
 from .function import Function
@@ -169,6 +187,8 @@ __all__ = [
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "log1p", "sqrt", "abs",
     "sign", "sin", "cos", "tanh", "sigmoid", "relu", "clamp", "clip", "maximum", "minimum", "where",
     "clone", "square", "eq", "ne", "lt", "le", "gt", "ge",
+    "expm1", "log2", "log10", "rsqrt", "reciprocal", "tan", "asin", "acos", "atan", "sinh", "cosh",
+    "floor", "ceil", "round", "trunc", "frac",
     # reductions
     "sum", "mean", "var", "std", "norm", "max", "min", "prod", "logsumexp", "softmax", "log_softmax", "argmax",
     "argmin",

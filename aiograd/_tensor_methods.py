@@ -21,13 +21,15 @@ from ._ops import (
     reduction,
     shape,
     softmax,
+    unary_math,
 )
 from ._tensor import Tensor
 
 __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]
 
 _FAMILIES = (
-    elementwise, indexing, joining, linalg, reduction, softmax, shape, convenience, inplace, _hooks
+    elementwise, unary_math, indexing, joining, linalg, reduction, softmax, shape, convenience,
+    inplace, _hooks,
 )
 
 #: Every method and operator bound onto Tensor here: name -> function (a later family wins).

@@ -29,6 +29,7 @@ import test_ops_joining
 import test_ops_linalg
 import test_ops_reduction
 import test_ops_shape
+import test_ops_unary_math
 from helpers import rng
 
 import aiograd as ag
@@ -576,6 +577,7 @@ async def assert_parity(fn: Callable[..., Any], arrays: Sequence[Any], second: b
 
 SPEC_TABLES = {
     "elementwise": test_ops_elementwise.SPECS,
+    "unary_math": test_ops_unary_math.SPECS,
     "shape": test_ops_shape.SPECS,
     "linalg": test_ops_linalg.SPECS,
     "convenience": test_ops_convenience.SPECS + test_ops_convenience.REPEAT_SPECS,
