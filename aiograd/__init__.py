@@ -95,6 +95,7 @@ from ._grad_mode import (
     set_grad_enabled,
 )
 from ._node import Node
+from ._ops.binary_math import atan2, fmod, hypot, remainder, xlogy
 from ._ops.convenience import norm, square, std, t
 from ._ops.elementwise import (
     abs,
@@ -188,7 +189,7 @@ __all__ = [
     "sign", "sin", "cos", "tanh", "sigmoid", "relu", "clamp", "clip", "maximum", "minimum", "where",
     "clone", "square", "eq", "ne", "lt", "le", "gt", "ge",
     "expm1", "log2", "log10", "rsqrt", "reciprocal", "tan", "asin", "acos", "atan", "sinh", "cosh",
-    "floor", "ceil", "round", "trunc", "frac",
+    "floor", "ceil", "round", "trunc", "frac", "atan2", "hypot", "fmod", "remainder", "xlogy",
     # reductions
     "sum", "mean", "var", "std", "norm", "max", "min", "prod", "logsumexp", "softmax", "log_softmax", "argmax",
     "argmin",

@@ -12,6 +12,7 @@ from typing import Any
 from . import _hooks
 from ._autograd import tensor_backward
 from ._ops import (
+    binary_math,
     convenience,
     elementwise,
     indexing,
@@ -28,7 +29,7 @@ from ._tensor import Tensor
 __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]
 
 _FAMILIES = (
-    elementwise, unary_math, indexing, joining, linalg, reduction, softmax, shape, convenience,
+    elementwise, unary_math, binary_math, indexing, joining, linalg, reduction, softmax, shape, convenience,
     inplace, _hooks,
 )
 

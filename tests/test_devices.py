@@ -22,6 +22,7 @@ import pytest
 import test_function
 import test_inplace_views
 import test_nn_functional
+import test_ops_binary_math
 import test_ops_convenience
 import test_ops_elementwise
 import test_ops_indexing
@@ -578,6 +579,7 @@ async def assert_parity(fn: Callable[..., Any], arrays: Sequence[Any], second: b
 SPEC_TABLES = {
     "elementwise": test_ops_elementwise.SPECS,
     "unary_math": test_ops_unary_math.SPECS,
+    "binary_math": test_ops_binary_math.SPECS,
     "shape": test_ops_shape.SPECS,
     "linalg": test_ops_linalg.SPECS,
     "convenience": test_ops_convenience.SPECS + test_ops_convenience.REPEAT_SPECS,

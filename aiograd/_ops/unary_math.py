@@ -10,7 +10,6 @@ do, instead of numpy's float result.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ._registry import Unary, UnaryOp, unary
@@ -22,8 +21,10 @@ __all__ = [
     "cosh", "floor", "ceil", "round", "trunc", "frac",
 ]
 
-_LN2 = math.log(2.0)
-_LN10 = math.log(10.0)
+# PyTorch's constants (derivatives.yaml), to the last bit: ln(10) there is one ulp below
+# ``math.log(10)``, which would move log10's gradient by an ulp.
+_LN2 = 0.6931471805599453
+_LN10 = 2.3025850929940456
 
 
 def _quiet(name: str) -> Any:
@@ -32,6 +33,20 @@ def _quiet(name: str) -> Any:
 
     def forward(xp: Any, x: Any) -> Any:
         return quietly1(getattr(xp, name), x)
+
+    return forward
+
+
+def _via_float64(name: str) -> Any:
+    """A forward computed in float64 for a narrower float input, then rounded back: numpy's
+    float32 ``log10``/``log2`` are off by an ulp at exact powers (``log10(100) = 2.0000002``),
+    PyTorch's are not."""
+    quiet = _quiet(name)
+
+    def forward(xp: Any, x: Any) -> Any:
+        if x.dtype.kind == "f" and x.dtype.itemsize < 8:
+            return quiet(xp, x.astype(xp.float64)).astype(x.dtype)
+        return quiet(xp, x)
 
     return forward
 
@@ -65,9 +80,9 @@ def _zero(g: Any, _: Any) -> Any:
 UNARY = [
     Unary("expm1", "Expm1Backward0", _quiet("expm1"), lambda g, y: g * (y + 1.0), "result",
           doc="``exp(input) - 1``, accurate near zero."),
-    Unary("log2", "Log2Backward0", _quiet("log2"), lambda g, x: g / (x * _LN2), "input",
+    Unary("log2", "Log2Backward0", _via_float64("log2"), lambda g, x: g / (x * _LN2), "input",
           doc="Base-2 logarithm."),
-    Unary("log10", "Log10Backward0", _quiet("log10"), lambda g, x: g / (x * _LN10), "input",
+    Unary("log10", "Log10Backward0", _via_float64("log10"), lambda g, x: g / (x * _LN10), "input",
           doc="Base-10 logarithm."),
     Unary("rsqrt", "RsqrtBackward0", _rsqrt, lambda g, y: g * (y * y * y) * -0.5, "result",
           doc="``1 / sqrt(input)``."),

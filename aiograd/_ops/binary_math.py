@@ -1,0 +1,200 @@
+"""Binary elementwise math, as PyTorch's: ``atan2``, ``hypot``, ``fmod``, ``remainder`` and
+``xlogy``, broadcasting, with PyTorch's type promotion, nodes and derivatives.
+
+Each derivative is written with differentiable ops, so double backward works. An operand may be
+a number where PyTorch allows one (``fmod``, ``remainder``, ``xlogy``), which selects PyTorch's
+scalar node (``FmodBackward0`` for a number divisor, ``FmodBackward1`` for a tensor one, and so
+on); ``atan2`` and ``hypot`` take tensors only, as PyTorch's do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._registry import backward, op, variant
+from ._util import Tensor, attach, data_of, needs_grad, save, saved, wrap
+from .casting import place2
+from .elementwise import _binary_edges, _keep, _shape, _xp, div, log, where
+from .operands import promoted
+from .quiet import quietly
+from .shape import reduce_grad
+from .unary_math import reciprocal, trunc
+
+__all__ = ["atan2", "fmod", "hypot", "remainder", "xlogy"]
+
+
+def _tensor_only(fname: str, other: Any) -> None:
+    if not isinstance(other, Tensor):
+        raise TypeError(f"{fname}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+
+
+def _binary(fname: str, input: Any, other: Any, compute: Any, nodes: tuple[type[Any], ...],
+            keep_result: bool = False) -> Tensor:
+    """``compute(xp, a, b)`` on the promoted operands, recorded as ``nodes[0]`` (two tensors),
+    ``nodes[1]`` (a number ``other``) or ``nodes[2]`` (a number ``input``)."""
+    input, other = promoted(input, other, fname=fname)
+    xp = _xp(input, other)
+    out = wrap(quietly(compute, xp, data_of(input), data_of(other)))
+    input, other = place2(out, input, other)
+    if needs_grad(input, other):
+        which = 0 if isinstance(input, Tensor) and isinstance(other, Tensor) else 1 if isinstance(input, Tensor) else 2
+        node: Any = attach(nodes[which](_binary_edges(input, other)), out)
+        node.a, node.b = _keep(input), _keep(other)
+        node.a_shape, node.b_shape = _shape(input), _shape(other)
+        if keep_result:
+            node.result = save(out, is_output=True)
+    return out
+
+
+def _operands(node: Any) -> tuple[Any, Any]:
+    return saved(node, node.a), saved(node, node.b)
+
+
+def _grads(node: Any, ga: Any, gb: Any) -> tuple[Any, Any]:
+    """Each operand's gradient summed back to its shape, None where no gradient flows."""
+    ea, eb = node.next_edges
+    return (
+        reduce_grad(ga(), node.a_shape) if ea is not None else None,
+        reduce_grad(gb(), node.b_shape) if eb is not None else None,
+    )
+
+
+# ------------------------------------------------------------------------------ atan2, hypot
+@backward(saved=("a", "b"))
+def Atan2Backward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
+    g = grads[0]
+    a, b = _operands(self)
+    # PyTorch's atan2_backward: 1 / (a^2 + b^2), with 0 where that overflows (at the origin,
+    # and where the squares underflow), so the gradient there is 0, not NaN.
+    recip = reciprocal(a * a + b * b)
+    recip = where(recip.data == float("inf"), 0.0, recip)
+    return _grads(self, lambda: g * b * recip, lambda: g * -a * recip)
+
+
+@op(Atan2Backward0)
+def atan2(input: Tensor, other: Tensor) -> Tensor:
+    """The angle of the point ``(other, input)``: ``arctan(input / other)`` in the right
+    quadrant, elementwise."""
+    _tensor_only("atan2", other)
+    return _binary("atan2", input, other, lambda xp, a, b: xp.arctan2(a, b), (Atan2Backward0,) * 3)
+
+
+@backward(saved=("a", "b", "result"))
+def HypotBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
+    g = grads[0]
+    a, b = _operands(self)
+    result = self.result.unpack(self)
+    return _grads(self, lambda: g * a / result, lambda: g * b / result)  # (PyTorch's order)
+
+
+@op(HypotBackward0)
+def hypot(input: Tensor, other: Tensor) -> Tensor:
+    """``sqrt(input ** 2 + other ** 2)``, elementwise, without overflow."""
+    _tensor_only("hypot", other)
+    return _binary("hypot", input, other, lambda xp, a, b: xp.hypot(a, b), (HypotBackward0,) * 3, keep_result=True)
+
+
+# ------------------------------------------------------------------------------ fmod, remainder
+@backward(saved=("a", "b"))
+def FmodBackward1(self: Any, grads: list[Any]) -> tuple[Any, Any]:
+    """``d/da = 1``, ``d/db = -trunc(a / b)`` (PyTorch's)."""
+    g = grads[0]
+    a, b = _operands(self)
+    return _grads(self, lambda: g, lambda: g * -trunc(div(a, b)))
+
+
+FmodBackward0 = variant("FmodBackward0", FmodBackward1, doc="``fmod`` by a number.")
+
+
+@op(FmodBackward0, FmodBackward1)
+def fmod(input: Any, other: Any) -> Tensor:
+    """The C remainder of ``input / other``: the sign of ``input``, as PyTorch's (and C's)."""
+    return _binary("fmod", input, other, lambda xp, a, b: xp.fmod(a, b), (FmodBackward1, FmodBackward0, FmodBackward1))
+
+
+@backward(saved=("a", "b"))
+def RemainderBackward1(self: Any, grads: list[Any]) -> tuple[Any, Any]:
+    """``d/da = 1``, ``d/db = -floor(a / b)`` (PyTorch's)."""
+    g = grads[0]
+    a, b = _operands(self)
+    # floor(a / b) as PyTorch's floor division computes it (through fmod: NaN for an infinite
+    # a), a constant: its own derivative is zero.
+    quotient = quietly(_floor_divide, g._device.xp, data_of(a), data_of(b))
+    return _grads(self, lambda: g, lambda: g * -quotient)
+
+
+RemainderBackward0 = variant("RemainderBackward0", RemainderBackward1, doc="``remainder`` by a number.")
+
+
+def _remainder(xp: Any, a: Any, b: Any) -> Any:
+    """PyTorch's remainder: ``fmod``, moved by ``b`` where its sign differs from ``b``'s; a zero
+    keeps ``fmod``'s sign (numpy's ``remainder`` gives -0.0 for ``0 % -1``, PyTorch 0.0)."""
+    mod = xp.fmod(a, b)
+    return xp.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod)
+
+
+def _floor_divide(xp: Any, a: Any, b: Any) -> Any:
+    """PyTorch's floating floor division (``div_floor_floating``)."""
+    mod = xp.fmod(a, b)
+    div = (a - mod) / b
+    div = xp.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
+    floored = xp.floor(div)
+    floored = xp.where(div - floored > 0.5, floored + 1.0, floored)
+    out = xp.where(div != 0, floored, xp.copysign(xp.zeros_like(div), a / b))
+    return xp.where(b == 0, a / b, out)
+
+
+@op(RemainderBackward0, RemainderBackward1)
+def remainder(input: Any, other: Any) -> Tensor:
+    """Python's modulus of ``input / other``: the sign of ``other``, as PyTorch's."""
+    return _binary("remainder", input, other, _remainder,
+                   (RemainderBackward1, RemainderBackward0, RemainderBackward1))
+
+
+# ------------------------------------------------------------------------------ xlogy
+def _xlogy(xp: Any, a: Any, b: Any) -> Any:
+    # 0 where input is 0, unless other is NaN (then NaN), as PyTorch's.
+    # A number ``other`` stays a Python float (a weak scalar: float32 input, float32 result).
+    log_b = float(np.log(b)) if isinstance(b, (int, float)) else xp.log(b)
+    return xp.where((a == 0) & ~xp.isnan(b), xp.zeros((), dtype=xp.result_type(a, b)), a * log_b)
+
+
+@backward(saved=("a", "b"))
+def XlogyBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
+    """``d/da = log(b)`` (0 where ``a == 0`` and ``b <= 0``), ``d/db = a / b`` (PyTorch's)."""
+    g = grads[0]
+    a, b = _operands(self)
+
+    def grad_a() -> Any:
+        xp = g._device.xp
+        zero = xp.logical_and(xp.asarray(data_of(a)) == 0, xp.asarray(data_of(b)) <= 0)
+        log_b = log(b if isinstance(b, Tensor) else _like(b, g))
+        return where(zero, g * 0.0, g * log_b)
+
+    return _grads(self, grad_a, lambda: g * a / b)
+
+
+def _like(value: Any, like: Tensor) -> Tensor:
+    """A number as a 0-d tensor on ``like``'s device, in its dtype (``log`` takes tensors)."""
+    out = wrap(like._device.xp.asarray(value, dtype=like.data.dtype))
+    out._device = like._device
+    return out
+
+
+XlogyBackward1 = variant("XlogyBackward1", XlogyBackward0, doc="``xlogy`` of a number ``input``.")
+XlogyBackward2 = variant("XlogyBackward2", XlogyBackward0, doc="``xlogy`` with a number ``other``.")
+
+
+@op(XlogyBackward0, XlogyBackward1, XlogyBackward2)
+def xlogy(input: Any, other: Any) -> Tensor:
+    """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN), as PyTorch's."""
+    return _binary("xlogy", input, other, _xlogy, (XlogyBackward0, XlogyBackward2, XlogyBackward1))
+
+
+#: Tensor methods (bound by ``aiograd._tensor_methods``), as PyTorch's.
+TENSOR_METHODS = {
+    "atan2": atan2, "hypot": hypot, "fmod": fmod, "remainder": remainder, "xlogy": xlogy,
+    "arctan2": atan2,
+}
