@@ -132,6 +132,7 @@ from ._ops.elementwise import (
 from ._ops.indexing import gather, index_select
 from ._ops.joining import cat, chunk, concat, concatenate, split, split_with_sizes, stack, unbind
 from ._ops.linalg import matmul, mm
+from ._ops.pointwise import addcdiv, addcmul, lerp, masked_fill
 from ._ops.reduction import argmax, argmin, max, mean, min, prod, sum, var
 from ._ops.shape import (
     broadcast_to,
@@ -190,6 +191,7 @@ __all__ = [
     "clone", "square", "eq", "ne", "lt", "le", "gt", "ge",
     "expm1", "log2", "log10", "rsqrt", "reciprocal", "tan", "asin", "acos", "atan", "sinh", "cosh",
     "floor", "ceil", "round", "trunc", "frac", "atan2", "hypot", "fmod", "remainder", "xlogy",
+    "lerp", "addcmul", "addcdiv", "masked_fill",
     # reductions
     "sum", "mean", "var", "std", "norm", "max", "min", "prod", "logsumexp", "softmax", "log_softmax", "argmax",
     "argmin",

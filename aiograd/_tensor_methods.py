@@ -19,6 +19,7 @@ from ._ops import (
     inplace,
     joining,
     linalg,
+    pointwise,
     reduction,
     shape,
     softmax,
@@ -29,8 +30,8 @@ from ._tensor import Tensor
 __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]
 
 _FAMILIES = (
-    elementwise, unary_math, binary_math, indexing, joining, linalg, reduction, softmax, shape, convenience,
-    inplace, _hooks,
+    elementwise, unary_math, binary_math, pointwise, indexing, joining, linalg, reduction, softmax,
+    shape, convenience, inplace, _hooks,
 )
 
 #: Every method and operator bound onto Tensor here: name -> function (a later family wins).

@@ -28,6 +28,7 @@ import test_ops_elementwise
 import test_ops_indexing
 import test_ops_joining
 import test_ops_linalg
+import test_ops_pointwise
 import test_ops_reduction
 import test_ops_shape
 import test_ops_unary_math
@@ -580,6 +581,7 @@ SPEC_TABLES = {
     "elementwise": test_ops_elementwise.SPECS,
     "unary_math": test_ops_unary_math.SPECS,
     "binary_math": test_ops_binary_math.SPECS,
+    "pointwise": test_ops_pointwise.SPECS,
     "shape": test_ops_shape.SPECS,
     "linalg": test_ops_linalg.SPECS,
     "convenience": test_ops_convenience.SPECS + test_ops_convenience.REPEAT_SPECS,

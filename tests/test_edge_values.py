@@ -79,6 +79,7 @@ UNARY: dict[str, Fn] = {
     "clamp_": lambda lib, x: x.clone().clamp_(min=0.0),
     "pow_": lambda lib, x: x.clone().pow_(0.5),
     "F.relu": lambda lib, x: lib.nn.functional.relu(x),
+    "masked_fill": lambda lib, x: x.masked_fill(x > 0, 0.0),
     "expm1": lambda lib, x: x.expm1(),
     "log2": lambda lib, x: x.log2(),
     "log10": lambda lib, x: x.log10(),
@@ -112,6 +113,10 @@ BINARY: dict[str, Fn] = {
     "clamp_both_tensors": lambda lib, ab: lib.clamp(ab[0], min=ab[1], max=ab[1] + 1.0),
     "where": lambda lib, ab: lib.where(ab[0] > ab[1], ab[0], ab[1]),
     "mse_loss": lambda lib, ab: lib.nn.functional.mse_loss(ab[0], ab[1], reduction="none"),
+    "lerp": lambda lib, ab: lib.lerp(ab[0], ab[1], 0.25),
+    "lerp_tensor_weight": lambda lib, ab: lib.lerp(ab[0], ab[1], ab[1]),
+    "addcmul": lambda lib, ab: lib.addcmul(ab[0], ab[0], ab[1], value=0.5),
+    "addcdiv": lambda lib, ab: lib.addcdiv(ab[0], ab[0], ab[1]),
     "atan2": lambda lib, ab: lib.atan2(ab[0], ab[1]),
     "hypot": lambda lib, ab: lib.hypot(ab[0], ab[1]),
     "fmod": lambda lib, ab: lib.fmod(ab[0], ab[1]),
@@ -151,9 +156,11 @@ REDUCTIONS: dict[str, Fn] = {
 #: Ops whose finite values come from another libm or summation order than torch's: their NaN
 #: and inf positions must match exactly, their finite values to a few ulps.
 ROUNDED = {"exp", "sin", "cos", "tanh", "sigmoid", "F.sigmoid", "exp_", "rpow_2", "pow_2_5",
-           "softmax", "log_softmax", "logsumexp", "cross_entropy", "atan", "sinh", "cosh"}
-#: ... and those of them that differ in float64 too (the others are exact there).
-ROUNDED_FLOAT64 = {"softmax", "log_softmax", "cross_entropy"}
+           "softmax", "log_softmax", "logsumexp", "cross_entropy", "atan", "sinh", "cosh",
+           "lerp", "lerp_tensor_weight"}
+#: ... and those of them that differ in float64 too (the others are exact there): lerp's
+#: vectorized loop uses a fused multiply-add, rounded once (numpy rounds twice).
+ROUNDED_FLOAT64 = {"softmax", "log_softmax", "cross_entropy", "lerp", "lerp_tensor_weight"}
 
 #: Ops whose result at a tie of +0 and -0 has no fixed sign in torch: its vectorized loop
 #: returns the second operand, its scalar loop (the last few elements) the first; aiograd always

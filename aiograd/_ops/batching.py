@@ -47,6 +47,11 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "XlogyBackward0",
     "XlogyBackward1",
     "XlogyBackward2",
+    "LerpBackward0",
+    "LerpBackward1",
+    "AddcmulBackward0",
+    "AddcdivBackward0",
+    "MaskedFillBackward0",
     "GatherBackward0",
     "IndexSelectBackward0",
     "SelectBackward0",
@@ -124,6 +129,7 @@ BATCHED_RULES: frozenset[str] = frozenset({
 #: their rules sum it back to the source's unbatched shape). ``IndexPutBackward0`` here is
 #: ``x[mask] = v``'s node (``assign``); indexing's scatter of the same name is batched.
 PER_SAMPLE_RULES: frozenset[str] = frozenset({
+    "MaskedFillBackward1",  # (its value's gradient is a sum over the sample)
     "FillBackward3",
     "IndexPutBackward0",
     "CopyBackwards",
