@@ -158,3 +158,28 @@ def numeric_array(data: Any, dtype: Any = None, copy: bool = True) -> np.ndarray
         _refuse(data, dtype is None)
         raise cant_convert(arr.dtype)
     return arr if dtype is None else arr.astype(dtype, copy=False)
+
+
+# ------------------------------------------------------------------------------ PyTorch's names
+# PyTorch names dtypes two ways in its messages: the C++ type of the elements (``typeid`` names,
+# "double", "long int") and the ScalarType ("Double", "Long").
+_CPP_TYPE_NAMES = {
+    "float16": "c10::Half", "float32": "float", "float64": "double", "int8": "signed char",
+    "int16": "short int", "int32": "int", "int64": "long int", "uint8": "unsigned char", "bool": "bool",
+}
+_SCALAR_TYPE_NAMES = {
+    "float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "int16": "Short",
+    "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool",
+}
+
+
+def cpp_type_name(dtype: Any) -> str:
+    """``dtype`` as PyTorch's messages name its C++ element type (``double``, ``long int``)."""
+    name = np.dtype(dtype).name
+    return _CPP_TYPE_NAMES.get(name, name)
+
+
+def scalar_type_name(dtype: Any) -> str:
+    """``dtype`` as PyTorch's ScalarType (``Double``, ``Long``)."""
+    name = np.dtype(dtype).name
+    return _SCALAR_TYPE_NAMES.get(name, name)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._device import CPU, device, device_type
-from ._dtypes import DEVICE_ARRAY_TYPES, numeric_array
+from ._dtypes import DEVICE_ARRAY_TYPES, cpp_type_name, numeric_array, scalar_type_name
 from ._format import format_tensor
 from ._grad_mode import argument_type_name, grad_enabled
 from ._tensor_api import TensorMethods
@@ -29,26 +29,6 @@ if TYPE_CHECKING:
 __all__ = ["Tensor"]
 
 _FLOAT_ERROR = "Only Tensors of floating point and complex dtype can require gradients"
-
-
-# PyTorch names dtypes two ways in the message for a .grad of the wrong dtype: the C++ type of
-# the gradient's elements (``typeid`` names) and the tensor's ScalarType.
-_CPP_TYPE_NAMES = {
-    "float16": "c10::Half", "float32": "float", "float64": "double", "int8": "signed char",
-    "int16": "short int", "int32": "int", "int64": "long int", "uint8": "unsigned char", "bool": "bool",
-}
-_SCALAR_TYPE_NAMES = {
-    "float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char", "int16": "Short",
-    "int32": "Int", "int64": "Long", "uint8": "Byte", "bool": "Bool",
-}
-
-
-def _cpp_type_name(dtype: np.dtype[Any]) -> str:
-    return _CPP_TYPE_NAMES.get(dtype.name, dtype.name)
-
-
-def _scalar_type_name(dtype: np.dtype[Any]) -> str:
-    return _SCALAR_TYPE_NAMES.get(dtype.name, dtype.name)
 
 
 def is_tensor(obj: Any) -> bool:
@@ -165,8 +145,8 @@ class Tensor(TensorMethods):
                 raise RuntimeError("can't assign Variable as its own grad")
             if value.data.dtype != self.data.dtype:
                 raise RuntimeError(
-                    f"attempting to assign a gradient with dtype '{_cpp_type_name(value.data.dtype)}' "
-                    f"to a tensor with grad_dtype '{_scalar_type_name(self.data.dtype)}'. The gradient "
+                    f"attempting to assign a gradient with dtype '{cpp_type_name(value.data.dtype)}' "
+                    f"to a tensor with grad_dtype '{scalar_type_name(self.data.dtype)}'. The gradient "
                     "must match the tensor's grad_dtype (defaults to the tensor's dtype). You can set "
                     "the tensor's grad_dtype attribute with a specific dtype, or None to allow any "
                     "dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its "

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, data_of, needs_grad, save, saved, wrap
+from ._util import Tensor, attach, data_of, edge_of, needs_grad, save, saved, wrap
 from .casting import place2
-from .elementwise import _binary_edges, _keep, _shape, _xp, div, log, where
+from .elementwise import _keep, _shape, _xp, div, log, where
 from .operands import promoted
 from .quiet import quietly
 from .shape import reduce_grad
@@ -38,39 +38,50 @@ def _binary(fname: str, input: Any, other: Any, compute: Any, nodes: tuple[type[
     xp = _xp(input, other)
     out = wrap(quietly(compute, xp, data_of(input), data_of(other)))
     input, other = place2(out, input, other)
-    if needs_grad(input, other):
-        which = 0 if isinstance(input, Tensor) and isinstance(other, Tensor) else 1 if isinstance(input, Tensor) else 2
-        node: Any = attach(nodes[which](_binary_edges(input, other)), out)
-        node.a, node.b = _keep(input), _keep(other)
-        node.a_shape, node.b_shape = _shape(input), _shape(other)
-        if keep_result:
-            node.result = save(out, is_output=True)
+    which = 0 if isinstance(input, Tensor) and isinstance(other, Tensor) else 1 if isinstance(input, Tensor) else 2
+    node = record_operands(nodes[which], out, (input, other))
+    if node is not None and keep_result:
+        node.result = save(out, is_output=True)  # (after attach: a saved output requires grad)
     return out
 
 
-def _operands(node: Any) -> tuple[Any, Any]:
-    return saved(node, node.a), saved(node, node.b)
+def record_operands(cls: type[Any], out: Tensor, operands: tuple[Any, ...]) -> Any:
+    """Attach ``cls`` to ``out`` when an operand needs a gradient, each operand saved (as
+    ``x0``, ``x1``, ...; numbers kept as they are) with its shape; the node, or None. Shared
+    with the three-operand ops of ``pointwise``."""
+    if not needs_grad(*operands):
+        return None
+    node: Any = attach(cls(tuple(edge_of(x) for x in operands)), out)
+    for i, x in enumerate(operands):
+        setattr(node, f"x{i}", _keep(x))
+    node.shapes = tuple(_shape(x) for x in operands)
+    return node
 
 
-def _grads(node: Any, ga: Any, gb: Any) -> tuple[Any, Any]:
-    """Each operand's gradient summed back to its shape, None where no gradient flows."""
-    ea, eb = node.next_edges
-    return (
-        reduce_grad(ga(), node.a_shape) if ea is not None else None,
-        reduce_grad(gb(), node.b_shape) if eb is not None else None,
+def saved_operands(node: Any) -> list[Any]:
+    """The operands ``record_operands`` saved, unpacked."""
+    return [saved(node, getattr(node, f"x{i}")) for i in range(len(node.shapes))]
+
+
+def operand_grads(node: Any, *makers: Any) -> tuple[Any, ...]:
+    """Each operand's gradient (``makers[i]()``, called only where a gradient flows) summed
+    back to its shape; None where none flows."""
+    return tuple(
+        reduce_grad(make(), shape) if edge is not None else None
+        for edge, make, shape in zip(node.next_edges, makers, node.shapes)
     )
 
 
 # ------------------------------------------------------------------------------ atan2, hypot
-@backward(saved=("a", "b"))
+@backward(saved=("x0", "x1"))
 def Atan2Backward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
     g = grads[0]
-    a, b = _operands(self)
+    a, b = saved_operands(self)
     # PyTorch's atan2_backward: 1 / (a^2 + b^2), with 0 where that overflows (at the origin,
     # and where the squares underflow), so the gradient there is 0, not NaN.
     recip = reciprocal(a * a + b * b)
     recip = where(recip.data == float("inf"), 0.0, recip)
-    return _grads(self, lambda: g * b * recip, lambda: g * -a * recip)
+    return operand_grads(self, lambda: g * b * recip, lambda: g * -a * recip)
 
 
 @op(Atan2Backward0)
@@ -81,12 +92,12 @@ def atan2(input: Tensor, other: Tensor) -> Tensor:
     return _binary("atan2", input, other, lambda xp, a, b: xp.arctan2(a, b), (Atan2Backward0,) * 3)
 
 
-@backward(saved=("a", "b", "result"))
+@backward(saved=("x0", "x1", "result"))
 def HypotBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
     g = grads[0]
-    a, b = _operands(self)
+    a, b = saved_operands(self)
     result = self.result.unpack(self)
-    return _grads(self, lambda: g * a / result, lambda: g * b / result)  # (PyTorch's order)
+    return operand_grads(self, lambda: g * a / result, lambda: g * b / result)  # (PyTorch's order)
 
 
 @op(HypotBackward0)
@@ -97,12 +108,12 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ fmod, remainder
-@backward(saved=("a", "b"))
+@backward(saved=("x0", "x1"))
 def FmodBackward1(self: Any, grads: list[Any]) -> tuple[Any, Any]:
     """``d/da = 1``, ``d/db = -trunc(a / b)`` (PyTorch's)."""
     g = grads[0]
-    a, b = _operands(self)
-    return _grads(self, lambda: g, lambda: g * -trunc(div(a, b)))
+    a, b = saved_operands(self)
+    return operand_grads(self, lambda: g, lambda: g * -trunc(div(a, b)))
 
 
 FmodBackward0 = variant("FmodBackward0", FmodBackward1, doc="``fmod`` by a number.")
@@ -114,15 +125,15 @@ def fmod(input: Any, other: Any) -> Tensor:
     return _binary("fmod", input, other, lambda xp, a, b: xp.fmod(a, b), (FmodBackward1, FmodBackward0, FmodBackward1))
 
 
-@backward(saved=("a", "b"))
+@backward(saved=("x0", "x1"))
 def RemainderBackward1(self: Any, grads: list[Any]) -> tuple[Any, Any]:
     """``d/da = 1``, ``d/db = -floor(a / b)`` (PyTorch's)."""
     g = grads[0]
-    a, b = _operands(self)
+    a, b = saved_operands(self)
     # floor(a / b) as PyTorch's floor division computes it (through fmod: NaN for an infinite
     # a), a constant: its own derivative is zero.
     quotient = quietly(_floor_divide, g._device.xp, data_of(a), data_of(b))
-    return _grads(self, lambda: g, lambda: g * -quotient)
+    return operand_grads(self, lambda: g, lambda: g * -quotient)
 
 
 RemainderBackward0 = variant("RemainderBackward0", RemainderBackward1, doc="``remainder`` by a number.")
@@ -161,11 +172,11 @@ def _xlogy(xp: Any, a: Any, b: Any) -> Any:
     return xp.where((a == 0) & ~xp.isnan(b), xp.zeros((), dtype=xp.result_type(a, b)), a * log_b)
 
 
-@backward(saved=("a", "b"))
+@backward(saved=("x0", "x1"))
 def XlogyBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
     """``d/da = log(b)`` (0 where ``a == 0`` and ``b <= 0``), ``d/db = a / b`` (PyTorch's)."""
     g = grads[0]
-    a, b = _operands(self)
+    a, b = saved_operands(self)
 
     def grad_a() -> Any:
         xp = g._device.xp
@@ -173,7 +184,7 @@ def XlogyBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
         log_b = log(b if isinstance(b, Tensor) else _like(b, g))
         return where(zero, g * 0.0, g * log_b)
 
-    return _grads(self, grad_a, lambda: g * a / b)
+    return operand_grads(self, grad_a, lambda: g * a / b)
 
 
 def _like(value: Any, like: Tensor) -> Tensor:

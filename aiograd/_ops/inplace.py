@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .._dtypes import is_array, type_name
+from .._dtypes import cpp_type_name, is_array, type_name
 from ._inplace_util import (
     _alias,
     _bump,
@@ -238,19 +238,13 @@ def _clip(self: Tensor, lo: Any, hi: Any) -> None:
         result = _dtype_name(result_type(data, *bounds))
         target = data.dtype.name
         if not any(is_array(b) for b in bounds):
-            target = _C_TYPE_NAMES.get(target, target)
+            target = cpp_type_name(target)
         else:
             target = _dtype_name(data.dtype)
         raise RuntimeError(f"result type {result} can't be cast to the desired output type {target}") from None
     except ValueError as e:
         raise _error(e, self, lo if hi is None else hi) from None
     _bump(self)
-
-
-_C_TYPE_NAMES = {
-    "int8": "signed char", "uint8": "unsigned char", "int16": "short int", "int32": "int",
-    "int64": "long int", "bool": "bool",
-}
 
 
 TENSOR_METHODS: dict[str, Any] = {

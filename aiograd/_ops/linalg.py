@@ -6,6 +6,7 @@ from typing import Any
 
 from .._cost import matmul_cost
 from .._device import CPU
+from .._dtypes import cpp_type_name, scalar_type_name
 from .._graph_context import should_compute
 from ._registry import backward, op
 from ._util import (
@@ -107,37 +108,17 @@ def MatmulBackward0(self: Any, grads: list[Any]) -> Any:
     return (ga, gb)
 
 
-# PyTorch's names of the dtypes in its matmul errors: the C++ type (mm) and the ScalarType.
-_C_NAMES = {
-    "float16": "c10::Half", "float32": "float", "float64": "double", "int64": "long int",
-    "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-    "bool": "bool",
-}
-_SCALAR_NAMES = {
-    "bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-    "int64": "Long", "float16": "Half", "float32": "Float", "float64": "Double",
-}
-
-
-def _c(dtype: Any) -> str:
-    return _C_NAMES.get(str(dtype), str(dtype))
-
-
-def _s(dtype: Any) -> str:
-    return _SCALAR_NAMES.get(str(dtype), str(dtype))
-
-
 def _dtype_mismatch(a: Any, b: Any) -> str:
     """PyTorch's message for operands of different dtypes, from the kernel its matmul picks
     (at::matmul: dot, mv, mm on folded batches, or bmm)."""
     da, db, na, nb = a.dtype, b.dtype, a.ndim, b.ndim
     if na == 1 and nb == 1:
-        return f"dot : expected both vectors to have same dtype, but found {_s(da)} and {_s(db)}"
+        return f"dot : expected both vectors to have same dtype, but found {scalar_type_name(da)} and {scalar_type_name(db)}"
     if nb == 1:  # mv (a batch of matrices folds into one)
-        return f"addmv input tensors must have the same dtype, but got {_s(db)}, {_s(da)}, and {_s(db)}"
+        return f"addmv input tensors must have the same dtype, but got {scalar_type_name(db)}, {scalar_type_name(da)}, and {scalar_type_name(db)}"
     if nb == 2:  # mm (a vector is a 1-row matrix, a batch folds into rows)
-        return f"expected m1 and m2 to have the same dtype, but got: {_c(da)} != {_c(db)}"
-    return f"expected scalar type {_s(da)} but found {_s(db)}"  # bmm
+        return f"expected m1 and m2 to have the same dtype, but got: {cpp_type_name(da)} != {cpp_type_name(db)}"
+    return f"expected scalar type {scalar_type_name(da)} but found {scalar_type_name(db)}"  # bmm
 
 
 def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
@@ -229,14 +210,14 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if bias is not None and bias.data.dtype != weight.data.dtype:  # addmm's check, made first
         raise RuntimeError(
             "self and mat2 must have the same dtype, but got "
-            f"{_s(bias.data.dtype)} and {_s(weight.data.dtype)}"
+            f"{scalar_type_name(bias.data.dtype)} and {scalar_type_name(weight.data.dtype)}"
         )
     if input.data.dtype != weight.data.dtype:  # addmm's words with a bias, mm's without
         x_dt, w_dt = input.data.dtype, weight.data.dtype
         raise RuntimeError(
-            f"mat1 and mat2 must have the same dtype, but got {_s(x_dt)} and {_s(w_dt)}"
+            f"mat1 and mat2 must have the same dtype, but got {scalar_type_name(x_dt)} and {scalar_type_name(w_dt)}"
             if bias is not None
-            else f"expected m1 and m2 to have the same dtype, but got: {_c(x_dt)} != {_c(w_dt)}"
+            else f"expected m1 and m2 to have the same dtype, but got: {cpp_type_name(x_dt)} != {cpp_type_name(w_dt)}"
         )
     if input.data.ndim != 2:
         out = matmul(input, weight.mT)

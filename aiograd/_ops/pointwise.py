@@ -9,10 +9,12 @@ from typing import Any
 import numpy as np
 
 from .._device import device_type
+from .._dtypes import cpp_type_name
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, data_of, edge_of, needs_grad, saved, wrap
+from ._util import Tensor, attach, data_of, edge_of, needs_grad, wrap
+from .binary_math import operand_grads, record_operands, saved_operands
 from .casting import place
-from .elementwise import _keep, _shape, _xp, where
+from .elementwise import _xp, where
 from .operands import promoted
 from .quiet import quietly
 from .shape import reduce_grad
@@ -20,36 +22,13 @@ from .shape import reduce_grad
 __all__ = ["addcdiv", "addcmul", "lerp", "masked_fill"]
 
 
-def _record(cls: type[Any], out: Tensor, operands: tuple[Any, ...], **fields: Any) -> None:
-    """Attach ``cls`` for ``operands`` (each saved, and its shape kept) when one needs a grad."""
-    if needs_grad(*operands):
-        node: Any = attach(cls(tuple(edge_of(x) for x in operands)), out)
-        node.x0, node.x1, node.x2 = (_keep(x) for x in operands)
-        node.shapes = tuple(_shape(x) for x in operands)
-        for name, value in fields.items():
-            setattr(node, name, value)
-
-
-def _unpacked(node: Any) -> list[Any]:
-    return [saved(node, node.x0), saved(node, node.x1), saved(node, node.x2)]
-
-
-def _grads(node: Any, *makers: Any) -> tuple[Any, ...]:
-    """Each operand's gradient (``makers[i]()``) summed back to its shape; None where no
-    gradient flows."""
-    return tuple(
-        reduce_grad(make(), shape) if edge is not None else None
-        for edge, make, shape in zip(node.next_edges, makers, node.shapes)
-    )
-
-
 # ------------------------------------------------------------------------------ lerp
 @backward(saved=("x0", "x1", "x2"))
 def LerpBackward1(self: Any, grads: list[Any]) -> tuple[Any, ...]:
     """``input + weight * (end - input)``: ``1 - weight``, ``weight``, ``end - input``."""
     g = grads[0]
-    start, end, weight = _unpacked(self)
-    return _grads(self, lambda: g * (1.0 - weight), lambda: g * weight, lambda: g * (end - start))
+    start, end, weight = saved_operands(self)
+    return operand_grads(self, lambda: g * (1.0 - weight), lambda: g * weight, lambda: g * (end - start))
 
 
 LerpBackward0 = variant("LerpBackward0", LerpBackward1, doc="``lerp`` with a number weight.")
@@ -59,30 +38,24 @@ LerpBackward0 = variant("LerpBackward0", LerpBackward1, doc="``lerp`` with a num
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
     """``input + weight * (end - input)``, elementwise; ``weight`` a number or a tensor."""
     if isinstance(end, Tensor) and end.data.dtype != input.data.dtype:
-        raise RuntimeError(f"expected dtype {_torch_name(input)} for `end` but got dtype {_torch_name(end)}")
+        raise RuntimeError(f"expected dtype {cpp_type_name(input.data.dtype)} for `end` but got dtype {cpp_type_name(end.data.dtype)}")
     input, end, weight = promoted(input, end, weight, fname="lerp")
     xp = _xp(input, end, weight)
     a, b, w = data_of(input), data_of(end), data_of(weight)
     # PyTorch's formula (lerp_kernel): from the nearer end, so lerp(a, b, 1) is exactly b.
     out = wrap(quietly(lambda: xp.asarray(xp.where(xp.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w)))))
     input, end, weight = place(out, input, end, weight)
-    _record(LerpBackward1 if isinstance(weight, Tensor) else LerpBackward0, out, (input, end, weight))
+    record_operands(LerpBackward1 if isinstance(weight, Tensor) else LerpBackward0, out, (input, end, weight))
     return out
-
-
-def _torch_name(t: Tensor) -> str:
-    """A dtype as PyTorch's messages name it (``double``, ``float``, ``long int``...)."""
-    return {"float64": "double", "float32": "float", "float16": "c10::Half", "int64": "long int",
-            "int32": "int", "bool": "bool"}.get(str(t.data.dtype), str(t.data.dtype))
 
 
 # ------------------------------------------------------------------------------ addcmul, addcdiv
 @backward(saved=("x0", "x1", "x2"))
 def AddcmulBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
     g = grads[0]
-    _, t1, t2 = _unpacked(self)
+    _, t1, t2 = saved_operands(self)
     v = self.value
-    return _grads(self, lambda: g, lambda: g * t2 * v, lambda: g * t1 * v)
+    return operand_grads(self, lambda: g, lambda: g * t2 * v, lambda: g * t1 * v)
 
 
 @op(AddcmulBackward0)
@@ -93,16 +66,18 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
     # (value * tensor1) * tensor2, PyTorch's order: it decides which of 0 * inf and inf comes out
     out = wrap(quietly(lambda: _xp(input, tensor1, tensor2).asarray(a + (value * b) * c)))
     operands = place(out, input, tensor1, tensor2)
-    _record(AddcmulBackward0, out, tuple(operands), value=value)
+    node = record_operands(AddcmulBackward0, out, tuple(operands))
+    if node is not None:
+        node.value = value
     return out
 
 
 @backward(saved=("x0", "x1", "x2"))
 def AddcdivBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
     g = grads[0]
-    _, t1, t2 = _unpacked(self)
+    _, t1, t2 = saved_operands(self)
     v = self.value
-    return _grads(self, lambda: g, lambda: g * v / t2, lambda: -g * v * t1 / (t2 * t2))
+    return operand_grads(self, lambda: g, lambda: g * v / t2, lambda: -g * v * t1 / (t2 * t2))
 
 
 @op(AddcdivBackward0)
@@ -112,7 +87,9 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
     a, b, c = data_of(input), data_of(tensor1), data_of(tensor2)
     out = wrap(quietly(lambda: _xp(input, tensor1, tensor2).asarray(a + value * (b / c))))
     operands = place(out, input, tensor1, tensor2)
-    _record(AddcdivBackward0, out, tuple(operands), value=value)
+    node = record_operands(AddcdivBackward0, out, tuple(operands))
+    if node is not None:
+        node.value = value
     return out
 
 
@@ -122,9 +99,7 @@ def MaskedFillBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
     """The input's gradient where the mask is False; a tensor value's, summed where it is True."""
     g = grads[0]
     edge_input, edge_value = self.next_edges
-    grad_input = where(self.mask, 0.0, g) if edge_input is not None else None
-    if grad_input is not None and grad_input.data.shape != self.input_shape:
-        grad_input = reduce_grad(grad_input, self.input_shape)
+    grad_input = reduce_grad(where(self.mask, 0.0, g), self.input_shape) if edge_input is not None else None
     grad_value = where(self.mask, g, 0.0).sum() if edge_value is not None else None
     return (grad_input, grad_value)
 
@@ -138,7 +113,7 @@ def masked_fill(input: Tensor, mask: Any, value: Any) -> Tensor:
     elsewhere; ``value`` a number or a 0-dim tensor (then differentiable)."""
     mask_data = data_of(mask)
     if mask_data.dtype.kind != "b":
-        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {_torch_name(mask)}")
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {cpp_type_name(mask_data.dtype)}")
     if isinstance(value, Tensor) and value.data.ndim:
         raise RuntimeError(
             "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "

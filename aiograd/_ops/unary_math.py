@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ._registry import Unary, UnaryOp, unary
-from .elementwise import sqrt
-from .quiet import quietly, quietly1
+from .elementwise import _quiet, sqrt
+from .quiet import quietly
 
 __all__ = [
     "expm1", "log2", "log10", "rsqrt", "reciprocal", "tan", "asin", "acos", "atan", "sinh",
@@ -25,16 +25,6 @@ __all__ = [
 # ``math.log(10)``, which would move log10's gradient by an ulp.
 _LN2 = 0.6931471805599453
 _LN10 = 2.3025850929940456
-
-
-def _quiet(name: str) -> Any:
-    """A forward through the array module's ``name``, numpy's warnings silenced (tan(pi/2),
-    arcsin(2), log2(0) give what PyTorch gives, quietly)."""
-
-    def forward(xp: Any, x: Any) -> Any:
-        return quietly1(getattr(xp, name), x)
-
-    return forward
 
 
 def _via_float64(name: str) -> Any:
