@@ -49,10 +49,8 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
     if graph_task.multi_device:
         dev = buffer_device(buffer)
         if dev is not None:
-            if graph_task.streams is not None:
-                streamed = stream_device(buffer)
-                if streamed is not None:
-                    return evaluate_on_stream(engine, graph_task, node, buffer, streamed)
+            if graph_task.streams is not None and dev.has_streams:
+                return evaluate_on_stream(engine, graph_task, node, buffer, dev)
             if executor is not None:
                 executor = engine.offload_executor(dev.type)
     exec_info = graph_task.exec_info
