@@ -101,40 +101,32 @@ async def test_indexing(shape: Any, index: Any) -> None:
 
 @pytest.mark.parametrize("case", test_devices.cases(test_ops_indexing.SELECT_CASES))
 async def test_index_select(case: Any) -> None:
-    _, shape, dim, index = case
-    await parity(lambda x: x.index_select(dim, ag.tensor(index, dtype=np.int64)), [rng(0).standard_normal(shape)])
+    await test_devices.check_index_select(case, parity)
 
 
 @pytest.mark.parametrize("case", test_devices.cases(test_ops_indexing.GATHER_CASES))
 async def test_gather(case: Any) -> None:
-    _, shape, dim, index = case
-    await parity(lambda x: x.gather(dim, ag.tensor(index, dtype=np.int64)), [rng(0).standard_normal(shape)])
+    await test_devices.check_gather(case, parity)
 
 
 @pytest.mark.parametrize("case", test_devices.cases(test_ops_joining.CAT_CASES))
 async def test_cat(case: Any) -> None:
-    _, shapes, dim = case
-    await parity(lambda *ts: ag.cat(ts, dim), [rng(i).standard_normal(s) for i, s in enumerate(shapes)])
+    await test_devices.check_cat(case, parity)
 
 
 @pytest.mark.parametrize("case", test_devices.cases(test_ops_joining.STACK_CASES))
 async def test_stack(case: Any) -> None:
-    _, shape, n, dim = case
-    await parity(lambda *ts: ag.stack(ts, dim), [rng(i).standard_normal(shape) for i in range(n)])
+    await test_devices.check_stack(case, parity)
 
 
 @pytest.mark.parametrize("case", test_devices.cases(test_ops_joining.SPLIT_CASES))
 async def test_split(case: Any) -> None:
-    _, shape, op, args, _name = case
-    fn = test_ops_joining.OPS[op]
-    await parity(lambda x: fn(x, *args), [rng(0).standard_normal(shape)])
-    await parity(lambda x: fn(x, *args)[0] * 2.0, [rng(0).standard_normal(shape)])
+    await test_devices.check_split(case, parity)
 
 
 @pytest.mark.parametrize("name", [n for n, _ in test_nn_functional.ACTIVATIONS])
 async def test_activations(name: str) -> None:
-    call = dict(test_nn_functional.ACTIVATIONS)[name]
-    await parity(lambda x: call(F, x), [rng(0).standard_normal((3, 4))])
+    await test_devices.check_activation(name, parity)
 
 
 async def test_linear() -> None:
@@ -144,48 +136,23 @@ async def test_linear() -> None:
 
 @pytest.mark.parametrize("case", test_devices.cases(test_nn_functional.MSE_CASES))
 async def test_mse_loss(case: Any) -> None:
-    _, in_shape, t_shape, t_grad, kwargs = case
-    xd, td = rng(0).standard_normal(in_shape), rng(1).standard_normal(t_shape)
-    if t_grad:
-        await parity(lambda x, t: F.mse_loss(x, t, **kwargs), [xd, td])
-    else:
-        await parity(lambda x: F.mse_loss(x, ag.tensor(td), **kwargs), [xd])
+    await test_devices.check_mse_loss(case, parity)
 
 
 @pytest.mark.parametrize("loss", ["nll_loss", "cross_entropy"])
 @pytest.mark.parametrize("case", test_devices.cases(test_nn_functional.NLL_CASES))
 async def test_nll_and_cross_entropy(case: Any, loss: str) -> None:
-    _, shape, target, kwargs = case
-    fn = getattr(F, loss)
-    data = rng(0).standard_normal(shape)
-    kw = dict(kwargs)
-    if "weight" in kw:
-        weight = kw.pop("weight")
-        await parity(lambda x: fn(x, ag.tensor(target), weight=ag.tensor(weight), **kw), [data])
-    else:
-        await parity(lambda x: fn(x, ag.tensor(target), **kw), [data])
-        await parity(lambda x: fn(x, target, **kw), [data])  # an array target
-    if loss == "cross_entropy":
-        await parity(lambda x: fn(x, ag.tensor(target), label_smoothing=0.2, **kwargs), [data])
+    await test_devices.check_nll_and_cross_entropy(case, loss, parity)
 
 
 @pytest.mark.parametrize("case", test_devices.cases(test_nn_functional.PROB_CASES))
 async def test_cross_entropy_probabilities(case: Any) -> None:
-    _, shape, kwargs = case
-    g = rng(5)
-    p = g.uniform(0.1, 1.0, shape)
-    p = p / p.sum(axis=1 if len(shape) > 1 else 0, keepdims=True)
-    kw = dict(kwargs)
-    weight = kw.pop("weight", None)
-    await parity(
-        lambda x, t: F.cross_entropy(x, t, weight=None if weight is None else ag.tensor(weight), **kw),
-        [g.standard_normal(shape), p],
-    )
+    await test_devices.check_cross_entropy_probabilities(case, parity)
 
 
 @pytest.mark.parametrize("sc", test_inplace_views.SCENARIOS, ids=lambda s: s.name)
 async def test_inplace_and_view_scenarios(sc: Any) -> None:
-    await parity(lambda *xs: sc.fn(ag, *xs), test_inplace_views._arrays(sc))
+    await test_devices.check_inplace_and_view_scenario(sc, parity)
 
 
 async def test_host_conversions() -> None:

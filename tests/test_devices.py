@@ -14,7 +14,7 @@ import asyncio
 import pickle
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -577,6 +577,92 @@ async def assert_parity(fn: Callable[..., Any], arrays: Sequence[Any], second: b
             _same(a, b)
 
 
+#: A parity check: ``await parity(fn, arrays, second=True)`` runs ``fn`` on the CPU and on a
+#: device and compares. The family checks below take one, so tests/test_device_arrays.py runs
+#: them on its CuPy stand-in.
+Parity = Callable[..., Awaitable[None]]
+
+
+async def check_index_select(case: Any, parity: Parity = assert_parity) -> None:
+    _, shape, dim, index = case
+    data = rng(0).standard_normal(shape)
+    await parity(lambda x: x.index_select(dim, ag.tensor(index, dtype=np.int64)), [data])
+
+
+async def check_gather(case: Any, parity: Parity = assert_parity) -> None:
+    _, shape, dim, index = case
+    data = rng(0).standard_normal(shape)
+    await parity(lambda x: x.gather(dim, ag.tensor(index, dtype=np.int64)), [data])
+
+
+async def check_cat(case: Any, parity: Parity = assert_parity) -> None:
+    _, shapes, dim = case
+    arrays = [rng(i).standard_normal(s) for i, s in enumerate(shapes)]
+    await parity(lambda *ts: ag.cat(ts, dim), arrays)
+
+
+async def check_stack(case: Any, parity: Parity = assert_parity) -> None:
+    _, shape, n, dim = case
+    arrays = [rng(i).standard_normal(shape) for i in range(n)]
+    await parity(lambda *ts: ag.stack(ts, dim), arrays)
+
+
+async def check_split(case: Any, parity: Parity = assert_parity) -> None:
+    _, shape, op, args, _name = case
+    data = rng(0).standard_normal(shape)
+    fn = test_ops_joining.OPS[op]
+    await parity(lambda x: fn(x, *args), [data])
+    # only some outputs used: the others' gradients are zeros made on the device
+    await parity(lambda x: fn(x, *args)[0] * 2.0, [data])
+
+
+async def check_activation(name: str, parity: Parity = assert_parity) -> None:
+    call = dict(test_nn_functional.ACTIVATIONS)[name]
+    await parity(lambda x: call(F, x), [rng(0).standard_normal((3, 4))])
+
+
+async def check_mse_loss(case: Any, parity: Parity = assert_parity) -> None:
+    _, in_shape, t_shape, t_grad, kwargs = case
+    xd, td = rng(0).standard_normal(in_shape), rng(1).standard_normal(t_shape)
+    if t_grad:
+        await parity(lambda x, t: F.mse_loss(x, t, **kwargs), [xd, td])
+    else:
+        await parity(lambda x: F.mse_loss(x, ag.tensor(td), **kwargs), [xd])
+
+
+async def check_nll_and_cross_entropy(case: Any, loss: str, parity: Parity = assert_parity) -> None:
+    _, shape, target, kwargs = case
+    fn = getattr(F, loss)
+    data = rng(0).standard_normal(shape)
+    kw = dict(kwargs)
+    if "weight" in kw:
+        weight = kw.pop("weight")
+        await parity(lambda x: fn(x, ag.tensor(target), weight=ag.tensor(weight), **kw), [data])
+    else:
+        await parity(lambda x: fn(x, ag.tensor(target), **kw), [data])
+        await parity(lambda x: fn(x, target, **kw), [data])  # an array target
+    if loss == "cross_entropy":
+        await parity(lambda x: fn(x, ag.tensor(target), label_smoothing=0.2, **kwargs), [data])
+
+
+async def check_cross_entropy_probabilities(case: Any, parity: Parity = assert_parity) -> None:
+    _, shape, kwargs = case
+    g = rng(5)
+    p = g.uniform(0.1, 1.0, shape)
+    p = p / p.sum(axis=1 if len(shape) > 1 else 0, keepdims=True)
+    kw = dict(kwargs)
+    weight = kw.pop("weight", None)
+    await parity(
+        lambda x, t: F.cross_entropy(x, t, weight=None if weight is None else ag.tensor(weight), **kw),
+        [g.standard_normal(shape), p],
+    )
+
+
+async def check_inplace_and_view_scenario(sc: Any, parity: Parity = assert_parity) -> None:
+    arrays = test_inplace_views._arrays(sc)
+    await parity(lambda *xs: sc.fn(ag, *xs), arrays)
+
+
 SPEC_TABLES = {
     "elementwise": test_ops_elementwise.SPECS,
     "unary_math": test_ops_unary_math.SPECS,
@@ -628,23 +714,17 @@ async def test_indexing_on_sim(shape: Any, index: Any) -> None:
 
 @pytest.mark.parametrize("case", cases(test_ops_indexing.SELECT_CASES))
 async def test_index_select_on_sim(case: Any) -> None:
-    _, shape, dim, index = case
-    data = rng(0).standard_normal(shape)
-    await assert_parity(lambda x: x.index_select(dim, ag.tensor(index, dtype=np.int64)), [data])
+    await check_index_select(case)
 
 
 @pytest.mark.parametrize("case", cases(test_ops_indexing.GATHER_CASES))
 async def test_gather_on_sim(case: Any) -> None:
-    _, shape, dim, index = case
-    data = rng(0).standard_normal(shape)
-    await assert_parity(lambda x: x.gather(dim, ag.tensor(index, dtype=np.int64)), [data])
+    await check_gather(case)
 
 
 @pytest.mark.parametrize("case", cases(test_ops_joining.CAT_CASES))
 async def test_cat_on_sim(case: Any) -> None:
-    _, shapes, dim = case
-    arrays = [rng(i).standard_normal(s) for i, s in enumerate(shapes)]
-    await assert_parity(lambda *ts: ag.cat(ts, dim), arrays)
+    await check_cat(case)
 
 
 async def test_cat_extras_on_sim() -> None:
@@ -656,25 +736,17 @@ async def test_cat_extras_on_sim() -> None:
 
 @pytest.mark.parametrize("case", cases(test_ops_joining.STACK_CASES))
 async def test_stack_on_sim(case: Any) -> None:
-    _, shape, n, dim = case
-    arrays = [rng(i).standard_normal(shape) for i in range(n)]
-    await assert_parity(lambda *ts: ag.stack(ts, dim), arrays)
+    await check_stack(case)
 
 
 @pytest.mark.parametrize("case", cases(test_ops_joining.SPLIT_CASES))
 async def test_split_on_sim(case: Any) -> None:
-    _, shape, op, args, _name = case
-    data = rng(0).standard_normal(shape)
-    fn = test_ops_joining.OPS[op]
-    await assert_parity(lambda x: fn(x, *args), [data])
-    # only some outputs used: the others' gradients are zeros made on the device
-    await assert_parity(lambda x: fn(x, *args)[0] * 2.0, [data])
+    await check_split(case)
 
 
 @pytest.mark.parametrize("name", [n for n, _ in test_nn_functional.ACTIVATIONS])
 async def test_activations_on_sim(name: str) -> None:
-    call = dict(test_nn_functional.ACTIVATIONS)[name]
-    await assert_parity(lambda x: call(F, x), [rng(0).standard_normal((3, 4))])
+    await check_activation(name)
 
 
 async def test_linear_on_sim() -> None:
@@ -687,49 +759,23 @@ async def test_linear_on_sim() -> None:
 
 @pytest.mark.parametrize("case", cases(test_nn_functional.MSE_CASES))
 async def test_mse_loss_on_sim(case: Any) -> None:
-    _, in_shape, t_shape, t_grad, kwargs = case
-    xd, td = rng(0).standard_normal(in_shape), rng(1).standard_normal(t_shape)
-    if t_grad:
-        await assert_parity(lambda x, t: F.mse_loss(x, t, **kwargs), [xd, td])
-    else:
-        await assert_parity(lambda x: F.mse_loss(x, ag.tensor(td), **kwargs), [xd])
+    await check_mse_loss(case)
 
 
 @pytest.mark.parametrize("loss", ["nll_loss", "cross_entropy"])
 @pytest.mark.parametrize("case", cases(test_nn_functional.NLL_CASES))
 async def test_nll_and_cross_entropy_on_sim(case: Any, loss: str) -> None:
-    _, shape, target, kwargs = case
-    fn = getattr(F, loss)
-    data = rng(0).standard_normal(shape)
-    kw = dict(kwargs)
-    if "weight" in kw:
-        weight = kw.pop("weight")
-        await assert_parity(lambda x: fn(x, ag.tensor(target), weight=ag.tensor(weight), **kw), [data])
-    else:
-        await assert_parity(lambda x: fn(x, ag.tensor(target), **kw), [data])
-        await assert_parity(lambda x: fn(x, target, **kw), [data])  # an array target
-    if loss == "cross_entropy":
-        await assert_parity(lambda x: fn(x, ag.tensor(target), label_smoothing=0.2, **kwargs), [data])
+    await check_nll_and_cross_entropy(case, loss)
 
 
 @pytest.mark.parametrize("case", cases(test_nn_functional.PROB_CASES))
 async def test_cross_entropy_probabilities_on_sim(case: Any) -> None:
-    _, shape, kwargs = case
-    g = rng(5)
-    p = g.uniform(0.1, 1.0, shape)
-    p = p / p.sum(axis=1 if len(shape) > 1 else 0, keepdims=True)
-    kw = dict(kwargs)
-    weight = kw.pop("weight", None)
-    await assert_parity(
-        lambda x, t: F.cross_entropy(x, t, weight=None if weight is None else ag.tensor(weight), **kw),
-        [g.standard_normal(shape), p],
-    )
+    await check_cross_entropy_probabilities(case)
 
 
 @pytest.mark.parametrize("sc", test_inplace_views.SCENARIOS, ids=lambda s: s.name)
 async def test_inplace_and_view_scenarios_on_sim(sc: Any) -> None:
-    arrays = test_inplace_views._arrays(sc)
-    await assert_parity(lambda *xs: sc.fn(ag, *xs), arrays)
+    await check_inplace_and_view_scenario(sc)
 
 
 async def test_inplace_extras_on_sim() -> None:
