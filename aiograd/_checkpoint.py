@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import _engine, _factories
+from . import _engine, _random
 from ._autograd import backward as _backward
 from ._checkpoint_non_reentrant import (
     _PACKAGE_DIR,
@@ -121,7 +121,7 @@ class CheckpointFunction(Function):
     def forward(ctx: Any, run_function: Callable[..., Any], preserve_rng_state: bool, *args: Any) -> Any:
         ctx.run_function = run_function
         # The state of the generator behind rand/randn (torch.get_rng_state()).
-        ctx.fwd_rng_state = _factories._rng.bit_generator.state if preserve_rng_state else None
+        ctx.fwd_rng_state = _random.get_state() if preserve_rng_state else None
         ctx.inputs = []  # non-tensor inputs, with a None placeholder for each tensor
         ctx.tensor_indices = []
         tensor_inputs = []

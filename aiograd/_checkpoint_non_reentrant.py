@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import _factories
+from . import _random
 from ._grad_mode import enable_grad, grad_enabled
 from ._graph_context import current_graph_task
 from ._saved import SavedTensor, saved_tensors_hooks
@@ -40,22 +40,7 @@ class CheckpointError(RuntimeError):
     """Raised when a non-reentrant checkpoint's recomputation does not match its forward."""
 
 
-@contextlib.contextmanager
-def _replaying_rng(state: Any) -> Iterator[None]:
-    """Run with the generator behind rand/randn set to ``state`` (None: as it is), then give the
-    surrounding state back, also on error and even if the code calls ``manual_seed`` (torch's
-    ``fork_rng``). Synchronous code only: no other coroutine draws meanwhile."""
-    if state is None:
-        yield
-        return
-    outer_rng = _factories._rng
-    outer_state = outer_rng.bit_generator.state
-    outer_rng.bit_generator.state = state
-    try:
-        yield
-    finally:
-        _factories._rng = outer_rng
-        outer_rng.bit_generator.state = outer_state
+_replaying_rng = _random.replaying
 
 
 DEBUG_TIP = (
@@ -336,7 +321,7 @@ def checkpoint_without_reentrant(
         )
     metadata_fn = _METADATA_FNS[determinism_check]
     forward_context, recompute_context = context_fn()
-    fwd_rng_state = _factories._rng.bit_generator.state if preserve_rng_state else None
+    fwd_rng_state = _random.get_state() if preserve_rng_state else None
 
     def recompute_fn(*inputs: Any) -> None:
         with _replaying_rng(fwd_rng_state), recompute_context:

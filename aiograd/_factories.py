@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from . import _random
 from ._device import CPU, _default_device, device_type, placement
 from ._dtypes import numeric_array
+from ._random import manual_seed
 from ._tensor import Tensor
 
 __all__ = [
@@ -21,15 +23,6 @@ __all__ = [
     "randn", "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
     "manual_seed",
 ]
-
-_rng = np.random.default_rng()
-
-
-def manual_seed(seed: int) -> None:
-    """Seed the generator behind ``rand``, ``randn`` and ``randn_like``."""
-    global _rng
-    _rng = np.random.default_rng(seed)
-
 
 def _finish(data: np.ndarray[Any, Any], requires_grad: bool, device: Any) -> Tensor:
     """A leaf of ``data`` (made on the host) on ``device``: moved into its memory where its
@@ -127,13 +120,13 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None, 
 
 def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1)."""
-    data = _rng.random(_size(size)).astype(dtype or np.float64, copy=False)
+    data = _random.generator().random(_size(size)).astype(dtype or np.float64, copy=False)
     return _finish(data, requires_grad, device)
 
 
 def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples."""
-    data = _rng.standard_normal(_size(size)).astype(dtype or np.float64, copy=False)
+    data = _random.generator().standard_normal(_size(size)).astype(dtype or np.float64, copy=False)
     return _finish(data, requires_grad, device)
 
 
@@ -149,7 +142,7 @@ def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_
 
 def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples with ``input``'s shape and dtype."""
-    data = _rng.standard_normal(input.data.shape).astype(dtype or input.data.dtype, copy=False)
+    data = _random.generator().standard_normal(input.data.shape).astype(dtype or input.data.dtype, copy=False)
     return _finish(data, requires_grad, _like_device(input, device))
 
 
@@ -165,5 +158,5 @@ def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires
 
 def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1) with ``input``'s shape and dtype."""
-    data = _rng.random(input.data.shape).astype(dtype or input.data.dtype, copy=False)
+    data = _random.generator().random(input.data.shape).astype(dtype or input.data.dtype, copy=False)
     return _finish(data, requires_grad, _like_device(input, device))
