@@ -297,7 +297,7 @@ async def test_step_async_awaits_a_closure_that_awaits_backward() -> None:
     for _ in range(3):
         with ag.no_grad():
             loss = await opt.step_async(closure)
-        assert float(loss) == float(topt.step(tclosure))
+        assert float(loss) == topt.step(tclosure).item()
     np.testing.assert_allclose(w.data, tw.detach().numpy(), rtol=1e-12)
     assert await opt.step_async() is None  # (no closure: a plain step)
 

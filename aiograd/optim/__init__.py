@@ -10,11 +10,15 @@
 goes through ``await optimizer.step_async(closure)`` (see aiograd/optim/optimizer.py).
 """
 
-from . import lr_scheduler
+from . import adam, adamw, lr_scheduler, optimizer, rmsprop, sgd
 from .adam import Adam
 from .adamw import AdamW
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler"]
+__all__ = [
+    "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler",
+    # the modules, public as torch.optim's (``optimizer.required``, ...)
+    "optimizer", "sgd", "adam", "adamw", "rmsprop",
+]

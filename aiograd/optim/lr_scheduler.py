@@ -9,21 +9,24 @@ from __future__ import annotations
 import math
 import types
 import warnings
-from bisect import bisect_right
-from collections import Counter
-from collections.abc import Callable, Iterable
-from functools import wraps
-from typing import Any
-from weakref import ref
+from bisect import bisect_right as _bisect_right
+from collections import Counter as _Counter
+from collections.abc import Callable as _Callable
+from collections.abc import Iterable as _Iterable
+from functools import wraps as _wraps
+from typing import Any as _Any
+from weakref import ref as _ref
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer as _Optimizer
+
+# (the imports are private: this is a public module whose names are all in __all__)
 
 __all__ = [
     "LRScheduler", "LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
     "LinearLR",
 ]
 
-EPOCH_DEPRECATION_WARNING = (
+_EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being "
     "deprecated where possible. Please use `scheduler.step()` to step the "
     "scheduler. During the deprecation, if epoch is different from None, the "
@@ -49,7 +52,7 @@ _ORDER_WARNING = (
 )
 
 
-def _lrs(optimizer: Optimizer) -> list[Any]:
+def _lrs(optimizer: _Optimizer) -> list[_Any]:
     return [group["lr"] for group in optimizer.param_groups]
 
 
@@ -66,8 +69,8 @@ class LRScheduler:
     _get_lr_called_within_step: bool = False
     _is_initial: bool = False
 
-    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
-        if not isinstance(optimizer, Optimizer):
+    def __init__(self, optimizer: _Optimizer, last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, _Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
         if last_epoch == -1:
@@ -82,7 +85,7 @@ class LRScheduler:
                         "1. You're trying to resume training from a checkpoint but haven't properly loaded the optimizer state\n"
                         "2. You're using last_epoch >= 0 for a fresh training run (not recommended)"
                     )
-        self.base_lrs: list[Any] = [group["initial_lr"] for group in optimizer.param_groups]
+        self.base_lrs: list[_Any] = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         _track_optimizer_steps(optimizer)
         self._initial_step()
@@ -95,19 +98,19 @@ class LRScheduler:
         finally:
             self._is_initial = False
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, _Any]:
         """Every attribute but the optimizer (PyTorch's layout)."""
         return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+    def load_state_dict(self, state_dict: dict[str, _Any]) -> None:
         """Restore the attributes saved by :meth:`state_dict`."""
         self.__dict__.update(state_dict)
 
-    def get_last_lr(self) -> list[Any]:
+    def get_last_lr(self) -> list[_Any]:
         """The learning rates the last ``step()`` set, one per group."""
         return self._last_lr
 
-    def get_lr(self) -> list[Any]:
+    def get_lr(self) -> list[_Any]:
         """The learning rates at ``last_epoch`` (the subclasses' formula)."""
         raise NotImplementedError
 
@@ -120,7 +123,7 @@ class LRScheduler:
                 warnings.warn(_ORDER_WARNING, UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:
-            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+            warnings.warn(_EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
         self._get_lr_called_within_step = True
         try:
             if epoch is None:
@@ -134,19 +137,19 @@ class LRScheduler:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
-        self._last_lr: list[Any] = _lrs(self.optimizer)
+        self._last_lr: list[_Any] = _lrs(self.optimizer)
 
 
-def _track_optimizer_steps(optimizer: Optimizer) -> None:
+def _track_optimizer_steps(optimizer: _Optimizer) -> None:
     """Wrap the optimizer's ``step`` (once) so that it records having been called, for the
     warning when the scheduler steps first (PyTorch's ``patch_track_step_called``)."""
     if hasattr(optimizer.step, "_wrapped_by_lr_sched"):
         return
-    opt_ref = ref(optimizer)
+    opt_ref = _ref(optimizer)
     func = optimizer.step.__func__  # type: ignore[attr-defined]
 
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    @_wraps(func)
+    def wrapper(*args: _Any, **kwargs: _Any) -> _Any:
         opt = opt_ref()
         opt._opt_called = True  # type: ignore[union-attr]
         return func.__get__(opt, opt.__class__)(*args, **kwargs)
@@ -169,8 +172,8 @@ class LambdaLR(LRScheduler):
 
     def __init__(
         self,
-        optimizer: Optimizer,
-        lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
+        optimizer: _Optimizer,
+        lr_lambda: _Callable[[int], float] | list[_Callable[[int], float]],
         last_epoch: int = -1,
     ) -> None:
         self.optimizer = optimizer
@@ -184,7 +187,7 @@ class LambdaLR(LRScheduler):
             self.lr_lambdas = list(lr_lambda)
         super().__init__(optimizer, last_epoch)
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, _Any]:
         """The attributes; a lambda that is a plain function is saved as None, a callable object
         as its ``__dict__`` (PyTorch's layout)."""
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
@@ -193,7 +196,7 @@ class LambdaLR(LRScheduler):
         ]
         return state
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+    def load_state_dict(self, state_dict: dict[str, _Any]) -> None:
         """Restore the attributes and the callable objects' ``__dict__``."""
         lr_lambdas = state_dict.pop("lr_lambdas")
         self.__dict__.update(state_dict)
@@ -202,7 +205,7 @@ class LambdaLR(LRScheduler):
             if fn is not None:
                 self.lr_lambdas[idx].__dict__.update(fn)
 
-    def get_lr(self) -> list[Any]:
+    def get_lr(self) -> list[_Any]:
         """``base_lr * lambda(last_epoch)`` per group."""
         _warn_get_lr_called_within_step(self)
         return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
@@ -211,19 +214,19 @@ class LambdaLR(LRScheduler):
 class StepLR(LRScheduler):
     """Multiply the rate by ``gamma`` every ``step_size`` epochs."""
 
-    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
+    def __init__(self, optimizer: _Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
         self.step_size = step_size
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[Any]:
+    def get_lr(self) -> list[_Any]:
         """The current rates, times ``gamma`` at each multiple of ``step_size``."""
         _warn_get_lr_called_within_step(self)
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return _lrs(self.optimizer)
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
 
-    def _get_closed_form_lr(self) -> list[Any]:
+    def _get_closed_form_lr(self) -> list[_Any]:
         return [base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs]
 
 
@@ -232,39 +235,39 @@ class MultiStepLR(LRScheduler):
     many times as it appears)."""
 
     def __init__(
-        self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1, last_epoch: int = -1
+        self, optimizer: _Optimizer, milestones: _Iterable[int], gamma: float = 0.1, last_epoch: int = -1
     ) -> None:
-        self.milestones = Counter(milestones)
+        self.milestones = _Counter(milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[Any]:
+    def get_lr(self) -> list[_Any]:
         """The current rates, times ``gamma ** count`` at a milestone."""
         _warn_get_lr_called_within_step(self)
         if self.last_epoch not in self.milestones:
             return _lrs(self.optimizer)
         return [group["lr"] * self.gamma ** self.milestones[self.last_epoch] for group in self.optimizer.param_groups]
 
-    def _get_closed_form_lr(self) -> list[Any]:
+    def _get_closed_form_lr(self) -> list[_Any]:
         milestones = sorted(self.milestones.elements())
-        return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch) for base_lr in self.base_lrs]
+        return [base_lr * self.gamma ** _bisect_right(milestones, self.last_epoch) for base_lr in self.base_lrs]
 
 
 class ExponentialLR(LRScheduler):
     """Multiply the rate by ``gamma`` every epoch."""
 
-    def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
+    def __init__(self, optimizer: _Optimizer, gamma: float, last_epoch: int = -1) -> None:
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[Any]:
+    def get_lr(self) -> list[_Any]:
         """The current rates times ``gamma`` (unchanged on the initial step)."""
         _warn_get_lr_called_within_step(self)
         if self._is_initial:
             return _lrs(self.optimizer)
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
 
-    def _get_closed_form_lr(self) -> list[Any]:
+    def _get_closed_form_lr(self) -> list[_Any]:
         return [base_lr * self.gamma**self.last_epoch for base_lr in self.base_lrs]
 
 
@@ -273,12 +276,12 @@ class CosineAnnealingLR(LRScheduler):
     over the next ``T_max``), with PyTorch's recursive formula, so the rates are PyTorch's even
     when something else changes them between steps."""
 
-    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:
+    def __init__(self, optimizer: _Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[Any]:
+    def get_lr(self) -> list[_Any]:
         """The next rate from the current one (PyTorch's ``CosineAnnealingLR.get_lr``)."""
         _warn_get_lr_called_within_step(self)
         groups = self.optimizer.param_groups
@@ -302,7 +305,7 @@ class CosineAnnealingLR(LRScheduler):
             for group in groups
         ]
 
-    def _get_closed_form_lr(self) -> list[Any]:
+    def _get_closed_form_lr(self) -> list[_Any]:
         return [
             self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
             for base_lr in self.base_lrs
@@ -315,7 +318,7 @@ class LinearLR(LRScheduler):
 
     def __init__(
         self,
-        optimizer: Optimizer,
+        optimizer: _Optimizer,
         start_factor: float = 1.0 / 3,
         end_factor: float = 1.0,
         total_iters: int = 5,
@@ -332,7 +335,7 @@ class LinearLR(LRScheduler):
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[Any]:
+    def get_lr(self) -> list[_Any]:
         """The next rate from the current one (PyTorch's ``LinearLR.get_lr``)."""
         _warn_get_lr_called_within_step(self)
         groups = self.optimizer.param_groups
@@ -350,7 +353,7 @@ class LinearLR(LRScheduler):
             for group in groups
         ]
 
-    def _get_closed_form_lr(self) -> list[Any]:
+    def _get_closed_form_lr(self) -> list[_Any]:
         return [
             base_lr
             * (self.start_factor + (self.end_factor - self.start_factor) * min(self.total_iters, self.last_epoch) / self.total_iters)
