@@ -194,3 +194,57 @@ def test_lambda_objects_state_is_saved_as_torch() -> None:
     saved["lr_lambdas"][0]["factor"] = 0.25
     sched.load_state_dict(saved)
     assert sched.lr_lambdas[0].factor == 0.25 and "lr_lambdas" in saved
+
+
+ONE_CYCLE = [
+    ("SGD", {"max_lr": 0.5, "total_steps": 30}),
+    ("SGD", {"max_lr": [0.5, 0.2], "epochs": 3, "steps_per_epoch": 10, "anneal_strategy": "linear"}),
+    ("Adam", {"max_lr": 0.01, "total_steps": 30, "three_phase": True, "pct_start": 0.25}),
+    ("Adam", {"max_lr": 0.01, "total_steps": 30, "cycle_momentum": False, "div_factor": 10.0}),
+]
+
+
+@pytest.mark.parametrize(("name", "kw"), ONE_CYCLE, ids=[f"{n}-{i}" for i, (n, _) in enumerate(ONE_CYCLE)])
+def test_one_cycle_lr_and_momentum_are_torchs(name: str, kw: dict[str, Any]) -> None:
+    p = [ag.tensor(np.ones(2), requires_grad=True) for _ in range(2)]
+    tp = [torch.ones(2, dtype=torch.float64, requires_grad=True) for _ in range(2)]
+    extra = {"momentum": 0.9} if name == "SGD" else {}
+    opt = getattr(optim, name)([{"params": [p[0]]}, {"params": [p[1]]}], lr=0.1, **extra)
+    topt = getattr(torch.optim, name)([{"params": [tp[0]]}, {"params": [tp[1]]}], lr=0.1, **extra)
+    sched = lr_scheduler.OneCycleLR(opt, **kw)
+    tsched = torch.optim.lr_scheduler.OneCycleLR(topt, **kw)
+
+    def groups(o: Any) -> list[dict[str, Any]]:
+        return [{k: v for k, v in g.items() if k not in ("params", "foreach")} for g in o.param_groups]
+
+    assert groups(opt) == groups(topt)
+    for _ in range(30):
+        opt.step()
+        topt.step()
+        sched.step()
+        tsched.step()
+        assert sched.get_last_lr() == tsched.get_last_lr() and groups(opt) == groups(topt)
+    _same_error(sched.step, tsched.step, ValueError)  # (one step past total_steps)
+
+
+def test_one_cycle_errors_are_torchs() -> None:
+    opt, topt = _optimizers()
+    # (every optimizer here has a momentum or betas: a bare Optimizer has neither)
+    rms = optim.Optimizer([ag.ones(1, requires_grad=True)], {"lr": 0.1})
+    trms = torch.optim.Optimizer([torch.ones(1, requires_grad=True)], {"lr": 0.1})
+    cases = [
+        (opt, topt, {"max_lr": 1.0}),
+        (opt, topt, {"max_lr": 1.0, "total_steps": 0}),
+        (opt, topt, {"max_lr": 1.0, "epochs": 0, "steps_per_epoch": 3}),
+        (opt, topt, {"max_lr": 1.0, "epochs": 2, "steps_per_epoch": -3}),
+        (opt, topt, {"max_lr": 1.0, "total_steps": 5, "pct_start": 1}),
+        (opt, topt, {"max_lr": 1.0, "total_steps": 5, "anneal_strategy": "exp"}),
+        (opt, topt, {"max_lr": [1.0], "total_steps": 5}),
+        (rms, trms, {"max_lr": 1.0, "total_steps": 5}),
+    ]
+    for ours, theirs, kw in cases:
+        _same_error(
+            lambda ours=ours, kw=kw: lr_scheduler.OneCycleLR(ours, **kw),
+            lambda theirs=theirs, kw=kw: torch.optim.lr_scheduler.OneCycleLR(theirs, **kw),
+            ValueError,
+        )
