@@ -116,9 +116,10 @@ class Adam(Optimizer):
                 max_sq = state["max_exp_avg_sq"]
                 xp.maximum(max_sq.data, exp_avg_sq.data, out=max_sq.data)
                 write(max_sq)
-                denom = xp.sqrt(max_sq.data) / bias_correction2_sqrt
+                denom = xp.sqrt(max_sq.data)
             else:
-                denom = xp.sqrt(exp_avg_sq.data) / bias_correction2_sqrt
+                denom = xp.sqrt(exp_avg_sq.data)
+            denom /= bias_correction2_sqrt
             denom += eps
             addcdiv_(param, exp_avg.data, denom, -step_size)
             write(exp_avg)
