@@ -86,7 +86,7 @@ class LRScheduler:
                         "2. You're using last_epoch >= 0 for a fresh training run (not recommended)"
                     )
         self.base_lrs: list[_Any] = [group["initial_lr"] for group in optimizer.param_groups]
-        self.last_epoch = last_epoch
+        self.last_epoch: int = last_epoch
         _track_optimizer_steps(optimizer)
         self._initial_step()
 
@@ -178,7 +178,7 @@ class LambdaLR(LRScheduler):
     ) -> None:
         self.optimizer = optimizer
         if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
+            self.lr_lambdas: list[_Callable[[int], float]] = [lr_lambda] * len(optimizer.param_groups)
         else:
             if len(lr_lambda) != len(optimizer.param_groups):
                 raise ValueError(
@@ -237,7 +237,7 @@ class MultiStepLR(LRScheduler):
     def __init__(
         self, optimizer: _Optimizer, milestones: _Iterable[int], gamma: float = 0.1, last_epoch: int = -1
     ) -> None:
-        self.milestones = _Counter(milestones)
+        self.milestones: _Counter[int] = _Counter(milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
@@ -403,7 +403,7 @@ class OneCycleLR(LRScheduler):
         if total_steps is not None:
             if total_steps <= 0 or not isinstance(total_steps, int):
                 raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
-            self.total_steps = total_steps
+            self.total_steps: int = total_steps
         elif epochs is not None and steps_per_epoch is not None:
             if not isinstance(epochs, int) or epochs <= 0:
                 raise ValueError(f"Expected positive integer epochs, but got {epochs}")
@@ -439,7 +439,7 @@ class OneCycleLR(LRScheduler):
         if cycle_momentum:
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
                 raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
+            self.use_beta1: bool = "betas" in optimizer.defaults
             max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:

@@ -43,7 +43,7 @@ class _RequiredParameter:
         return "<required parameter>"
 
 
-required = _RequiredParameter()
+required: _RequiredParameter = _RequiredParameter()
 
 
 def _typename(obj: Any) -> str:
