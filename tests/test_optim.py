@@ -106,7 +106,7 @@ CASES = [
     ("RMSprop", {"lr": 0.001, "maximize": True, "weight_decay": 0.1}),
 ]
 IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'defaults'}" for name, kw in CASES]
-TOLERANCE = {np.float64: {"rtol": 1e-10, "atol": 1e-12}, np.float32: {"rtol": 2e-4, "atol": 2e-5}}
+TOLERANCE = {np.float64: {"rtol": 1e-11, "atol": 1e-13}, np.float32: {"rtol": 5e-5, "atol": 5e-6}}
 
 
 def _torch_optimizer(name: str, groups: Any, kw: dict[str, Any]) -> Any:
