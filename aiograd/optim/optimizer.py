@@ -97,29 +97,34 @@ def step_as_tensor(state: dict[Any, Any]) -> None:
 def lerp_(xp: Any, start: Any, end: Any, weight: float) -> None:
     """``start.lerp_(end, weight)`` on arrays, with PyTorch's two formulas (the one for a small
     weight, the other from ``end`` for a large one)."""
-    step = end - start
+    difference = end - start
     if abs(weight) < 0.5:
-        step *= weight
-        start += step
+        difference *= weight
+        start += difference
     else:
-        step *= 1 - weight
-        xp.subtract(end, step, out=start)
+        difference *= 1 - weight
+        xp.subtract(end, difference, out=start)
 
 
 # The temporaries below are updated in place: the same operations in the same order as
 # PyTorch's formulas, one allocation each. A factor of 1 is skipped (multiplying by 1 is exact).
 def addcmul_(start: Any, t1: Any, t2: Any, value: float) -> None:
     """``start.addcmul_(t1, t2, value=value)``: ``start + value * t1 * t2``."""
-    product = value * t1 if value != 1 else t1.copy()
+    if value == 1:
+        start += t1 * t2
+        return
+    product = value * t1
     product *= t2
     start += product
 
 
 def addcdiv_(start: Any, t1: Any, t2: Any, value: float) -> None:
     """``start.addcdiv_(t1, t2, value=value)``: ``start + value * t1 / t2``."""
-    quotient = value * t1 if value != 1 else t1 / t2
-    if value != 1:
-        quotient /= t2
+    if value == 1:
+        start += t1 / t2
+        return
+    quotient = value * t1
+    quotient /= t2
     start += quotient
 
 
