@@ -23,6 +23,8 @@ module sets another module's globals:
    ``_checkpoint_non_reentrant``, ``_factories``, ``_tensor_methods`` (binds the ops onto Tensor
    as methods and operators), ``sync``, ``testing``, ``utils``, ``_runner``, ``cuda`` (the public
    CUDA API, ``torch.cuda``'s) and this module.
+   Also in this layer: ``optim``, the public submodule ``aiograd.optim`` (``torch.optim``'s
+   optimizers and ``optim.lr_scheduler``).
 
 Public
 submodules: ``aiograd.nn.functional``, ``aiograd.functional`` (vjp, jacobian, hessian, ...),
@@ -40,6 +42,7 @@ from . import (
     functional,
     graph,
     nn,
+    optim,
     sync,
     testing,
     utils,
@@ -201,4 +204,5 @@ __all__ = [
     "split_with_sizes", "chunk", "unbind", "matmul", "mm",
     # submodules
     "cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
+    "optim",  # issue 13: optim
 ]

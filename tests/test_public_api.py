@@ -10,6 +10,8 @@ import aiograd.function
 import aiograd.functional
 import aiograd.graph
 import aiograd.nn.functional
+import aiograd.optim
+import aiograd.optim.lr_scheduler
 import aiograd.sync
 import aiograd.testing
 import aiograd.utils.checkpoint
@@ -26,6 +28,8 @@ PUBLIC_MODULES = (
     aiograd.testing,
     aiograd.utils,
     aiograd.utils.checkpoint,
+    aiograd.optim,  # issue 13: optim
+    aiograd.optim.lr_scheduler,  # issue 13: optim
 )
 
 
@@ -44,7 +48,8 @@ def test_every_public_name_is_documented():
 
 def test_no_internal_module_leaks_into_the_top_level():
     modules = {n for n in dir(aiograd) if not n.startswith("_") and inspect.ismodule(getattr(aiograd, n))}
-    assert modules <= {"cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils"}, modules
+    assert modules <= {"cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
+                       "optim"}, modules  # issue 13: optim
 
 
 def test_all_lists_exactly_the_public_names():

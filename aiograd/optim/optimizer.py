@@ -1,0 +1,394 @@
+"""The optimizer base class, ``torch.optim.Optimizer``'s: parameter groups, per-parameter state,
+``zero_grad``, ``state_dict``/``load_state_dict`` in PyTorch's layout, and the closure protocol.
+
+The subclasses (aiograd/optim/sgd.py, adam.py, rmsprop.py) update the parameters in place with
+array math on ``p.data`` through the parameter's device's array module (numpy, or CuPy on CUDA),
+then bump its version counter: the parameter keeps its identity, no graph is recorded, and a
+tensor saved for backward before the step fails its version check afterwards, as in PyTorch.
+Their arithmetic follows PyTorch's single-tensor (``foreach=False``) implementations op for op
+(``_single_tensor_sgd`` and its siblings in ``torch/optim``); the array helpers below are PyTorch's
+kernels' formulas (``lerp``, ``addcmul``, ``addcdiv``).
+
+Backward is asynchronous in aiograd, so a closure that recomputes the loss usually awaits it:
+``await optimizer.step_async(closure)`` calls the closure (plain or ``async def``) under
+``enable_grad``, awaits what it returns if that is awaitable, then steps. ``step(closure)`` takes
+a plain closure only (one that uses ``aiograd.sync.backward``, say).
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from copy import deepcopy
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from .._device import CPU
+from .._format import legacy_type_name
+from .._grad_mode import enable_grad, no_grad
+from .._ops._inplace_util import _bump
+from .._tensor import Tensor
+
+__all__ = ["Optimizer", "required"]
+
+
+class _RequiredParameter:
+    """The default of a hyperparameter every group must give (PyTorch's ``required``)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required: _RequiredParameter = _RequiredParameter()
+
+
+def _typename(obj: Any) -> str:
+    """``torch.typename``: a tensor's legacy type name, else ``module.qualname``."""
+    if isinstance(obj, Tensor):
+        return legacy_type_name(obj)
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module = obj.__class__.__module__ or ""
+        qualname = obj.__class__.__qualname__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+
+
+# ------------------------------------------------------------------------------ state helpers
+def tensor_on(array: Any, p: Tensor) -> Tensor:
+    """``array`` (an array of ``p``'s device) as a plain tensor on ``p``'s device."""
+    out = Tensor._wrap(array)
+    if p._device is not CPU:  # (only off-CPU tensors set their own, see aiograd/_tensor.py)
+        out._device = p._device
+    return out
+
+
+def zeros_state(p: Tensor) -> Tensor:
+    """A zero tensor shaped, typed and placed as ``p`` (``torch.zeros_like``)."""
+    return tensor_on(p._device.xp.zeros_like(p.data), p)
+
+
+def new_step() -> Tensor:
+    """A fresh step counter: PyTorch's 0-dim float32 CPU tensor, so reading it is no device sync."""
+    return Tensor._wrap(np.zeros((), dtype=np.float32))
+
+
+def increment_step(step: Tensor) -> float:
+    """``step += 1`` in place; the new count as a number (PyTorch's ``_get_value``)."""
+    step.data += 1
+    _bump(step)
+    return float(step.data)
+
+
+def step_as_tensor(state: dict[Any, Any]) -> None:
+    """A loaded ``step`` that is a number (old PyTorch checkpoints) becomes the counter tensor,
+    as PyTorch's ``__setstate__`` does."""
+    if state and "step" in state and not isinstance(state["step"], Tensor):
+        state["step"] = Tensor._wrap(np.asarray(float(np.asarray(state["step"])), dtype=np.float32))
+
+
+def lerp_(xp: Any, start: Any, end: Any, weight: float) -> None:
+    """``start.lerp_(end, weight)`` on arrays, with PyTorch's two formulas (the one for a small
+    weight, the other from ``end`` for a large one)."""
+    difference = end - start
+    if abs(weight) < 0.5:
+        difference *= weight
+        start += difference
+    else:
+        difference *= 1 - weight
+        xp.subtract(end, difference, out=start)
+
+
+# The temporaries below are updated in place: the same operations in the same order as
+# PyTorch's formulas, one allocation each. A factor of 1 is skipped (multiplying by 1 is exact).
+def addcmul_(start: Any, t1: Any, t2: Any, value: float) -> None:
+    """``start.addcmul_(t1, t2, value=value)``: ``start + value * t1 * t2``."""
+    if value == 1:
+        start += t1 * t2
+        return
+    product = value * t1
+    product *= t2
+    start += product
+
+
+def addcdiv_(start: Any, t1: Any, t2: Any, value: float) -> None:
+    """``start.addcdiv_(t1, t2, value=value)``: ``start + value * t1 / t2``."""
+    if value == 1:
+        start += t1 / t2
+        return
+    quotient = value * t1
+    quotient /= t2
+    start += quotient
+
+
+def add_(start: Any, other: Any, alpha: float) -> None:
+    """``start.add_(other, alpha=alpha)``: ``start + alpha * other``."""
+    start += alpha * other if alpha != 1 else other
+
+
+def write(p: Tensor) -> None:
+    """Mark ``p`` as modified in place (its version counter, shared with its views)."""
+    _bump(p)
+
+
+def check_flags(defaults: dict[str, Any]) -> None:
+    """PyTorch's refusals of flag combinations; then aiograd's own for ``differentiable``, which
+    needs the step recorded as a graph (not supported: the step is array math)."""
+    if defaults.get("fused"):
+        if defaults.get("differentiable"):
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if defaults.get("foreach"):
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if defaults.get("differentiable"):
+        raise NotImplementedError("aiograd.optim: differentiable=True is not supported")
+
+
+# ------------------------------------------------------------------------------ the base class
+class Optimizer:
+    """Base class of all optimizers (``torch.optim.Optimizer``).
+
+    ``params`` is an iterable of tensors, of ``(name, tensor)`` pairs, or of dicts (parameter
+    groups: ``{"params": [...], "lr": ...}``, options missing from a group take ``defaults``).
+    ``state`` maps each parameter to its state dict; ``param_groups`` lists the groups.
+    """
+
+    def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                "but got " + _typename(params)
+            )
+        self.state: defaultdict[Any, Any] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    # ----------------------------------------------------------------------------- groups
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a parameter group (a dict with ``"params"`` and any options; PyTorch's checks)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but "
+                "the ordering of tensors in sets will change between runs. Please use a list instead."
+            )
+        else:
+            param_group["params"] = list(params)
+
+        tensors, names = [], []
+        for param in param_group["params"]:
+            if isinstance(param, tuple):
+                names.append(param[0])
+                tensors.append(param[1])
+            else:
+                tensors.append(param)
+        param_group["params"] = tensors
+        if names:
+            if len(names) == len(tensors):
+                param_group["param_names"] = names
+            else:
+                raise ValueError(
+                    "all optimizer params should be with/without names. Some param names are missing"
+                )
+
+        for param in tensors:
+            if not isinstance(param, Tensor):
+                raise TypeError(
+                    "optimizer can only optimize Tensors, but one of the params is " + _typename(param)
+                )
+            if not self.defaults.get("differentiable", None) and not (param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(
+                    f"parameter group didn't specify a value of required optimization parameter {name}"
+                )
+            param_group.setdefault(name, default)
+
+        if len({id(p) for p in tensors}) != len(tensors):
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; "
+                "in future, this will cause an error; "
+                "see github.com/pytorch/pytorch/issues/40967 for more information",
+                stacklevel=3,
+            )
+
+        seen: set[int] = set()
+        for group in self.param_groups:
+            seen.update(id(p) for p in group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. "
+                    f"cannot add param group {which} to the optimizer"
+                )
+        if not seen.isdisjoint(id(p) for p in tensors):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    # ----------------------------------------------------------------------------- gradients
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of the parameters: to None (the default), or to zeros in place."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                grad = p._grad
+                if grad is None:
+                    continue
+                if set_to_none:
+                    p._grad = None
+                else:
+                    if grad.grad_fn is not None:
+                        grad.detach_()
+                    else:
+                        grad.requires_grad_(False)
+                    grad.zero_()
+
+    # ----------------------------------------------------------------------------- stepping
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Update the parameters once; with ``closure``, first call it under ``enable_grad`` and
+        return what it returns (the loss). An ``async`` closure needs :meth:`step_async`."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+            if inspect.isawaitable(loss):
+                if inspect.iscoroutine(loss):
+                    loss.close()  # (never awaited: no "was never awaited" warning)
+                raise TypeError(
+                    "the closure returned an awaitable: use `await optimizer.step_async(closure)`"
+                )
+        with no_grad():
+            for group in self.param_groups:
+                self._update_group(group)
+        return loss
+
+    async def step_async(self, closure: Callable[[], Any] | None = None) -> Any:
+        """``step`` for a closure that awaits (``await loss.backward()``): call it under
+        ``enable_grad``, await its result if awaitable, then step; returns the loss."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+                if inspect.isawaitable(loss):
+                    loss = await loss
+        self.step()
+        return loss
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        """One group's update (the subclasses' arithmetic)."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------------------- state dicts
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer's state in PyTorch's layout: ``state`` keyed by parameter index (in the
+        order of the groups), ``param_groups`` with ``params`` as those indices."""
+        mapping: dict[int, int] = {}
+        start = 0
+
+        def pack_group(group: dict[str, Any]) -> dict[str, Any]:
+            nonlocal start
+            packed = {k: v for k, v in group.items() if k != "params"}
+            mapping.update(
+                {id(p): i for i, p in enumerate(group["params"], start) if id(p) not in mapping}
+            )
+            packed["params"] = [mapping[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            return packed
+
+        param_groups = [pack_group(g) for g in self.param_groups]
+        packed_state = {
+            (mapping[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()
+        }
+        return {"state": packed_state, "param_groups": param_groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a state dict (this class's, or a PyTorch optimizer's with its tensors converted to
+        aiograd tensors or numpy arrays): state tensors move to their parameter's device and, for
+        floating parameters, dtype (``step`` stays as saved), as in PyTorch."""
+        state_dict = state_dict.copy()
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError(
+                "loaded state dict contains a parameter group "
+                "that doesn't match the size of optimizer's group"
+            )
+        id_map = dict(
+            zip(
+                chain.from_iterable(g["params"] for g in saved_groups),
+                chain.from_iterable(g["params"] for g in groups),
+            )
+        )
+        state: defaultdict[Any, Any] = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                state[id_map[k]] = _cast(id_map[k], v)
+            else:
+                state[k] = v
+
+        def update_group(group: dict[str, Any], new_group: dict[str, Any]) -> dict[str, Any]:
+            new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
+            return new_group
+
+        param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
+        self.__setstate__({"state": state, "param_groups": param_groups})
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.defaults.setdefault("differentiable", False)
+        for group in self.param_groups:
+            for p in group["params"]:
+                step_as_tensor(self.state.get(p, {}))
+
+    def __repr__(self) -> str:
+        text = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            text += f"\nParameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    text += f"    {key}: {group[key]}\n"
+        return text + ")"
+
+
+def _cast(param: Tensor, value: Any, key: Any = None) -> Any:
+    """A loaded state value for ``param`` (PyTorch's ``_cast``): tensors (and numpy arrays, read
+    as tensors) to the parameter's device and, but for ``step``, its floating dtype; dicts and
+    other iterables item by item; anything else as it is."""
+    if isinstance(value, np.ndarray):
+        value = Tensor._wrap(value)
+    if isinstance(value, Tensor):
+        if key == "step":
+            return value
+        if param.is_floating_point():
+            return value.to(dtype=param.dtype, device=param.device)
+        return value.to(device=param.device)
+    if isinstance(value, dict):
+        return {k: _cast(param, v, key=k) for k, v in value.items()}
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes)):
+        return type(value)(_cast(param, v) for v in value)  # type: ignore[call-arg]
+    return value

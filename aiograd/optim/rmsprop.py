@@ -1,0 +1,120 @@
+"""RMSprop, ``torch.optim.RMSprop``: a running average of squared gradients (``alpha``),
+optionally centered and with momentum, with the arithmetic of PyTorch's
+``_single_tensor_rmsprop``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .optimizer import (
+    Optimizer,
+    add_,
+    addcdiv_,
+    addcmul_,
+    check_flags,
+    increment_step,
+    lerp_,
+    new_step,
+    write,
+    zeros_state,
+)
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    """RMSprop (Hinton), as ``torch.optim.RMSprop``.
+
+    Per parameter: ``v = alpha * v + (1 - alpha) * g * g``; with ``centered``,
+    ``ga = lerp(ga, g, 1 - alpha)`` and ``avg = sqrt(v - ga * ga) + eps``, else
+    ``avg = sqrt(v) + eps``; then ``buf = momentum * buf + g / avg`` and ``p -= lr * buf`` (with
+    momentum) or ``p -= lr * g / avg``. The state holds ``step``, ``square_avg``,
+    ``momentum_buffer`` (momentum > 0) and ``grad_avg`` (centered). ``foreach`` and
+    ``capturable`` are accepted for PyTorch's signature; every step runs the single-tensor
+    arithmetic.
+    """
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum: float = 0,
+        centered: bool = False,
+        capturable: bool = False,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        defaults = {
+            "lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps, "centered": centered,
+            "weight_decay": weight_decay, "capturable": capturable, "foreach": foreach,
+            "maximize": maximize, "differentiable": differentiable,
+        }
+        super().__init__(params, defaults)
+        check_flags(defaults)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("momentum", 0)
+            group.setdefault("centered", False)
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        lr, alpha, eps, weight_decay = group["lr"], group["alpha"], group["eps"], group["weight_decay"]
+        momentum, centered, maximize = group["momentum"], group["centered"], group["maximize"]
+        for p in group["params"]:
+            if p._grad is None:
+                continue
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = new_step()
+                state["square_avg"] = zeros_state(p)
+                if momentum > 0:
+                    state["momentum_buffer"] = zeros_state(p)
+                if centered:
+                    state["grad_avg"] = zeros_state(p)
+            xp, param, grad = p._device.xp, p.data, p._grad.data
+            if maximize:
+                grad = -grad
+            increment_step(state["step"])
+            if weight_decay != 0:
+                grad = grad + weight_decay * param
+            square_avg = state["square_avg"]
+            square_avg.data *= alpha
+            addcmul_(square_avg.data, grad, grad, 1 - alpha)
+            write(square_avg)
+            if centered:
+                grad_avg = state["grad_avg"]
+                lerp_(xp, grad_avg.data, grad, 1 - alpha)
+                write(grad_avg)
+                avg = square_avg.data + -1 * grad_avg.data * grad_avg.data
+                xp.sqrt(avg, out=avg)
+            else:
+                avg = xp.sqrt(square_avg.data)
+            avg += eps
+            if momentum > 0:
+                buf = state["momentum_buffer"]
+                buf.data *= momentum
+                addcdiv_(buf.data, grad, avg, 1)
+                write(buf)
+                add_(param, buf.data, -lr)
+            else:
+                addcdiv_(param, grad, avg, -lr)
+            write(p)
