@@ -168,6 +168,10 @@ from ._runner import run
 from ._tensor import Tensor, is_tensor
 from .function import Function
 
+# linear algebra (issue 13): torch.linalg's namespace and the tensor products
+from . import linalg
+from ._ops.products import bmm, dot, einsum, outer, tensordot, trace
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -201,4 +205,6 @@ __all__ = [
     "split_with_sizes", "chunk", "unbind", "matmul", "mm",
     # submodules
     "cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
+    # linear algebra (issue 13)
+    "bmm", "dot", "einsum", "outer", "tensordot", "trace", "linalg",
 ]

@@ -26,6 +26,7 @@ PUBLIC_MODULES = (
     aiograd.testing,
     aiograd.utils,
     aiograd.utils.checkpoint,
+    aiograd.linalg,  # (issue 13: linear algebra)
 )
 
 
@@ -44,7 +45,7 @@ def test_every_public_name_is_documented():
 
 def test_no_internal_module_leaks_into_the_top_level():
     modules = {n for n in dir(aiograd) if not n.startswith("_") and inspect.ismodule(getattr(aiograd, n))}
-    assert modules <= {"cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils"}, modules
+    assert modules <= {"cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils", "linalg"}, modules
 
 
 def test_all_lists_exactly_the_public_names():

@@ -1,0 +1,105 @@
+"""What the matrix decompositions share: PyTorch's argument checks and messages, its
+``LinAlgError``, the LU facts its error messages quote, and the small matrix pieces their
+backward formulas are written with (identity, diagonal, triangles), as aiograd ops on the
+gradient's device, so that every formula can be differentiated again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._dtypes import scalar_type_name
+from ._util import Tensor, like
+
+__all__ = [
+    "LinAlgError",
+    "check_float",
+    "check_square",
+    "diag_embed",
+    "diagonal",
+    "eye_like",
+    "first_zero_pivot",
+    "tril",
+    "triu",
+]
+
+
+class LinAlgError(RuntimeError):
+    """A matrix function failed on its input (singular, not positive-definite), as
+    ``torch.linalg.LinAlgError``: a ``RuntimeError`` with PyTorch's message."""
+
+
+def check_float(A: Tensor, fname: str) -> None:
+    """PyTorch's refusal of integer and boolean matrices."""
+    if A.data.dtype.kind not in "fc":
+        raise RuntimeError(f"{fname}: Expected a floating point or complex tensor as input. Got {scalar_type_name(A.data.dtype)}")
+
+
+def check_matrix(A: Tensor, fname: str) -> None:
+    """At least 2-D, PyTorch's message otherwise."""
+    if A.data.ndim < 2:
+        raise RuntimeError(f"{fname}: The input tensor A must have at least 2 dimensions.")
+
+
+def check_square(A: Tensor, fname: str) -> None:
+    """A batch of square matrices, PyTorch's messages otherwise."""
+    check_matrix(A, fname)
+    m, n = A.data.shape[-2:]
+    if m != n:
+        raise RuntimeError(f"{fname}: A must be batches of square matrices, but they are {m} by {n} matrices")
+
+
+def batch_prefix(A: Any, index: int) -> str:
+    """``"(Batch element i): "`` for a batch of matrices, nothing for one matrix."""
+    return f"(Batch element {index}): " if A.ndim > 2 else ""
+
+
+def first_zero_pivot(xp: Any, a: Any) -> tuple[int, int]:
+    """The first matrix of the batch ``a`` whose LU factorization with partial pivoting (LAPACK's
+    getrf) meets an exactly zero pivot, and that pivot's 1-based position, what LAPACK's ``info``
+    and PyTorch's messages report; ``(-1, 0)`` if there is none."""
+    n = a.shape[-1]
+    work = xp.array(a.reshape(-1, n, n), dtype=a.dtype, copy=True)
+    rows = xp.arange(work.shape[0])
+    info = xp.zeros(work.shape[0], dtype=xp.int64)
+    for k in range(n):
+        p = k + xp.argmax(xp.abs(work[:, k:, k]), axis=1)
+        top, best = work[rows, k].copy(), work[rows, p].copy()
+        work[rows, k], work[rows, p] = best, top
+        pivot = work[:, k, k]
+        zero = pivot == 0
+        info = xp.where((info == 0) & zero, k + 1, info)
+        scale = xp.where(zero, 0.0, work[:, k + 1 :, k] / xp.where(zero, 1.0, pivot)[:, None])
+        work[:, k + 1 :, k + 1 :] -= scale[:, :, None] * work[:, k, None, k + 1 :]
+    bad = xp.nonzero(info)[0]
+    if bad.size == 0:
+        return -1, 0
+    first = int(bad[0])
+    return first, int(info[first])
+
+
+# ------------------------------------------------------------------------------ matrix pieces
+def eye_like(n: int, g: Tensor, m: int | None = None) -> Tensor:
+    """The identity (``n`` x ``m``) as a constant on ``g``'s device, in its dtype."""
+    return like(g._device.xp.eye(n, m, dtype=g.data.dtype), g)
+
+
+def diag_embed(v: Tensor) -> Tensor:
+    """The batch of diagonal matrices whose diagonals are the last dim of ``v``."""
+    return v.unsqueeze(-1) * eye_like(v.data.shape[-1], v)
+
+
+def diagonal(X: Tensor) -> Tensor:
+    """The main diagonal of a batch of square matrices."""
+    return (X * eye_like(X.data.shape[-1], X)).sum(-1)
+
+
+def tril(X: Tensor, k: int = 0) -> Tensor:
+    """The lower triangle (on and below the ``k``-th diagonal) of a batch of matrices."""
+    m, n = X.data.shape[-2:]
+    return X * like(X._device.xp.tri(m, n, k, dtype=X.data.dtype), X)
+
+
+def triu(X: Tensor, k: int = 0) -> Tensor:
+    """The upper triangle (on and above the ``k``-th diagonal) of a batch of matrices."""
+    m, n = X.data.shape[-2:]
+    return X * like(1 - X._device.xp.tri(m, n, k - 1, dtype=X.data.dtype), X)

@@ -1,0 +1,297 @@
+"""Inverse, linear solve, determinants and the Cholesky factor, as ``torch.linalg``'s: batched over
+leading dims, PyTorch's nodes (``LinalgInvExBackward0``, ...), checks, messages and
+``LinAlgError``s, and the backward formulas of PyTorch's FunctionsManual.cpp
+(``linalg_solve_backward``, ``linalg_det_backward`` with its singular case,
+``slogdet_backward``, ``cholesky_backward``), written with aiograd ops so that they can be
+differentiated again. Forwards run on the input's array module (``numpy.linalg`` or
+``cupy.linalg``).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from .._dtypes import scalar_type_name
+from ._linalg_util import (
+    LinAlgError,
+    batch_prefix,
+    check_float,
+    check_square,
+    diag_embed,
+    eye_like,
+    first_zero_pivot,
+    tril,
+)
+from ._registry import backward, op
+from ._util import Tensor, attach, common_device, edge_of, grad_enabled, like, needs_grad, on, save, wrap
+from .joining import cat
+from .linalg import matmul
+from .orthogonal import svd
+from .quiet import quietly
+from .shape import reduce_grad
+
+__all__ = ["LinAlgError", "cholesky", "det", "inv", "slogdet", "solve"]
+
+SlogdetResult = namedtuple("slogdet", ["sign", "logabsdet"])  # type: ignore[name-match]
+SlogdetResult.__module__ = "aiograd.return_types"
+SlogdetResult.__doc__ = "The ``(sign, logabsdet)`` pair returned by ``linalg.slogdet``."
+
+
+def _linalg_error_type(xp: Any) -> type[BaseException]:
+    return getattr(xp.linalg, "LinAlgError", np.linalg.LinAlgError)
+
+
+# ------------------------------------------------------------------------------ inv
+@backward(saved=("result",))
+def LinalgInvExBackward0(self: Any, grads: list[Any]) -> Any:
+    """``-A^{-H} g A^{-H}`` (derivatives.yaml's linalg_inv_ex)."""
+    inv_h = self.result.unpack(self).mT
+    return (-matmul(inv_h, matmul(grads[0], inv_h)),)
+
+
+@op(LinalgInvExBackward0, name="linalg_inv")
+def inv(A: Tensor) -> Tensor:
+    """The inverse of a square matrix (of each in a batch); ``LinAlgError`` if one is singular."""
+    check_square(A, "linalg.inv")
+    check_float(A, "linalg.inv")
+    xp = A._device.xp
+    try:
+        data = xp.linalg.inv(A.data)
+    except _linalg_error_type(xp):
+        batch, info = first_zero_pivot(xp, A.data)
+        raise LinAlgError(
+            f"linalg.inv: {batch_prefix(A.data, batch)}The diagonal element {info} is zero, the inversion could "
+            "not be completed because the input matrix is singular."
+        ) from None
+    out = like(data, A)
+    if needs_grad(A):
+        node = attach(LinalgInvExBackward0((edge_of(A),)), out)
+        node.result = save(out, is_output=True)
+    return out
+
+
+# ------------------------------------------------------------------------------ solve
+def _is_vector_rhs(A: Any, B: Any) -> bool:
+    """PyTorch's linalg_solve_is_vector_rhs: ``B`` is a vector, or a batch of vectors with
+    ``A``'s batch shape."""
+    return B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
+
+
+@backward(saved=("A", "result"))
+def LinalgSolveExBackward0(self: Any, grads: list[Any]) -> Any:
+    """``gB = A^{-H} gX`` and ``gA = -gB X^H`` (linalg_solve_backward), each summed back to its
+    input's broadcast shape."""
+    gX = grads[0]
+    A, X = self.A.unpack(self), self.result.unpack(self)
+    if self.vector:
+        gX, X = gX.unsqueeze(-1), X.unsqueeze(-1)
+    gB = solve(A.mT, gX)
+    ea, eb = self.next_edges
+    gA = reduce_grad(-matmul(gB, X.mT), self.a_shape) if ea is not None else None
+    if eb is None:
+        return (gA, None)
+    gB = gB.squeeze(-1) if self.vector else gB
+    return (gA, reduce_grad(gB, self.b_shape))
+
+
+@op(LinalgSolveExBackward0, name="linalg_solve")
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """The solution ``X`` of ``A X = B`` (``X A = B`` with ``left=False``), batch dims
+    broadcast; ``B`` a vector or a matrix. ``LinAlgError`` if ``A`` is singular."""
+    check_square(A, "linalg.solve")
+    a, b = A.data, B.data
+    if a.dtype != b.dtype:
+        raise RuntimeError(
+            f"linalg.solve: Expected A and B to have the same dtype, but found A of type {scalar_type_name(a.dtype)} "
+            f"and B of type {scalar_type_name(b.dtype)} instead"
+        )
+    vector = left and _is_vector_rhs(a, b)
+    if not left:  # X A = B is A^T X^T = B^T
+        bm = b.reshape(*b.shape, 1) if b.ndim == 1 else b
+        n = a.shape[-1]
+        if bm.shape[-1] != n:
+            raise RuntimeError(
+                f"linalg.solve: Incompatible shapes of A and B for the equation XA = B ({n}x{n} and {bm.shape[-2]}x{bm.shape[-1]})"
+            )
+        return solve(A.mT, B.reshape(*bm.shape).mT).mT
+    bm = b[..., None] if vector else b
+    n = a.shape[-1]
+    if bm.shape[-2] != n:
+        raise RuntimeError(
+            f"linalg.solve: Incompatible shapes of A and B for the equation AX = B ({n}x{n} and {bm.shape[-2]}x{bm.shape[-1]})"
+        )
+    dev = common_device(A, B)
+    xp = dev.xp
+    try:
+        data = xp.linalg.solve(a, bm)
+    except _linalg_error_type(xp):
+        batch, _ = first_zero_pivot(xp, xp.broadcast_to(a, bm.shape[:-2] + a.shape[-2:]) if bm.ndim > a.ndim else a)
+        prefix = batch_prefix(a if a.ndim >= bm.ndim else bm, batch)
+        raise LinAlgError(f"torch.linalg.solve: {prefix}The solver failed because the input matrix is singular.") from None
+    out = on(wrap(data[..., 0] if vector else data), dev)
+    if needs_grad(A, B):
+        node = attach(LinalgSolveExBackward0((edge_of(A), edge_of(B))), out)
+        node.A, node.result = save(A), save(out, is_output=True)
+        node.vector, node.a_shape, node.b_shape = vector, a.shape, b.shape
+    return out
+
+
+# ------------------------------------------------------------------------------ det
+def _products_of_the_others(S: Tensor) -> Tensor:
+    """``prod_{j != k} S_j`` for each ``k`` along the last dim, without dividing (PyTorch's
+    prod_safe_zeros_backward): right for zeros too, and differentiable again."""
+    n = S.data.shape[-1]
+    cols = [S[..., j] for j in range(n)]
+    out = []
+    for k in range(n):
+        p = None
+        for j in range(n):
+            if j != k:
+                p = cols[j] if p is None else p * cols[j]
+        out.append(p if p is not None else cols[k] * 0 + 1)
+    return cat([c.unsqueeze(-1) for c in out], -1)
+
+
+def _det_grad_singular(A: Tensor, g: Tensor) -> Tensor:
+    """The gradient of det at a singular matrix through its SVD, ``det A = det U det Vh prod S``,
+    whose product rule needs no inverse (the adjugate; linalg_det_backward's singular case)."""
+    U, S, Vh = svd(A)
+    alpha = det(U) * det(Vh) * g
+    D = alpha.unsqueeze(-1) * _products_of_the_others(S)
+    return matmul(U * D.unsqueeze(-2), Vh)
+
+
+def _det_grad_nonsingular(A: Tensor, g: Tensor, d: Tensor) -> Tensor:
+    return solve(A.mT, diag_embed((g * d).unsqueeze(-1).expand(*d.data.shape, A.data.shape[-1])))
+
+
+@backward(saved=("A", "result"))
+def LinalgDetBackward0(self: Any, grads: list[Any]) -> Any:
+    """``g det(A) A^{-H}`` (linalg_det_backward). First order: a solve, 0 for an exactly singular
+    matrix (whose det is 0); recorded (create_graph): the matrices with ``|det| < 100 eps`` take
+    the SVD formula, which stays right, and differentiable, at singular matrices."""
+    g = grads[0]
+    A, d = self.A.unpack(self), self.result.unpack(self)
+    if A.data.size == 0:
+        return (None,)
+    xp = A._device.xp
+    if not grad_enabled():
+        singular = d.data == 0
+        if not singular.any():
+            return (_det_grad_nonsingular(A, g, d),)
+        # PyTorch solves with a pivot nudged to eps there; the right-hand side g * det is 0
+        eye = xp.eye(A.data.shape[-1], dtype=A.data.dtype)
+        safe = like(xp.where(singular[..., None, None], eye, A.data), A)
+        return (_det_grad_nonsingular(safe, g, d) * like((~singular[..., None, None]).astype(A.data.dtype), A),)
+    eps = float(np.finfo(A.data.dtype).eps)
+    mask = xp.abs(d.data) < 100 * eps
+    if mask.all():
+        return (_det_grad_singular(A, g),)
+    if not mask.any():
+        return (_det_grad_nonsingular(A, g, d),)
+    # masked_fmap: each formula on its own matrices, then back in the batch's order
+    n = A.data.shape[-1]
+    batch = A.data.shape[:-2]
+    flat_mask = mask.reshape(-1)
+    sing, nons = xp.nonzero(flat_mask)[0], xp.nonzero(~flat_mask)[0]
+    Af, gf, df = A.reshape(-1, n, n), g.reshape(-1), d.reshape(-1)
+    parts = cat([_det_grad_singular(Af[sing], gf[sing]), _det_grad_nonsingular(Af[nons], gf[nons], df[nons])])
+    order = xp.argsort(xp.concatenate([sing, nons]))
+    return (parts[order].reshape(*batch, n, n),)
+
+
+@op(LinalgDetBackward0, name="linalg_det")
+def det(A: Tensor) -> Tensor:
+    """The determinant of a square matrix (of each in a batch)."""
+    check_square(A, "linalg.det")
+    check_float(A, "linalg.det")
+    out = like(A._device.xp.asarray(A._device.xp.linalg.det(A.data)), A)
+    if needs_grad(A):
+        node = attach(LinalgDetBackward0((edge_of(A),)), out)
+        node.A, node.result = save(A), save(out, is_output=True)
+    return out
+
+
+# ------------------------------------------------------------------------------ slogdet
+@backward(saved=("A",))
+def LinalgSlogdetBackward0(self: Any, grads: list[Any]) -> Any:
+    """``g_logabsdet A^{-H}`` (slogdet_backward; the sign's gradient is 0 for real matrices):
+    a solve, so a singular matrix raises the solver's ``LinAlgError`` as PyTorch's recorded
+    backward does."""
+    g = grads[1]
+    if g is None:
+        return (None,)
+    A = self.A.unpack(self)
+    n = A.data.shape[-1]
+    return (solve(A.mT, diag_embed(g.unsqueeze(-1).expand(*g.data.shape, n))),)
+
+
+@op(LinalgSlogdetBackward0, name="linalg_slogdet")
+def slogdet(A: Tensor) -> Any:
+    """``(sign, logabsdet)`` of the determinant: ``det = sign * exp(logabsdet)``, without
+    overflow; sign 0 and logabsdet -inf for a singular matrix."""
+    check_square(A, "linalg.slogdet")
+    check_float(A, "linalg.slogdet")
+    xp = A._device.xp
+    sign, logabs = quietly(xp.linalg.slogdet, A.data)
+    s, la = like(xp.asarray(sign), A), like(xp.asarray(logabs), A)
+    if needs_grad(A):
+        node = attach(LinalgSlogdetBackward0((edge_of(A),)), s, la)
+        node.num_inputs = 2  # type: ignore[misc]
+        node.A = save(A)
+    return SlogdetResult(s, la)
+
+
+# ------------------------------------------------------------------------------ cholesky
+@backward(saved=("L",))
+def LinalgCholeskyExBackward0(self: Any, grads: list[Any]) -> Any:
+    """Iain Murray's formula (cholesky_backward): ``Phi = tril(L^H gL)`` made Hermitian
+    (``0.5 (Phi + tril(Phi, -1)^H)``), then ``L^{-H} Phi L^{-1}``."""
+    L, gL = self.L.unpack(self), grads[0]
+    if self.upper:
+        L, gL = L.mT, gL.mT
+    phi = tril(matmul(L.mT, gL))
+    phi = 0.5 * (phi + tril(phi, -1).mT)
+    left = solve(L.mT, phi)  # L^{-H} Phi
+    return (solve(L.mT, left.mT).mT,)  # (L^{-H} Phi) L^{-1}: X L = left is L^H X^H = left^H
+
+
+def _not_positive_definite(xp: Any, a: Any) -> LinAlgError:
+    """PyTorch's message: the first matrix of the batch that fails, and the order of its first
+    leading minor that is not positive-definite."""
+    n = a.shape[-1]
+    flat = a.reshape(-1, n, n)
+    error = _linalg_error_type(xp)
+    for b in range(flat.shape[0]):
+        for k in range(1, n + 1):
+            try:
+                xp.linalg.cholesky(flat[b, :k, :k])
+            except error:
+                return LinAlgError(
+                    f"linalg.cholesky: {batch_prefix(a, b)}The factorization could not be completed because the input "
+                    f"is not positive-definite (the leading minor of order {k} is not positive-definite)."
+                )
+    return LinAlgError("linalg.cholesky: The factorization could not be completed because the input is not positive-definite.")
+
+
+@op(LinalgCholeskyExBackward0, name="linalg_cholesky")
+def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
+    """The Cholesky factor of a symmetric positive-definite matrix: lower ``L`` with
+    ``A = L L^H`` (read from ``A``'s lower triangle), or upper ``U = L^H`` with ``upper=True``
+    (read from the upper one). ``LinAlgError`` if ``A`` is not positive-definite."""
+    check_square(A, "linalg.cholesky")
+    check_float(A, "linalg.cholesky")
+    xp = A._device.xp
+    a = xp.swapaxes(A.data, -1, -2) if upper else A.data
+    try:
+        lower = xp.linalg.cholesky(a)
+    except _linalg_error_type(xp):
+        raise _not_positive_definite(xp, a) from None
+    out = like(xp.ascontiguousarray(xp.swapaxes(lower, -1, -2)) if upper else lower, A)
+    if needs_grad(A):
+        node = attach(LinalgCholeskyExBackward0((edge_of(A),)), out)
+        node.L, node.upper = save(out, is_output=True), upper
+    return out
