@@ -113,9 +113,10 @@ def norm(
     dims (or a 2-D input); with neither ``ord`` nor ``dim``, the 2-norm of all elements."""
     if dim is not None:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        if len(dims) == 1:
-            return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)  # type: ignore[arg-type]
-        return matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype=dtype)  # type: ignore[arg-type]
+        if len(dims) == 1 and not isinstance(ord, str):
+            return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)
+        # a string order names a matrix norm (which wants two dims, PyTorch's message otherwise)
+        return matrix_norm(A, "fro" if ord is None else ord, dim if len(dims) == 2 else dims[0] if len(dims) == 1 else dims, keepdim, dtype=dtype)  # type: ignore[arg-type]
     if ord is None:
         return vector_norm(A, 2, None, keepdim, dtype=dtype)
     if A.ndim not in (1, 2):

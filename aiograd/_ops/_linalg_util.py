@@ -68,7 +68,7 @@ def first_zero_pivot(xp: Any, a: Any) -> tuple[int, int]:
         pivot = work[:, k, k]
         zero = pivot == 0
         info = xp.where((info == 0) & zero, k + 1, info)
-        scale = xp.where(zero, 0.0, work[:, k + 1 :, k] / xp.where(zero, 1.0, pivot)[:, None])
+        scale = xp.where(zero[:, None], 0.0, work[:, k + 1 :, k] / xp.where(zero, 1.0, pivot)[:, None])
         work[:, k + 1 :, k + 1 :] -= scale[:, :, None] * work[:, k, None, k + 1 :]
     bad = xp.nonzero(info)[0]
     if bad.size == 0:
