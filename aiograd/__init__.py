@@ -39,6 +39,7 @@ from . import (
     function,
     functional,
     graph,
+    linalg,
     nn,
     sync,
     testing,
@@ -133,6 +134,7 @@ from ._ops.indexing import gather, index_select
 from ._ops.joining import cat, chunk, concat, concatenate, split, split_with_sizes, stack, unbind
 from ._ops.linalg import matmul, mm
 from ._ops.pointwise import addcdiv, addcmul, lerp, masked_fill
+from ._ops.products import bmm, dot, einsum, outer, tensordot, trace
 from ._ops.reduction import argmax, argmin, max, mean, min, prod, sum, var
 from ._ops.shape import (
     broadcast_to,
@@ -167,10 +169,6 @@ from ._ops.unary_math import (
 from ._runner import run
 from ._tensor import Tensor, is_tensor
 from .function import Function
-
-# linear algebra (issue 13): torch.linalg's namespace and the tensor products
-from . import linalg
-from ._ops.products import bmm, dot, einsum, outer, tensordot, trace
 
 __version__ = "0.1.0"
 

@@ -20,12 +20,12 @@ from ._ops import (
     joining,
     linalg,
     pointwise,
+    products,  # (linear algebra: bmm, dot, outer, trace)
     reduction,
     shape,
     softmax,
     unary_math,
 )
-from ._ops import products  # (linear algebra: bmm, dot, outer, trace)
 from ._tensor import Tensor
 
 __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]

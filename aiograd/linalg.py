@@ -2,7 +2,7 @@
 
 Decompositions and solvers (``inv``, ``solve``, ``det``, ``slogdet``, ``cholesky``, ``qr``,
 ``eigh``, ``svd``, ``svdvals``) are ops of ``aiograd._ops.decompositions`` and
-``aiograd._ops.orthogonal``, re-exported here; the norms (``norm``, ``vector_norm``,
+``aiograd._ops.orthogonal`` and ``aiograd._ops.linear_systems``, re-exported here; the norms (``norm``, ``vector_norm``,
 ``matrix_norm``) are composed from them as in PyTorch. Every function works on batches of
 matrices (the last two dims), and failures on the input's values raise ``LinAlgError`` (a
 ``RuntimeError``) with PyTorch's message.
@@ -11,14 +11,20 @@ matrices (the last two dims), and failures on the input's values raise ``LinAlgE
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+import typing
 
-from ._ops._linalg_util import LinAlgError, check_matrix
+from ._ops._linalg_util import LinAlgError
+from ._ops._linalg_util import check_matrix as _check_matrix
 from ._ops.convenience import norm as _p_norm
-from ._ops.decompositions import cholesky, det, inv, slogdet, solve
+from ._ops.decompositions import cholesky, det, slogdet
+from ._ops.linear_systems import inv, solve
 from ._ops.orthogonal import eigh, qr, svd
-from ._tensor import Tensor
+
+if typing.TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from ._tensor import Tensor
 
 __all__ = [
     "LinAlgError",
@@ -80,7 +86,7 @@ def matrix_norm(
     """The matrix norm of ``A`` over the two dims ``dim``: ``"fro"``, ``"nuc"`` (sum of singular
     values), 2 / -2 (largest / smallest singular value), 1 / -1 (max / min column sum of
     magnitudes), ``inf`` / ``-inf`` (max / min row sum)."""
-    check_matrix(A, "linalg.matrix_norm")
+    _check_matrix(A, "linalg.matrix_norm")
     if isinstance(dim, int) or len(dim) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {dim if isinstance(dim, int) else ' '.join(map(str, dim))}")
     if dtype is not None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .._dtypes import scalar_type_name
 from ._util import Tensor, like
 
@@ -18,6 +20,7 @@ __all__ = [
     "diagonal",
     "eye_like",
     "first_zero_pivot",
+    "linalg_error_type",
     "tril",
     "triu",
 ]
@@ -46,6 +49,11 @@ def check_square(A: Tensor, fname: str) -> None:
     m, n = A.data.shape[-2:]
     if m != n:
         raise RuntimeError(f"{fname}: A must be batches of square matrices, but they are {m} by {n} matrices")
+
+
+def linalg_error_type(xp: Any) -> type[BaseException]:
+    """The exception the array module's ``linalg`` raises for a singular or indefinite matrix."""
+    return getattr(xp.linalg, "LinAlgError", np.linalg.LinAlgError)
 
 
 def batch_prefix(A: Any, index: int) -> str:

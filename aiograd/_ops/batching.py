@@ -122,6 +122,11 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "ViewBackward0",
     "WhereBackward0",
     "ZeroBackward0",
+    # products (aiograd/_ops/products.py): matrix products broadcast over the leading batch, and a
+    # per-sample scalar gradient is reshaped to broadcast (per_sample_scalar)
+    "BmmBackward0",
+    "DotBackward0",
+    "TraceBackward0",
 })
 
 #: Registered nodes whose rules still run once per sample under a batched backward: the in-place
@@ -134,6 +139,17 @@ PER_SAMPLE_RULES: frozenset[str] = frozenset({
     "IndexPutBackward0",
     "CopyBackwards",
     "CopySlices",
+    # linear algebra (products.py, decompositions.py, orthogonal.py): einsum's rule is an equation
+    # over the sample's subscripts, and the decompositions' rules solve and factor per matrix
+    "EinsumBackward0",
+    "LinalgInvExBackward0",
+    "LinalgSolveExBackward0",
+    "LinalgDetBackward0",
+    "LinalgSlogdetBackward0",
+    "LinalgCholeskyExBackward0",
+    "LinalgQrBackward0",
+    "LinalgEighBackward0",
+    "LinalgSvdBackward0",
 })
 
 _classes: set[type[Node]] | None = None

@@ -21,6 +21,7 @@ from ._registry import backward, op
 from ._util import Tensor, attach, edge_of, like, needs_grad, save
 from .joining import cat
 from .linalg import matmul
+from .linear_systems import solve
 
 __all__ = ["eigh", "qr", "svd"]
 
@@ -37,15 +38,9 @@ EighResult = _return_type("eigh", ["eigenvalues", "eigenvectors"], "The pair ret
 SVDResult = _return_type("svd", ["U", "S", "Vh"], "The ``(U, S, Vh)`` triple returned by ``linalg.svd``.")
 
 
-def _solve(A: Tensor, B: Tensor) -> Tensor:
-    from .decompositions import solve  # (decompositions imports this module: svd for det)
-
-    return solve(A, B)
-
-
 def _right_solve_by_transpose(R: Tensor, G: Tensor) -> Tensor:
     """``G R^{-H}``: the ``X`` of ``X R^H = G`` (``R X^H = G^H``)."""
-    return _solve(R, G.mT).mT
+    return solve(R, G.mT).mT
 
 
 # ------------------------------------------------------------------------------ qr
