@@ -242,6 +242,30 @@ def test_slogdet_of_a_singular_matrix_recorded_raises_the_solvers_error() -> Non
     assert str(ours.value) == str(theirs.value)
 
 
+SLOGDET_SINGULAR = [
+    ("rank_1", np.array([[1.0, 2.0], [2.0, 4.0]])),
+    ("zero", np.zeros((2, 2))),
+    ("rank_2_3x3", np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]])),
+    ("zero_column", np.array([[0.0, 1.0], [0.0, 1.0]])),
+    ("batch_mixed", np.stack([np.eye(2), np.array([[1.0, 2.0], [2.0, 4.0]])])),
+]
+
+
+@requires_torch
+@pytest.mark.parametrize(("name", "a"), SLOGDET_SINGULAR, ids=[n for n, _ in SLOGDET_SINGULAR])
+def test_slogdet_gradient_at_singular_matrices(name: str, a: np.ndarray) -> None:
+    """First order, PyTorch's LU solve divides by the zero pivot: the same infs and NaNs."""
+    x, t = ag.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    (g,) = _grad(ag.linalg.slogdet(x).logabsdet.sum(), [x])
+    (tg,) = torch.autograd.grad(torch.linalg.slogdet(t).logabsdet.sum(), t)
+    ours, theirs = g.data, tg.numpy()
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
+    np.testing.assert_array_equal(np.isposinf(ours), np.isposinf(theirs))
+    np.testing.assert_array_equal(np.isneginf(ours), np.isneginf(theirs))
+    finite = np.isfinite(theirs)
+    np.testing.assert_allclose(ours[finite], theirs[finite], rtol=1e-12)
+
+
 QR_BACKWARD_ERRORS = [("complete_tall", "complete", (3, 2)), ("r_only", "r", (3, 3))]
 
 

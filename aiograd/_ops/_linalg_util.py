@@ -20,6 +20,8 @@ __all__ = [
     "diagonal",
     "eye_like",
     "first_zero_pivot",
+    "lu_factor",
+    "lu_solve",
     "linalg_error_type",
     "tril",
     "triu",
@@ -61,23 +63,52 @@ def batch_prefix(A: Any, index: int) -> str:
     return f"(Batch element {index}): " if A.ndim > 2 else ""
 
 
-def first_zero_pivot(xp: Any, a: Any) -> tuple[int, int]:
-    """The first matrix of the batch ``a`` whose LU factorization with partial pivoting (LAPACK's
-    getrf) meets an exactly zero pivot, and that pivot's 1-based position, what LAPACK's ``info``
-    and PyTorch's messages report; ``(-1, 0)`` if there is none."""
+def lu_factor(xp: Any, a: Any) -> tuple[Any, Any, Any]:
+    """LU factorization with partial pivoting of each matrix of the batch ``a`` (flattened to
+    ``(batch, n, n)``), in LAPACK getf2's order of operations: the packed factors, each row's
+    source row, and LAPACK's ``info`` (the 1-based position of the first zero pivot, 0 if none).
+    For the cases PyTorch reports or differentiates through its own LU: a zero pivot is kept,
+    as LAPACK keeps it."""
     n = a.shape[-1]
     work = xp.array(a.reshape(-1, n, n), dtype=a.dtype, copy=True)
-    rows = xp.arange(work.shape[0])
-    info = xp.zeros(work.shape[0], dtype=xp.int64)
+    batch = work.shape[0]
+    rows = xp.arange(batch)
+    perm = xp.broadcast_to(xp.arange(n), (batch, n)).copy()
+    info = xp.zeros(batch, dtype=xp.int64)
     for k in range(n):
         p = k + xp.argmax(xp.abs(work[:, k:, k]), axis=1)
         top, best = work[rows, k].copy(), work[rows, p].copy()
         work[rows, k], work[rows, p] = best, top
+        ptop, pbest = perm[rows, k].copy(), perm[rows, p].copy()
+        perm[rows, k], perm[rows, p] = pbest, ptop
         pivot = work[:, k, k]
         zero = pivot == 0
         info = xp.where((info == 0) & zero, k + 1, info)
         scale = xp.where(zero[:, None], 0.0, work[:, k + 1 :, k] / xp.where(zero, 1.0, pivot)[:, None])
+        work[:, k + 1 :, k] = scale
         work[:, k + 1 :, k + 1 :] -= scale[:, :, None] * work[:, k, None, k + 1 :]
+    return work, perm, info
+
+
+def lu_solve(xp: Any, lu: Any, perm: Any, b: Any) -> Any:
+    """``A X = B`` from ``lu_factor``'s factors of ``A`` (``b``: ``(batch, n, k)``), by row
+    permutation and the two triangular substitutions in BLAS trsm's order: a zero pivot divides
+    (inf and NaN, as PyTorch's ``lu_solve`` gives them). Run it quietly."""
+    n = lu.shape[-1]
+    x = b[xp.arange(b.shape[0])[:, None], perm].copy()
+    for j in range(n):
+        x[:, j + 1 :] -= lu[:, j + 1 :, j, None] * x[:, j, None]
+    for j in range(n - 1, -1, -1):
+        x[:, j] /= lu[:, j, j, None]
+        x[:, :j] -= lu[:, :j, j, None] * x[:, j, None]
+    return x
+
+
+def first_zero_pivot(xp: Any, a: Any) -> tuple[int, int]:
+    """The first matrix of the batch ``a`` whose LU factorization (LAPACK's getrf) meets an
+    exactly zero pivot, and that pivot's 1-based position (LAPACK's ``info``, which PyTorch's
+    messages quote); ``(-1, 0)`` if there is none."""
+    _, _, info = lu_factor(xp, a)
     bad = xp.nonzero(info)[0]
     if bad.size == 0:
         return -1, 0

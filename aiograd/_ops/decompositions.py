@@ -20,6 +20,8 @@ from ._linalg_util import (
     check_square,
     diag_embed,
     linalg_error_type,
+    lu_factor,
+    lu_solve,
     tril,
 )
 from ._registry import backward, op
@@ -116,15 +118,24 @@ def det(A: Tensor) -> Tensor:
 # ------------------------------------------------------------------------------ slogdet
 @backward(saved=("A",))
 def LinalgSlogdetBackward0(self: Any, grads: list[Any]) -> Any:
-    """``g_logabsdet A^{-H}`` (slogdet_backward; the sign's gradient is 0 for real matrices):
-    a solve, so a singular matrix raises the solver's ``LinAlgError`` as PyTorch's recorded
-    backward does."""
+    """``g_logabsdet A^{-H}`` (slogdet_backward; the sign's gradient is 0 for real matrices). A
+    singular matrix: first order, PyTorch's LU solve divides by the zero pivot (inf and NaN,
+    reproduced by ``lu_solve``); recorded, a solve, whose ``LinAlgError`` PyTorch raises too."""
     g = grads[1]
     if g is None:
         return (None,)
     A = self.A.unpack(self)
     n = A.data.shape[-1]
-    return (solve(A.mT, diag_embed(g.unsqueeze(-1).expand(*g.data.shape, n))),)
+    rhs = diag_embed(g.unsqueeze(-1).expand(*g.data.shape, n))
+    if not grad_enabled():
+        xp = A._device.xp
+        try:
+            return (like(xp.linalg.solve(xp.swapaxes(A.data, -1, -2), rhs.data), g),)
+        except linalg_error_type(xp):
+            lu, perm, _ = lu_factor(xp, xp.swapaxes(A.data, -1, -2))
+            x = quietly(lu_solve, xp, lu, perm, rhs.data.reshape(-1, n, n))
+            return (like(x.reshape(A.data.shape), g),)
+    return (solve(A.mT, rhs),)
 
 
 @op(LinalgSlogdetBackward0, name="linalg_slogdet")
