@@ -346,3 +346,30 @@ def test_linalg_error_is_a_runtime_error() -> None:
     assert issubclass(ag.linalg.LinAlgError, RuntimeError)
     with pytest.raises(RuntimeError, match="singular"):
         ag.linalg.inv(ag.zeros(2, 2))
+
+
+@requires_torch
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh_reads_one_triangle_as_torchs(uplo: str) -> None:
+    """A non-symmetric input: only the triangle ``UPLO`` names is read, in values and gradients."""
+    a = np.random.default_rng(2).standard_normal((2, 3, 3))
+    x, t = ag.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    (w, v), (tw, tv) = ag.linalg.eigh(x, UPLO=uplo), torch.linalg.eigh(t, UPLO=uplo)
+    np.testing.assert_allclose(w.data, tw.detach().numpy(), rtol=1e-12)
+    (g,) = _grad((w * ag.tensor([1.0, 2.0, 3.0])).sum() + (v ** 2 * weights(ag, v)).sum(), [x])
+    (tg,) = torch.autograd.grad((tw * torch.tensor([1.0, 2.0, 3.0], dtype=tw.dtype)).sum() + (tv ** 2 * weights(torch, tv)).sum(), t)
+    np.testing.assert_allclose(g.data, tg.numpy(), rtol=1e-9, atol=1e-12)
+
+
+@requires_torch
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_reads_one_triangle_as_torchs(upper: bool) -> None:
+    base = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+    a = base + np.triu(np.full((3, 3), 0.3), 1) * (-1 if upper else 1)  # the triangles differ
+    x, t = ag.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    out, tout = ag.linalg.cholesky(x, upper=upper), torch.linalg.cholesky(t, upper=upper)
+    np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=1e-12)
+    w = np.random.default_rng(4).standard_normal((3, 3))
+    (g,) = _grad((out * ag.tensor(w)).sum(), [x])
+    (tg,) = torch.autograd.grad((tout * torch.tensor(w)).sum(), t)
+    np.testing.assert_allclose(g.data, tg.numpy(), rtol=1e-10, atol=1e-12)
