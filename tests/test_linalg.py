@@ -373,3 +373,18 @@ def test_cholesky_reads_one_triangle_as_torchs(upper: bool) -> None:
     (g,) = _grad((out * ag.tensor(w)).sum(), [x])
     (tg,) = torch.autograd.grad((tout * torch.tensor(w)).sum(), t)
     np.testing.assert_allclose(g.data, tg.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@requires_torch
+@pytest.mark.parametrize("shape", [(4, 3), (3, 4)])
+def test_svd_full_matrices_gradient_ignores_the_completing_vectors(shape: tuple[int, int]) -> None:
+    """With ``full_matrices=True`` only the first k singular vectors enter the gradient (PyTorch
+    narrows ``gU`` and ``gVh``): the columns of U (rows of Vh) past k are not differentiable."""
+    a = np.random.default_rng(6).standard_normal(shape)
+    x, t = ag.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    r, tr = ag.linalg.svd(x), torch.linalg.svd(t)
+    assert r.U.shape == tuple(tr.U.shape) and r.Vh.shape == tuple(tr.Vh.shape)
+    # squares: invariant to the signs of the singular vectors (LAPACK builds may choose others)
+    (g,) = _grad((r.U ** 2 * weights(ag, r.U)).sum() + (r.Vh ** 2 * weights(ag, r.Vh)).sum(), [x])
+    (tg,) = torch.autograd.grad((tr.U ** 2 * weights(torch, tr.U)).sum() + (tr.Vh ** 2 * weights(torch, tr.Vh)).sum(), t)
+    np.testing.assert_allclose(g.data, tg.numpy(), rtol=1e-9, atol=1e-12)

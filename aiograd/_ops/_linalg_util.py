@@ -32,6 +32,8 @@ class LinAlgError(RuntimeError):
     """A matrix function failed on its input (singular, not positive-definite), as
     ``torch.linalg.LinAlgError``: a ``RuntimeError`` with PyTorch's message."""
 
+    __module__ = "aiograd.linalg"  # (its public home)
+
 
 def check_float(A: Tensor, fname: str) -> None:
     """PyTorch's refusal of integer and boolean matrices."""

@@ -19,7 +19,8 @@ from .._dtypes import scalar_type_name
 from ._registry import backward, op
 from ._util import Tensor, attach, common_device, edge_of, like, needs_grad, on, save, wrap
 from .batching import per_sample_scalar
-from .linalg import MmBackward0, matmul
+from .linalg import matmul
+from .shape import ViewBackward0
 
 __all__ = ["bmm", "dot", "einsum", "outer", "tensordot", "trace"]
 
@@ -147,7 +148,7 @@ def _dims_lists(dims: Any, ndim_a: int) -> tuple[list[int], list[int]]:
     return dims_a, dims_b
 
 
-@op(MmBackward0)
+@op(ViewBackward0)
 def tensordot(a: Tensor, b: Tensor, dims: int | tuple[Sequence[int], Sequence[int]] | list[Any] = 2) -> Tensor:
     """Contract ``a``'s ``dims[0]`` with ``b``'s ``dims[1]`` (an int ``d``: ``a``'s last ``d``
     dims with ``b``'s first ``d``); PyTorch's composite: permute, reshape, ``mm``, reshape."""
