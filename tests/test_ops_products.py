@@ -57,6 +57,10 @@ EINSUMS = [
     ("summed_only_here", "ij,k->i", ((2, 3), (4,))),
     ("bilinear", "i,ij,j->", ((3,), (3, 4), (4,))),
     ("spaces", "i j , j k -> i k", ((2, 3), (3, 2))),
+    ("diagonal_shared", "ii,i->", ((3, 3), (3,))),
+    ("diagonal_second", "ij,jj->i", ((2, 3), (3, 3))),
+    ("scalar_operand", ",i->i", ((), (3,))),
+    ("ellipsis_broadcast", "...i,...i->...", ((2, 1, 3), (4, 3))),
 ]
 EINSUM_SPECS = [
     OpSpec(f"einsum_{name}", lambda lib, *xs, eq=eq: lib.einsum(eq, *xs), shapes, op="einsum") for name, eq, shapes in EINSUMS
