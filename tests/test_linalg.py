@@ -388,3 +388,15 @@ def test_svd_full_matrices_gradient_ignores_the_completing_vectors(shape: tuple[
     (g,) = _grad((r.U ** 2 * weights(ag, r.U)).sum() + (r.Vh ** 2 * weights(ag, r.Vh)).sum(), [x])
     (tg,) = torch.autograd.grad((tr.U ** 2 * weights(torch, tr.U)).sum() + (tr.Vh ** 2 * weights(torch, tr.Vh)).sum(), t)
     np.testing.assert_allclose(g.data, tg.numpy(), rtol=1e-9, atol=1e-12)
+
+
+@requires_torch
+def test_slogdet_singular_gradient_batched_equals_torchs() -> None:
+    """A batch of gradients (is_grads_batched) through the LU solve of a singular matrix."""
+    a = np.array([[1.0, 2.0], [2.0, 4.0]])
+    v = np.array([1.0, -2.0, 0.5])
+    x, t = ag.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    (g,) = _grad(ag.linalg.slogdet(x).logabsdet, [x], grad_outputs=ag.tensor(v), is_grads_batched=True)
+    (tg,) = torch.autograd.grad(torch.linalg.slogdet(t).logabsdet, t, torch.tensor(v), is_grads_batched=True)
+    assert g.shape == tuple(tg.shape)
+    np.testing.assert_array_equal(g.data, tg.numpy())

@@ -127,6 +127,15 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "BmmBackward0",
     "DotBackward0",
     "TraceBackward0",
+    # linear algebra (linear_systems.py, decompositions.py, orthogonal.py): the formulas are matrix
+    # products, solves and masks over the last two dims, which broadcast over a leading batch
+    "LinalgInvExBackward0",
+    "LinalgSolveExBackward0",
+    "LinalgSlogdetBackward0",
+    "LinalgCholeskyExBackward0",
+    "LinalgQrBackward0",
+    "LinalgEighBackward0",
+    "LinalgSvdBackward0",
 })
 
 #: Registered nodes whose rules still run once per sample under a batched backward: the in-place
@@ -139,17 +148,10 @@ PER_SAMPLE_RULES: frozenset[str] = frozenset({
     "IndexPutBackward0",
     "CopyBackwards",
     "CopySlices",
-    # linear algebra (products.py, decompositions.py, orthogonal.py): einsum's rule is an equation
-    # over the sample's subscripts, and the decompositions' rules solve and factor per matrix
+    # linear algebra: einsum's rule is an equation over the sample's subscripts, and det's
+    # recorded rule splits the batch of matrices into singular and invertible ones
     "EinsumBackward0",
-    "LinalgInvExBackward0",
-    "LinalgSolveExBackward0",
     "LinalgDetBackward0",
-    "LinalgSlogdetBackward0",
-    "LinalgCholeskyExBackward0",
-    "LinalgQrBackward0",
-    "LinalgEighBackward0",
-    "LinalgSvdBackward0",
 })
 
 _classes: set[type[Node]] | None = None

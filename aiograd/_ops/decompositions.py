@@ -65,7 +65,8 @@ def _det_grad_singular(A: Tensor, g: Tensor) -> Tensor:
 
 
 def _det_grad_nonsingular(A: Tensor, g: Tensor, d: Tensor) -> Tensor:
-    return solve(A.mT, diag_embed((g * d).unsqueeze(-1).expand(*d.data.shape, A.data.shape[-1])))
+    scaled = g * d  # (with a batch of gradients in front, under is_grads_batched)
+    return solve(A.mT, diag_embed(scaled.unsqueeze(-1).expand(*scaled.data.shape, A.data.shape[-1])))
 
 
 @backward(saved=("A", "result"))
@@ -132,9 +133,10 @@ def LinalgSlogdetBackward0(self: Any, grads: list[Any]) -> Any:
         try:
             return (like(xp.linalg.solve(xp.swapaxes(A.data, -1, -2), rhs.data), g),)
         except linalg_error_type(xp):
-            lu, perm, _ = lu_factor(xp, xp.swapaxes(A.data, -1, -2))
+            shape = rhs.data.shape  # (a batch of gradients in front, under is_grads_batched)
+            lu, perm, _ = lu_factor(xp, xp.broadcast_to(xp.swapaxes(A.data, -1, -2), shape))
             x = quietly(lu_solve, xp, lu, perm, rhs.data.reshape(-1, n, n))
-            return (like(x.reshape(A.data.shape), g),)
+            return (like(x.reshape(shape), g),)
     return (solve(A.mT, rhs),)
 
 
