@@ -148,8 +148,10 @@ PER_SAMPLE_RULES: frozenset[str] = frozenset({
     "IndexPutBackward0",
     "CopyBackwards",
     "CopySlices",
-    # linear algebra: einsum's rule is an equation over the sample's subscripts, and det's
-    # recorded rule splits the batch of matrices into singular and invertible ones
+    # linear algebra: det's recorded rule splits the batch of matrices into singular and
+    # invertible ones; einsum's rule does take a batch (subscripts of its own), but an equation of
+    # three or more operands follows numpy's contraction path, which sums in another order once
+    # the batch is there (not bit for bit the loop)
     "EinsumBackward0",
     "LinalgDetBackward0",
 })

@@ -17,7 +17,18 @@ from typing import Any
 
 from .._dtypes import scalar_type_name
 from ._registry import backward, op
-from ._util import Tensor, attach, common_device, edge_of, like, needs_grad, on, save, wrap
+from ._util import (
+    Tensor,
+    attach,
+    batch_ndim,
+    common_device,
+    edge_of,
+    like,
+    needs_grad,
+    on,
+    save,
+    wrap,
+)
 from .batching import per_sample_scalar
 from .linalg import matmul
 from .shape import ViewBackward0
@@ -249,20 +260,22 @@ def EinsumBackward0(self: Any, grads: list[Any]) -> Any:
     operands = [getattr(self, name).unpack(self) for name in self._saved]
     subs, out_subs, sizes = self.subs, self.out_subs, self.sizes
     spare = iter(c for c in string.ascii_letters if c not in "".join(subs) + out_subs)
+    # a batch of gradients (is_grads_batched): subscripts of their own, kept in front
+    batch = "".join(next(spare) for _ in range(batch_ndim()))
     result = []
     for i, edge in enumerate(self.next_edges):
         if edge is None:
             result.append(None)
             continue
-        terms, args = [out_subs], [g]
+        terms, args = [batch + out_subs], [g]
         for j, (s, x) in enumerate(zip(subs, operands)):
             if j != i:
                 terms.append(s)
                 args.append(x)
         present = set("".join(terms))
-        target = ""
+        target = batch
         for c in subs[i]:
-            if c in target:  # a repeated subscript: a fresh one, tied to it by an identity
+            if c in target[len(batch) :]:  # a repeated subscript: a fresh one, tied to it by an identity
                 fresh = next(spare)
                 terms.append(c + fresh)
                 args.append(like(xp.eye(sizes[c], dtype=dtype), g))
