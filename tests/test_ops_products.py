@@ -124,3 +124,19 @@ def test_tensordot_accepts_a_tensor_dims() -> None:
     ours = ag.tensordot(ag.tensor(a), ag.tensor(b), dims=ag.tensor(1))
     theirs = torch.tensordot(torch.tensor(a), torch.tensor(b), dims=torch.tensor(1))
     np.testing.assert_array_equal(ours.data, theirs.numpy())
+
+
+@requires_torch
+def test_einsum_frees_its_operands_after_backward() -> None:
+    """Every operand it saved is released: a second backward raises torch's error."""
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(3, 2)
+    x, y = ag.tensor(a, requires_grad=True), ag.tensor(b, requires_grad=True)
+    tx, ty = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    out, tout = ag.einsum("ij,jk", x, y), torch.einsum("ij,jk", tx, ty)
+    ag.sync.backward(out, ag.ones(2, 2))
+    tout.backward(torch.ones(2, 2, dtype=tout.dtype))
+    with pytest.raises(RuntimeError) as theirs:
+        tout.backward(torch.ones(2, 2, dtype=tout.dtype))
+    with pytest.raises(RuntimeError) as ours:
+        ag.sync.backward(out, ag.ones(2, 2))
+    assert str(ours.value) == str(theirs.value)

@@ -111,7 +111,7 @@ def det(A: Tensor) -> Tensor:
     check_float(A, "linalg.det")
     out = like(A._device.xp.asarray(A._device.xp.linalg.det(A.data)), A)
     if needs_grad(A):
-        node = attach(LinalgDetBackward0((edge_of(A),)), out)
+        node: Any = attach(LinalgDetBackward0((edge_of(A),)), out)
         node.A, node.result = save(A), save(out, is_output=True)
     return out
 
@@ -150,8 +150,8 @@ def slogdet(A: Tensor) -> Any:
     sign, logabs = quietly(xp.linalg.slogdet, A.data)
     s, la = like(xp.asarray(sign), A), like(xp.asarray(logabs), A)
     if needs_grad(A):
-        node = attach(LinalgSlogdetBackward0((edge_of(A),)), s, la)
-        node.num_inputs = 2  # type: ignore[misc]
+        node: Any = attach(LinalgSlogdetBackward0((edge_of(A),)), s, la)
+        node.num_inputs = 2
         node.A = save(A)
     return SlogdetResult(s, la)
 
@@ -203,6 +203,6 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
         raise _not_positive_definite(xp, a) from None
     out = like(xp.ascontiguousarray(xp.swapaxes(lower, -1, -2)) if upper else lower, A)
     if needs_grad(A):
-        node = attach(LinalgCholeskyExBackward0((edge_of(A),)), out)
+        node: Any = attach(LinalgCholeskyExBackward0((edge_of(A),)), out)
         node.L, node.upper = save(out, is_output=True), upper
     return out

@@ -49,7 +49,7 @@ def inv(A: Tensor) -> Tensor:
         ) from None
     out = like(data, A)
     if needs_grad(A):
-        node = attach(LinalgInvExBackward0((edge_of(A),)), out)
+        node: Any = attach(LinalgInvExBackward0((edge_of(A),)), out)
         node.result = save(out, is_output=True)
     return out
 
@@ -114,7 +114,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
         raise LinAlgError(f"torch.linalg.solve: {prefix}The solver failed because the input matrix is singular.") from None
     out = on(wrap(data[..., 0] if vector else data), dev)
     if needs_grad(A, B):
-        node = attach(LinalgSolveExBackward0((edge_of(A), edge_of(B))), out)
+        node: Any = attach(LinalgSolveExBackward0((edge_of(A), edge_of(B))), out)
         node.A, node.result = save(A), save(out, is_output=True)
         node.vector, node.a_shape, node.b_shape = vector, a.shape, b.shape
     return out

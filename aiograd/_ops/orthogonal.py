@@ -100,8 +100,8 @@ def qr(A: Tensor, mode: str = "reduced") -> Any:
         q, r = xp.linalg.qr(A.data, mode=mode)
     Q, R = like(q, A), like(r, A)
     if needs_grad(A):
-        node = attach(LinalgQrBackward0((edge_of(A),)), Q, R)
-        node.num_inputs = 2  # type: ignore[misc]
+        node: Any = attach(LinalgQrBackward0((edge_of(A),)), Q, R)
+        node.num_inputs = 2
         node.Q, node.R = save(Q, is_output=True), save(R, is_output=True)
         node.mode = mode
     return QRResult(Q, R)
@@ -144,8 +144,8 @@ def eigh(A: Tensor, UPLO: str = "L") -> Any:
     w, v = xp.linalg.eigh(A.data, UPLO=UPLO)
     L, V = like(w, A), like(v, A)
     if needs_grad(A):
-        node = attach(LinalgEighBackward0((edge_of(A),)), L, V)
-        node.num_inputs = 2  # type: ignore[misc]
+        node: Any = attach(LinalgEighBackward0((edge_of(A),)), L, V)
+        node.num_inputs = 2
         node.L, node.V = save(L, is_output=True), save(V, is_output=True)
     return EighResult(L, V)
 
@@ -209,8 +209,8 @@ def svd(A: Tensor, full_matrices: bool = True) -> Any:
     u, s, vh = xp.linalg.svd(A.data, full_matrices=full_matrices)
     U, S, Vh = like(u, A), like(s, A), like(vh, A)
     if needs_grad(A):
-        node = attach(LinalgSvdBackward0((edge_of(A),)), U, S, Vh)
-        node.num_inputs = 3  # type: ignore[misc]
+        node: Any = attach(LinalgSvdBackward0((edge_of(A),)), U, S, Vh)
+        node.num_inputs = 3
         node.U, node.S, node.Vh = (save(t, is_output=True) for t in (U, S, Vh))
         node.full_matrices = full_matrices
     return SVDResult(U, S, Vh)

@@ -64,7 +64,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
         raise RuntimeError(f"expected scalar type {scalar_type_name(a.dtype)} but found {scalar_type_name(b.dtype)}")
     out = on(wrap(a @ b), common_device(input, mat2))
     if needs_grad(input, mat2):
-        node = attach(BmmBackward0((edge_of(input), edge_of(mat2))), out)
+        node: Any = attach(BmmBackward0((edge_of(input), edge_of(mat2))), out)
         ea, eb = node.next_edges
         node.a = save(input) if eb is not None else None
         node.b = save(mat2) if ea is not None else None
@@ -99,7 +99,7 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
         )
     out = on(wrap(input._device.xp.asarray(a @ b)), common_device(input, tensor))
     if needs_grad(input, tensor):
-        node = attach(DotBackward0((edge_of(input), edge_of(tensor))), out)
+        node: Any = attach(DotBackward0((edge_of(input), edge_of(tensor))), out)
         ea, eb = node.next_edges
         node.a = save(input) if eb is not None else None
         node.b = save(tensor) if ea is not None else None
@@ -140,7 +140,7 @@ def trace(input: Tensor) -> Tensor:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {data.ndim}")
     out = like(input._device.xp.asarray(data.trace()), input)
     if needs_grad(input):
-        node = attach(TraceBackward0((edge_of(input),)), out)
+        node: Any = attach(TraceBackward0((edge_of(input),)), out)
         node.shape = data.shape
     return out
 
@@ -262,7 +262,7 @@ def EinsumBackward0(self: Any, grads: list[Any]) -> Any:
     spare = iter(c for c in string.ascii_letters if c not in "".join(subs) + out_subs)
     # a batch of gradients (is_grads_batched): subscripts of their own, kept in front
     batch = "".join(next(spare) for _ in range(batch_ndim()))
-    result = []
+    result: list[Tensor | None] = []
     for i, edge in enumerate(self.next_edges):
         if edge is None:
             result.append(None)
@@ -316,7 +316,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     data = dev.xp.einsum(eq, *[x.data for x in inputs], optimize=len(inputs) > 2)
     out = on(wrap(dev.xp.asarray(data)), dev)
     if needs_grad(*inputs):
-        node = attach(EinsumBackward0(tuple(edge_of(x) for x in inputs)), out)
+        node: Any = attach(EinsumBackward0(tuple(edge_of(x) for x in inputs)), out)
         # every operand is saved (each one's gradient needs all the others), as fields x0, x1, ...
         # that ``release_variables`` frees (the node's own ``_saved``: their number varies)
         node._saved = tuple(f"x{i}" for i in range(len(inputs)))
