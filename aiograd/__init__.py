@@ -41,6 +41,7 @@ from . import (
     function,
     functional,
     graph,
+    linalg,
     nn,
     optim,
     sync,
@@ -136,6 +137,7 @@ from ._ops.indexing import gather, index_select
 from ._ops.joining import cat, chunk, concat, concatenate, split, split_with_sizes, stack, unbind
 from ._ops.linalg import matmul, mm
 from ._ops.pointwise import addcdiv, addcmul, lerp, masked_fill
+from ._ops.products import bmm, dot, einsum, outer, tensordot, trace
 from ._ops.reduction import argmax, argmin, max, mean, min, prod, sum, var
 from ._ops.shape import (
     broadcast_to,
@@ -205,4 +207,6 @@ __all__ = [
     # submodules
     "cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
     "optim",  # issue 13: optim
+    # linear algebra (issue 13)
+    "bmm", "dot", "einsum", "outer", "tensordot", "trace", "linalg",
 ]

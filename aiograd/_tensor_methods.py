@@ -20,6 +20,7 @@ from ._ops import (
     joining,
     linalg,
     pointwise,
+    products,  # (linear algebra: bmm, dot, outer, trace)
     reduction,
     shape,
     softmax,
@@ -32,6 +33,7 @@ __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]
 _FAMILIES = (
     elementwise, unary_math, binary_math, pointwise, indexing, joining, linalg, reduction, softmax,
     shape, convenience, inplace, _hooks,
+    products,  # linear algebra (issue 13)
 )
 
 #: Every method and operator bound onto Tensor here: name -> function (a later family wins).

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import test_function
 import test_inplace_views
+import test_linalg
 import test_nn_functional
 import test_ops_binary_math
 import test_ops_convenience
@@ -29,6 +30,7 @@ import test_ops_indexing
 import test_ops_joining
 import test_ops_linalg
 import test_ops_pointwise
+import test_ops_products
 import test_ops_reduction
 import test_ops_shape
 import test_ops_unary_math
@@ -672,6 +674,9 @@ SPEC_TABLES = {
     "linalg": test_ops_linalg.SPECS,
     "convenience": test_ops_convenience.SPECS + test_ops_convenience.REPEAT_SPECS,
     "function": test_function.SPECS,
+    # (issue 13: linear algebra)
+    "products": test_ops_products.SPECS + test_ops_products.EINSUM_SPECS,
+    "decompositions": test_linalg.SPECS + test_linalg.NORM_SPECS,
 }
 SPECS = [pytest.param(s, id=f"{family}-{s.name}") for family, table in SPEC_TABLES.items() for s in table]
 

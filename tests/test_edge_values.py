@@ -192,6 +192,9 @@ NOT_POINTWISE = {
     "expand_as", "view_as", "reshape_as", "contiguous", "type_as", "getitem", "index_select",
     "gather", "zero_", "fill_", "copy_", "setitem", "add_", "sub_", "mul_", "div_", "cat",
     "stack", "split_with_sizes", "split", "chunk", "unbind", "matmul", "mm", "linear",
+    # (issue 13: linear algebra: matrix functions, not elementwise)
+    "bmm", "dot", "outer", "trace", "tensordot", "einsum", "linalg_inv", "linalg_solve", "linalg_det",
+    "linalg_slogdet", "linalg_cholesky", "linalg_qr", "linalg_eigh", "linalg_svd",
 }
 
 

@@ -30,6 +30,7 @@ PUBLIC_MODULES = (
     aiograd.utils.checkpoint,
     aiograd.optim,  # issue 13: optim
     aiograd.optim.lr_scheduler,  # issue 13: optim
+    aiograd.linalg,  # (issue 13: linear algebra)
 )
 
 
@@ -48,8 +49,10 @@ def test_every_public_name_is_documented():
 
 def test_no_internal_module_leaks_into_the_top_level():
     modules = {n for n in dir(aiograd) if not n.startswith("_") and inspect.ismodule(getattr(aiograd, n))}
-    assert modules <= {"cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
-                       "optim"}, modules  # issue 13: optim
+    assert modules <= {
+        "cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
+        "linalg", "optim",
+    }, modules
 
 
 def test_all_lists_exactly_the_public_names():

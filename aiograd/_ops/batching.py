@@ -122,6 +122,20 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "ViewBackward0",
     "WhereBackward0",
     "ZeroBackward0",
+    # products (aiograd/_ops/products.py): matrix products broadcast over the leading batch, and a
+    # per-sample scalar gradient is reshaped to broadcast (per_sample_scalar)
+    "BmmBackward0",
+    "DotBackward0",
+    "TraceBackward0",
+    # linear algebra (linear_systems.py, decompositions.py, orthogonal.py): the formulas are matrix
+    # products, solves and masks over the last two dims, which broadcast over a leading batch
+    "LinalgInvExBackward0",
+    "LinalgSolveExBackward0",
+    "LinalgSlogdetBackward0",
+    "LinalgCholeskyExBackward0",
+    "LinalgQrBackward0",
+    "LinalgEighBackward0",
+    "LinalgSvdBackward0",
 })
 
 #: Registered nodes whose rules still run once per sample under a batched backward: the in-place
@@ -134,6 +148,12 @@ PER_SAMPLE_RULES: frozenset[str] = frozenset({
     "IndexPutBackward0",
     "CopyBackwards",
     "CopySlices",
+    # linear algebra: det's recorded rule splits the batch of matrices into singular and
+    # invertible ones; einsum's rule does take a batch (subscripts of its own), but an equation of
+    # three or more operands follows numpy's contraction path, which sums in another order once
+    # the batch is there (not bit for bit the loop)
+    "EinsumBackward0",
+    "LinalgDetBackward0",
 })
 
 _classes: set[type[Node]] | None = None
