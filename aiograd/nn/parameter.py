@@ -1,0 +1,75 @@
+"""``Parameter`` (torch.nn.Parameter): a Tensor that a ``Module`` registers as one of its weights,
+and ``Buffer`` (torch.nn.Buffer), a tensor marked to be registered as a buffer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._device import CPU, device_type, get_default_device, placement
+from .._tensor import Tensor
+
+__all__ = ["Buffer", "Parameter", "new_tensor"]
+
+
+def new_tensor(shape: tuple[int, ...], dtype: Any = None, device: Any = None, fill: float | None = None) -> Tensor:
+    """A fresh tensor for a layer's weight or buffer: ``dtype`` float64 by default (aiograd's
+    default floating dtype, that of its factories, where torch's is float32), on ``device`` (the
+    default device when None, as the factories); zeros, or ``fill``. The layers initialise their
+    weights afterwards (``reset_parameters``)."""
+    data = np.full(shape, 0.0 if fill is None else fill, dtype=np.float64 if dtype is None else np.dtype(dtype))
+    out = Tensor._wrap(data)
+    dev = get_default_device() if device is None else placement(device)
+    if dev is not CPU:
+        out.data = device_type(dev.type).to_device(data, dev.index)
+        out._device = dev
+    return out
+
+
+class Parameter(Tensor):
+    """A tensor that is a module's parameter: assigned as a ``Module`` attribute it is registered
+    (``parameters()``, ``state_dict()``). ``requires_grad`` is True by default. It shares
+    ``data``'s array, as ``torch.nn.Parameter`` shares its storage."""
+
+    def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
+        if data is None:
+            data = np.empty(0, dtype=np.float32)
+        if isinstance(data, Tensor):
+            super().__init__(data.data, requires_grad)
+            if data._device is not CPU:
+                self._device = data._device
+        else:
+            super().__init__(data, requires_grad)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Parameter:
+        if id(self) in memo:
+            return memo[id(self)]
+        result = Parameter(self.data.copy(), self._requires_grad)
+        if self._device is not CPU:
+            result._device = self._device
+        memo[id(self)] = result
+        return result
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (_rebuild_parameter, (self.detach().cpu().data, self._requires_grad))
+
+
+def _rebuild_parameter(data: Any, requires_grad: bool) -> Parameter:
+    return Parameter(data, requires_grad)
+
+
+class Buffer(Tensor):
+    """A tensor that a ``Module`` registers as a buffer when assigned as an attribute
+    (torch.nn.Buffer); ``persistent=False`` keeps it out of ``state_dict()``. Registration keeps
+    the tensor's data as a plain Tensor."""
+
+    def __init__(self, data: Any, *, persistent: bool = True) -> None:
+        tensor = data if isinstance(data, Tensor) else Tensor(data)
+        super().__init__(tensor.data)
+        if tensor._device is not CPU:
+            self._device = tensor._device
+        self.persistent = persistent
