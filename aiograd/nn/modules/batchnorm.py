@@ -24,7 +24,7 @@ class _NormBase(Module):
 
     def __init__(
         self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-        track_running_stats: bool = True, device: Any = None, dtype: Any = None,
+        track_running_stats: bool = True, device: Any = None, dtype: Any = None, *, bias: bool = True,
     ) -> None:
         super().__init__()
         self.num_features = num_features
@@ -34,7 +34,10 @@ class _NormBase(Module):
         self.track_running_stats = track_running_stats
         if self.affine:
             self.weight = Parameter(new_tensor((num_features,), dtype, device))
-            self.bias = Parameter(new_tensor((num_features,), dtype, device))
+            if bias:
+                self.bias = Parameter(new_tensor((num_features,), dtype, device))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -60,16 +63,19 @@ class _NormBase(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def _check_input_dim(self, input: Tensor) -> None:
         raise NotImplementedError
 
     def extra_repr(self) -> str:
-        """``num_features, eps=..., momentum=..., affine=..., track_running_stats=...``."""
+        """``num_features, eps=..., momentum=..., affine=..., bias=..., track_running_stats=...``."""
         return (
             "{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
-            "track_running_stats={track_running_stats}".format(**self.__dict__)
+            "bias={use_bias}, track_running_stats={track_running_stats}".format(
+                **self.__dict__, use_bias=self.bias is not None
+            )
         )
 
     def _load_from_state_dict(

@@ -413,7 +413,7 @@ class Module:
         device, dtype, _ = _to_args(args, kwargs)
         if dtype is not None and dtype.kind not in "fc":
             raise TypeError(
-                f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}"
+                f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype=aiograd.{dtype}"
             )
 
         def convert(t: Tensor) -> Tensor:
