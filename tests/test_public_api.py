@@ -9,7 +9,10 @@ import aiograd.executors
 import aiograd.function
 import aiograd.functional
 import aiograd.graph
+import aiograd.nn
 import aiograd.nn.functional
+import aiograd.nn.init
+import aiograd.nn.utils
 import aiograd.sync
 import aiograd.testing
 import aiograd.utils.checkpoint
@@ -26,6 +29,10 @@ PUBLIC_MODULES = (
     aiograd.testing,
     aiograd.utils,
     aiograd.utils.checkpoint,
+    # aiograd.nn (Module, layers, init, utils)
+    aiograd.nn,
+    aiograd.nn.init,
+    aiograd.nn.utils,
 )
 
 

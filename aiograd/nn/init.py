@@ -5,14 +5,19 @@ PyTorch's fan computation and gain table, so a fresh layer is distributed as tor
 from __future__ import annotations
 
 import math
+import typing
 import warnings
-from typing import Any
 
 import numpy as np
 
-from .._grad_mode import no_grad
+from .._grad_mode import no_grad as _no_grad
 from .._random import generator as _default_generator
-from .._tensor import Tensor
+from .._tensor import Tensor as _Tensor
+
+if typing.TYPE_CHECKING:
+    from typing import Any
+
+    from .._tensor import Tensor
 
 __all__ = [
     "calculate_gain", "constant_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",
@@ -22,8 +27,8 @@ __all__ = [
 
 def _fill(tensor: Tensor, values: Any) -> Tensor:
     """Copy host ``values`` into ``tensor`` in place (onto its device), under no_grad."""
-    with no_grad():
-        tensor.copy_(Tensor._wrap(np.asarray(values, dtype=tensor.data.dtype)))
+    with _no_grad():
+        tensor.copy_(_Tensor._wrap(np.asarray(values, dtype=tensor.data.dtype)))
     return tensor
 
 
@@ -98,7 +103,7 @@ def trunc_normal_(
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill with ``val``."""
-    with no_grad():
+    with _no_grad():
         tensor.fill_(val)
     return tensor
 
@@ -110,7 +115,7 @@ def ones_(tensor: Tensor) -> Tensor:
 
 def zeros_(tensor: Tensor) -> Tensor:
     """Fill with zeros."""
-    with no_grad():
+    with _no_grad():
         tensor.zero_()
     return tensor
 
