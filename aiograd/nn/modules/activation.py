@@ -54,8 +54,6 @@ class Sigmoid(Module):
 class Softmax(Module):
     """Softmax over ``dim``."""
 
-    __constants__ = ["dim"]
-
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
@@ -72,8 +70,6 @@ class Softmax(Module):
 class LogSoftmax(Module):
     """Log of the softmax over ``dim``."""
 
-    __constants__ = ["dim"]
-
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
@@ -89,8 +85,6 @@ class LogSoftmax(Module):
 
 class GELU(Module):
     """Gaussian error linear unit; ``approximate='tanh'`` for the tanh approximation."""
-
-    __constants__ = ["approximate"]
 
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()

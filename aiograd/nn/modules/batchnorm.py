@@ -19,8 +19,13 @@ __all__ = ["BatchNorm1d", "BatchNorm2d"]
 
 
 class _NormBase(Module):
+
+    weight: Parameter | None
+    bias: Parameter | None
+    running_mean: Tensor | None
+    running_var: Tensor | None
+    num_batches_tracked: Tensor | None
     _version = 2
-    __constants__ = ["track_running_stats", "momentum", "eps", "num_features", "affine"]
 
     def __init__(
         self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,

@@ -27,10 +27,10 @@ def _reverse_repeat_tuple(t: tuple[int, ...], n: int) -> tuple[int, ...]:
 
 
 class _ConvNd(Module):
-    __constants__ = [
-        "stride", "padding", "dilation", "groups", "padding_mode", "output_padding", "in_channels",
-        "out_channels", "kernel_size",
-    ]
+
+    weight: Parameter
+    bias: Parameter | None
+    padding: Any
 
     def __init__(
         self, in_channels: int, out_channels: int, kernel_size: tuple[int, ...], stride: tuple[int, ...],

@@ -13,8 +13,6 @@ __all__ = ["Dropout"]
 class Dropout(Module):
     """Zero each element with probability ``p`` while training, scaling the rest by 1/(1-p)."""
 
-    __constants__ = ["p", "inplace"]
-
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if p < 0 or p > 1:

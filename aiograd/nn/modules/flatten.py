@@ -13,8 +13,6 @@ __all__ = ["Flatten", "Unflatten"]
 class Flatten(Module):
     """Flatten dims ``start_dim`` to ``end_dim`` into one (by default all but the batch dim)."""
 
-    __constants__ = ["start_dim", "end_dim"]
-
     def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         super().__init__()
         self.start_dim = start_dim
@@ -31,8 +29,6 @@ class Flatten(Module):
 
 class Unflatten(Module):
     """Split dim ``dim`` into the shape ``unflattened_size``."""
-
-    __constants__ = ["dim", "unflattened_size"]
 
     def __init__(self, dim: int | str, unflattened_size: Any) -> None:
         super().__init__()

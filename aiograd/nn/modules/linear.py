@@ -29,7 +29,10 @@ class Linear(Module):
     """``y = x @ weight.T + bias`` with ``weight`` of shape (out_features, in_features), both
     initialised as torch's: ``kaiming_uniform_(a=sqrt(5))``, bias U(-1/sqrt(in), 1/sqrt(in))."""
 
-    __constants__ = ["in_features", "out_features"]
+    in_features: int
+    out_features: int
+    weight: Parameter
+    bias: Parameter | None
 
     def __init__(
         self, in_features: int, out_features: int, bias: bool = True, device: Any = None, dtype: Any = None

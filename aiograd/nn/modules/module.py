@@ -6,9 +6,9 @@ messages (``torch`` spelled ``aiograd`` where a message names a type)."""
 from __future__ import annotations
 
 import itertools
-from collections import OrderedDict, namedtuple
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -42,15 +42,16 @@ def _size(shape: tuple[int, ...]) -> str:
     return f"aiograd.Size({list(shape)})"
 
 
-class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+class _IncompatibleKeys(NamedTuple):
     """``load_state_dict``'s result: the keys it missed and the ones it did not expect."""
 
-    __slots__ = ()
+    missing_keys: list[str]
+    unexpected_keys: list[str]
 
     def __repr__(self) -> str:
         if not self.missing_keys and not self.unexpected_keys:
             return "<All keys matched successfully>"
-        return super().__repr__()
+        return f"_IncompatibleKeys(missing_keys={self.missing_keys!r}, unexpected_keys={self.unexpected_keys!r})"
 
     __str__ = __repr__
 

@@ -18,7 +18,9 @@ __all__ = ["GroupNorm", "LayerNorm"]
 class LayerNorm(Module):
     """Normalise over the last dims (``normalized_shape``), then scale and shift elementwise."""
 
-    __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
+    normalized_shape: tuple[int, ...]
+    weight: Parameter | None
+    bias: Parameter | None
 
     def __init__(
         self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
@@ -62,7 +64,8 @@ class LayerNorm(Module):
 class GroupNorm(Module):
     """Normalise each of ``num_groups`` channel groups, then scale and shift per channel."""
 
-    __constants__ = ["num_groups", "num_channels", "eps", "affine"]
+    weight: Parameter | None
+    bias: Parameter | None
 
     def __init__(
         self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device: Any = None,

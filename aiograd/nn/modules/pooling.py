@@ -15,7 +15,7 @@ __all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "MaxPool2d"]
 class MaxPool2d(Module):
     """Maximum over ``kernel_size`` windows (``stride`` defaults to ``kernel_size``)."""
 
-    __constants__ = ["kernel_size", "stride", "padding", "dilation", "return_indices", "ceil_mode"]
+    stride: Any
 
     def __init__(
         self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
@@ -47,7 +47,7 @@ class MaxPool2d(Module):
 class AvgPool2d(Module):
     """Mean over ``kernel_size`` windows (``stride`` defaults to ``kernel_size``)."""
 
-    __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"]
+    stride: Any
 
     def __init__(
         self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
@@ -75,8 +75,6 @@ class AvgPool2d(Module):
 
 class AdaptiveAvgPool2d(Module):
     """Mean pooling to a fixed ``output_size`` whatever the input size."""
-
-    __constants__ = ["output_size"]
 
     def __init__(self, output_size: Any) -> None:
         super().__init__()

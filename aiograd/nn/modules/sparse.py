@@ -18,7 +18,8 @@ __all__ = ["Embedding"]
 class Embedding(Module):
     """Rows of ``weight`` picked by integer indices."""
 
-    __constants__ = ["num_embeddings", "embedding_dim", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse"]
+    weight: Parameter
+    padding_idx: int | None
 
     def __init__(
         self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, max_norm: float | None = None,

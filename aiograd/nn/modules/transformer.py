@@ -28,7 +28,19 @@ class MultiheadAttention(Module):
     ``out_proj``; ``batch_first`` takes (N, L, E) inputs. Calls
     ``F.multi_head_attention_forward``."""
 
-    __constants__ = ["batch_first"]
+    embed_dim: int
+    kdim: int
+    vdim: int
+    num_heads: int
+    head_dim: int
+    in_proj_weight: Parameter | None
+    in_proj_bias: Parameter | None
+    q_proj_weight: Parameter | None
+    k_proj_weight: Parameter | None
+    v_proj_weight: Parameter | None
+    bias_k: Parameter | None
+    bias_v: Parameter | None
+    out_proj: NonDynamicallyQuantizableLinear
 
     def __init__(
         self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True, add_bias_kv: bool = False,
@@ -137,7 +149,16 @@ class TransformerEncoderLayer(Module):
     dropout, a residual connection and a LayerNorm (``norm1``, ``norm2``), before the block
     (``norm_first``) or after it; torch's submodule names."""
 
-    __constants__ = ["norm_first"]
+    self_attn: MultiheadAttention
+    linear1: Linear
+    linear2: Linear
+    dropout: Dropout
+    dropout1: Dropout
+    dropout2: Dropout
+    norm1: LayerNorm
+    norm2: LayerNorm
+    activation_relu_or_gelu: int
+    activation: Callable[[Tensor], Tensor]
 
     def __init__(
         self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
@@ -194,6 +215,9 @@ class TransformerEncoderLayer(Module):
 class TransformerEncoder(Module):
     """``num_layers`` copies of ``encoder_layer`` (deep copies, as torch's ``_get_clones``)
     applied in turn, then ``norm`` if given."""
+
+    layers: ModuleList
+    norm: Module | None
 
     def __init__(
         self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm: Module | None = None,
