@@ -605,3 +605,42 @@ def test_parameters_to_vector_and_back_match_torch():
     nn.utils.vector_to_parameters(ag.tensor(new), a_lin.parameters())
     tnn.utils.vector_to_parameters(torch.tensor(new), t_lin.parameters())
     np.testing.assert_array_equal(a_lin.weight.detach().numpy(), t_lin.weight.detach().numpy())
+
+
+# ------------------------------------------------------------------------------ odds and ends
+def test_get_submodule_as_torch():
+    for target in ("", "0", "1.0"):
+        a = nn.Sequential(nn.Linear(1, 1), nn.Sequential(nn.ReLU()))
+        t = tnn.Sequential(tnn.Linear(1, 1), tnn.Sequential(tnn.ReLU()))
+        assert repr(a.get_submodule(target)) == repr(t.get_submodule(target))
+    for target in ("0.x", "0.weight", "foo"):
+        _same_error(
+            lambda target=target: nn.Sequential(nn.Linear(1, 1)).get_submodule(target),
+            lambda target=target: tnn.Sequential(tnn.Linear(1, 1)).get_submodule(target),
+        )
+
+
+def test_unflatten_module_matches_torch():
+    x = np.arange(24.0).reshape(2, 12)
+    for dim, sizes in [(1, (3, 4)), (-1, (2, -1, 3)), (0, [1, 2])]:
+        a, t = nn.Unflatten(dim, sizes), tnn.Unflatten(dim, sizes)
+        assert repr(a) == repr(t)
+        np.testing.assert_array_equal(a(ag.tensor(x)).numpy(), t(torch.tensor(x)).numpy())
+
+
+def test_load_state_dict_post_hook_sees_and_may_clear_the_incompatible_keys():
+    def run(lib: Any, T: Any) -> list[Any]:
+        m = lib.Linear(1, 1)
+        seen: list[Any] = []
+
+        def hook(module: Any, keys: Any) -> None:
+            seen.append((list(keys.missing_keys), list(keys.unexpected_keys)))
+            keys.missing_keys.clear()
+
+        handle = m.register_load_state_dict_post_hook(hook)
+        m.load_state_dict({"weight": T([[2.0]])})
+        handle.remove()
+        m.load_state_dict({"weight": T([[2.0]]), "bias": T([1.0])})
+        return seen
+
+    assert run(nn, ag.tensor) == run(tnn, _tt) == [(["bias"], [])]

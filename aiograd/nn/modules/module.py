@@ -640,6 +640,13 @@ class Module:
                     elif input_name[0] not in local_state:
                         unexpected_keys.append(key)
 
+    def register_load_state_dict_post_hook(self, hook: Callable[[Module, Any], None]) -> RemovableHandle:
+        """Run ``hook(module, incompatible_keys)`` after ``load_state_dict`` loads this module;
+        it may edit the key lists in place (clearing them silences a strict load's error)."""
+        handle = RemovableHandle(self._load_state_dict_post_hooks)
+        self._load_state_dict_post_hooks[handle.id] = hook
+        return handle
+
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
         """Copy parameters and buffers from ``state_dict`` (by torch's dotted names) into this
         module, in place and under no_grad. ``strict``: every key must match, else PyTorch's
