@@ -644,3 +644,49 @@ def test_load_state_dict_post_hook_sees_and_may_clear_the_incompatible_keys():
         return seen
 
     assert run(nn, ag.tensor) == run(tnn, _tt) == [(["bias"], [])]
+
+
+# ------------------------------------------------------------------------------ a CuPy-like device
+@pytest.fixture
+def fake_cupy_device() -> Any:
+    """The CuPy stand-in (tests/fake_cupy.py) registered as a device type for one test."""
+    import fake_cupy
+
+    from aiograd import _device
+
+    name = "nnfakecupy"
+    _device.register_device_type(name, fake_cupy.device_type())
+    try:
+        yield name, fake_cupy
+    finally:
+        del _device._SOURCES[name]
+        _device._LOADED.pop(name, None)
+        for key in [k for k in _device._interned if k[0] == name]:
+            del _device._interned[key]
+
+
+def test_modules_live_on_a_device_whose_arrays_are_not_numpys(fake_cupy_device, tmp_path):
+    name, fake_cupy = fake_cupy_device
+    built_there = nn.Sequential(nn.Linear(3, 4, device=name), nn.ReLU(), nn.Embedding(4, 2, padding_idx=0, device=name))
+    assert all(type(p.data) is fake_cupy.FakeArray for p in built_there.parameters())
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    reference = copy.deepcopy(model)
+    weight = model[0].weight
+    model.to(name)
+    assert model[0].weight is weight and type(weight.data) is fake_cupy.FakeArray
+    assert type(copy.deepcopy(model)[0].weight.data) is fake_cupy.FakeArray
+    x = np.random.default_rng(0).standard_normal((5, 3))
+    out = model(ag.tensor(x).to(name))
+    sync.backward(nn.MSELoss()(out, ag.zeros(5, 2).to(name)))
+    sync.backward(nn.MSELoss()(reference(ag.tensor(x)), ag.zeros(5, 2)))
+    np.testing.assert_allclose(out.detach().cpu().numpy(), reference(ag.tensor(x)).detach().numpy(), rtol=1e-12)
+    for p in (nn.utils.clip_grad_norm_(model.parameters(), 0.1), nn.utils.clip_grad_norm_(reference.parameters(), 0.1)):
+        assert p.shape == ()
+    for a, b in zip(model.parameters(), reference.parameters()):
+        np.testing.assert_allclose(a.grad.cpu().numpy(), b.grad.numpy(), rtol=1e-10)
+    nn.init.orthogonal_(model[2].weight)
+    save_path = tmp_path / "m.safetensors"
+    nn.utils.save_safetensors(model.state_dict(), save_path)
+    model.cpu()
+    model.load_state_dict(nn.utils.load_safetensors(save_path, device=name))  # across devices
+    assert type(model[2].weight.data) is np.ndarray

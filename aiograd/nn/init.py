@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from .._grad_mode import no_grad as _no_grad
+from .._ops.casting import to as _to
 from .._random import generator as _default_generator
 from .._tensor import Tensor as _Tensor
 
@@ -27,8 +28,10 @@ __all__ = [
 
 def _fill(tensor: Tensor, values: Any) -> Tensor:
     """Copy host ``values`` into ``tensor`` in place (onto its device), under no_grad."""
+    source = _Tensor._wrap(np.asarray(values, dtype=tensor.data.dtype))
     with _no_grad():
-        tensor.copy_(_Tensor._wrap(np.asarray(values, dtype=tensor.data.dtype)))
+        # onto the tensor's device first: a device whose arrays are not numpy's takes no host array
+        tensor.copy_(_to(source, tensor.device))
     return tensor
 
 

@@ -35,12 +35,17 @@ class Parameter(Tensor):
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
         if data is None:
             data = np.empty(0, dtype=np.float32)
-        if isinstance(data, Tensor):
-            super().__init__(data.data, requires_grad)
-            if data._device is not CPU:
-                self._device = data._device
-        else:
+        if not isinstance(data, Tensor):
             super().__init__(data, requires_grad)
+            return
+        # the tensor's own array, whatever its device's array type (Tensor() would make a
+        # host copy of a device array)
+        if requires_grad and data.data.dtype.kind != "f":
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+        self.data = data.data
+        if data._device is not CPU:
+            self._device = data._device
+        self._requires_grad = bool(requires_grad)
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
@@ -48,9 +53,10 @@ class Parameter(Tensor):
     def __deepcopy__(self, memo: dict[int, Any]) -> Parameter:
         if id(self) in memo:
             return memo[id(self)]
-        result = Parameter(self.data.copy(), self._requires_grad)
+        copied = Tensor._wrap(self.data.copy())
         if self._device is not CPU:
-            result._device = self._device
+            copied._device = self._device
+        result = Parameter(copied, self._requires_grad)
         memo[id(self)] = result
         return result
 
@@ -69,7 +75,7 @@ class Buffer(Tensor):
 
     def __init__(self, data: Any, *, persistent: bool = True) -> None:
         tensor = data if isinstance(data, Tensor) else Tensor(data)
-        super().__init__(tensor.data)
+        self.data = tensor.data  # (kept as it is: Tensor() would copy a device array to the host)
         if tensor._device is not CPU:
             self._device = tensor._device
         self.persistent = persistent

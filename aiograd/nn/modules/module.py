@@ -615,7 +615,9 @@ class Module:
                         else:
                             setattr(self, name, input_param)
                     else:
-                        param.copy_(input_param)
+                        # onto the parameter's device first (copy_ of a device array into a
+                        # host one, or back, needs the move made explicit on CuPy-like devices)
+                        param.copy_(to(input_param, param.device))
             except Exception as ex:
                 error_msgs.append(
                     f'While copying the parameter named "{key}", whose dimensions in the model are '
