@@ -275,6 +275,15 @@ def test_transformer_encoder_layer_matches_torch_in_eval(kwargs):
     _check(a_model, t_model, [shape], rtol=1e-9)
 
 
+def test_transformer_encoder_layer_with_a_module_as_activation_matches_torch():
+    t_model = torch.nn.TransformerEncoderLayer(8, 2, 16, activation=torch.nn.Tanh()).double().eval()
+    a_model = nn.TransformerEncoderLayer(8, 2, 16, activation=nn.Tanh()).eval()
+    assert repr(a_model) == repr(t_model)  # the activation module is a submodule, as in torch
+    assert a_model.activation_relu_or_gelu == t_model.activation_relu_or_gelu == 0
+    _load_from_torch(a_model, t_model)
+    _check(a_model, t_model, [(5, 2, 8)], rtol=1e-9)
+
+
 def test_transformer_encoder_with_a_final_norm_matches_torch():
     def make(lib: Any) -> Any:
         layer = lib.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
