@@ -32,6 +32,8 @@ class Parameter(Tensor):
     (``parameters()``, ``state_dict()``). ``requires_grad`` is True by default. It shares
     ``data``'s array, as ``torch.nn.Parameter`` shares its storage."""
 
+    data: np.ndarray[Any, Any]
+
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
         if data is None:
             data = np.empty(0, dtype=np.float32)
@@ -72,6 +74,9 @@ class Buffer(Tensor):
     """A tensor that a ``Module`` registers as a buffer when assigned as an attribute
     (torch.nn.Buffer); ``persistent=False`` keeps it out of ``state_dict()``. Registration keeps
     the tensor's data as a plain Tensor."""
+
+    data: np.ndarray[Any, Any]
+    persistent: bool
 
     def __init__(self, data: Any, *, persistent: bool = True) -> None:
         tensor = data if isinstance(data, Tensor) else Tensor(data)

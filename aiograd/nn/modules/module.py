@@ -1,24 +1,24 @@
 """``Module`` (torch.nn.Module): attribute registration of parameters, buffers and submodules,
-their traversal, train/eval, moving and casting, forward hooks, ``state_dict``/``load_state_dict``
-and torch's tree ``repr``. Mirrors PyTorch's torch/nn/modules/module.py, its semantics and error
+their traversal, train/eval, moving and casting, and torch's tree ``repr``; the forward hooks and
+``__call__`` come from ``_hooks``, ``state_dict``/``load_state_dict`` from ``_state_dict``. Mirrors PyTorch's torch/nn/modules/module.py, its semantics and error
 messages (``torch`` spelled ``aiograd`` where a message names a type)."""
 
 from __future__ import annotations
 
-import itertools
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
 from ..._device import CPU
 from ..._format import legacy_type_name
 from ..._grad_mode import no_grad
-from ..._node import RemovableHandle
 from ..._ops.casting import _to_args, to
 from ..._tensor import Tensor
 from ..parameter import Buffer, Parameter
+from ._hooks import ForwardHooks
+from ._state_dict import StateDict
 
 __all__ = ["Module", "typename"]
 
@@ -38,24 +38,6 @@ def typename(obj: Any) -> str:
     return qualname if module in ("", "builtins") else f"{module}.{qualname}"
 
 
-def _size(shape: tuple[int, ...]) -> str:
-    return f"aiograd.Size({list(shape)})"
-
-
-class _IncompatibleKeys(NamedTuple):
-    """``load_state_dict``'s result: the keys it missed and the ones it did not expect."""
-
-    missing_keys: list[str]
-    unexpected_keys: list[str]
-
-    def __repr__(self) -> str:
-        if not self.missing_keys and not self.unexpected_keys:
-            return "<All keys matched successfully>"
-        return f"_IncompatibleKeys(missing_keys={self.missing_keys!r}, unexpected_keys={self.unexpected_keys!r})"
-
-    __str__ = __repr__
-
-
 def _addindent(s_: str, num_spaces: int) -> str:
     lines = s_.split("\n")
     if len(lines) == 1:
@@ -64,10 +46,7 @@ def _addindent(s_: str, num_spaces: int) -> str:
     return first + "\n" + "\n".join((num_spaces * " ") + line for line in lines)
 
 
-_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
-
-
-class Module:
+class Module(ForwardHooks, StateDict):
     """Base class of every layer and model, as ``torch.nn.Module``.
 
     Assigning a ``Parameter``, a ``Module`` or a registered buffer name as an attribute registers
@@ -75,7 +54,6 @@ class Module:
     """
 
     dump_patches: bool = False
-    _version: int = 1
     training: bool
     call_super_init: bool = False
 
@@ -449,253 +427,6 @@ class Module:
         return self._apply(lambda t: to(t, np.float16) if t.data.dtype.kind == "f" else t)
 
     # ------------------------------------------------------------------------ calling and hooks
-    def register_forward_pre_hook(
-        self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False
-    ) -> RemovableHandle:
-        """Run ``hook(module, args)`` (``hook(module, args, kwargs)`` with ``with_kwargs``) before
-        ``forward``; a result other than None replaces the arguments."""
-        handle = RemovableHandle(self._forward_pre_hooks)
-        self._forward_pre_hooks[handle.id] = hook
-        if with_kwargs:
-            self._forward_pre_hooks_with_kwargs[handle.id] = True
-        if prepend:
-            self._forward_pre_hooks.move_to_end(handle.id, last=False)
-        return _Handle(handle, self._forward_pre_hooks_with_kwargs)
-
-    def register_forward_hook(
-        self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False,
-        always_call: bool = False,
-    ) -> RemovableHandle:
-        """Run ``hook(module, args, output)`` (``hook(module, args, kwargs, output)`` with
-        ``with_kwargs``) after ``forward``; a result other than None replaces the output.
-        ``always_call``: run it even if ``forward`` raised."""
-        handle = RemovableHandle(self._forward_hooks)
-        self._forward_hooks[handle.id] = hook
-        if with_kwargs:
-            self._forward_hooks_with_kwargs[handle.id] = True
-        if always_call:
-            self._forward_hooks_always_called[handle.id] = True
-        if prepend:
-            self._forward_hooks.move_to_end(handle.id, last=False)
-        return _Handle(handle, self._forward_hooks_with_kwargs, self._forward_hooks_always_called)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not (self._forward_hooks or self._forward_pre_hooks):
-            return self.forward(*args, **kwargs)
-        for hook_id, hook in list(self._forward_pre_hooks.items()):
-            if hook_id in self._forward_pre_hooks_with_kwargs:
-                args_kwargs_result = hook(self, args, kwargs)
-                if args_kwargs_result is not None:
-                    if isinstance(args_kwargs_result, tuple) and len(args_kwargs_result) == 2:
-                        args, kwargs = args_kwargs_result
-                    else:
-                        raise RuntimeError(
-                            "forward pre-hook must return None or a tuple "
-                            f"of (new_args, new_kwargs), but got {args_kwargs_result}."
-                        )
-            else:
-                args_result = hook(self, args)
-                if args_result is not None:
-                    if not isinstance(args_result, tuple):
-                        args_result = (args_result,)
-                    args = args_result
-        called: set[int] = set()
-        try:
-            result = self.forward(*args, **kwargs)
-            for hook_id, hook in list(self._forward_hooks.items()):
-                called.add(hook_id)
-                if hook_id in self._forward_hooks_with_kwargs:
-                    hook_result = hook(self, args, kwargs, result)
-                else:
-                    hook_result = hook(self, args, result)
-                if hook_result is not None:
-                    result = hook_result
-        except Exception:
-            for hook_id, hook in list(self._forward_hooks.items()):
-                if hook_id in self._forward_hooks_always_called and hook_id not in called:
-                    try:
-                        if hook_id in self._forward_hooks_with_kwargs:
-                            hook(self, args, kwargs, None)
-                        else:
-                            hook(self, args, None)
-                    except Exception:  # torch warns and re-raises the forward's error
-                        pass
-            raise
-        return result
-
-    # ------------------------------------------------------------------------ state dict
-    def _save_to_state_dict(self, destination: dict[str, Any], prefix: str, keep_vars: bool) -> None:
-        for name, param in self._parameters.items():
-            if param is not None:
-                destination[prefix + name] = param if keep_vars else param.detach()
-        for name, buf in self._buffers.items():
-            if buf is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = buf if keep_vars else buf.detach()
-        if getattr(type(self), "get_extra_state", Module.get_extra_state) is not Module.get_extra_state:
-            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
-
-    def get_extra_state(self) -> Any:
-        """Extra state to put in ``state_dict()`` (override together with ``set_extra_state``)."""
-        raise RuntimeError(
-            "Reached a code path in Module.get_extra_state() that should never be called. "
-            "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
-            "to report this bug."
-        )
-
-    def set_extra_state(self, state: Any) -> None:
-        """Restore the extra state saved by ``get_extra_state``."""
-        raise RuntimeError(
-            "Reached a code path in Module.set_extra_state() that should never be called. "
-            "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
-            "to report this bug."
-        )
-
-    def state_dict(
-        self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False
-    ) -> dict[str, Any]:
-        """An ``OrderedDict`` of every parameter and persistent buffer by dotted name (torch's
-        keys), detached unless ``keep_vars``; its ``_metadata`` holds each module's version."""
-        if args:  # torch's deprecated positional form: (destination, prefix, keep_vars)
-            destination = args[0]
-            if len(args) > 1:
-                prefix = args[1]
-            if len(args) > 2:
-                keep_vars = args[2]
-        if destination is None:
-            destination = OrderedDict()
-            destination._metadata = OrderedDict()  # type: ignore[attr-defined]
-        local_metadata = {"version": self._version}
-        if hasattr(destination, "_metadata"):
-            destination._metadata[prefix[:-1]] = local_metadata
-        self._save_to_state_dict(destination, prefix, keep_vars)
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
-        for hook in self._state_dict_hooks.values():
-            hook_result = hook(self, destination, prefix, local_metadata)
-            if hook_result is not None:
-                destination = hook_result
-        return destination
-
-    def _load_from_state_dict(
-        self, state_dict: dict[str, Any], prefix: str, local_metadata: dict[str, Any], strict: bool,
-        missing_keys: list[str], unexpected_keys: list[str], error_msgs: list[str],
-    ) -> None:
-        persistent_buffers = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
-        local_name_params = itertools.chain(self._parameters.items(), persistent_buffers.items())
-        local_state = {k: v for k, v in local_name_params if v is not None}
-        assign = local_metadata.get("assign_to_params_buffers", False)
-        for name, param in local_state.items():
-            key = prefix + name
-            if key not in state_dict:
-                if strict:
-                    missing_keys.append(key)
-                continue
-            input_param = state_dict[key]
-            if not isinstance(input_param, Tensor):
-                error_msgs.append(
-                    f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like object '
-                    f"from checkpoint but received {type(input_param)}"
-                )
-                continue
-            if len(param.shape) == 0 and len(input_param.shape) == 1:
-                input_param = input_param[0]  # torch's backward compatibility for 0-d params
-            if input_param.shape != param.shape:
-                error_msgs.append(
-                    f"size mismatch for {key}: copying a param with shape {_size(input_param.shape)} from "
-                    f"checkpoint, the shape in current model is {_size(param.shape)}."
-                )
-                continue
-            try:
-                with no_grad():
-                    if assign:
-                        if isinstance(param, Parameter):
-                            new = Parameter(input_param, requires_grad=param.requires_grad)
-                            setattr(self, name, new)
-                        else:
-                            setattr(self, name, input_param)
-                    else:
-                        # onto the parameter's device first (copy_ of a device array into a
-                        # host one, or back, needs the move made explicit on CuPy-like devices)
-                        param.copy_(to(input_param, param.device))
-            except Exception as ex:
-                error_msgs.append(
-                    f'While copying the parameter named "{key}", whose dimensions in the model are '
-                    f"{_size(param.shape)} and whose dimensions in the checkpoint are "
-                    f"{_size(input_param.shape)}, an exception occurred : {ex.args}."
-                )
-        extra_state_key = prefix + _EXTRA_STATE_KEY_SUFFIX
-        if getattr(type(self), "set_extra_state", Module.set_extra_state) is not Module.set_extra_state:
-            if extra_state_key in state_dict:
-                self.set_extra_state(state_dict[extra_state_key])
-            elif strict:
-                missing_keys.append(extra_state_key)
-        elif strict and (extra_state_key in state_dict):
-            unexpected_keys.append(extra_state_key)
-        if strict:
-            for key in state_dict:
-                if key.startswith(prefix) and key != extra_state_key:
-                    input_name = key[len(prefix):].split(".", 1)
-                    if len(input_name) > 1:
-                        if input_name[0] not in self._modules:
-                            unexpected_keys.append(key)
-                    elif input_name[0] not in local_state:
-                        unexpected_keys.append(key)
-
-    def register_load_state_dict_post_hook(self, hook: Callable[[Module, Any], None]) -> RemovableHandle:
-        """Run ``hook(module, incompatible_keys)`` after ``load_state_dict`` loads this module;
-        it may edit the key lists in place (clearing them silences a strict load's error)."""
-        handle = RemovableHandle(self._load_state_dict_post_hooks)
-        self._load_state_dict_post_hooks[handle.id] = hook
-        return handle
-
-    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
-        """Copy parameters and buffers from ``state_dict`` (by torch's dotted names) into this
-        module, in place and under no_grad. ``strict``: every key must match, else PyTorch's
-        ``RuntimeError`` listing the missing and unexpected keys; size mismatches are errors
-        either way. Returns ``(missing_keys, unexpected_keys)`` as a named tuple."""
-        if not isinstance(state_dict, Mapping):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        missing_keys: list[str] = []
-        unexpected_keys: list[str] = []
-        error_msgs: list[str] = []
-        metadata = getattr(state_dict, "_metadata", None)
-        state_dict = OrderedDict(state_dict)
-        if metadata is not None:
-            state_dict._metadata = metadata  # type: ignore[attr-defined]
-
-        def load(module: Module, local_state_dict: dict[str, Any], prefix: str = "") -> None:
-            local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
-            if assign:
-                local_metadata["assign_to_params_buffers"] = assign
-            module._load_from_state_dict(
-                local_state_dict, prefix, local_metadata, True, missing_keys, unexpected_keys, error_msgs
-            )
-            for name, child in module._modules.items():
-                if child is not None:
-                    child_prefix = prefix + name + "."
-                    child_state_dict = {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}
-                    load(child, child_state_dict, child_prefix)
-            incompatible_keys = _IncompatibleKeys(missing_keys, unexpected_keys)
-            for hook in module._load_state_dict_post_hooks.values():
-                hook(module, incompatible_keys)
-
-        load(self, state_dict)
-        if strict:
-            if unexpected_keys:
-                error_msgs.insert(
-                    0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected_keys))
-                )
-            if missing_keys:
-                error_msgs.insert(
-                    0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing_keys))
-                )
-        if error_msgs:
-            raise RuntimeError(
-                "Error(s) in loading state_dict for {}:\n\t{}".format(self.__class__.__name__, "\n\t".join(error_msgs))
-            )
-        return _IncompatibleKeys(missing_keys, unexpected_keys)
-
     # ------------------------------------------------------------------------ repr
     def extra_repr(self) -> str:
         """The module's own settings for ``repr`` (one line, or several); subclasses override."""
@@ -721,23 +452,6 @@ class Module:
             else:
                 main_str += "\n  " + "\n  ".join(lines) + "\n"
         return main_str + ")"
-
-
-class _Handle(RemovableHandle):
-    """A hook handle that also forgets the hook's flags (with_kwargs, always_call)."""
-
-    __slots__ = ("_extra",)
-
-    def __init__(self, handle: RemovableHandle, *extra: dict[int, Any]) -> None:
-        self.id = handle.id
-        self._store = handle._store
-        self._extra = extra
-
-    def remove(self) -> None:
-        """Unregister the hook; removing twice is fine."""
-        super().remove()
-        for store in self._extra:
-            store.pop(self.id, None)
 
 
 def _set_data(param: Tensor, new: Tensor) -> None:
