@@ -9,7 +9,10 @@ import aiograd.executors
 import aiograd.function
 import aiograd.functional
 import aiograd.graph
+import aiograd.nn
 import aiograd.nn.functional
+import aiograd.nn.init
+import aiograd.nn.utils
 import aiograd.optim
 import aiograd.optim.lr_scheduler
 import aiograd.sync
@@ -31,6 +34,10 @@ PUBLIC_MODULES = (
     aiograd.optim,  # issue 13: optim
     aiograd.optim.lr_scheduler,  # issue 13: optim
     aiograd.linalg,  # (issue 13: linear algebra)
+    # aiograd.nn (Module, layers, init, utils)
+    aiograd.nn,
+    aiograd.nn.init,
+    aiograd.nn.utils,
 )
 
 

@@ -1,0 +1,48 @@
+"""The layers of ``aiograd.nn``, one module per family as in torch/nn/modules."""
+
+from .activation import (
+    ELU,
+    GELU,
+    Hardtanh,
+    LeakyReLU,
+    LogSoftmax,
+    Mish,
+    ReLU,
+    ReLU6,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    Tanh,
+)
+from .batchnorm import BatchNorm1d, BatchNorm2d
+from .container import ModuleDict, ModuleList, Sequential
+from .conv import Conv1d, Conv2d, ConvTranspose2d
+from .dropout import Dropout
+from .flatten import Flatten, Unflatten
+from .linear import Identity, Linear, NonDynamicallyQuantizableLinear
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
+from .module import Module
+from .normalization import GroupNorm, LayerNorm
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .sparse import Embedding
+from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer
+
+__all__ = [
+    "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv1d",
+    "Conv2d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding", "Flatten", "GELU", "GroupNorm",
+    "Hardtanh", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax",
+    "MSELoss", "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
+    "NonDynamicallyQuantizableLinear", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax",
+    "Softplus", "Tanh", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten",
+]

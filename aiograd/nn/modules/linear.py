@@ -1,0 +1,68 @@
+"""``Identity``, ``Linear`` (torch/nn/modules/linear.py)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..._tensor import Tensor
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter, new_tensor
+from .module import Module
+
+__all__ = ["Identity", "Linear", "NonDynamicallyQuantizableLinear"]
+
+
+class Identity(Module):
+    """Returns its input; any constructor arguments are ignored (a placeholder layer)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``input`` itself."""
+        return input
+
+
+class Linear(Module):
+    """``y = x @ weight.T + bias`` with ``weight`` of shape (out_features, in_features), both
+    initialised as torch's: ``kaiming_uniform_(a=sqrt(5))``, bias U(-1/sqrt(in), 1/sqrt(in))."""
+
+    in_features: int
+    out_features: int
+    weight: Parameter
+    bias: Parameter | None
+
+    def __init__(
+        self, in_features: int, out_features: int, bias: bool = True, device: Any = None, dtype: Any = None
+    ) -> None:
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter(new_tensor((out_features, in_features), dtype, device))
+        if bias:
+            self.bias = Parameter(new_tensor((out_features,), dtype, device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Draw the weight and bias again, as torch's Linear initialises them."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``F.linear(input, weight, bias)``."""
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        """``in_features=..., out_features=..., bias=...``."""
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A ``Linear`` under the name MultiheadAttention's ``out_proj`` has in torch."""

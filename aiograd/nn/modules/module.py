@@ -1,0 +1,464 @@
+"""``Module`` (torch.nn.Module): attribute registration of parameters, buffers and submodules,
+their traversal, train/eval, moving and casting, and torch's tree ``repr``; the forward hooks and
+``__call__`` come from ``_hooks``, ``state_dict``/``load_state_dict`` from ``_state_dict``. Mirrors PyTorch's torch/nn/modules/module.py, its semantics and error
+messages (``torch`` spelled ``aiograd`` where a message names a type)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from ..._device import CPU
+from ..._format import legacy_type_name
+from ..._grad_mode import no_grad
+from ..._ops.casting import _to_args, to
+from ..._tensor import Tensor
+from ..parameter import Buffer, Parameter
+from ._hooks import ForwardHooks
+from ._state_dict import StateDict
+
+__all__ = ["Module", "typename"]
+
+
+def typename(obj: Any) -> str:
+    """torch.typename: ``aiograd.FloatTensor`` for a tensor, the qualified class name otherwise."""
+    if isinstance(obj, Tensor):
+        return legacy_type_name(obj)
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module = obj.__class__.__module__ or ""
+        qualname = obj.__class__.__qualname__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+
+
+def _addindent(s_: str, num_spaces: int) -> str:
+    lines = s_.split("\n")
+    if len(lines) == 1:
+        return s_
+    first = lines.pop(0)
+    return first + "\n" + "\n".join((num_spaces * " ") + line for line in lines)
+
+
+class Module(ForwardHooks, StateDict):
+    """Base class of every layer and model, as ``torch.nn.Module``.
+
+    Assigning a ``Parameter``, a ``Module`` or a registered buffer name as an attribute registers
+    it; ``__call__`` runs the forward pre-hooks, ``forward`` and the forward hooks.
+    """
+
+    dump_patches: bool = False
+    training: bool
+    call_super_init: bool = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if self.call_super_init is False and bool(kwargs):
+            raise TypeError(
+                f"{type(self).__name__}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'"
+            )
+        if self.call_super_init is False and bool(args):
+            raise TypeError(
+                f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were given"
+            )
+        setattr_ = super().__setattr__
+        setattr_("training", True)
+        setattr_("_parameters", {})
+        setattr_("_buffers", {})
+        setattr_("_non_persistent_buffers_set", set())
+        setattr_("_forward_pre_hooks", OrderedDict())
+        setattr_("_forward_pre_hooks_with_kwargs", {})
+        setattr_("_forward_hooks", OrderedDict())
+        setattr_("_forward_hooks_with_kwargs", {})
+        setattr_("_forward_hooks_always_called", {})
+        setattr_("_state_dict_hooks", OrderedDict())
+        setattr_("_load_state_dict_post_hooks", OrderedDict())
+        setattr_("_modules", {})
+
+    forward: Callable[..., Any]
+
+    def _forward_unimplemented(self, *input: Any) -> None:
+        """Define the computation performed at every call; subclasses override it."""
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    forward = _forward_unimplemented
+
+    # ------------------------------------------------------------------------ registration
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Add a buffer (a tensor that is state but not a parameter, such as BatchNorm's running
+        mean); ``persistent=False`` leaves it out of ``state_dict()``."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        elif not isinstance(name, str):
+            raise TypeError(f"buffer name should be a string. Got {typename(name)}")
+        elif "." in name:
+            raise KeyError('buffer name can\'t contain "."')
+        elif name == "":
+            raise KeyError('buffer name can\'t be empty string ""')
+        elif hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        elif tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(
+                f"cannot assign '{typename(tensor)}' object to buffer '{name}' (aiograd Tensor or None required)"
+            )
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add a parameter, reachable as the attribute ``name``; None registers the name with no
+        parameter (left out of ``state_dict()``)."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        elif not isinstance(name, str):
+            raise TypeError(f"parameter name should be a string. Got {typename(name)}")
+        elif "." in name:
+            raise KeyError('parameter name can\'t contain "."')
+        elif name == "":
+            raise KeyError('parameter name can\'t be empty string ""')
+        elif hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is None:
+            self._parameters[name] = None
+        elif not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot assign '{typename(param)}' object to parameter '{name}' "
+                "(aiograd.nn.Parameter or None required)"
+            )
+        elif param.grad_fn:
+            raise ValueError(
+                f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
+                f"parameters must be created explicitly. To express '{name}' "
+                "as a function of another Tensor, compute the value in "
+                "the forward() method."
+            )
+        else:
+            self._parameters[name] = param
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Add a child module, reachable as the attribute ``name``."""
+        if not isinstance(module, Module) and module is not None:
+            raise TypeError(f"{typename(module)} is not a Module subclass")
+        elif not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {typename(name)}")
+        elif hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        elif "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        elif name == "":
+            raise KeyError('module name can\'t be empty string ""')
+        self._modules[name] = module
+
+    def register_module(self, name: str, module: Module | None) -> None:
+        """Alias for :meth:`add_module`."""
+        self.add_module(name, module)
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at the dotted path ``target`` (``""``: this module)."""
+        if target == "":
+            return self
+        mod: Module = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(mod._get_name() + " has no attribute `" + item + "`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
+        return mod
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            if store in d and name in d[store]:
+                return d[store][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        def remove_from(*dicts_or_sets: Any) -> None:
+            for d in dicts_or_sets:
+                if name in d:
+                    if isinstance(d, dict):
+                        del d[name]
+                    else:
+                        d.discard(name)
+
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            remove_from(self.__dict__, self._buffers, self._modules, self._non_persistent_buffers_set)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{typename(value)}' as parameter '{name}' "
+                    "(aiograd.nn.Parameter or None expected)"
+                )
+            self.register_parameter(name, value)
+        else:
+            modules = self.__dict__.get("_modules")
+            if isinstance(value, Module):
+                if modules is None:
+                    raise AttributeError("cannot assign module before Module.__init__() call")
+                remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
+                modules[name] = value
+            elif modules is not None and name in modules:
+                if value is not None:
+                    raise TypeError(
+                        f"cannot assign '{typename(value)}' as child module '{name}' "
+                        "(aiograd.nn.Module or None expected)"
+                    )
+                modules[name] = value
+            else:
+                buffers = self.__dict__.get("_buffers")
+                if isinstance(value, Buffer) or (buffers is not None and name in buffers):
+                    if value is not None and not isinstance(value, Tensor):
+                        raise TypeError(
+                            f"cannot assign '{typename(value)}' as buffer '{name}' "
+                            "(aiograd.nn.Buffer, aiograd.Tensor or None expected)"
+                        )
+                    if isinstance(value, Buffer):
+                        persistent = value.persistent
+                    else:
+                        persistent = name not in self._non_persistent_buffers_set
+                    self.register_buffer(name, value, persistent)
+                else:
+                    super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._parameters:
+            del self._parameters[name]
+        elif name in self._buffers:
+            del self._buffers[name]
+            self._non_persistent_buffers_set.discard(name)
+        elif name in self._modules:
+            del self._modules[name]
+        else:
+            super().__delattr__(name)
+
+    def __dir__(self) -> list[str]:
+        keys = list(super().__dir__()) + list(self._parameters) + list(self._modules) + list(self._buffers)
+        return sorted(k for k in set(keys) if not k[0].isdigit())
+
+    # ------------------------------------------------------------------------ traversal
+    def _named_members(
+        self, get_members_fn: Callable[[Module], Any], prefix: str = "", recurse: bool = True,
+        remove_duplicate: bool = True,
+    ) -> Iterator[tuple[str, Any]]:
+        memo: set[int] = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for module_prefix, module in modules:
+            for k, v in get_members_fn(module):
+                if v is None or id(v) in memo:
+                    continue
+                if remove_duplicate:
+                    memo.add(id(v))
+                yield (module_prefix + ("." if module_prefix else "") + k, v)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """This module's parameters (and its submodules' if ``recurse``), each once."""
+        for _name, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
+        """``(dotted name, parameter)`` pairs; a parameter shared by two modules comes once
+        unless ``remove_duplicate=False``."""
+        return self._named_members(
+            lambda module: module._parameters.items(), prefix=prefix, recurse=recurse,
+            remove_duplicate=remove_duplicate,
+        )
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """This module's buffers (and its submodules' if ``recurse``)."""
+        for _, buf in self.named_buffers(recurse=recurse):
+            yield buf
+
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
+        """``(dotted name, buffer)`` pairs."""
+        return self._named_members(
+            lambda module: module._buffers.items(), prefix=prefix, recurse=recurse,
+            remove_duplicate=remove_duplicate,
+        )
+
+    def children(self) -> Iterator[Module]:
+        """The immediate submodules."""
+        for _name, module in self.named_children():
+            yield module
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """``(name, submodule)`` for the immediate submodules, each module once."""
+        memo: set[int] = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in memo:
+                memo.add(id(module))
+                yield name, module
+
+    def modules(self) -> Iterator[Module]:
+        """This module and every submodule, depth first, each once."""
+        for _, module in self.named_modules():
+            yield module
+
+    def named_modules(
+        self, memo: set[Any] | None = None, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Module]]:
+        """``(dotted name, module)`` for this module (name ``prefix``) and every submodule."""
+        if memo is None:
+            memo = set()
+        if self not in memo:
+            if remove_duplicate:
+                memo.add(self)
+            yield prefix, self
+            for name, module in self._modules.items():
+                if module is None:
+                    continue
+                submodule_prefix = prefix + ("." if prefix else "") + name
+                yield from module.named_modules(memo, submodule_prefix, remove_duplicate)
+
+    # ------------------------------------------------------------------------ modes and grads
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode (``training``) here and in every submodule; returns self."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
+        return self
+
+    def eval(self) -> Module:
+        """Set evaluation mode (``train(False)``); returns self."""
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Set ``requires_grad`` of every parameter; returns self."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the parameters' gradients: to None (the default), or to zeros in place."""
+        for p in self.parameters():
+            if p.grad is not None:
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if p.grad.grad_fn is not None:
+                        p.grad.detach_()
+                    else:
+                        p.grad.requires_grad_(False)
+                    p.grad.zero_()
+
+    # ------------------------------------------------------------------------ moving and casting
+    def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
+        """Apply ``fn`` to every parameter, gradient and buffer, as torch's ``_apply``: a parameter
+        stays the same object and gets the new data (``param.data = fn(param)``), buffers are
+        replaced."""
+        for module in self.children():
+            module._apply(fn)
+        for param in self._parameters.values():
+            if param is None:
+                continue
+            with no_grad():
+                _set_data(param, fn(param))
+            if param._grad is not None:
+                with no_grad():
+                    _set_data(param._grad, fn(param._grad))
+        for key, buf in self._buffers.items():
+            if buf is not None:
+                self._buffers[key] = fn(buf)
+        return self
+
+    def apply(self, fn: Callable[[Module], None]) -> Module:
+        """Call ``fn`` on every submodule (children first) and then on this module; returns self."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> Module:
+        """Move and/or cast the parameters and buffers, as ``torch.nn.Module.to``:
+        ``to(device)``, ``to(dtype)`` (floating point tensors only), ``to(device, dtype)``,
+        ``to(tensor)``; in place (parameters stay the same objects), returns self."""
+        device, dtype, _ = _to_args(args, kwargs)
+        if dtype is not None and dtype.kind not in "fc":
+            raise TypeError(
+                f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype=aiograd.{dtype}"
+            )
+
+        def convert(t: Tensor) -> Tensor:
+            if dtype is not None and t.data.dtype.kind in "fc":
+                return to(t, device, dtype) if device is not None else to(t, dtype)
+            return to(t, device) if device is not None else t
+
+        return self._apply(convert)
+
+    def cpu(self) -> Module:
+        """Move every parameter and buffer to the CPU; returns self."""
+        return self._apply(lambda t: to(t, CPU))
+
+    def cuda(self, device: Any = None) -> Module:
+        """Move every parameter and buffer to a CUDA device (``cuda:0`` by default)."""
+        return self._apply(lambda t: t.cuda(device))
+
+    def type(self, dst_type: Any) -> Module:
+        """Cast every parameter and buffer to ``dst_type``."""
+        return self._apply(lambda t: to(t, dst_type))
+
+    def float(self) -> Module:
+        """Cast floating point parameters and buffers to float32."""
+        return self._apply(lambda t: to(t, np.float32) if t.data.dtype.kind == "f" else t)
+
+    def double(self) -> Module:
+        """Cast floating point parameters and buffers to float64."""
+        return self._apply(lambda t: to(t, np.float64) if t.data.dtype.kind == "f" else t)
+
+    def half(self) -> Module:
+        """Cast floating point parameters and buffers to float16."""
+        return self._apply(lambda t: to(t, np.float16) if t.data.dtype.kind == "f" else t)
+
+    # ------------------------------------------------------------------------ calling and hooks
+    # ------------------------------------------------------------------------ repr
+    def extra_repr(self) -> str:
+        """The module's own settings for ``repr`` (one line, or several); subclasses override."""
+        return ""
+
+    def _get_name(self) -> str:
+        return self.__class__.__name__
+
+    def __repr__(self) -> str:
+        extra_lines: list[str] = []
+        extra_repr = self.extra_repr()
+        if extra_repr:
+            extra_lines = extra_repr.split("\n")
+        child_lines = []
+        for key, module in self._modules.items():
+            mod_str = _addindent(repr(module), 2)
+            child_lines.append("(" + key + "): " + mod_str)
+        lines = extra_lines + child_lines
+        main_str = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main_str += extra_lines[0]
+            else:
+                main_str += "\n  " + "\n  ".join(lines) + "\n"
+        return main_str + ")"
+
+
+def _set_data(param: Tensor, new: Tensor) -> None:
+    """``param.data = new``: ``param`` keeps its identity and takes ``new``'s array and device."""
+    param.data = new.data
+    if new._device is CPU:
+        param.__dict__.pop("_device", None)
+    else:
+        param._device = new._device
+

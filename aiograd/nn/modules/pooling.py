@@ -1,0 +1,89 @@
+"""Pooling layers (torch/nn/modules/pooling.py): ``MaxPool2d``, ``AvgPool2d``,
+``AdaptiveAvgPool2d``, calling the ``nn.functional`` pools."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._tensor import Tensor
+from .. import functional as F
+from .module import Module
+
+__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "MaxPool2d"]
+
+
+class MaxPool2d(Module):
+    """Maximum over ``kernel_size`` windows (``stride`` defaults to ``kernel_size``)."""
+
+    stride: Any
+
+    def __init__(
+        self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+        return_indices: bool = False, ceil_mode: bool = False,
+    ) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input: Tensor) -> Any:
+        """``F.max_pool2d`` with this layer's settings."""
+        return F.max_pool2d(  # type: ignore[attr-defined]
+            input, self.kernel_size, self.stride, self.padding, self.dilation, ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
+        )
+
+    def extra_repr(self) -> str:
+        """``kernel_size=..., stride=..., padding=..., dilation=..., ceil_mode=...``."""
+        return (
+            f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+            f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
+        )
+
+
+class AvgPool2d(Module):
+    """Mean over ``kernel_size`` windows (``stride`` defaults to ``kernel_size``)."""
+
+    stride: Any
+
+    def __init__(
+        self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+        count_include_pad: bool = True, divisor_override: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``F.avg_pool2d`` with this layer's settings."""
+        return F.avg_pool2d(  # type: ignore[attr-defined]
+            input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+            self.divisor_override,
+        )
+
+    def extra_repr(self) -> str:
+        """``kernel_size=..., stride=..., padding=...``."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    """Mean pooling to a fixed ``output_size`` whatever the input size."""
+
+    def __init__(self, output_size: Any) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``F.adaptive_avg_pool2d(input, output_size)``."""
+        return F.adaptive_avg_pool2d(input, self.output_size)  # type: ignore[attr-defined]
+
+    def extra_repr(self) -> str:
+        """``output_size=...``."""
+        return f"output_size={self.output_size}"
