@@ -25,6 +25,7 @@ from ._ops import (
     softmax,
     unary_math,
 )
+from ._ops import special  # i13-nnf: erf, erfc
 from ._tensor import Tensor
 
 __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]
@@ -33,6 +34,7 @@ _FAMILIES = (
     elementwise, unary_math, binary_math, pointwise, indexing, joining, linalg, reduction, softmax,
     shape, convenience, inplace, _hooks,
 )
+_FAMILIES += (special,)  # i13-nnf: erf, erfc
 
 #: Every method and operator bound onto Tensor here: name -> function (a later family wins).
 BOUND_METHODS: dict[str, Callable[..., Any]] = {}
