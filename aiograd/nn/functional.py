@@ -38,6 +38,7 @@ from .._ops.softmax import log_softmax as _log_softmax
 from .._ops.softmax import softmax as _softmax
 
 from ._activations import elu, gelu, hardtanh, leaky_relu, mish, silu, softplus  # i13-nnf
+from ._dropout import dropout  # i13-nnf
 
 if typing.TYPE_CHECKING:
     from typing import Any
@@ -56,6 +57,7 @@ __all__ = [
     "cross_entropy",
     # i13-nnf: activations, dropout, normalization, embedding
     "gelu", "silu", "elu", "leaky_relu", "softplus", "hardtanh", "mish",
+    "dropout",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
