@@ -39,6 +39,8 @@ from .._ops.softmax import softmax as _softmax
 
 from ._activations import elu, gelu, hardtanh, leaky_relu, mish, silu, softplus  # i13-nnf
 from ._dropout import dropout  # i13-nnf
+from ._embedding import embedding  # i13-nnf
+from ._normalization import batch_norm, group_norm, layer_norm  # i13-nnf
 
 if typing.TYPE_CHECKING:
     from typing import Any
@@ -57,7 +59,7 @@ __all__ = [
     "cross_entropy",
     # i13-nnf: activations, dropout, normalization, embedding
     "gelu", "silu", "elu", "leaky_relu", "softplus", "hardtanh", "mish",
-    "dropout",
+    "dropout", "layer_norm", "batch_norm", "group_norm", "embedding",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
