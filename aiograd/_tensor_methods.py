@@ -23,9 +23,9 @@ from ._ops import (
     reduction,
     shape,
     softmax,
+    special,  # i13-nnf: erf, erfc
     unary_math,
 )
-from ._ops import special  # i13-nnf: erf, erfc
 from ._tensor import Tensor
 
 __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]

@@ -21,7 +21,11 @@ import numpy as np
 import pytest
 import test_function
 import test_inplace_views
+import test_nn_activations  # i13-nnf
+import test_nn_dropout  # i13-nnf
+import test_nn_embedding  # i13-nnf
 import test_nn_functional
+import test_nn_normalization  # i13-nnf
 import test_ops_binary_math
 import test_ops_convenience
 import test_ops_elementwise
@@ -31,6 +35,7 @@ import test_ops_linalg
 import test_ops_pointwise
 import test_ops_reduction
 import test_ops_shape
+import test_ops_special  # i13-nnf
 import test_ops_unary_math
 from helpers import rng
 
@@ -673,6 +678,14 @@ SPEC_TABLES = {
     "convenience": test_ops_convenience.SPECS + test_ops_convenience.REPEAT_SPECS,
     "function": test_function.SPECS,
 }
+# i13-nnf: special functions and the nn.functional activations, dropout, norms, embedding
+SPEC_TABLES.update({
+    "special": test_ops_special.SPECS,
+    "activations": test_nn_activations.ACTIVATION_SPECS,
+    "dropout": test_nn_dropout.DROPOUT_SPECS,
+    "normalization": test_nn_normalization.NORM_SPECS,
+    "embedding": test_nn_embedding.EMBEDDING_SPECS,
+})
 SPECS = [pytest.param(s, id=f"{family}-{s.name}") for family, table in SPEC_TABLES.items() for s in table]
 
 

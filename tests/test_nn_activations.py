@@ -66,23 +66,18 @@ EDGES = [np.nan, np.inf, -np.inf, 0.0, -0.0, 5e-324, -5e-324, 1.0, -1.0, -0.5, 0
 @requires_torch
 @pytest.mark.parametrize("name", list(CALLS))
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-async def test_edge_values_and_gradients_match_torch(name: str, dtype: Any) -> None:
+async def test_edge_values_and_gradients_match_torchs_formula(name: str, dtype: Any) -> None:
     values = np.array(EDGES, dtype=dtype)
-    if name.startswith("gelu") and dtype == np.float32:
-        # torch's vectorised float32 GELU gives NaN at +-inf (its float64 one gives +inf and
-        # NaN, as aiograd's for both): the infinities are left out for float32
-        values = values[np.isfinite(values) | np.isnan(values)]
-    if name == "elu" and dtype == np.float32:
-        # torch's float32 ELU gradient at NaN is 1 (its vectorised loop), its float64 one NaN
-        # (aiograd's, for both): NaN is left out for float32
-        values = values[~np.isnan(values)]
     x, tx = ag.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no numpy warning escapes
         out = CALLS[name](F, x)
         (g,) = await ag.grad(out.sum(), [x])
-    tout = CALLS[name](torch.nn.functional, tx)
-    (tg,) = torch.autograd.grad(tout.sum(), [tx])
+    # torch one element at a time: its scalar loop, PyTorch's formula (its vectorised loops
+    # disagree with it at NaN for ELU's and Hardtanh's gradients and at inf for float32 GELU)
+    touts = [CALLS[name](torch.nn.functional, t) for t in tx.unbind()]
+    tout = torch.stack(touts)
+    tg = torch.stack([torch.autograd.grad(t, [tx])[0][i] for i, t in enumerate(touts)])
     rtol = 1e-12 if dtype == np.float64 else 1e-5  # (float32: torch rounds its steps)
     np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=rtol, equal_nan=True)
     np.testing.assert_allclose(g.numpy(), tg.numpy(), rtol=rtol, atol=1e-300, equal_nan=True)
@@ -145,3 +140,24 @@ async def test_inplace_negative_slope_backward_error_matches_torch(name: str) ->
     with pytest.raises(RuntimeError) as theirs:
         torch.autograd.grad(tout.sum(), [tleaf])
     assert str(ours.value) == str(theirs.value)
+
+
+@requires_torch
+def test_torchs_vectorised_loops_differ_from_its_formula_where_aiograd_follows_the_formula() -> None:
+    """The cases tests/test_edge_values.py lists as exceptions: torch's answer at NaN (ELU's and
+    Hardtanh's gradients) and at +inf (float32 GELU) depends on whether the element falls in its
+    vectorised loop (a long tensor) or its scalar loop (the formula, one element); aiograd gives
+    the formula's everywhere. If torch makes its loops agree, this test says so."""
+    f = torch.nn.functional
+
+    def grad_at(fn: Any, value: float, n: int, dtype: Any) -> float:
+        x = torch.full((n,), value, dtype=dtype, requires_grad=True)
+        return float(torch.autograd.grad(fn(x).sum(), [x])[0][0])
+
+    for dtype in (torch.float64, torch.float32):
+        assert grad_at(f.hardtanh, np.nan, 1, dtype) == 1.0 and grad_at(f.hardtanh, np.nan, 64, dtype) == 0.0
+        assert grad_at(f.elu, np.nan, 1, dtype) == 1.0 and np.isnan(grad_at(f.elu, np.nan, 64, dtype))
+        assert float(ag.sync.grad(F.hardtanh(x := ag.full((64,), np.nan, dtype=ag.float64, requires_grad=True)).sum(), [x])[0][0]) == 1.0
+    assert float(f.gelu(torch.full((1,), np.inf))[0]) == np.inf
+    assert np.isnan(float(f.gelu(torch.full((64,), np.inf))[0]))
+    assert float(F.gelu(ag.full((64,), np.inf, dtype=ag.float32))[0]) == np.inf

@@ -19,16 +19,15 @@ INDICES = np.array([[1, 4, 1], [0, 4, 2]])
 
 def _embed(**kwargs: Any) -> Any:
     def fn(lib: Any, w: Any) -> Any:
-        if lib is ag:
-            return F.embedding(ag.tensor(INDICES), w, **kwargs) * w.sum()
-        return torch.nn.functional.embedding(torch.tensor(INDICES), w, **kwargs) * w.sum()
+        f = F if lib is ag else torch.nn.functional
+        return f.embedding(lib.tensor(INDICES).to(w.device), w, **kwargs) * w.sum()
 
     return fn
 
 
 def _embed_alone(lib: Any, w: Any) -> Any:
     f = F if lib is ag else torch.nn.functional
-    return f.embedding(lib.tensor(INDICES), w)
+    return f.embedding(lib.tensor(INDICES).to(w.device), w)
 
 
 EMBEDDING_SPECS = [

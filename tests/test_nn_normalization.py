@@ -21,13 +21,12 @@ def nnf(lib: Any) -> Any:
     return F if lib is ag else torch.nn.functional
 
 
-def _running(lib: Any, c: int) -> tuple[Any, Any]:
-    """Running statistics (not differentiable), the same values on both libraries."""
-    mean = np.linspace(-0.5, 0.5, c)
-    var = np.linspace(0.5, 2.0, c)
-    if lib is ag:
-        return ag.tensor(mean), ag.tensor(var)
-    return torch.tensor(mean), torch.tensor(var)
+def _running(lib: Any, like: Any) -> tuple[Any, Any]:
+    """Running statistics (not differentiable) for ``like``'s channels, on its device, the same
+    values on both libraries."""
+    c = like.shape[1]
+    mean, var = np.linspace(-0.5, 0.5, c), np.linspace(0.5, 2.0, c)
+    return lib.tensor(mean).to(like.device), lib.tensor(var).to(like.device)
 
 
 NORM_SPECS = [
@@ -38,11 +37,11 @@ NORM_SPECS = [
            grad_fn="NativeLayerNormBackward0", op="layer_norm"),
     OpSpec("batch_norm", lambda lib, x, w, b: nnf(lib).batch_norm(x, None, None, w, b, training=True),
            ((4, 3), (3,), (3,)), grad_fn="NativeBatchNormBackward0"),
-    OpSpec("batch_norm_spatial", lambda lib, x, w, b: nnf(lib).batch_norm(x, *_running(lib, 3), w, b, True, 0.2, 1e-3),
+    OpSpec("batch_norm_spatial", lambda lib, x, w, b: nnf(lib).batch_norm(x, *_running(lib, x), w, b, True, 0.2, 1e-3),
            ((2, 3, 2, 2), (3,), (3,)), grad_fn="NativeBatchNormBackward0", op="batch_norm"),
     OpSpec("batch_norm_plain", lambda lib, x: nnf(lib).batch_norm(x, None, None, training=True),
            ((3, 2, 4),), grad_fn="NativeBatchNormBackward0", op="batch_norm"),
-    OpSpec("batch_norm_eval", lambda lib, x, w, b: nnf(lib).batch_norm(x, *_running(lib, 3), w, b),
+    OpSpec("batch_norm_eval", lambda lib, x, w, b: nnf(lib).batch_norm(x, *_running(lib, x), w, b),
            ((4, 3, 2), (3,), (3,)), grad_fn="NativeBatchNormBackward0", op="batch_norm"),
     OpSpec("group_norm", lambda lib, x, w, b: nnf(lib).group_norm(x, 2, w, b), ((2, 4, 3), (4,), (4,)),
            grad_fn="NativeGroupNormBackward0"),
@@ -120,6 +119,7 @@ ERROR_CASES = {
     "gn_groups": lambda lib, f: f.group_norm(_ones(lib, 2, 6, 3), 4),
     "gn_weight": lambda lib, f: f.group_norm(_ones(lib, 2, 6, 3), 3, _ones(lib, 4)),
     "gn_1d": lambda lib, f: f.group_norm(_ones(lib, 2), 1),
+    "gn_one_value": lambda lib, f: f.group_norm(_ones(lib, 1, 2), 2),
     "bn_running_mean": lambda lib, f: f.batch_norm(_ones(lib, 2, 6), _ones(lib, 5), _ones(lib, 6), training=True),
     "bn_running_var": lambda lib, f: f.batch_norm(_ones(lib, 2, 6), _ones(lib, 6), _ones(lib, 5), training=True),
     "bn_weight": lambda lib, f: f.batch_norm(_ones(lib, 2, 6), _ones(lib, 6), _ones(lib, 6), _ones(lib, 5), training=True),

@@ -153,9 +153,10 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 # ------------------------------------------------------------------------------ elu
 @backward(name="EluBackward0", saved=("x",))
 def _EluBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
-    """1 where ``x > 0``, ``alpha * exp(x)`` elsewhere (NaN at NaN, as PyTorch's)."""
+    """``alpha * exp(x)`` where ``x <= 0``, 1 elsewhere (NaN included: PyTorch's formula, and
+    its scalar loop; its vectorised loop gives NaN there)."""
     g, x = grads[0], self.x.unpack(self)
-    return (g * where(x.data > 0, 1.0, exp(x) * self.alpha),)
+    return (g * where(x.data <= 0, exp(x) * self.alpha, 1.0),)
 
 
 @backward(name="EluBackward1", saved=("result",))
@@ -263,11 +264,11 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 # ------------------------------------------------------------------------------ hardtanh
 @backward(name="HardtanhBackward0", saved=("x",))
 def _HardtanhBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
-    """1 strictly inside ``(min_val, max_val)``, 0 on and outside the bounds (and at NaN, as
-    PyTorch's)."""
+    """0 on and outside the bounds, 1 elsewhere (NaN included: PyTorch's formula, and its scalar
+    loop; its vectorised loop gives 0 there)."""
     g, x = grads[0], self.x.unpack(self)
-    inside = (x.data > self.min_val) & (x.data < self.max_val)
-    return (where(inside, g, 0.0),)
+    outside = (x.data <= self.min_val) | (x.data >= self.max_val)
+    return (where(outside, 0.0, g),)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:

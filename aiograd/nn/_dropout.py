@@ -10,8 +10,6 @@ itself, as PyTorch's; ``p == 1`` multiplies by zeros.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from .. import _random

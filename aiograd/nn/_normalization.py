@@ -257,6 +257,9 @@ def group_norm(
     if x.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {x.ndim}")
     n, c = x.shape[0], x.shape[1]
+    if n * c // num_groups * math.prod(x.shape[2:]) == 1:  # (torch.nn.functional's check, first)
+        sizes = [n * c // num_groups, num_groups, *x.shape[2:]]
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {sizes}")
     if c % num_groups:
         raise RuntimeError(
             "Expected number of channels in input to be divisible by num_groups, but got input of "

@@ -36,7 +36,6 @@ from .._ops.reduction import _dtype_name
 from .._ops.shape import reduce_grad as _reduce_grad
 from .._ops.softmax import log_softmax as _log_softmax
 from .._ops.softmax import softmax as _softmax
-
 from ._activations import elu, gelu, hardtanh, leaky_relu, mish, silu, softplus  # i13-nnf
 from ._dropout import dropout  # i13-nnf
 from ._embedding import embedding  # i13-nnf
