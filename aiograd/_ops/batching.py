@@ -122,6 +122,18 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "ViewBackward0",
     "WhereBackward0",
     "ZeroBackward0",
+    # i13-nnf: erf, erfc and the nn.functional activations: elementwise, constant masks
+    "ErfBackward0",
+    "ErfcBackward0",
+    "GeluBackward0",
+    "SiluBackward0",
+    "MishBackward0",
+    "EluBackward0",
+    "EluBackward1",
+    "LeakyReluBackward0",
+    "LeakyReluBackward1",
+    "SoftplusBackward0",
+    "HardtanhBackward0",
 })
 
 #: Registered nodes whose rules still run once per sample under a batched backward: the in-place
@@ -134,6 +146,13 @@ PER_SAMPLE_RULES: frozenset[str] = frozenset({
     "IndexPutBackward0",
     "CopyBackwards",
     "CopySlices",
+    # i13-nnf: the normalizations reduce over axes of the saved input, and embedding scatters
+    # into the weight's unbatched shape: written for one sample (a batched version would put
+    # the batch dims in front of those axes and shapes)
+    "NativeLayerNormBackward0",
+    "NativeBatchNormBackward0",
+    "NativeGroupNormBackward0",
+    "EmbeddingBackward0",
 })
 
 _classes: set[type[Node]] | None = None
