@@ -27,6 +27,7 @@ from typing import Any
 from .._ops._inplace_util import _bump, _dtype_name
 from .._ops._registry import backward, register
 from .._ops._util import Tensor, attach, common_device, edge_of, like, needs_grad, save
+from .._ops.quiet import quietly
 
 __all__ = ["batch_norm", "group_norm", "layer_norm"]
 
@@ -132,9 +133,11 @@ def layer_norm(
     common_device(input, weight, bias)
     xp = input._device.xp
     axes = tuple(range(x.ndim - k, x.ndim))
-    mean, rstd = _stats(xp, x, axes, eps)
-    y = _affine(xp, (x - mean) * rstd, weight, bias, normalized)
-    out = like(y.astype(x.dtype, copy=False), input)
+    def compute() -> Any:
+        mean, rstd = _stats(xp, x, axes, eps)
+        return _affine(xp, (x - mean) * rstd, weight, bias, normalized).astype(x.dtype, copy=False)
+
+    out = like(quietly(compute), input)  # (inf and NaN give NaN quietly, as PyTorch)
     _record(_NativeLayerNormBackward0, out, input, weight, bias, axes=axes, eps=eps, normalized_shape=normalized)
     return out
 
@@ -200,16 +203,16 @@ def batch_norm(
     shape = (channels,) + (1,) * (x.ndim - 2)
     attrs: dict[str, Any] = {}
     if training:
-        mean, rstd = _stats(xp, x, axes, eps)
+        mean, rstd = quietly(_stats, xp, x, axes, eps)
         if running_mean is not None and running_var is not None:
-            _update_running(xp, x, axes, mean, running_mean, running_var, momentum)
+            quietly(_update_running, xp, x, axes, mean, running_mean, running_var, momentum)
     else:
         assert running_mean is not None and running_var is not None
         mean = running_mean.data.reshape(shape).astype(x.dtype, copy=False)
-        rstd = (1.0 / xp.sqrt(running_var.data.reshape(shape) + eps)).astype(x.dtype, copy=False)
+        rstd = quietly(lambda: (1.0 / xp.sqrt(running_var.data.reshape(shape) + eps)).astype(x.dtype, copy=False))
         attrs = {"running_mean": mean, "running_rstd": rstd}
-    y = _affine(xp, (x - mean) * rstd, weight, bias, shape)
-    out = like(y.astype(x.dtype, copy=False), input)
+    y = quietly(lambda: _affine(xp, (x - mean) * rstd, weight, bias, shape).astype(x.dtype, copy=False))
+    out = like(y, input)
     _record(_NativeBatchNormBackward0, out, input, weight, bias, axes=axes, eps=eps, training=training,
             channel_shape=shape, **attrs)
     return out
@@ -276,10 +279,13 @@ def group_norm(
     xp = input._device.xp
     grouped = (n, num_groups, -1)
     xg = x.reshape(grouped)
-    mean, rstd = _stats(xp, xg, (2,), eps)
     shape = (c,) + (1,) * (x.ndim - 2)
-    y = _affine(xp, ((xg - mean) * rstd).reshape(x.shape), weight, bias, shape)
-    out = like(y.astype(x.dtype, copy=False), input)
+
+    def compute() -> Any:
+        mean, rstd = _stats(xp, xg, (2,), eps)
+        return _affine(xp, ((xg - mean) * rstd).reshape(x.shape), weight, bias, shape).astype(x.dtype, copy=False)
+
+    out = like(quietly(compute), input)
     _record(_NativeGroupNormBackward0, out, input, weight, bias, eps=eps, grouped_shape=grouped)
     return out
 
