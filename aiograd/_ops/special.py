@@ -1,10 +1,10 @@
 """Special functions, as PyTorch's: ``erf`` and ``erfc``.
 
 numpy has no error function (and scipy is not a dependency), so the forward is Sun's fdlibm
-``s_erf.c`` (as in FreeBSD's msun and Go's ``math.Erf``), vectorised: its rational approximations
-on ``|x| < 0.84375``, ``[0.84375, 1.25)``, ``[1.25, 1/0.35)`` and ``[1/0.35, 28)`` are evaluated
-for every element and the right one picked with ``where``, all through the input's array module
-(numpy or CuPy). fdlibm's error is below 1 ulp. ``erfc`` is computed directly in the tail
+``s_erf.c`` (as in FreeBSD's msun and Go's ``math.Erf``), vectorised: the elements are split by fdlibm's regions
+(``|x| < 0.84375``, ``[0.84375, 1.25)``, ``[1.25, 28)`` with its two rational approximations,
+beyond) with boolean masks and each region's rational approximation evaluated on its elements,
+all through the input's array module (numpy or CuPy). fdlibm's error is below 1 ulp. ``erfc`` is computed directly in the tail
 (``exp(-x*x - 0.5625 + R/S) / x``), not as ``1 - erf``, so it keeps its relative accuracy down
 to the underflow. A float32 input is computed in float64 and rounded back.
 
@@ -59,34 +59,50 @@ _VERY_TINY = 2.848094538889218e-306  # below it, scaled by 8 so that efx * x doe
 
 
 def _poly(coefficients: tuple[float, ...], z: Any) -> Any:
-    """``c0 + z * (c1 + z * (...))``, Horner's rule as fdlibm writes it."""
-    acc = coefficients[-1]
-    for c in reversed(coefficients[:-1]):
-        acc = c + z * acc
+    """``c0 + z * (c1 + z * (...))``, Horner's rule as fdlibm writes it (in place: one array)."""
+    acc = z * coefficients[-1]
+    acc += coefficients[-2]
+    for c in reversed(coefficients[:-2]):
+        acc *= z
+        acc += c
     return acc
 
 
-class _Parts:
-    """The pieces shared by erf and erfc of ``|x|`` (float64): each region's value of it."""
-
-    def __init__(self, xp: Any, ax: Any) -> None:
-        z = ax * ax
-        self.small_y = _poly(_PP, z) / _poly(_QQ, z)  # erf(ax) = ax + ax * small_y
-        s = ax - 1.0
-        self.mid = _poly(_PA, s) / _poly(_QA, s)  # erf(ax) = erx + mid
-        # The tail, on |x| clipped to [1.25, 28] (its formula is meaningless outside):
-        # erfc(ax) = exp(-hi*hi - 0.5625) * exp((hi - t)(hi + t) + R/S) / t, with hi = t cut
-        # to single precision, so that hi*hi is exact and the large exponent loses nothing.
-        t = xp.clip(ax, 1.25, 28.0)
-        inv = 1.0 / (t * t)
-        near = t < 1.0 / 0.35
-        r_over_s = xp.where(near, _poly(_RA, inv) / _poly(_SA, inv), _poly(_RB, inv) / _poly(_SB, inv))
-        hi = t.astype(xp.float32).astype(xp.float64)
-        self.tail = xp.exp(-hi * hi - 0.5625) * xp.exp((hi - t) * (hi + t) + r_over_s) / t
+def _small_y(x: Any) -> Any:
+    """``|x| < 0.84375``: ``erf(x) = x + x * y``."""
+    z = x * x
+    return _poly(_PP, z) / _poly(_QQ, z)
 
 
-def _float64(xp: Any, x: Any) -> Any:
-    return x.astype(xp.float64, copy=False)
+def _mid(ax: Any) -> Any:
+    """``0.84375 <= |x| < 1.25``: ``erf(|x|) = erx + P(s)/Q(s)``, ``s = |x| - 1``."""
+    s = ax - 1.0
+    return _poly(_PA, s) / _poly(_QA, s)
+
+
+def _tail(xp: Any, ax: Any) -> Any:
+    """``|x| >= 1.25``: ``erfc(|x|)``, 0 from 28 on (where it underflows)."""
+    # On |x| clipped to [1.25, 28] (the formula is meaningless outside):
+    # erfc(t) = exp(-hi*hi - 0.5625) * exp((hi - t)(hi + t) + R/S) / t, with hi = t cut to
+    # single precision, so that hi*hi is exact and the large exponent loses nothing.
+    t = xp.clip(ax, 1.25, 28.0)
+    inv = 1.0 / (t * t)
+    r_over_s = xp.where(t < 1.0 / 0.35, _poly(_RA, inv) / _poly(_SA, inv), _poly(_RB, inv) / _poly(_SB, inv))
+    hi = t.astype(xp.float32).astype(xp.float64)
+    value = xp.exp(-hi * hi - 0.5625) * xp.exp((hi - t) * (hi + t) + r_over_s) / t
+    return xp.where(ax < 28.0, value, 0.0)
+
+
+def _regions(xp: Any, x: Any) -> tuple[Any, Any, Any, Any]:
+    """``x`` in float64 and the masks of fdlibm's regions (NaN in none of them). Each element is
+    computed in its own region only (gathered with the mask): about twice as fast as every
+    region everywhere picked with ``where``."""
+    xd = x.astype(xp.float64)  # (a copy: the output starts as it, NaN passed through)
+    ax = xp.abs(xd)
+    small = ax < 0.84375
+    tail = ax >= 1.25
+    mid = ~(small | tail) & (ax == ax)
+    return xd, small, mid, tail
 
 
 def _back(x: Any, out: Any) -> Any:
@@ -96,37 +112,36 @@ def _back(x: Any, out: Any) -> Any:
 
 def _erf(xp: Any, x: Any) -> Any:
     def compute() -> Any:
-        xd = _float64(xp, x)
-        ax = xp.abs(xd)
-        p = _Parts(xp, ax)
-        tiny = xp.where(ax < _VERY_TINY, 0.125 * (8.0 * ax + _EFX8 * ax), ax + _EFX * ax)
-        value = xp.where(
-            ax < 0.84375,
-            xp.where(ax < _SMALL, tiny, ax + ax * p.small_y),
-            xp.where(ax < 1.25, _ERX + p.mid, xp.where(ax < 6.0, 1.0 - p.tail, 1.0)),
-        )
-        # odd: the sign copied back (keeps -0.0), NaN passed through
-        return xp.where(xp.isnan(xd), xd, xp.copysign(value, xd))
+        out, small, mid, tail = _regions(xp, x)
+        v = out[small]  # signed: erf is odd, and x + x*y keeps the sign of a zero
+        a = xp.abs(v)
+        near_zero = xp.where(a < _VERY_TINY, 0.125 * (8.0 * v + _EFX8 * v), v + _EFX * v)
+        out[small] = xp.where(a < _SMALL, near_zero, v + v * _small_y(v))
+        v = out[mid]
+        out[mid] = xp.copysign(_ERX + _mid(xp.abs(v)), v)
+        v = out[tail]
+        out[tail] = xp.copysign(1.0 - _tail(xp, xp.abs(v)), v)
+        return _back(x, out)
 
-    return quietly(lambda: _back(x, compute()))  # (the cast to float32 may underflow)
+    return quietly(compute)  # (the cast to float32 may underflow, as torch's quietly)
 
 
 def _erfc(xp: Any, x: Any) -> Any:
     def compute() -> Any:
-        xd = _float64(xp, x)
-        ax = xp.abs(xd)
-        negative = xd < 0
-        p = _Parts(xp, ax)
-        # |x| < 0.84375: 1 - erf(x), with fdlibm's split for 1/4 <= |x|, where 1 - erf loses bits
-        y = p.small_y
-        small = xp.where(ax < 0.25, 1.0 - (xd + xd * y), 0.5 - (xd * y + (xd - 0.5)))
-        mid = xp.where(negative, 1.0 + _ERX + p.mid, 1.0 - _ERX - p.mid)
-        tail = xp.where(ax < 28.0, p.tail, 0.0)
-        tail = xp.where(negative, 2.0 - tail, tail)
-        value = xp.where(ax < 0.84375, small, xp.where(ax < 1.25, mid, tail))
-        return xp.where(xp.isnan(xd), xd, value)
+        out, small, mid, tail = _regions(xp, x)
+        v = out[small]
+        y = _small_y(v)
+        # 1 - erf(x), with fdlibm's split for 1/4 <= |x|, where 1 - erf would lose bits
+        out[small] = xp.where(xp.abs(v) < 0.25, 1.0 - (v + v * y), 0.5 - (v * y + (v - 0.5)))
+        v = out[mid]
+        m = _mid(xp.abs(v))
+        out[mid] = xp.where(v < 0, 1.0 + _ERX + m, 1.0 - _ERX - m)
+        v = out[tail]
+        r = _tail(xp, xp.abs(v))
+        out[tail] = xp.where(v < 0, 2.0 - r, r)
+        return _back(x, out)
 
-    return quietly(lambda: _back(x, compute()))
+    return quietly(compute)
 
 
 def _erf_vjp(g: Any, x: Any) -> Any:
