@@ -26,7 +26,7 @@ from typing import Any
 
 from .._ops._inplace_util import _bump, _dtype_name
 from .._ops._registry import backward, register
-from .._ops._util import Tensor, attach, common_device, edge_of, like, needs_grad, save
+from .._ops._util import Tensor, attach, common_device, edge_of, grad_enabled, like, needs_grad, save
 from .._ops.quiet import quietly
 
 __all__ = ["batch_norm", "group_norm", "layer_norm"]
@@ -83,6 +83,30 @@ def _parameter_grads(self: Any, g: Tensor, xhat: Tensor, axes: tuple[int, ...], 
     return gw, gb
 
 
+def _array_grads(self: Any, g: Tensor, x: Tensor, w_b: Any, param_axes: tuple[int, ...],
+                 param_shape: tuple[int, ...]) -> tuple[Any, ...]:
+    """The same three gradients on arrays, from the forward's saved statistics: the first-order
+    backward (grad mode off), which then needs no graph and no recomputed statistics."""
+    mean, rstd = self.stats
+    axes, gd, xd = self.axes, g.data, x.data
+    edge_x, edge_w, edge_b = self.next_edges
+
+    def compute() -> tuple[Any, Any, Any]:
+        xhat = (xd - mean) * rstd
+        gx = gw = gb = None
+        if edge_x is not None:
+            gxhat = gd * w_b.data if w_b is not None else gd
+            gx = rstd * (gxhat - gxhat.mean(axis=axes, keepdims=True)
+                         - xhat * (gxhat * xhat).mean(axis=axes, keepdims=True))
+        if edge_w is not None:
+            gw = (gd * xhat).sum(axis=param_axes).reshape(param_shape)
+        if edge_b is not None:
+            gb = gd.sum(axis=param_axes).reshape(param_shape)
+        return gx, gw, gb
+
+    return tuple(None if a is None else like(a.astype(gd.dtype, copy=False), g) for a in quietly(compute))
+
+
 def _check_float(x: Any, kernel: str) -> None:
     if x.dtype.kind != "f":
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(x.dtype)}\'')
@@ -97,11 +121,13 @@ def _shape_str(shape: Sequence[int]) -> str:
 def _NativeLayerNormBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
     g, x = grads[0], self.input.unpack(self)
     axes, w = self.axes, self.weight.unpack(self) if self.weight is not None else None
+    lead = tuple(range(x.data.ndim - len(axes)))
+    if not grad_enabled():
+        return _array_grads(self, g, x, w, lead, self.normalized_shape)
     xhat, rstd = _normalized(x, axes, self.eps)
     gx = None
     if self.next_edges[0] is not None:
         gx = _input_grad(g * w if w is not None else g, xhat, rstd, axes)
-    lead = tuple(range(x.data.ndim - len(axes)))
     gw, gb = _parameter_grads(self, g, xhat, lead, self.normalized_shape)
     return (gx, gw, gb)
 
@@ -133,12 +159,12 @@ def layer_norm(
     common_device(input, weight, bias)
     xp = input._device.xp
     axes = tuple(range(x.ndim - k, x.ndim))
-    def compute() -> Any:
-        mean, rstd = _stats(xp, x, axes, eps)
-        return _affine(xp, (x - mean) * rstd, weight, bias, normalized).astype(x.dtype, copy=False)
-
-    out = like(quietly(compute), input)  # (inf and NaN give NaN quietly, as PyTorch)
-    _record(_NativeLayerNormBackward0, out, input, weight, bias, axes=axes, eps=eps, normalized_shape=normalized)
+    # (inf and NaN give NaN quietly, as PyTorch)
+    mean, rstd = quietly(_stats, xp, x, axes, eps)
+    y = quietly(lambda: _affine(xp, (x - mean) * rstd, weight, bias, normalized).astype(x.dtype, copy=False))
+    out = like(y, input)
+    _record(_NativeLayerNormBackward0, out, input, weight, bias, axes=axes, eps=eps, normalized_shape=normalized,
+            stats=(mean, rstd))
     return out
 
 
@@ -150,6 +176,8 @@ def _NativeBatchNormBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
     shape = self.channel_shape
     w_b = w.reshape(shape) if w is not None else None
     if self.training:
+        if not grad_enabled():
+            return _array_grads(self, g, x, w_b, axes, (x.data.shape[1],))
         xhat, rstd = _normalized(x, axes, self.eps)
         gx = None
         if self.next_edges[0] is not None:
@@ -211,6 +239,7 @@ def batch_norm(
         mean = running_mean.data.reshape(shape).astype(x.dtype, copy=False)
         rstd = quietly(lambda: (1.0 / xp.sqrt(running_var.data.reshape(shape) + eps)).astype(x.dtype, copy=False))
         attrs = {"running_mean": mean, "running_rstd": rstd}
+    attrs["stats"] = (mean, rstd)
     y = quietly(lambda: _affine(xp, (x - mean) * rstd, weight, bias, shape).astype(x.dtype, copy=False))
     out = like(y, input)
     _record(_NativeBatchNormBackward0, out, input, weight, bias, axes=axes, eps=eps, training=training,
