@@ -26,7 +26,16 @@ from typing import Any
 
 from .._ops._inplace_util import _bump, _dtype_name
 from .._ops._registry import backward, register
-from .._ops._util import Tensor, attach, common_device, edge_of, grad_enabled, like, needs_grad, save
+from .._ops._util import (
+    Tensor,
+    attach,
+    common_device,
+    edge_of,
+    grad_enabled,
+    like,
+    needs_grad,
+    save,
+)
 from .._ops.quiet import quietly
 
 __all__ = ["batch_norm", "group_norm", "layer_norm"]
