@@ -11,7 +11,9 @@ PyTorch's formula (``layer_norm_backward``/``batch_norm_backward``/``group_norm_
     grad_weight = sum(g * xhat),  grad_bias = sum(g)   (over the axes the parameter is shared on)
 
 written with aiograd ops on the saved input (``mean``, ``rstd`` and ``xhat`` recomputed from it),
-so ``create_graph=True`` differentiates through the statistics too. In eval mode ``batch_norm``
+so ``create_graph=True`` differentiates through the statistics too. A first-order backward (grad
+mode off) of ``layer_norm`` and training ``batch_norm`` computes the same formula on arrays from
+the forward's statistics instead. In eval mode ``batch_norm``
 uses the running statistics, constants: ``grad_input = g * weight * rstd``.
 
 ``batch_norm`` in training updates ``running_mean``/``running_var`` in place, as PyTorch's:
