@@ -33,8 +33,8 @@ __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]
 _FAMILIES = (
     elementwise, unary_math, binary_math, pointwise, indexing, joining, linalg, reduction, softmax,
     shape, convenience, inplace, _hooks,
+    special,  # i13-nnf: erf, erfc
 )
-_FAMILIES += (special,)  # i13-nnf: erf, erfc
 
 #: Every method and operator bound onto Tensor here: name -> function (a later family wins).
 BOUND_METHODS: dict[str, Callable[..., Any]] = {}
