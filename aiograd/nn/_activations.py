@@ -208,7 +208,7 @@ def _LeakyReluBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
     """1 where ``x > 0``, ``negative_slope`` elsewhere."""
     g, x = grads[0], self.x.unpack(self)
     positive = x.data > 0
-    return (g * xp_where(positive, 1.0, self.negative_slope, x),)
+    return (g * _mask_values(positive, 1.0, self.negative_slope, x),)
 
 
 @backward(name="LeakyReluBackward1", saved=("result",))
@@ -217,10 +217,10 @@ def _LeakyReluBackward1(self: Any, grads: list[Any]) -> tuple[Any]:
     if self.negative_slope < 0:
         raise RuntimeError(_LEAKY_NEGATIVE)
     g, y = grads[0], self.result.unpack(self)
-    return (g * xp_where(y.data > 0, 1.0, self.negative_slope, y),)
+    return (g * _mask_values(y.data > 0, 1.0, self.negative_slope, y),)
 
 
-def xp_where(mask: Any, yes: float, no: float, like_tensor: Tensor) -> Any:
+def _mask_values(mask: Any, yes: float, no: float, like_tensor: Tensor) -> Any:
     """A constant array ``yes`` where ``mask``, ``no`` elsewhere, in the tensor's dtype."""
     xp = like_tensor._device.xp
     return xp.where(mask, yes, no).astype(like_tensor.data.dtype, copy=False)
