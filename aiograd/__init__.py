@@ -151,6 +151,7 @@ from ._ops.shape import (
     unsqueeze,
 )
 from ._ops.softmax import log_softmax, logsumexp, softmax
+from ._ops.special import erf, erfc
 from ._ops.unary_math import (
     acos,
     asin,
@@ -196,7 +197,7 @@ __all__ = [
     "clone", "square", "eq", "ne", "lt", "le", "gt", "ge",
     "expm1", "log2", "log10", "rsqrt", "reciprocal", "tan", "asin", "acos", "atan", "sinh", "cosh",
     "floor", "ceil", "round", "trunc", "frac", "atan2", "hypot", "fmod", "remainder", "xlogy",
-    "lerp", "addcmul", "addcdiv", "masked_fill",
+    "lerp", "addcmul", "addcdiv", "masked_fill", "erf", "erfc",
     # reductions
     "sum", "mean", "var", "std", "norm", "max", "min", "prod", "logsumexp", "softmax", "log_softmax", "argmax",
     "argmin",

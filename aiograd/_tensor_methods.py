@@ -24,6 +24,7 @@ from ._ops import (
     reduction,
     shape,
     softmax,
+    special,  # i13-nnf: erf, erfc
     unary_math,
 )
 from ._tensor import Tensor
@@ -34,6 +35,7 @@ _FAMILIES = (
     elementwise, unary_math, binary_math, pointwise, indexing, joining, linalg, reduction, softmax,
     shape, convenience, inplace, _hooks,
     products,  # linear algebra (issue 13)
+    special,  # i13-nnf: erf, erfc
 )
 
 #: Every method and operator bound onto Tensor here: name -> function (a later family wins).

@@ -22,7 +22,11 @@ import pytest
 import test_function
 import test_inplace_views
 import test_linalg
+import test_nn_activations  # i13-nnf
+import test_nn_dropout  # i13-nnf
+import test_nn_embedding  # i13-nnf
 import test_nn_functional
+import test_nn_normalization  # i13-nnf
 import test_ops_binary_math
 import test_ops_convenience
 import test_ops_elementwise
@@ -33,6 +37,7 @@ import test_ops_pointwise
 import test_ops_products
 import test_ops_reduction
 import test_ops_shape
+import test_ops_special  # i13-nnf
 import test_ops_unary_math
 from helpers import rng
 
@@ -678,6 +683,14 @@ SPEC_TABLES = {
     "products": test_ops_products.SPECS + test_ops_products.EINSUM_SPECS,
     "decompositions": test_linalg.SPECS + test_linalg.NORM_SPECS,
 }
+# i13-nnf: special functions and the nn.functional activations, dropout, norms, embedding
+SPEC_TABLES.update({
+    "special": test_ops_special.SPECS,
+    "activations": test_nn_activations.ACTIVATION_SPECS,
+    "dropout": test_nn_dropout.DROPOUT_SPECS,
+    "normalization": test_nn_normalization.NORM_SPECS,
+    "embedding": test_nn_embedding.EMBEDDING_SPECS,
+})
 SPECS = [pytest.param(s, id=f"{family}-{s.name}") for family, table in SPEC_TABLES.items() for s in table]
 
 

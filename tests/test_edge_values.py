@@ -97,6 +97,17 @@ UNARY: dict[str, Fn] = {
     "trunc": lambda lib, x: x.trunc(),
     "frac": lambda lib, x: x.frac(),
     "F.sigmoid": lambda lib, x: lib.sigmoid(x),
+    # i13-nnf: special functions and nn.functional activations
+    "erf": lambda lib, x: x.erf(),
+    "erfc": lambda lib, x: x.erfc(),
+    "F.gelu": lambda lib, x: lib.nn.functional.gelu(x),
+    "F.gelu_tanh": lambda lib, x: lib.nn.functional.gelu(x, approximate="tanh"),
+    "F.silu": lambda lib, x: lib.nn.functional.silu(x),
+    "F.mish": lambda lib, x: lib.nn.functional.mish(x),
+    "F.elu": lambda lib, x: lib.nn.functional.elu(x),
+    "F.leaky_relu": lambda lib, x: lib.nn.functional.leaky_relu(x),
+    "F.softplus": lambda lib, x: lib.nn.functional.softplus(x),
+    "F.hardtanh": lambda lib, x: lib.nn.functional.hardtanh(x),
 }
 
 BINARY: dict[str, Fn] = {
@@ -151,6 +162,10 @@ REDUCTIONS: dict[str, Fn] = {
     "mse_loss": lambda lib, x: lib.nn.functional.mse_loss(x, x.detach() * 0.0 + 1.0),
     "cross_entropy": lambda lib, x: lib.nn.functional.cross_entropy(x.reshape(1, -1), lib.tensor([0])),
     "nll_loss": lambda lib, x: lib.nn.functional.nll_loss(x.reshape(1, -1), lib.tensor([0])),
+    # i13-nnf: normalizations
+    "layer_norm": lambda lib, x: lib.nn.functional.layer_norm(x, x.shape),
+    "batch_norm": lambda lib, x: lib.nn.functional.batch_norm(lib.cat([x, x * 2.0]).reshape(-1, 1), None, None, training=True),
+    "group_norm": lambda lib, x: lib.nn.functional.group_norm(lib.cat([x, x * 2.0]).reshape(1, -1), 1),
 }
 
 #: Ops whose finite values come from another libm or summation order than torch's: their NaN
@@ -161,6 +176,11 @@ ROUNDED = {"exp", "sin", "cos", "tanh", "sigmoid", "F.sigmoid", "exp_", "rpow_2"
 #: ... and those of them that differ in float64 too (the others are exact there): lerp's
 #: vectorized loop uses a fused multiply-add, rounded once (numpy rounds twice).
 ROUNDED_FLOAT64 = {"softmax", "log_softmax", "cross_entropy", "lerp", "lerp_tensor_weight"}
+# i13-nnf: erf/erfc (fdlibm in float64, rounded to float32) and the activations (numpy's exp,
+# tanh, log1p against torch's vectorised ones); the normalizations (summation order)
+ROUNDED |= {"erf", "erfc", "F.gelu", "F.gelu_tanh", "F.silu", "F.mish", "F.elu", "F.softplus",
+            "layer_norm", "batch_norm", "group_norm"}
+ROUNDED_FLOAT64 |= {"F.gelu_tanh", "F.mish", "layer_norm", "batch_norm", "group_norm"}
 
 #: Ops whose result at a tie of +0 and -0 has no fixed sign in torch: its vectorized loop
 #: returns the second operand, its scalar loop (the last few elements) the first; aiograd always
@@ -173,6 +193,11 @@ ZERO_TIES = {"maximum", "minimum", "max_binary", "clamp_min_tensor", "clamp_max_
 EXCEPTIONS = {("log1p", np.float64, 5e-324), ("log1p", np.float64, -5e-324),
               ("log1p", np.float32, 1e-45), ("log1p", np.float32, -1e-45),
               ("sigmoid", np.float32, -100.0), ("F.sigmoid", np.float32, -100.0)}
+# i13-nnf: torch's vectorised loops differ from its scalar loop (the formula, which aiograd
+# follows) at NaN for ELU's and Hardtanh's gradients and at +inf for float32 GELU; asserted in
+# tests/test_nn_activations.py::test_torchs_vectorised_loops_differ_from_its_formula_...
+EXCEPTIONS |= {("F.elu", np.float64, NAN), ("F.elu", np.float32, NAN), ("F.hardtanh", np.float64, NAN),
+               ("F.hardtanh", np.float32, NAN), ("F.gelu", np.float32, INF)}
 
 #: Binary ops and the operand pairs (a predicate on the arrays) that are documented exceptions:
 #: torch's fmod and remainder by a subnormal divisor are NaN (its kernel divides first, and
@@ -196,6 +221,7 @@ NOT_POINTWISE = {
     "bmm", "dot", "outer", "trace", "tensordot", "einsum", "linalg_inv", "linalg_solve", "linalg_det",
     "linalg_slogdet", "linalg_cholesky", "linalg_qr", "linalg_eigh", "linalg_svd",
 }
+NOT_POINTWISE |= {"dropout", "embedding"}  # i13-nnf: a random mask (a mul); a row lookup
 
 
 def _numpy(t: Any) -> np.ndarray[Any, Any]:

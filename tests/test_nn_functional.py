@@ -56,6 +56,8 @@ def test_reexports() -> None:
     assert sorted(F.__all__) == sorted(
         ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "linear", "mse_loss", "nll_loss",
          "cross_entropy"]
+        + ["gelu", "silu", "elu", "leaky_relu", "softplus", "hardtanh", "mish", "dropout",  # i13-nnf
+           "layer_norm", "batch_norm", "group_norm", "embedding"]
     )
     for name in F.__all__:
         assert getattr(F, name).__doc__, name

@@ -119,6 +119,8 @@ SPEC_MODULES = (
     "test_ops_elementwise", "test_ops_unary_math", "test_ops_binary_math", "test_ops_pointwise", "test_ops_shape", "test_ops_linalg", "test_ops_convenience",
     "test_ops_products", "test_linalg",  # (issue 13: linear algebra)
 )
+# i13-nnf: special functions, activations, dropout, normalization, embedding
+SPEC_MODULES += ("test_ops_special", "test_nn_activations", "test_nn_dropout", "test_nn_normalization", "test_nn_embedding")
 
 
 def all_specs() -> list[OpSpec]:
@@ -154,8 +156,9 @@ def test_every_differentiable_op_is_gradchecked_and_every_exception_says_why() -
 
 def test_registry_rules_are_consistent() -> None:
     families = {"casting", "elementwise", "unary_math", "binary_math", "pointwise", "shape", "reduction", "indexing", "joining", "linalg",
-                "convenience", "inplace", "assign", "functional", "softmax",
-                "products", "linear_systems", "decompositions", "orthogonal"}  # (issue 13: linear algebra)
+                "convenience", "inplace", "assign", "functional", "softmax"}
+    families |= {"products", "linear_systems", "decompositions", "orthogonal"}  # linear algebra
+    families |= {"special", "activations", "dropout", "normalization", "embedding"}  # i13-nnf
     for name, rule in OPS.items():
         assert rule.name == name and rule.family in families, name
         assert callable(rule.forward), name

@@ -136,6 +136,18 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "LinalgQrBackward0",
     "LinalgEighBackward0",
     "LinalgSvdBackward0",
+    # i13-nnf: erf, erfc and the nn.functional activations: elementwise, constant masks
+    "ErfBackward0",
+    "ErfcBackward0",
+    "GeluBackward0",
+    "SiluBackward0",
+    "MishBackward0",
+    "EluBackward0",
+    "EluBackward1",
+    "LeakyReluBackward0",
+    "LeakyReluBackward1",
+    "SoftplusBackward0",
+    "HardtanhBackward0",
 })
 
 #: Registered nodes whose rules still run once per sample under a batched backward: the in-place
@@ -154,6 +166,13 @@ PER_SAMPLE_RULES: frozenset[str] = frozenset({
     # the batch is there (not bit for bit the loop)
     "EinsumBackward0",
     "LinalgDetBackward0",
+    # i13-nnf: the normalizations reduce over axes of the saved input, and embedding scatters
+    # into the weight's unbatched shape: written for one sample (a batched version would put
+    # the batch dims in front of those axes and shapes)
+    "NativeLayerNormBackward0",
+    "NativeBatchNormBackward0",
+    "NativeGroupNormBackward0",
+    "EmbeddingBackward0",
 })
 
 _classes: set[type[Node]] | None = None

@@ -36,6 +36,10 @@ from .._ops.reduction import _dtype_name
 from .._ops.shape import reduce_grad as _reduce_grad
 from .._ops.softmax import log_softmax as _log_softmax
 from .._ops.softmax import softmax as _softmax
+from ._activations import elu, gelu, hardtanh, leaky_relu, mish, silu, softplus  # i13-nnf
+from ._dropout import dropout  # i13-nnf
+from ._embedding import embedding  # i13-nnf
+from ._normalization import batch_norm, group_norm, layer_norm  # i13-nnf
 
 if typing.TYPE_CHECKING:
     from typing import Any
@@ -52,6 +56,9 @@ __all__ = [
     "mse_loss",
     "nll_loss",
     "cross_entropy",
+    # i13-nnf: activations, dropout, normalization, embedding
+    "gelu", "silu", "elu", "leaky_relu", "softplus", "hardtanh", "mish",
+    "dropout", "layer_norm", "batch_norm", "group_norm", "embedding",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")

@@ -1,0 +1,291 @@
+"""torch.nn.functional's pointwise activations: ``gelu`` (exact and tanh), ``silu``, ``elu``,
+``leaky_relu``, ``softplus``, ``hardtanh``, ``mish``, with their ``inplace=`` forms.
+
+Each records PyTorch's node (``GeluBackward0``, ...); the forward computes on the input's arrays
+through its device's array module, and each backward is PyTorch's formula (its
+``*_backward`` kernels) written with aiograd ops, so double backward works. Where a formula
+branches on the input (``x > 0``), the branch is a constant mask, as in PyTorch.
+
+In-place forms (``inplace=True``) write into the input and record the same node on its old
+values (PyTorch's ``EluBackward1`` and ``LeakyReluBackward1`` for ``elu_``/``leaky_relu_``, which
+differentiate through the result, as PyTorch's do, with its error for a negative slope).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from .._ops._inplace_util import _alias, _bump, _commit, _dtype_name, _recording
+from .._ops._registry import backward, register
+from .._ops._util import Tensor, attach, edge_of, like, needs_grad, save
+from .._ops.elementwise import exp, log1p, sigmoid, tanh, where
+from .._ops.quiet import quietly
+from .._ops.rebase import _save_result
+from .._ops.special import _erf, erf
+
+__all__ = ["elu", "gelu", "hardtanh", "leaky_relu", "mish", "silu", "softplus"]
+
+_SQRT1_2 = 0.7071067811865476  # M_SQRT1_2
+_GELU_PDF = 1.1283791670955126 * _SQRT1_2 * 0.5  # M_2_SQRTPI * M_SQRT1_2 * 0.5
+_TANH_BETA = math.sqrt(2.0) * 1.1283791670955126 * 0.5  # PyTorch's kBeta, sqrt(2 / pi)
+_TANH_KAPPA = 0.044715
+
+_ELU_NEGATIVE = (
+    "In-place elu backward calculation is triggered with a negative slope which is not supported. "
+    "This is caused by calling in-place forward function with a negative slope, please call "
+    "out-of-place version instead."
+)
+_LEAKY_NEGATIVE = (
+    "In-place leakyReLu backward calculation is triggered with a negative slope which is not "
+    "supported. This is caused by calling in-place forward function with a negative slope, please "
+    "call out-of-place version instead. File an issue at https://github.com/pytorch/pytorch if you "
+    "do require supporting in-place leakRelu backward calculation with negative slope"
+)
+
+
+def _kernel_name_error(kernel: str, x: Any) -> NotImplementedError:
+    """PyTorch's error for a kernel that has no integer version."""
+    return NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(x.dtype)}\'')
+
+
+def _apply(
+    input: Tensor,
+    forward: Callable[[Any, Any], Any],
+    node_cls: type[Any],
+    inplace: bool,
+    kernel: str,
+    **attrs: Any,
+) -> Tensor:
+    """Run an activation: ``forward(xp, array)`` on the input's data, the node recorded on the
+    input (saved as ``x``), or written into the input when ``inplace``."""
+    x = input.data
+    if x.dtype.kind != "f":
+        raise _kernel_name_error(kernel, x)
+    xp = input._device.xp
+    if inplace:
+        if _recording(input):
+            old = _alias(input, True)
+            _commit(input, _apply(old, forward, node_cls, False, kernel, **attrs))
+            return input
+        xp.copyto(x, quietly(forward, xp, x))
+        _bump(input)
+        return input
+    out = like(quietly(forward, xp, x).astype(x.dtype, copy=False), input)
+    if needs_grad(input):
+        node: Any = attach(node_cls((edge_of(input),)), out)
+        node.x = save(input)
+        for key, value in attrs.items():
+            setattr(node, key, value)
+    return out
+
+
+# ------------------------------------------------------------------------------ gelu
+def _gelu_none(xp: Any, x: Any) -> Any:
+    return x * 0.5 * (1.0 + _erf(xp, x * _SQRT1_2))
+
+
+def _gelu_tanh(xp: Any, x: Any) -> Any:
+    inner = _TANH_BETA * (x + _TANH_KAPPA * x * x * x)
+    return 0.5 * x * (1.0 + xp.tanh(inner))
+
+
+@backward(name="GeluBackward0", saved=("x",))
+def _GeluBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
+    """PyTorch's ``GeluBackwardKernelImpl``: ``cdf + x * pdf`` (exact), or the derivative of
+    ``0.5 x (1 + tanh(inner))`` (tanh)."""
+    g, x = grads[0], self.x.unpack(self)
+    if self.approximate == "tanh":
+        inner = (x + x * x * x * _TANH_KAPPA) * _TANH_BETA
+        t = tanh(inner)
+        right_derivative = (1.0 - t * t) * ((x * x * (3.0 * _TANH_KAPPA) + 1.0) * _TANH_BETA)
+        return (g * ((t + 1.0) * 0.5 + x * 0.5 * right_derivative),)
+    cdf = (erf(x * _SQRT1_2) + 1.0) * 0.5
+    pdf = exp(x * x * -0.5) * _GELU_PDF
+    return (g * (cdf + x * pdf),)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """``x * Phi(x)``, Phi the standard normal CDF; ``approximate='tanh'`` uses
+    ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    forward = _gelu_tanh if approximate == "tanh" else _gelu_none
+    return _apply(input, forward, _GeluBackward0, False, "GeluKernelImpl", approximate=approximate)
+
+
+# ------------------------------------------------------------------------------ silu, mish
+def _silu(xp: Any, x: Any) -> Any:
+    return x / (1.0 + xp.exp(-x))
+
+
+@backward(name="SiluBackward0", saved=("x",))
+def _SiluBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
+    """``sigmoid(x) * (1 + x * (1 - sigmoid(x)))``."""
+    g, x = grads[0], self.x.unpack(self)
+    s = sigmoid(x)
+    return (g * (s * (x * (1.0 - s) + 1.0)),)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * sigmoid(x)`` (the swish)."""
+    return _apply(input, _silu, _SiluBackward0, inplace, "silu_cpu")
+
+
+def _mish(xp: Any, x: Any) -> Any:
+    return x * xp.tanh(xp.log1p(xp.exp(x)))
+
+
+@backward(name="MishBackward0", saved=("x",))
+def _MishBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
+    """``tanh(softplus(x)) + x * sigmoid(x) * (1 - tanh(softplus(x))**2)``."""
+    g, x = grads[0], self.x.unpack(self)
+    t = tanh(log1p(exp(x)))
+    return (g * (t + x * sigmoid(x) * (1.0 - t * t)),)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """``x * tanh(softplus(x))``."""
+    return _apply(input, _mish, _MishBackward0, inplace, "mish_cpu")
+
+
+# ------------------------------------------------------------------------------ elu
+@backward(name="EluBackward0", saved=("x",))
+def _EluBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
+    """``alpha * exp(x)`` where ``x <= 0``, 1 elsewhere (NaN included: PyTorch's formula, and
+    its scalar loop; its vectorised loop gives NaN there)."""
+    g, x = grads[0], self.x.unpack(self)
+    return (g * where(x.data <= 0, exp(x) * self.alpha, 1.0),)
+
+
+@backward(name="EluBackward1", saved=("result",))
+def _EluBackward1(self: Any, grads: list[Any]) -> tuple[Any]:
+    """``elu_``'s, through the result: ``result + alpha`` where ``result <= 0``, 1 elsewhere."""
+    if self.alpha < 0:
+        raise RuntimeError(_ELU_NEGATIVE)
+    g, y = grads[0], self.result.unpack(self)
+    return (g * where(y.data <= 0, y + self.alpha, 1.0),)
+
+
+def _elu(alpha: float) -> Callable[[Any, Any], Any]:
+    def forward(xp: Any, x: Any) -> Any:
+        return xp.where(x > 0, x, alpha * xp.expm1(x))
+
+    return forward
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
+    if inplace:
+        return _result_inplace(input, _elu(alpha), _EluBackward1, "elu_cpu", alpha=alpha)
+    return _apply(input, _elu(alpha), _EluBackward0, False, "elu_cpu", alpha=alpha)
+
+
+def _result_inplace(input: Tensor, forward: Callable[[Any, Any], Any], node_cls: type[Any], kernel: str, **attrs: Any) -> Tensor:
+    """``elu_``/``leaky_relu_``: written in place, the node differentiating through the result."""
+    x = input.data
+    if x.dtype.kind != "f":
+        raise _kernel_name_error(kernel, x)
+    xp = input._device.xp
+    if not _recording(input):
+        xp.copyto(x, quietly(forward, xp, x))
+        _bump(input)
+        return input
+    old = _alias(input, False)
+    out = like(quietly(forward, xp, x).astype(x.dtype, copy=False), input)
+    node: Any = attach(node_cls((edge_of(old),)), out)
+    for key, value in attrs.items():
+        setattr(node, key, value)
+    _commit(input, out)
+    node.result = _save_result(input)
+    return input
+
+
+# ------------------------------------------------------------------------------ leaky_relu
+@backward(name="LeakyReluBackward0", saved=("x",))
+def _LeakyReluBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
+    """1 where ``x > 0``, ``negative_slope`` elsewhere."""
+    g, x = grads[0], self.x.unpack(self)
+    positive = x.data > 0
+    return (g * _mask_values(positive, 1.0, self.negative_slope, x),)
+
+
+@backward(name="LeakyReluBackward1", saved=("result",))
+def _LeakyReluBackward1(self: Any, grads: list[Any]) -> tuple[Any]:
+    """``leaky_relu_``'s, through the result (the same mask for a non-negative slope)."""
+    if self.negative_slope < 0:
+        raise RuntimeError(_LEAKY_NEGATIVE)
+    g, y = grads[0], self.result.unpack(self)
+    return (g * _mask_values(y.data > 0, 1.0, self.negative_slope, y),)
+
+
+def _mask_values(mask: Any, yes: float, no: float, like_tensor: Tensor) -> Any:
+    """A constant array ``yes`` where ``mask``, ``no`` elsewhere, in the tensor's dtype."""
+    xp = like_tensor._device.xp
+    return xp.where(mask, yes, no).astype(like_tensor.data.dtype, copy=False)
+
+
+def _leaky(slope: float) -> Callable[[Any, Any], Any]:
+    def forward(xp: Any, x: Any) -> Any:
+        return xp.where(x > 0, x, x * slope)
+
+    return forward
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """``x`` where positive, ``negative_slope * x`` elsewhere."""
+    if inplace:
+        return _result_inplace(input, _leaky(negative_slope), _LeakyReluBackward1, "leaky_relu_cpu",
+                               negative_slope=negative_slope)
+    return _apply(input, _leaky(negative_slope), _LeakyReluBackward0, False, "leaky_relu_cpu",
+                  negative_slope=negative_slope)
+
+
+# ------------------------------------------------------------------------------ softplus
+@backward(name="SoftplusBackward0", saved=("x",))
+def _SoftplusBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
+    """``z / (z + 1)``, ``z = exp(beta x)``, where ``beta x <= threshold``; 1 above."""
+    g, x = grads[0], self.x.unpack(self)
+    z = exp(x * self.beta)
+    return (g * where((x.data * self.beta) > self.threshold, 1.0, z / (z + 1.0)),)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta x)) / beta``, and ``x`` itself where ``beta x > threshold``."""
+
+    def forward(xp: Any, x: Any) -> Any:
+        scaled = x * beta
+        return xp.where(scaled > threshold, x, xp.log1p(xp.exp(scaled)) / beta)
+
+    return _apply(input, forward, _SoftplusBackward0, False, "softplus_cpu", beta=beta, threshold=threshold)
+
+
+# ------------------------------------------------------------------------------ hardtanh
+@backward(name="HardtanhBackward0", saved=("x",))
+def _HardtanhBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
+    """0 on and outside the bounds, 1 elsewhere (NaN included: PyTorch's formula, and its scalar
+    loop; its vectorised loop gives 0 there)."""
+    g, x = grads[0], self.x.unpack(self)
+    outside = (x.data <= self.min_val) | (x.data >= self.max_val)
+    return (where(outside, 0.0, g),)
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """``x`` clamped to ``[min_val, max_val]``."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+
+    def forward(xp: Any, x: Any) -> Any:
+        return xp.minimum(xp.maximum(x, min_val), max_val)
+
+    return _apply(input, forward, _HardtanhBackward0, inplace, "hardtanh_cpu", min_val=min_val, max_val=max_val)
+
+
+register("gelu", gelu, _GeluBackward0, family="activations")
+register("silu", silu, _SiluBackward0, family="activations")
+register("mish", mish, _MishBackward0, family="activations")
+register("elu", elu, _EluBackward0, _EluBackward1, family="activations")
+register("leaky_relu", leaky_relu, _LeakyReluBackward0, _LeakyReluBackward1, family="activations")
+register("softplus", softplus, _SoftplusBackward0, family="activations")
+register("hardtanh", hardtanh, _HardtanhBackward0, family="activations")

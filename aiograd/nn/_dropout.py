@@ -1,0 +1,54 @@
+"""torch.nn.functional's ``dropout``: zero each element with probability ``p`` and scale the
+rest by ``1 / (1 - p)``, as PyTorch's ``at::dropout`` (``input * mask``, so the node is
+``MulBackward0``, the mask a constant).
+
+The mask is drawn from the default generator (aiograd/_random.py) on the host and moved to the
+input's device, so ``aiograd.utils.checkpoint``, which saves and replays that generator's state,
+recomputes the same mask. ``p == 0``, ``training=False`` and an empty input return the input
+itself, as PyTorch's; ``p == 1`` multiplies by zeros.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _random
+from .._device import device_type
+from .._ops._inplace_util import _dtype_name
+from .._ops._registry import register
+from .._ops._util import Tensor, wrap
+from .._ops.elementwise import MulBackward0, mul
+from .._ops.inplace import mul_
+
+__all__ = ["dropout"]
+
+
+def _mask(input: Tensor, p: float) -> Tensor:
+    """The scaled keep-mask, a constant tensor on the input's device, in its dtype."""
+    x = input.data
+    if p == 1.0:
+        host = np.zeros(x.shape, dtype=x.dtype)
+    else:
+        keep = _random.generator().random(x.shape) < 1.0 - p  # Bernoulli(1 - p), as torch's
+        host = (keep / (1.0 - p)).astype(x.dtype)
+    dev = input._device
+    data = host if dev.xp is np else device_type(dev.type).to_device(host, dev.index)
+    out = wrap(data)
+    out._device = dev
+    return out
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """During training, zero each element with probability ``p`` (drawn from the default
+    generator) and scale the others by ``1 / (1 - p)``; the input itself otherwise."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p == 0 or not training or input.data.size == 0:
+        return input
+    if input.data.dtype.kind != "f":
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {_dtype_name(input.data.dtype)}")
+    mask = _mask(input, p)
+    return mul_(input, mask) if inplace else mul(input, mask)
+
+
+register("dropout", dropout, MulBackward0, family="dropout")

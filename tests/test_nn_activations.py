@@ -1,0 +1,163 @@
+"""The activations of ``aiograd.nn.functional`` (aiograd/nn/_activations.py): one ``OpSpec`` row
+per form through the op factory (gradcheck, gradgradcheck, values and first and second
+derivatives against torch, float32, grad_fn names), then the in-place forms, the edge values and
+PyTorch's errors, each against torch."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import requires_torch, torch
+from op_factory import OpSpec, away_from, make_op_tests
+
+import aiograd as ag
+import aiograd.nn.functional as F
+
+
+def nnf(lib: Any) -> Any:
+    """``aiograd.nn.functional`` or ``torch.nn.functional``."""
+    return F if lib is ag else torch.nn.functional
+
+
+ACTIVATION_SPECS = [
+    OpSpec("gelu", lambda lib, x: nnf(lib).gelu(x), ((3, 4),), domain=(-4, 4), grad_fn="GeluBackward0"),
+    OpSpec("gelu_tanh", lambda lib, x: nnf(lib).gelu(x, approximate="tanh"), ((3, 4),), domain=(-4, 4),
+           grad_fn="GeluBackward0", op="gelu"),
+    OpSpec("silu", lambda lib, x: nnf(lib).silu(x), ((3, 4),), domain=(-5, 5), grad_fn="SiluBackward0"),
+    OpSpec("mish", lambda lib, x: nnf(lib).mish(x), ((3, 4),), domain=(-5, 5), grad_fn="MishBackward0"),
+    OpSpec("elu", lambda lib, x: nnf(lib).elu(x, 0.7), away_from(0.0)([(3, 4)]), grad_fn="EluBackward0"),
+    OpSpec("elu_inplace", lambda lib, x: nnf(lib).elu(x * 1.0, 1.3, inplace=True), away_from(0.0)([(3, 4)]),
+           grad_fn="EluBackward1", op="elu"),
+    OpSpec("leaky_relu", lambda lib, x: nnf(lib).leaky_relu(x, 0.2), away_from(0.0)([(3, 4)]),
+           grad_fn="LeakyReluBackward0"),
+    OpSpec("leaky_relu_inplace", lambda lib, x: nnf(lib).leaky_relu(x * 1.0, inplace=True),
+           away_from(0.0)([(3, 4)]), grad_fn="LeakyReluBackward1", op="leaky_relu"),
+    OpSpec("softplus", lambda lib, x: nnf(lib).softplus(x), ((3, 4),), domain=(-5, 5), grad_fn="SoftplusBackward0"),
+    OpSpec("softplus_beta", lambda lib, x: nnf(lib).softplus(x, beta=2.0, threshold=3.0),
+           away_from(1.5, lo=-3, hi=3)([(3, 4)]), grad_fn="SoftplusBackward0", op="softplus"),
+    OpSpec("hardtanh", lambda lib, x: nnf(lib).hardtanh(x, -0.5, 1.5), away_from(-0.5, 1.5)([(3, 4)]),
+           grad_fn="HardtanhBackward0"),
+    OpSpec("hardtanh_inplace", lambda lib, x: nnf(lib).hardtanh(x * 1.0, inplace=True), away_from(-1.0, 1.0)([(3, 4)]),
+           grad_fn="HardtanhBackward0", op="hardtanh"),
+    OpSpec("silu_inplace", lambda lib, x: nnf(lib).silu(x * 1.0, inplace=True), ((3, 4),), grad_fn="SiluBackward0",
+           op="silu"),
+    OpSpec("mish_inplace", lambda lib, x: nnf(lib).mish(x * 1.0, inplace=True), ((3, 4),), grad_fn="MishBackward0",
+           op="mish"),
+]
+
+globals().update(make_op_tests(ACTIVATION_SPECS))
+
+CALLS = {
+    "gelu": lambda f, x: f.gelu(x),
+    "gelu_tanh": lambda f, x: f.gelu(x, approximate="tanh"),
+    "silu": lambda f, x: f.silu(x),
+    "mish": lambda f, x: f.mish(x),
+    "elu": lambda f, x: f.elu(x, 0.5),
+    "leaky_relu": lambda f, x: f.leaky_relu(x, 0.1),
+    "softplus": lambda f, x: f.softplus(x, 0.5, 4.0),
+    "hardtanh": lambda f, x: f.hardtanh(x, -2.0, 0.5),
+}
+EDGES = [np.nan, np.inf, -np.inf, 0.0, -0.0, 5e-324, -5e-324, 1.0, -1.0, -0.5, 0.5, -2.0, 30.0, -30.0, 700.0, -700.0]
+
+
+@requires_torch
+@pytest.mark.parametrize("name", list(CALLS))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+async def test_edge_values_and_gradients_match_torchs_formula(name: str, dtype: Any) -> None:
+    values = np.array(EDGES, dtype=dtype)
+    x, tx = ag.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy warning escapes
+        out = CALLS[name](F, x)
+        (g,) = await ag.grad(out.sum(), [x])
+    # torch one element at a time: its scalar loop, PyTorch's formula (its vectorised loops
+    # disagree with it at NaN for ELU's and Hardtanh's gradients and at inf for float32 GELU)
+    touts = [CALLS[name](torch.nn.functional, t) for t in tx.unbind()]
+    tout = torch.stack(touts)
+    tg = torch.stack([torch.autograd.grad(t, [tx])[0][i] for i, t in enumerate(touts)])
+    rtol = 1e-12 if dtype == np.float64 else 1e-5  # (float32: torch rounds its steps)
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=rtol, equal_nan=True)
+    np.testing.assert_allclose(g.numpy(), tg.numpy(), rtol=rtol, atol=1e-300, equal_nan=True)
+
+
+@requires_torch
+@pytest.mark.parametrize("name", ["silu", "mish", "elu", "leaky_relu", "hardtanh"])
+async def test_inplace_writes_the_input_and_matches_torch(name: str) -> None:
+    data = np.random.default_rng(3).uniform(-2, 2, (4, 5))
+    leaf, tleaf = ag.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+    y, ty = leaf * 2.0, tleaf * 2.0
+    out = getattr(F, name)(y, inplace=True)
+    tout = getattr(torch.nn.functional, name)(ty, inplace=True)
+    assert out is y and tout is ty
+    assert y.grad_fn.name() == ty.grad_fn.name()
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-12)
+    (g,) = await ag.grad(out.sum(), [leaf])
+    (tg,) = torch.autograd.grad(tout.sum(), [tleaf])
+    np.testing.assert_allclose(g.numpy(), tg.numpy(), rtol=1e-12)
+    # no grad involved: written in place, nothing recorded
+    plain, tplain = ag.tensor(data), torch.tensor(data)
+    assert getattr(F, name)(plain, inplace=True) is plain
+    getattr(torch.nn.functional, name)(tplain, inplace=True)
+    np.testing.assert_allclose(plain.numpy(), tplain.numpy(), rtol=1e-12)
+
+
+def _error_of(fn: Any) -> tuple[type, str]:
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - the type is compared
+        return type(e), str(e)
+    raise AssertionError("no error")
+
+
+ERROR_CASES = {
+    "gelu_approximate": lambda lib, f: f.gelu(lib.ones(2, dtype=lib.float64), approximate="foo"),
+    "hardtanh_bounds": lambda lib, f: f.hardtanh(lib.ones(2, dtype=lib.float64), 2.0, 1.0),
+    "gelu_integer": lambda lib, f: f.gelu(lib.tensor([1, 2])),
+    "elu_integer": lambda lib, f: f.elu(lib.tensor([1, 2])),
+    "leaf_inplace": lambda lib, f: f.silu(lib.ones(2, dtype=lib.float64, requires_grad=True), inplace=True),
+}
+
+
+@requires_torch
+@pytest.mark.parametrize("case", list(ERROR_CASES))
+def test_errors_match_torch(case: str) -> None:
+    ours = _error_of(lambda: ERROR_CASES[case](ag, F))
+    theirs = _error_of(lambda: ERROR_CASES[case](torch, torch.nn.functional))
+    assert ours == theirs
+
+
+@requires_torch
+@pytest.mark.parametrize("name", ["elu", "leaky_relu"])
+async def test_inplace_negative_slope_backward_error_matches_torch(name: str) -> None:
+    leaf, tleaf = ag.ones(3, dtype=ag.float64, requires_grad=True), torch.ones(3, dtype=torch.float64, requires_grad=True)
+    out = getattr(F, name)(leaf * 1.0, -0.1, inplace=True)
+    tout = getattr(torch.nn.functional, name)(tleaf * 1.0, -0.1, inplace=True)
+    with pytest.raises(RuntimeError) as ours:
+        await ag.grad(out.sum(), [leaf])
+    with pytest.raises(RuntimeError) as theirs:
+        torch.autograd.grad(tout.sum(), [tleaf])
+    assert str(ours.value) == str(theirs.value)
+
+
+@requires_torch
+def test_torchs_vectorised_loops_differ_from_its_formula_where_aiograd_follows_the_formula() -> None:
+    """The cases tests/test_edge_values.py lists as exceptions: torch's answer at NaN (ELU's and
+    Hardtanh's gradients) and at +inf (float32 GELU) depends on whether the element falls in its
+    vectorised loop (a long tensor) or its scalar loop (the formula, one element); aiograd gives
+    the formula's everywhere. If torch makes its loops agree, this test says so."""
+    f = torch.nn.functional
+
+    def grad_at(fn: Any, value: float, n: int, dtype: Any) -> float:
+        x = torch.full((n,), value, dtype=dtype, requires_grad=True)
+        return float(torch.autograd.grad(fn(x).sum(), [x])[0][0])
+
+    for dtype in (torch.float64, torch.float32):
+        assert grad_at(f.hardtanh, np.nan, 1, dtype) == 1.0 and grad_at(f.hardtanh, np.nan, 64, dtype) == 0.0
+        assert grad_at(f.elu, np.nan, 1, dtype) == 1.0 and np.isnan(grad_at(f.elu, np.nan, 64, dtype))
+        assert float(ag.sync.grad(F.hardtanh(x := ag.full((64,), np.nan, dtype=ag.float64, requires_grad=True)).sum(), [x])[0][0]) == 1.0
+    assert float(f.gelu(torch.full((1,), np.inf))[0]) == np.inf
+    assert np.isnan(float(f.gelu(torch.full((64,), np.inf))[0]))
+    assert float(F.gelu(ag.full((64,), np.inf, dtype=ag.float32))[0]) == np.inf
