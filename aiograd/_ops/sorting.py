@@ -127,6 +127,8 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     ``(values, indices)`` named tuple, as ``torch.topk``. The values always come sorted (PyTorch
     leaves their order unspecified when ``sorted=False``)."""
     k = _int_arg(k, "topk", "k")
+    if input.data.dtype == np.bool_:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     return TopkResult(*_sorted(input, dim, bool(largest), k, TopkBackward0, "topk"))
 
 
@@ -145,6 +147,9 @@ def _select(input: Tensor, dim: Any, keepdim: bool, position: Any, cls: type[Any
     """The value at sorted ``position(size)`` of each slice along ``dim``, and its index; for
     ``median`` a slice with a NaN gives its first NaN, as PyTorch."""
     data, xp = input.data, input._device.xp
+    if data.dtype == np.bool_:  # (PyTorch's kernels for these have no bool case)
+        kernel = "median_out" if fname == "median" else f"{fname}_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     d = _dim(_int_arg(dim, fname, "dim"), data.ndim)
     axes = (d,) if data.ndim else ()
     _check_nonempty(data, axes, fname)
@@ -208,6 +213,8 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
     if keepdim:
         raise TypeError("median(): 'keepdim' needs 'dim'")
     data, xp = input.data, input._device.xp
+    if data.dtype == np.bool_:
+        raise NotImplementedError('"median_cpu" not implemented for \'Bool\'')
     flat = data.reshape(-1)
     if flat.size == 0:
         value = xp.asarray(xp.nan, dtype=data.dtype)
