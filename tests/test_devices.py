@@ -30,6 +30,8 @@ import test_ops_joining
 import test_ops_linalg
 import test_ops_pointwise
 import test_ops_reduction
+import test_ops_scans  # (issue 13: reductions and scans)
+import test_ops_sorting
 import test_ops_shape
 import test_ops_unary_math
 from helpers import rng
@@ -672,6 +674,9 @@ SPEC_TABLES = {
     "linalg": test_ops_linalg.SPECS,
     "convenience": test_ops_convenience.SPECS + test_ops_convenience.REPEAT_SPECS,
     "function": test_function.SPECS,
+    "reduction_extra": test_ops_reduction.REDUCTION_SPECS,  # (issue 13: reductions and scans)
+    "scans": test_ops_scans.SPECS,
+    "sorting": test_ops_sorting.SPECS,
 }
 SPECS = [pytest.param(s, id=f"{family}-{s.name}") for family, table in SPEC_TABLES.items() for s in table]
 

@@ -151,6 +151,18 @@ REDUCTIONS: dict[str, Fn] = {
     "mse_loss": lambda lib, x: lib.nn.functional.mse_loss(x, x.detach() * 0.0 + 1.0),
     "cross_entropy": lambda lib, x: lib.nn.functional.cross_entropy(x.reshape(1, -1), lib.tensor([0])),
     "nll_loss": lambda lib, x: lib.nn.functional.nll_loss(x.reshape(1, -1), lib.tensor([0])),
+    # (issue 13: reductions and scans)
+    "amax": lambda lib, x: x.amax(),
+    "amin": lambda lib, x: x.amin(),
+    "amax_dim": lambda lib, x: x.reshape(1, -1).amax(1),
+    "cumsum": lambda lib, x: x.cumsum(0),
+    "cumprod": lambda lib, x: x.cumprod(0),
+    "sort": lambda lib, x: x.sort()[0],
+    "sort_descending": lambda lib, x: x.sort(descending=True)[0],
+    "topk": lambda lib, x: x.topk(1)[0],
+    "kthvalue": lambda lib, x: x.kthvalue(1)[0],
+    "median": lambda lib, x: x.median(),
+    "median_dim": lambda lib, x: x.median(0)[0],
 }
 
 #: Ops whose finite values come from another libm or summation order than torch's: their NaN

@@ -15,6 +15,7 @@ from helpers import requires_torch, to_torch, torch
 from op_factory import OpSpec, make_op_tests
 
 import aiograd as ag
+from aiograd._ops import sorting as S
 
 SPECS = [
     OpSpec("sort", lambda lib, x: x.sort().values, ((3, 4),), grad_fn="SortBackward0"),
@@ -73,8 +74,9 @@ def test_named_tuples_as_torchs(call: Callable[[Any], Any]) -> None:
 TIES = np.array([[1.0, 3.0, 3.0, -2.0, 3.0], [3.0, 0.5, 2.0, 3.0, 0.5], [-1.0, -1.0, -2.0, -2.0, -1.0]])
 NANS = np.array([[1.0, np.nan, 0.0, np.nan, -1.0], [2.0, -1.0, 0.5, 3.0, np.nan], [0.5, 0.25, 1.0, 2.0, -3.0]])
 
-#: Calls whose indices, values and gradients are torch's also among ties: the stable sorts, and
-#: the reductions that share the gradient evenly.
+#: Calls whose indices, values and gradients are torch's also among ties: the stable sorts,
+#: median (its index the stable order's too), kthvalue (PyTorch's quickselect, ported), and the
+#: median of all, which shares the gradient evenly.
 EXACT_CALLS = [
     ("sort", lambda x: x.sort(1)),
     ("sort_descending", lambda x: x.sort(1, descending=True)),
@@ -84,6 +86,11 @@ EXACT_CALLS = [
     ("argsort_descending", lambda x: x.argsort(1, descending=True)),
     ("median", lambda x: x.median()),
     ("median_of_row", lambda x: x[2].median()),
+    ("median_dim", lambda x: x.median(1)),
+    ("median_dim0_keepdim", lambda x: x.median(0, keepdim=True)),
+    ("kthvalue", lambda x: x.kthvalue(2, 1)),
+    ("kthvalue_4th", lambda x: x.kthvalue(4, 1)),
+    ("kthvalue_dim0", lambda x: x.kthvalue(2, 0)),
 ]
 
 
@@ -106,16 +113,13 @@ async def test_ties_and_nans_match_torch(call: Callable[[Any], Any], data: np.nd
     np.testing.assert_array_equal(gx.data, tgx.numpy())
 
 
-#: Calls for which torch's index among tied values is its selection algorithm's pick (torch's
+#: topk, whose index among tied values is libstdc++'s nth_element's pick in torch (torch's
 #: documentation: "not necessarily the first occurrence"): the values are torch's, each slice's
 #: gradient lands on the elements at the returned indices, which hold those values, and sums to
 #: torch's.
 SELECTING_CALLS = [
     ("topk", lambda x: x.topk(2, 1)),
     ("topk_smallest", lambda x: x.topk(3, 1, largest=False)),
-    ("kthvalue", lambda x: x.kthvalue(2, 1)),
-    ("kthvalue_4th", lambda x: x.kthvalue(4, 1)),
-    ("median_dim", lambda x: x.median(1)),
     ("topk_all", lambda x: x.topk(5)),
 ]
 
@@ -140,6 +144,24 @@ async def test_selection_among_ties_matches_torch_values_and_gradient_mass(
     expected = np.zeros_like(data)
     np.put_along_axis(expected, idx, seed.reshape(data.shape[0], -1), axis=1)
     np.testing.assert_array_equal(gx.data, expected)
+
+
+@requires_torch
+@pytest.mark.parametrize("seed", range(4))
+def test_kthvalue_and_median_pick_torchs_index_among_many_ties(seed: int) -> None:
+    data = np.random.default_rng(seed).integers(0, 4, (5, 23)).astype(np.float64)
+    data[0, ::3] = np.nan
+    for k in range(1, 24):
+        out, tout = ag.tensor(data).kthvalue(k, 1), torch.tensor(data).kthvalue(k, 1)
+        np.testing.assert_array_equal(out.indices.data, tout.indices.numpy(), err_msg=f"k={k}")
+    for dim in (0, 1):
+        np.testing.assert_array_equal(ag.tensor(data).median(dim).indices.data, torch.tensor(data).median(dim).indices.numpy())
+
+
+def test_quickselect_port_finds_the_kth_smallest() -> None:
+    values = [3.0, np.nan, 1.0, 2.0, 1.0, np.nan, 0.5]
+    picked = [values[S.torch_quickselect(values, k)] for k in range(len(values))]
+    np.testing.assert_array_equal(picked, np.sort(values))
 
 
 def test_median_picks_the_lower_middle_and_the_first_nan() -> None:

@@ -24,7 +24,7 @@ __all__ = ["amax", "amin", "all", "any", "count_nonzero"]
 def AmaxBackward0(self: Any, grads: list[Any]) -> Any:
     """PyTorch's ``scale_grad_by_count``: ``grad / count * mask``, the mask marking the elements
     equal to their slice's result and ``count`` how many there are per slice (a tie shares the
-    gradient evenly; a NaN slice, whose mask is empty, gets NaN, as PyTorch)."""
+    gradient evenly; a NaN slice gets NaN, as PyTorch)."""
     g = expand_reduced(grads[0], self.mask.shape, self.axes, self.keepdim)
     return ((g / self.count) * self.mask,)
 
@@ -32,20 +32,38 @@ def AmaxBackward0(self: Any, grads: list[Any]) -> Any:
 AminBackward0 = variant("AminBackward0", AmaxBackward0)
 
 
+def _first_extreme(xp: Any, data: Any, axes: tuple[int, ...] | None, keepdim: bool, largest: bool) -> Any:
+    """The extreme over ``axes`` as the element ``argmax``/``argmin`` finds: of equal elements
+    (0.0 and -0.0) the first, as PyTorch's amax/amin keep it (numpy's max keeps the last);
+    the first NaN of a slice that has one."""
+    if axes == ():
+        return data.copy()
+    axes = tuple(range(data.ndim)) if axes is None else axes
+    kept = [a for a in range(data.ndim) if a not in axes]
+    flat = xp.transpose(data, kept + list(axes)).reshape(tuple(data.shape[a] for a in kept) + (-1,))
+    find = xp.argmax if largest else xp.argmin
+    values = xp.take_along_axis(flat, find(flat, axis=-1, keepdims=True), axis=-1)[..., 0]
+    return xp.expand_dims(values, axes) if keepdim else values
+
+
 def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Tensor:
     fname = "amax" if largest else "amin"
     data, xp = input.data, input._device.xp
     axes = axes_of(dim, data.ndim)
     _check_nonempty(data, axes, fname)
-    reduce = xp.max if largest else xp.min
-    out = like(xp.asarray(reduce(data, axis=axes, keepdims=keepdim)), input)
+    out = like(_first_extreme(xp, data, axes, keepdim, largest), input)
     if needs_grad(input):
         # the result back in the input's rank (a full reduction's 0-d result broadcasts as it is)
         full = xp.expand_dims(out.data, axes) if axes and not keepdim else out.data
         mask = data == full
+        count = mask.sum(axis=axes, keepdims=True)
+        # A NaN slice has no element equal to its result: PyTorch's ``grad / 0 * 0`` makes its
+        # gradient NaN. The same NaN comes from a NaN factor over a count of 1, without the
+        # invalid-value warning numpy would give for inf * 0.
+        empty = count == 0
         node = attach((AmaxBackward0 if largest else AminBackward0)((edge_of(input),)), out)
-        node.mask = mask
-        node.count = mask.sum(axis=axes, keepdims=True).astype(data.dtype)
+        node.mask = xp.where(empty, data.dtype.type(np.nan), mask.astype(data.dtype))
+        node.count = xp.where(empty, 1, count).astype(data.dtype)
         node.axes, node.keepdim = axes, keepdim
     return out
 

@@ -3,8 +3,9 @@
 The backward of a cumulative sum is a cumulative sum from the other end (PyTorch's
 ``reversed_cumsum``); both directions are one node, ``CumsumBackward0``, so every order of
 derivative is again a scan. ``cumprod``'s backward is PyTorch's ``cumprod_backward``: without
-zeros in the input ``reversed_cumsum(result * grad) / input``; with zeros an exact formula with no
-division (see ``_cumprod_grad_with_zeros``), differentiable again.
+zeros in the input ``reversed_cumsum(result * grad) / input``; with zeros, at first order PyTorch's
+O(n) formula, and under ``create_graph`` an exact one with no division (see
+``_cumprod_grad_with_zeros``), differentiable again.
 
 Backward formulas address the scanned dim from the end (a negative dim), so that the leading
 batch dims of ``grad(..., is_grads_batched=True)`` pass through them untouched.
@@ -17,9 +18,10 @@ from typing import Any
 import numpy as np
 
 from ._registry import backward, op
-from ._util import Tensor, attach, edge_of, like, needs_grad, save
+from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
 from .indexing import getitem
 from .joining import cat
+from .quiet import quietly
 from .shape import _dim
 
 __all__ = ["cumsum", "cumprod"]
@@ -60,11 +62,16 @@ def _cumsum(input: Tensor, d: int, reverse: bool) -> Tensor:
     """The cumulative sum along ``d`` (negative), from the end when ``reverse``."""
     data, xp = input.data, input._device.xp
     if data.ndim == 0:
-        out = like(data.copy(), input)
+        values = data.copy()
     elif reverse:
-        out = like(xp.flip(xp.cumsum(xp.flip(data, d), axis=d), d), input)
+        values = xp.flip(xp.cumsum(xp.flip(data, d), axis=d), d)
     else:
-        out = like(xp.cumsum(data, axis=d), input)
+        values = xp.cumsum(data, axis=d)
+    if values.dtype.kind == "f":
+        # PyTorch's accumulator starts at +0.0, so its sums are never -0.0 (numpy's first one is
+        # the first element itself): adding +0.0 turns exactly the -0.0s into +0.0
+        values += values.dtype.type(0.0)
+    out = like(values, input)
     if needs_grad(input):
         node = attach(CumsumBackward0((edge_of(input),)), out)
         node.dim, node.reverse = d, reverse
@@ -109,7 +116,31 @@ def CumprodBackward0(self: Any, grads: list[Any]) -> Any:
     if not (x.data == 0).any():
         result = self.result.unpack(self)
         return (_cumsum(result * g, d, True) / x,)
+    if not grad_enabled():  # first order: PyTorch's O(n) formula, NaN and inf as it gives them
+        result = self.result.unpack(self)
+        return (like(quietly(_first_order_with_zeros, g._device.xp, x.data, g.data, result.data, d), g),)
     return (_cumprod_grad_with_zeros(x, g, d),)
+
+
+def _first_order_with_zeros(xp: Any, x: Any, g: Any, result: Any, d: int) -> Any:
+    """PyTorch's first-order cumprod_backward with zeros in the input, on arrays: before a
+    slice's first zero ``reversed_cumsum(result * g) / x``; at the first zero the product of
+    the factors before it times ``sum_j g_j * prod_{z1<i<=j} x_i`` up to the second zero; zero
+    after it."""
+    zero = x == 0
+    count = xp.cumsum(zero, axis=d)
+    before, upto_second = count == 0, count == 1
+    first = zero & upto_second
+    between = upto_second & ~first
+    w = xp.where(before, result * g, 0.0)
+    out = xp.where(before, xp.flip(xp.cumsum(xp.flip(w, d), axis=d), d) / x, 0.0)
+    ones = xp.ones((), dtype=x.dtype)
+    after_first = xp.cumprod(xp.where(between, x, ones), axis=d) * xp.where(upto_second, g, 0.0)
+    at_first = after_first.sum(axis=d, keepdims=True)
+    index = xp.argmax(upto_second, axis=d, keepdims=True)
+    prefix = xp.take_along_axis(result, xp.maximum(index - 1, 0), axis=d)
+    at_first = at_first * xp.where(index == 0, ones, prefix)
+    return xp.where(first, at_first, out).astype(g.dtype, copy=False)
 
 
 def _cumprod(input: Tensor, d: int) -> Tensor:

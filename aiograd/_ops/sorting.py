@@ -9,10 +9,12 @@ zero), for ``kthvalue`` and ``median(dim)`` it lands on the one element per slic
 over all elements shares its gradient evenly among the elements equal to the median (PyTorch's
 ``evenly_distribute_backward``).
 
-Among tied values, PyTorch's ``topk``, ``kthvalue`` and ``median(dim)`` return whichever index
-their selection algorithm meets (its documentation: "not necessarily the first occurrence");
-aiograd returns the first in the stable order, so for ties the indices, and the element that
-gets the gradient, may differ from PyTorch's while the values are the same.
+Among tied values the returned index (and so the element that gets the gradient) is PyTorch's
+CPU choice for ``sort``, ``median(dim)`` (both the stable order's) and ``kthvalue`` (the pick of
+PyTorch's quickselect, ported here for the slices with ties). ``topk``'s comes from libstdc++'s
+``nth_element``/``partial_sort`` in PyTorch; aiograd takes the stable order's, which is the same
+for slices of up to 3 elements, but among ties in longer slices the index may differ from
+PyTorch's while the values are the same.
 
 Backward formulas address the dim from the end (a negative dim), so that the leading batch dims
 of ``grad(..., is_grads_batched=True)`` pass through them.
@@ -164,6 +166,8 @@ def _select(input: Tensor, dim: Any, keepdim: bool, position: Any, cls: type[Any
             nan = xp.isnan(data)
             idx = xp.where(nan.any(axis=d, keepdims=True), xp.argmax(nan, axis=d, keepdims=True), idx)
         values = xp.take_along_axis(data, idx, axis=d)
+        if fname == "kthvalue":
+            idx = _kthvalue_ties(xp, data, d, pos, idx, values)
         if not keepdim:
             idx, values = idx.squeeze(d), values.squeeze(d)
     out = like(values, input)
@@ -176,6 +180,71 @@ def _select(input: Tensor, dim: Any, keepdim: bool, position: Any, cls: type[Any
         node = attach(cls((edge_of(input),)), out)
         node.mask, node.axes, node.keepdim = mask, axes, keepdim
     return out, like(idx.astype(np.int64), input)
+
+
+def _greater_or_nan(a: Any, b: Any) -> bool:
+    return bool((a != a and b == b) or a > b)
+
+
+def torch_quickselect(values: list[Any], k: int) -> int:
+    """The original position of the element PyTorch's kthvalue returns as the ``k``-th smallest
+    (0-based) of ``values``: a port of ``quick_select_template`` (ATen's SortingUtils.h),
+    median-of-three quickselect with NaN largest, whose pick among equal values is its own."""
+    arr, pos = list(values), list(range(len(values)))
+
+    def swap(i: int, j: int) -> None:
+        arr[i], arr[j] = arr[j], arr[i]
+        pos[i], pos[j] = pos[j], pos[i]
+
+    low, high = 0, len(arr) - 1
+    while True:
+        if high <= low:
+            return pos[k]
+        if high == low + 1:
+            if _greater_or_nan(arr[low], arr[high]):
+                swap(low, high)
+            return pos[k]
+        swap(low + (high - low) // 2, low + 1)
+        if _greater_or_nan(arr[low + 1], arr[high]):
+            swap(low + 1, high)
+        if _greater_or_nan(arr[low], arr[high]):
+            swap(low, high)
+        if _greater_or_nan(arr[low + 1], arr[low]):
+            swap(low + 1, low)
+        i, j, pivot = low + 1, high, arr[low]
+        while True:
+            i += 1
+            while _greater_or_nan(pivot, arr[i]):
+                i += 1
+            j -= 1
+            while _greater_or_nan(arr[j], pivot):
+                j -= 1
+            if j < i:
+                break
+            swap(i, j)
+        swap(low, j)
+        if j <= k:
+            low = i
+        if j >= k:
+            high = j - 1
+
+
+def _kthvalue_ties(xp: Any, data: Any, d: int, k: int, idx: Any, values: Any) -> Any:
+    """``idx`` with PyTorch's pick for the slices whose k-th value is tied with another element
+    (equal, or NaN beside NaN): there the index is the quickselect's, found on the host slice by
+    slice; a slice whose k-th value is unique has one possible index, the stable sort's."""
+    same = (data == values) | (xp.isnan(data) & xp.isnan(values)) if data.dtype.kind == "f" else data == values
+    tied = same.sum(axis=d, keepdims=True) > 1
+    if not tied.any():
+        return idx
+    host = data if isinstance(data, np.ndarray) else data.get()
+    host_idx = (idx if isinstance(idx, np.ndarray) else idx.get()).copy()
+    host_tied = tied if isinstance(tied, np.ndarray) else tied.get()
+    moved_data, moved_idx = np.moveaxis(host, d, -1), np.moveaxis(host_idx, d, -1)
+    for where in np.argwhere(np.moveaxis(host_tied, d, -1)[..., 0]):  # (argwhere: 0-d too)
+        slot = tuple(where)
+        moved_idx[slot] = torch_quickselect(moved_data[slot].tolist(), k)
+    return host_idx if isinstance(data, np.ndarray) else xp.asarray(host_idx)
 
 
 @op(KthvalueBackward0)
