@@ -134,9 +134,8 @@ from ._ops.joining import cat, chunk, concat, concatenate, split, split_with_siz
 from ._ops.linalg import matmul, mm
 from ._ops.pointwise import addcdiv, addcmul, lerp, masked_fill
 from ._ops.reduction import argmax, argmin, max, mean, min, prod, sum, var
-from ._ops.reduction_extra import all, amax, amin, any, count_nonzero  # (issue 13: reductions, scans)
+from ._ops.reduction_extra import all, amax, amin, any, count_nonzero
 from ._ops.scans import cumprod, cumsum
-from ._ops.sorting import argsort, kthvalue, median, sort, topk
 from ._ops.shape import (
     broadcast_to,
     expand,
@@ -149,6 +148,7 @@ from ._ops.shape import (
     unsqueeze,
 )
 from ._ops.softmax import log_softmax, logsumexp, softmax
+from ._ops.sorting import argsort, kthvalue, median, sort, topk
 from ._ops.unary_math import (
     acos,
     asin,

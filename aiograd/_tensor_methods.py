@@ -21,11 +21,13 @@ from ._ops import (
     linalg,
     pointwise,
     reduction,
+    reduction_extra,  # (issue 13: reductions and scans)
+    scans,
     shape,
     softmax,
+    sorting,
     unary_math,
 )
-from ._ops import reduction_extra, scans, sorting  # (issue 13: reductions and scans)
 from ._tensor import Tensor
 
 __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]

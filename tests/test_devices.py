@@ -31,8 +31,8 @@ import test_ops_linalg
 import test_ops_pointwise
 import test_ops_reduction
 import test_ops_scans  # (issue 13: reductions and scans)
-import test_ops_sorting
 import test_ops_shape
+import test_ops_sorting  # (issue 13: reductions and scans)
 import test_ops_unary_math
 from helpers import rng
 

@@ -55,6 +55,8 @@ def _along(d: int, index: Any) -> tuple[Any, ...]:
 @backward()
 def CumsumBackward0(self: Any, grads: list[Any]) -> Any:
     """The adjoint of a cumulative sum is the cumulative sum in the other direction."""
+    if self.dim is None:  # a 0-d input: the identity (its gradient may carry batch dims)
+        return (grads[0],)
     return (_cumsum(grads[0], self.dim, not self.reverse),)
 
 
@@ -74,7 +76,7 @@ def _cumsum(input: Tensor, d: int, reverse: bool) -> Tensor:
     out = like(values, input)
     if needs_grad(input):
         node = attach(CumsumBackward0((edge_of(input),)), out)
-        node.dim, node.reverse = d, reverse
+        node.dim, node.reverse = (d if data.ndim else None), reverse
     return out
 
 

@@ -241,8 +241,8 @@ def _kthvalue_ties(xp: Any, data: Any, d: int, k: int, idx: Any, values: Any) ->
     host_idx = (idx if isinstance(idx, np.ndarray) else idx.get()).copy()
     host_tied = tied if isinstance(tied, np.ndarray) else tied.get()
     moved_data, moved_idx = np.moveaxis(host, d, -1), np.moveaxis(host_idx, d, -1)
-    for where in np.argwhere(np.moveaxis(host_tied, d, -1)[..., 0]):  # (argwhere: 0-d too)
-        slot = tuple(where)
+    for found in np.argwhere(np.moveaxis(host_tied, d, -1)[..., 0]):  # (argwhere: 0-d too)
+        slot = tuple(found)
         moved_idx[slot] = torch_quickselect(moved_data[slot].tolist(), k)
     return host_idx if isinstance(data, np.ndarray) else xp.asarray(host_idx)
 
