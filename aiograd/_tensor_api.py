@@ -232,9 +232,10 @@ class TensorMethods:
         ) -> Tensor: ...
         def norm(
             self,
-            p: _float | str = 2,
+            p: _float | str | None = "fro",
             dim: int | Sequence[int] | None = None,
             keepdim: _bool = False,
+            dtype: DTypeLike | None = None,
         ) -> Tensor: ...
         @overload
         def max(self) -> Tensor: ...

@@ -163,6 +163,9 @@ REDUCTIONS: dict[str, Fn] = {
     "kthvalue": lambda lib, x: x.kthvalue(1)[0],
     "median": lambda lib, x: x.median(),
     "median_dim": lambda lib, x: x.median(0)[0],
+    "norm_neg_inf": lambda lib, x: x.norm(-INF),
+    "norm_neg1": lambda lib, x: x.norm(-1),
+    "norm_0": lambda lib, x: x.norm(0),
 }
 
 #: Ops whose finite values come from another libm or summation order than torch's: their NaN

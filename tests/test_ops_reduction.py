@@ -493,6 +493,15 @@ REDUCTION_SPECS = [
     OpSpec("count_nonzero", lambda lib, x: (x > 0).count_nonzero(), ((3, 4),), grad=False, why="an integer result"),
     OpSpec("count_nonzero_dims", lambda lib, x: lib.count_nonzero(x * (x > 0), (0, 2)), ((2, 3, 4),), grad=False,
            why="an integer result"),
+    # std and norm with each of torch's signatures (aiograd/_ops/convenience.py)
+    OpSpec("std_positional_unbiased_keepdim", lambda lib, x: x.std(0, False, True), ((3, 4),), op="std"),
+    OpSpec("std_correction_dims", lambda lib, x: lib.std(x, (0, 2), correction=2, keepdim=True), ((2, 3, 4),),
+           op="std"),
+    OpSpec("norm_neg_inf", lambda lib, x: x.norm(float("-inf")), ((3, 4),), op="norm"),
+    OpSpec("norm_neg_inf_dim", lambda lib, x: x.norm(float("-inf"), 1, keepdim=True), ((3, 4),), op="norm"),
+    OpSpec("norm_negative_p", lambda lib, x: x.norm(-1.5, dim=1), ((3, 4),), op="norm"),
+    OpSpec("norm_fro_dims", lambda lib, x: lib.norm(x, "fro", dim=(0, 2)), ((2, 3, 4),), op="norm"),
+    OpSpec("norm_p_none", lambda lib, x: x.norm(None, -1), ((3, 4),), op="norm"),
 ]
 
 globals().update({f"{name}_extra": test for name, test in make_op_tests(REDUCTION_SPECS).items()})
@@ -579,3 +588,56 @@ def test_extra_errors_are_torchs(name: str, call: Callable[[Any], Any], exc: typ
     with pytest.raises(exc) as ours:
         call(ag)
     assert str(ours.value) == str(theirs.value)
+
+
+@requires_torch
+async def test_norm_zero_counts_non_zeros_without_a_gradient() -> None:
+    data = np.array([[1.5, 0.0, -2.0], [0.0, 0.0, 3.0]])
+    for call in (lambda t: t.norm(0), lambda t: t.norm(0, dim=1, keepdim=True)):
+        x, tx = _ag(data), to_torch(data)
+        out, tout = call(x), call(tx)
+        assert out.grad_fn.name() == type(tout.grad_fn).__name__
+        np.testing.assert_array_equal(out.data, tout.detach().numpy())
+        assert await ag.grad(out.sum(), [x], allow_unused=True) == (None,)
+        assert torch.autograd.grad(tout.sum(), [tx], allow_unused=True) == (None,)
+
+
+SIGNATURE_ERRORS: list[tuple[str, Callable[[Any], Any], type]] = [
+    ("norm_int_input", lambda lib: lib.tensor([1, 2]).norm(), RuntimeError),
+    ("norm_narrowing_dtype", lambda lib: lib.ones(2, dtype=lib.float64).norm(dtype=lib.float32), RuntimeError),
+    ("norm_bad_order", lambda lib: lib.ones(2, 3).norm("abc"), RuntimeError),
+    ("norm_fro_three_dims", lambda lib: lib.ones(2, 3, 4).norm("fro", dim=(0, 1, 2)), RuntimeError),
+    ("norm_repeated_dim", lambda lib: lib.ones(2, 3).norm(dim=(0, 0)), RuntimeError),
+    ("norm_dim", lambda lib: lib.ones(2, 3).norm(2, 5), IndexError),
+    ("argmax_bool", lambda lib: lib.tensor([True, False]).argmax(), RuntimeError),
+    ("argmin_bool", lambda lib: lib.tensor([True, False]).argmin(0), RuntimeError),
+    ("std_int_input", lambda lib: lib.tensor([1, 2]).std(), RuntimeError),
+]
+
+
+@requires_torch
+@pytest.mark.parametrize(("name", "call", "exc"), SIGNATURE_ERRORS, ids=[n for n, _, _ in SIGNATURE_ERRORS])
+def test_std_norm_argmax_errors_are_torchs(name: str, call: Callable[[Any], Any], exc: type) -> None:
+    with pytest.raises(exc) as theirs:
+        call(torch)
+    with pytest.raises(exc) as ours:
+        call(ag)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_nuclear_norm_says_it_is_not_implemented() -> None:
+    with pytest.raises(NotImplementedError, match="nuclear norm"):
+        ag.ones(2, 3).norm("nuc")
+
+
+@requires_torch
+async def test_norm_dtype_computes_in_the_wider_dtype() -> None:
+    data = np.array([[0.5, -1.25, 2.0], [1e-3, 3.0, -0.75]], dtype=np.float32)
+    x, tx = ag.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+    out, tout = x.norm(3, 1, dtype=ag.float64), tx.norm(3, 1, dtype=torch.float64)
+    assert out.dtype == np.float64 and out.grad_fn.name() == type(tout.grad_fn).__name__
+    np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=1e-15)
+    (g,) = await ag.grad(out.sum(), [x])
+    (tg,) = torch.autograd.grad(tout.sum(), [tx])
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g.data, tg.numpy(), rtol=1e-6)
