@@ -40,7 +40,8 @@ def _first_extreme(xp: Any, data: Any, axes: tuple[int, ...] | None, keepdim: bo
         return data.copy()
     axes = tuple(range(data.ndim)) if axes is None else axes
     kept = [a for a in range(data.ndim) if a not in axes]
-    flat = xp.transpose(data, kept + list(axes)).reshape(tuple(data.shape[a] for a in kept) + (-1,))
+    reduced = int(np.prod([data.shape[a] for a in axes]))  # (not -1: kept dims may be empty)
+    flat = xp.transpose(data, kept + list(axes)).reshape(tuple(data.shape[a] for a in kept) + (reduced,))
     find = xp.argmax if largest else xp.argmin
     values = xp.take_along_axis(flat, find(flat, axis=-1, keepdims=True), axis=-1)[..., 0]
     return xp.expand_dims(values, axes) if keepdim else values
