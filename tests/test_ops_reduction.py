@@ -1,4 +1,6 @@
-"""Reductions: var, max, min, prod, logsumexp, softmax, log_softmax, argmax, argmin.
+"""Reductions: var, max, min, prod, logsumexp, softmax, log_softmax, argmax, argmin; then amax,
+amin, all, any, count_nonzero (``REDUCTION_SPECS``, factory rows, with ties, dtypes and errors
+against torch) and std's, norm's and argmax's signatures and errors against torch's.
 
 Each case in CASES is one call written so that it runs unchanged on an aiograd tensor and on a
 torch tensor (the method names and signatures are torch's). Every case is gradchecked, most are

@@ -6,15 +6,17 @@ PyTorch's errors, word for word."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import fake_cupy
 import numpy as np
 import pytest
 from helpers import requires_torch, to_torch, torch
 from op_factory import OpSpec, make_op_tests
 
 import aiograd as ag
+from aiograd import _device
 from aiograd._ops import sorting as S
 
 SPECS = [
@@ -254,3 +256,40 @@ def test_errors_are_torchs(name: str, call: Callable[[Any], Any], exc: type) -> 
     with pytest.raises(exc) as ours:
         call(ag)
     assert str(ours.value) == str(theirs.value)
+
+
+# ------------------------------------------------------------------------------ a CuPy-like device
+@pytest.fixture
+def fakecupy() -> Iterator[Any]:
+    """tests/fake_cupy.py's device type (arrays that refuse to become numpy's), registered for
+    one test, as tests/test_device_arrays.py does for its module."""
+    _device.register_device_type("fakecupy", fake_cupy.device_type())
+    try:
+        yield ag.device("fakecupy", 0)
+    finally:
+        del _device._SOURCES["fakecupy"]
+        _device._LOADED.pop("fakecupy", None)
+        for key in [k for k in _device._interned if k[0] == "fakecupy"]:
+            del _device._interned[key]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [lambda t: t.kthvalue(2, 1).values, lambda t: t.kthvalue(3, 0, keepdim=True).values, lambda t: t.median(1).values,
+     lambda t: t.median(), lambda t: t.topk(2).values, lambda t: t.sort(0, descending=True).values],
+    ids=["kthvalue", "kthvalue_dim0", "median_dim", "median", "topk", "sort"],
+)
+def test_ties_and_nans_on_a_cupy_like_device(fakecupy: Any, call: Callable[[Any], Any]) -> None:
+    """The tie handling copies slices to the host and back: same results, held in device arrays."""
+    data = np.array([[1.0, np.nan, 3.0, 3.0, 1.0], [2.0, 2.0, 0.0, 1.0, 2.0], [np.nan, 2.0, np.nan, 1.0, 0.5]])
+    results = []
+    for device in ("cpu", fakecupy):
+        x = ag.tensor(data, requires_grad=True, device=device)
+        out = call(x)
+        (g,) = ag.sync.grad(out.sum(), [x])
+        assert out.device == x.device and g.device == x.device
+        results.append([t.data if device == "cpu" else t.data.get() for t in (out, g)])
+        if device != "cpu":
+            assert type(out.data) is fake_cupy.FakeArray and type(g.data) is fake_cupy.FakeArray
+    for cpu, dev in zip(*results):
+        np.testing.assert_array_equal(cpu, dev)
