@@ -17,7 +17,7 @@ from op_factory import OpSpec, make_op_tests
 
 import aiograd as ag
 from aiograd import _device
-from aiograd._ops import sorting as S
+from aiograd._ops import torch_selection as T
 
 SPECS = [
     OpSpec("sort", lambda lib, x: x.sort().values, ((3, 4),), grad_fn="SortBackward0"),
@@ -76,9 +76,9 @@ def test_named_tuples_as_torchs(call: Callable[[Any], Any]) -> None:
 TIES = np.array([[1.0, 3.0, 3.0, -2.0, 3.0], [3.0, 0.5, 2.0, 3.0, 0.5], [-1.0, -1.0, -2.0, -2.0, -1.0]])
 NANS = np.array([[1.0, np.nan, 0.0, np.nan, -1.0], [2.0, -1.0, 0.5, 3.0, np.nan], [0.5, 0.25, 1.0, 2.0, -3.0]])
 
-#: Calls whose indices, values and gradients are torch's also among ties: the stable sorts,
-#: median (its index the stable order's too), kthvalue (PyTorch's quickselect, ported), and the
-#: median of all, which shares the gradient evenly.
+#: Indices, values and gradients are torch's also among ties: the stable sorts, median (its
+#: index the stable order's too), kthvalue and topk (PyTorch's selection algorithms, ported),
+#: and the median of all, which shares the gradient evenly.
 EXACT_CALLS = [
     ("sort", lambda x: x.sort(1)),
     ("sort_descending", lambda x: x.sort(1, descending=True)),
@@ -93,6 +93,10 @@ EXACT_CALLS = [
     ("kthvalue", lambda x: x.kthvalue(2, 1)),
     ("kthvalue_4th", lambda x: x.kthvalue(4, 1)),
     ("kthvalue_dim0", lambda x: x.kthvalue(2, 0)),
+    ("topk", lambda x: x.topk(2, 1)),
+    ("topk_smallest", lambda x: x.topk(3, 1, largest=False)),
+    ("topk_all", lambda x: x.topk(5)),
+    ("topk_dim0", lambda x: x.topk(2, 0)),
 ]
 
 
@@ -115,39 +119,6 @@ async def test_ties_and_nans_match_torch(call: Callable[[Any], Any], data: np.nd
     np.testing.assert_array_equal(gx.data, tgx.numpy())
 
 
-#: topk, whose index among tied values is libstdc++'s nth_element's pick in torch (torch's
-#: documentation: "not necessarily the first occurrence"): the values are torch's, each slice's
-#: gradient lands on the elements at the returned indices, which hold those values, and sums to
-#: torch's.
-SELECTING_CALLS = [
-    ("topk", lambda x: x.topk(2, 1)),
-    ("topk_smallest", lambda x: x.topk(3, 1, largest=False)),
-    ("topk_all", lambda x: x.topk(5)),
-]
-
-
-@requires_torch
-@pytest.mark.parametrize("data", [TIES, NANS], ids=["ties", "nans"])
-@pytest.mark.parametrize("call", [c for _, c in SELECTING_CALLS], ids=[n for n, _ in SELECTING_CALLS])
-async def test_selection_among_ties_matches_torch_values_and_gradient_mass(
-    call: Callable[[Any], Any], data: np.ndarray
-) -> None:
-    x, tx = ag.tensor(data, requires_grad=True), to_torch(data)
-    out, tout = call(x), call(tx)
-    np.testing.assert_array_equal(out.values.data, tout.values.detach().numpy())
-    idx = out.indices.data.reshape(data.shape[0], -1)
-    picked = np.take_along_axis(data, idx, axis=1)
-    np.testing.assert_array_equal(picked.reshape(out.values.shape), out.values.data)
-    assert all(len(set(row)) == len(row) for row in idx.tolist())  # k distinct elements per slice
-    seed = np.arange(1.0, out.values.data.size + 1).reshape(out.values.shape)
-    (gx,) = await ag.grad(out.values, [x], ag.tensor(seed))
-    (tgx,) = torch.autograd.grad(tout.values, [tx], torch.tensor(seed))
-    np.testing.assert_array_equal(gx.data.sum(1), tgx.numpy().sum(1))
-    expected = np.zeros_like(data)
-    np.put_along_axis(expected, idx, seed.reshape(data.shape[0], -1), axis=1)
-    np.testing.assert_array_equal(gx.data, expected)
-
-
 @requires_torch
 @pytest.mark.parametrize("seed", range(4))
 def test_kthvalue_and_median_pick_torchs_index_among_many_ties(seed: int) -> None:
@@ -160,9 +131,28 @@ def test_kthvalue_and_median_pick_torchs_index_among_many_ties(seed: int) -> Non
         np.testing.assert_array_equal(ag.tensor(data).median(dim).indices.data, torch.tensor(data).median(dim).indices.numpy())
 
 
+@requires_torch
+@pytest.mark.parametrize("n", [5, 17, 40, 130])
+@pytest.mark.parametrize("largest", [True, False])
+async def test_topk_picks_torchs_indices_among_many_ties(n: int, largest: bool) -> None:
+    """Slices long enough for each of PyTorch's paths: insertion sort (up to 3 after
+    partitioning), introselect and introsort, and partial_sort (heap select) where k * 64 <= n."""
+    data = np.random.default_rng(n).integers(0, 3, (4, n)).astype(np.float64)
+    data[1, ::4] = np.nan
+    for k in sorted({1, 2, n // 3, n - 1, n}):
+        x, tx = ag.tensor(data, requires_grad=True), to_torch(data)
+        out, tout = x.topk(k, 1, largest), tx.topk(k, 1, largest)
+        np.testing.assert_array_equal(out.indices.data, tout.indices.numpy(), err_msg=f"k={k}")
+        np.testing.assert_array_equal(out.values.data, tout.values.detach().numpy())
+        seed = np.arange(1.0, out.values.data.size + 1).reshape(out.values.shape)
+        (gx,) = await ag.grad(out.values, [x], ag.tensor(seed))
+        (tgx,) = torch.autograd.grad(tout.values, [tx], torch.tensor(seed))
+        np.testing.assert_array_equal(gx.data, tgx.numpy())
+
+
 def test_quickselect_port_finds_the_kth_smallest() -> None:
     values = [3.0, np.nan, 1.0, 2.0, 1.0, np.nan, 0.5]
-    picked = [values[S.torch_quickselect(values, k)] for k in range(len(values))]
+    picked = [values[T.quickselect(values, k)] for k in range(len(values))]
     np.testing.assert_array_equal(picked, np.sort(values))
 
 

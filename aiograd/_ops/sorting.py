@@ -10,11 +10,10 @@ over all elements shares its gradient evenly among the elements equal to the med
 ``evenly_distribute_backward``).
 
 Among tied values the returned index (and so the element that gets the gradient) is PyTorch's
-CPU choice for ``sort``, ``median(dim)`` (both the stable order's) and ``kthvalue`` (the pick of
-PyTorch's quickselect, ported here for the slices with ties). ``topk``'s comes from libstdc++'s
-``nth_element``/``partial_sort`` in PyTorch; aiograd takes the stable order's, which is the same
-for slices of up to 3 elements, but among ties in longer slices the index may differ from
-PyTorch's while the values are the same.
+CPU choice: for ``sort`` and ``median(dim)`` the stable order's, for ``kthvalue`` and ``topk`` the
+pick of PyTorch's selection algorithms, ported in ``torch_selection`` and run (on the host) for
+the slices with ties only. ``topk(sorted=False)`` returns its values sorted (PyTorch leaves that
+order unspecified).
 
 Backward formulas address the dim from the end (a negative dim), so that the leading batch dims
 of ``grad(..., is_grads_batched=True)`` pass through them.
@@ -34,6 +33,7 @@ from .indexing import gather
 from .joining import cat
 from .reduction import _check_nonempty, _return_type, expand_reduced
 from .shape import _dim
+from .torch_selection import quickselect, topk_order
 
 __all__ = ["sort", "argsort", "topk", "kthvalue", "median"]
 
@@ -92,6 +92,8 @@ def _sorted(input: Tensor, dim: Any, descending: bool, k: int | None, cls: type[
         values, indices = data.copy(), xp.zeros((), dtype=np.int64)
     else:
         order = stable_order(xp, data, d, descending)
+        if k:
+            order = _topk_ties(xp, data, d, order, k, descending)
         indices = order if k is None else xp.take(order, xp.arange(k), axis=d)
         values = xp.take_along_axis(data, indices, axis=d)
     out = like(values, input)
@@ -182,51 +184,32 @@ def _select(input: Tensor, dim: Any, keepdim: bool, position: Any, cls: type[Any
     return out, like(idx.astype(np.int64), input)
 
 
-def _greater_or_nan(a: Any, b: Any) -> bool:
-    return bool((a != a and b == b) or a > b)
+def _host(a: Any) -> np.ndarray[Any, Any]:
+    return a if isinstance(a, np.ndarray) else a.get()
 
 
-def torch_quickselect(values: list[Any], k: int) -> int:
-    """The original position of the element PyTorch's kthvalue returns as the ``k``-th smallest
-    (0-based) of ``values``: a port of ``quick_select_template`` (ATen's SortingUtils.h),
-    median-of-three quickselect with NaN largest, whose pick among equal values is its own."""
-    arr, pos = list(values), list(range(len(values)))
-
-    def swap(i: int, j: int) -> None:
-        arr[i], arr[j] = arr[j], arr[i]
-        pos[i], pos[j] = pos[j], pos[i]
-
-    low, high = 0, len(arr) - 1
-    while True:
-        if high <= low:
-            return pos[k]
-        if high == low + 1:
-            if _greater_or_nan(arr[low], arr[high]):
-                swap(low, high)
-            return pos[k]
-        swap(low + (high - low) // 2, low + 1)
-        if _greater_or_nan(arr[low + 1], arr[high]):
-            swap(low + 1, high)
-        if _greater_or_nan(arr[low], arr[high]):
-            swap(low, high)
-        if _greater_or_nan(arr[low + 1], arr[low]):
-            swap(low + 1, low)
-        i, j, pivot = low + 1, high, arr[low]
-        while True:
-            i += 1
-            while _greater_or_nan(pivot, arr[i]):
-                i += 1
-            j -= 1
-            while _greater_or_nan(arr[j], pivot):
-                j -= 1
-            if j < i:
-                break
-            swap(i, j)
-        swap(low, j)
-        if j <= k:
-            low = i
-        if j >= k:
-            high = j - 1
+def _topk_ties(xp: Any, data: Any, d: int, order: Any, k: int, largest: bool) -> Any:
+    """The full sorting ``order`` with, in the slices where one of the first ``k`` values is
+    tied with a neighbour (equal, or NaN beside NaN), PyTorch's ``topk`` pick in front
+    (``torch_selection.topk_order``, on the host) and the other positions after it in stable
+    order, so that the indices and the backward's inverse permutation agree with it."""
+    ranked = xp.take_along_axis(data, order, axis=d)
+    n = data.shape[d]
+    head, tail = xp.take(ranked, xp.arange(n - 1), axis=d), xp.take(ranked, xp.arange(1, n), axis=d)
+    equal = head == tail
+    if data.dtype.kind == "f":
+        equal |= xp.isnan(head) & xp.isnan(tail)
+    tied = xp.take(equal, xp.arange(min(k, n - 1)), axis=d).any(axis=d)
+    if not tied.any():
+        return order
+    host_order, host_data = _host(order).copy(), np.moveaxis(_host(data), d, -1)
+    moved = np.moveaxis(host_order, d, -1)
+    for found in np.argwhere(_host(tied)):  # (argwhere: a 0-d mask too)
+        slot = tuple(found)
+        chosen = topk_order(host_data[slot].tolist(), k, largest, True)
+        picked = set(chosen)
+        moved[slot] = chosen + [i for i in moved[slot].tolist() if i not in picked]
+    return host_order if isinstance(data, np.ndarray) else xp.asarray(host_order)
 
 
 def _kthvalue_ties(xp: Any, data: Any, d: int, k: int, idx: Any, values: Any) -> Any:
@@ -237,13 +220,11 @@ def _kthvalue_ties(xp: Any, data: Any, d: int, k: int, idx: Any, values: Any) ->
     tied = same.sum(axis=d, keepdims=True) > 1
     if not tied.any():
         return idx
-    host = data if isinstance(data, np.ndarray) else data.get()
-    host_idx = (idx if isinstance(idx, np.ndarray) else idx.get()).copy()
-    host_tied = tied if isinstance(tied, np.ndarray) else tied.get()
+    host, host_idx, host_tied = _host(data), _host(idx).copy(), _host(tied)
     moved_data, moved_idx = np.moveaxis(host, d, -1), np.moveaxis(host_idx, d, -1)
     for found in np.argwhere(np.moveaxis(host_tied, d, -1)[..., 0]):  # (argwhere: 0-d too)
         slot = tuple(found)
-        moved_idx[slot] = torch_quickselect(moved_data[slot].tolist(), k)
+        moved_idx[slot] = quickselect(moved_data[slot].tolist(), k)
     return host_idx if isinstance(data, np.ndarray) else xp.asarray(host_idx)
 
 
