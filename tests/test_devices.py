@@ -30,6 +30,7 @@ import test_ops_joining
 import test_ops_linalg
 import test_ops_pointwise
 import test_ops_reduction
+import test_ops_reduction_extra  # (issue 13: reductions and scans)
 import test_ops_scans  # (issue 13: reductions and scans)
 import test_ops_shape
 import test_ops_sorting  # (issue 13: reductions and scans)
@@ -674,7 +675,7 @@ SPEC_TABLES = {
     "linalg": test_ops_linalg.SPECS,
     "convenience": test_ops_convenience.SPECS + test_ops_convenience.REPEAT_SPECS,
     "function": test_function.SPECS,
-    "reduction_extra": test_ops_reduction.REDUCTION_SPECS,  # (issue 13: reductions and scans)
+    "reduction_extra": test_ops_reduction_extra.REDUCTION_SPECS,  # (issue 13: reductions and scans)
     "scans": test_ops_scans.SPECS,
     "sorting": test_ops_sorting.SPECS,
 }
