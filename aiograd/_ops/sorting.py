@@ -184,8 +184,9 @@ def _select(input: Tensor, dim: Any, keepdim: bool, position: Any, cls: type[Any
     return out, like(idx.astype(np.int64), input)
 
 
-def _host(a: Any) -> np.ndarray[Any, Any]:
-    return a if isinstance(a, np.ndarray) else a.get()
+def _host(a: Any) -> Any:
+    """A numpy copy of a device array; numpy arrays and scalars as they are."""
+    return a if isinstance(a, (np.ndarray, np.generic)) else a.get()
 
 
 def _topk_ties(xp: Any, data: Any, d: int, order: Any, k: int, largest: bool) -> Any:
