@@ -65,10 +65,10 @@ def _cumsum(input: Tensor, d: int, reverse: bool) -> Tensor:
     data, xp = input.data, input._device.xp
     if data.ndim == 0:
         values = data.copy()
-    elif reverse:
-        values = xp.flip(xp.cumsum(xp.flip(data, d), axis=d), d)
+    elif reverse:  # (quietly: inf + -inf is NaN without a word, as PyTorch)
+        values = xp.flip(quietly(xp.cumsum, xp.flip(data, d), d), d)
     else:
-        values = xp.cumsum(data, axis=d)
+        values = quietly(xp.cumsum, data, d)
     if values.dtype.kind == "f":
         # PyTorch's accumulator starts at +0.0, so its sums are never -0.0 (numpy's first one is
         # the first element itself): adding +0.0 turns exactly the -0.0s into +0.0
@@ -147,7 +147,7 @@ def _first_order_with_zeros(xp: Any, x: Any, g: Any, result: Any, d: int) -> Any
 
 def _cumprod(input: Tensor, d: int) -> Tensor:
     data, xp = input.data, input._device.xp
-    out = like(data.copy() if data.ndim == 0 else xp.cumprod(data, axis=d), input)
+    out = like(data.copy() if data.ndim == 0 else quietly(xp.cumprod, data, d), input)
     if needs_grad(input):
         node = attach(CumprodBackward0((edge_of(input),)), out)
         node.x, node.result = save(input), save(out, is_output=True)
