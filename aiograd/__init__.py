@@ -139,6 +139,8 @@ from ._ops.linalg import matmul, mm
 from ._ops.pointwise import addcdiv, addcmul, lerp, masked_fill
 from ._ops.products import bmm, dot, einsum, outer, tensordot, trace
 from ._ops.reduction import argmax, argmin, max, mean, min, prod, sum, var
+from ._ops.reduction_extra import all, amax, amin, any, count_nonzero
+from ._ops.scans import cumprod, cumsum
 from ._ops.shape import (
     broadcast_to,
     expand,
@@ -151,6 +153,7 @@ from ._ops.shape import (
     unsqueeze,
 )
 from ._ops.softmax import log_softmax, logsumexp, softmax
+from ._ops.sorting import argsort, kthvalue, median, sort, topk
 from ._ops.special import erf, erfc
 from ._ops.unary_math import (
     acos,
@@ -201,6 +204,9 @@ __all__ = [
     # reductions
     "sum", "mean", "var", "std", "norm", "max", "min", "prod", "logsumexp", "softmax", "log_softmax", "argmax",
     "argmin",
+    # (issue 13: reductions and scans)
+    "amax", "amin", "all", "any", "count_nonzero", "cumsum", "cumprod", "sort", "argsort", "topk",
+    "kthvalue", "median",
     # shape, indexing, joining, linear algebra
     "reshape", "t", "flatten", "transpose", "permute", "squeeze", "unsqueeze", "expand", "broadcast_to",
     "sum_to_size", "index_select", "gather", "cat", "concat", "concatenate", "stack", "split",

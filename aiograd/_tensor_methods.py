@@ -22,8 +22,11 @@ from ._ops import (
     pointwise,
     products,  # (linear algebra: bmm, dot, outer, trace)
     reduction,
+    reduction_extra,  # (issue 13: reductions and scans)
+    scans,
     shape,
     softmax,
+    sorting,
     special,  # i13-nnf: erf, erfc
     unary_math,
 )
@@ -36,6 +39,7 @@ _FAMILIES = (
     shape, convenience, inplace, _hooks,
     products,  # linear algebra (issue 13)
     special,  # i13-nnf: erf, erfc
+    reduction_extra, scans, sorting,  # (issue 13: reductions and scans)
 )
 
 #: Every method and operator bound onto Tensor here: name -> function (a later family wins).

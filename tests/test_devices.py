@@ -36,7 +36,10 @@ import test_ops_linalg
 import test_ops_pointwise
 import test_ops_products
 import test_ops_reduction
+import test_ops_reduction_extra  # (issue 13: reductions and scans)
+import test_ops_scans  # (issue 13: reductions and scans)
 import test_ops_shape
+import test_ops_sorting  # (issue 13: reductions and scans)
 import test_ops_special  # i13-nnf
 import test_ops_unary_math
 from helpers import rng
@@ -682,6 +685,9 @@ SPEC_TABLES = {
     # (issue 13: linear algebra)
     "products": test_ops_products.SPECS + test_ops_products.EINSUM_SPECS,
     "decompositions": test_linalg.SPECS + test_linalg.NORM_SPECS,
+    "reduction_extra": test_ops_reduction_extra.REDUCTION_SPECS,  # (issue 13: reductions and scans)
+    "scans": test_ops_scans.SPECS,
+    "sorting": test_ops_sorting.SPECS,
 }
 # i13-nnf: special functions and the nn.functional activations, dropout, norms, embedding
 SPEC_TABLES.update({

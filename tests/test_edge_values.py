@@ -166,6 +166,21 @@ REDUCTIONS: dict[str, Fn] = {
     "layer_norm": lambda lib, x: lib.nn.functional.layer_norm(x, x.shape),
     "batch_norm": lambda lib, x: lib.nn.functional.batch_norm(lib.cat([x, x * 2.0]).reshape(-1, 1), None, None, training=True),
     "group_norm": lambda lib, x: lib.nn.functional.group_norm(lib.cat([x, x * 2.0]).reshape(1, -1), 1),
+    # (issue 13: reductions and scans)
+    "amax": lambda lib, x: x.amax(),
+    "amin": lambda lib, x: x.amin(),
+    "amax_dim": lambda lib, x: x.reshape(1, -1).amax(1),
+    "cumsum": lambda lib, x: x.cumsum(0),
+    "cumprod": lambda lib, x: x.cumprod(0),
+    "sort": lambda lib, x: x.sort()[0],
+    "sort_descending": lambda lib, x: x.sort(descending=True)[0],
+    "topk": lambda lib, x: x.topk(1)[0],
+    "kthvalue": lambda lib, x: x.kthvalue(1)[0],
+    "median": lambda lib, x: x.median(),
+    "median_dim": lambda lib, x: x.median(0)[0],
+    "norm_neg_inf": lambda lib, x: x.norm(-INF),
+    "norm_neg1": lambda lib, x: x.norm(-1),
+    "norm_0": lambda lib, x: x.norm(0),
 }
 
 #: Ops whose finite values come from another libm or summation order than torch's: their NaN

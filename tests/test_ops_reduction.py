@@ -1,4 +1,5 @@
-"""Reductions: var, max, min, prod, logsumexp, softmax, log_softmax, argmax, argmin.
+"""Reductions: var, max, min, prod, logsumexp, softmax, log_softmax, argmax, argmin (amax, amin,
+all, any, count_nonzero and the signatures of std and norm: tests/test_ops_reduction_extra.py).
 
 Each case in CASES is one call written so that it runs unchanged on an aiograd tensor and on a
 torch tensor (the method names and signatures are torch's). Every case is gradchecked, most are

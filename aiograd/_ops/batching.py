@@ -148,6 +148,18 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "LeakyReluBackward1",
     "SoftplusBackward0",
     "HardtanhBackward0",
+    # reductions, scans, sorting (reduction_extra.py, scans.py, sorting.py): the reduced or
+    # scanned dim counted from the end, reduced gradients expanded by expand_reduced
+    "AmaxBackward0",
+    "AminBackward0",
+    "CumsumBackward0",
+    "CumprodBackward0",
+    "SortBackward0",
+    "SortBackward1",
+    "TopkBackward0",
+    "KthvalueBackward0",
+    "MedianBackward0",
+    "MedianBackward1",
 })
 
 #: Registered nodes whose rules still run once per sample under a batched backward: the in-place

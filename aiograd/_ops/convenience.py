@@ -14,7 +14,7 @@ from .batching import batch_ndim
 from .casting import ToCopyBackward0
 from .elementwise import PowBackward0, clone, sign, where
 from .quiet import quietly
-from .reduction import axes_of, expand_reduced, var_grad, variance
+from .reduction import _dtype_name, axes_of, expand_reduced, var_grad, variance
 from .shape import ExpandBackward0, TransposeBackward0, ViewBackward0, expand, reshape, transpose
 
 __all__ = ["t", "square", "std", "norm"]
@@ -111,7 +111,7 @@ def _norm_grad(x: Tensor, norm: Tensor, g: Tensor, p: float, axes: tuple[int, ..
     data, n = x.data, norm.data
     if p == 1:
         return sign(x) * g
-    if p == float("inf"):  # the gradient is shared among the maxima, NaNs counted as maxima
+    if abs(p) == float("inf"):  # shared among the maxima (minima: -inf), NaNs counted as such
         magnitude = np.abs(data)
         mask = (magnitude == n) | np.isnan(magnitude)
         count = mask.sum(axis=axes, keepdims=True)
@@ -129,6 +129,8 @@ def LinalgVectorNormBackward0(self: Any, grads: list[Any]) -> Any:
     """Backward of the p-norm, as PyTorch's norm_backward: for p = 2 ``g * x / norm``, taken as
     0 where the norm is 0; the other p as ``_norm_grad``."""
     g = grads[0]
+    if self.p == 0:  # the count of non-zeros: PyTorch gives no gradient (an undefined one)
+        return (None,)
     x, result = self.x.unpack(self), self.result.unpack(self)
     shape = x.data.shape
     if self.p != 2:
@@ -152,34 +154,69 @@ def _norm2_vjp(xp: Any, gd: Any, x: Any, n: Any) -> Any:
 
 
 def _norm_values(xp: Any, data: Any, p: float, axes: Any, keepdim: bool, count: int) -> Any:
-    if count == 1:  # a single element's norm is its magnitude, as PyTorch (no underflow)
+    if count == 1 and p != 0:  # a single element's norm is its magnitude, as PyTorch (no underflow)
         return xp.abs(data).sum(axis=axes, keepdims=keepdim)
     if p == 2:
         return xp.sqrt(xp.square(data).sum(axis=axes, keepdims=keepdim))
     magnitude = xp.abs(data)
     if p == float("inf"):
         return magnitude.max(axis=axes, keepdims=keepdim)
+    if p == -float("inf"):
+        return magnitude.min(axis=axes, keepdims=keepdim)
+    if p == 0:  # the count of non-zeros
+        return (magnitude != 0).sum(axis=axes, keepdims=keepdim).astype(data.dtype)
     if p == 1:
         return magnitude.sum(axis=axes, keepdims=keepdim)
     return (magnitude**p).sum(axis=axes, keepdims=keepdim) ** (1.0 / p)
 
 
+def _norm_order(p: float | str | None, dim: int | Sequence[int] | None) -> float:
+    """``torch.norm``'s ``p`` as a vector norm's order: None and ``'fro'`` (over at most 2 dims)
+    are 2; any other string is a matrix norm, which aiograd does not have (PyTorch's errors for
+    a bad one; ``'nuc'``, the nuclear norm, is not implemented)."""
+    if p is None:
+        return 2.0
+    if not isinstance(p, str):
+        return float(p)
+    dims = 1 if dim is None or isinstance(dim, (int, np.integer)) else len(dim)
+    if p == "fro" and dims <= 2:
+        return 2.0
+    if dims != 2 and dim is not None:
+        shown = " ".join(str(d) for d in ((dim,) if isinstance(dim, (int, np.integer)) else dim))
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {shown}")
+    if p == "nuc":
+        raise NotImplementedError("norm(): the nuclear norm (p='nuc') is not implemented in aiograd")
+    raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+
+
 @op(LinalgVectorNormBackward0)
 def norm(
-    input: Tensor, p: float | str = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False
+    input: Tensor,
+    p: float | str | None = "fro",
+    dim: int | Sequence[int] | None = None,
+    keepdim: bool = False,
+    dtype: Any = None,
 ) -> Tensor:
-    """The vector p-norm over ``dim`` (all elements by default); ``p`` = 2, 1, inf or any p > 0.
-    One node for every p, as PyTorch, with its gradients at zeros and NaNs (see
+    """The vector p-norm over ``dim`` (all elements by default), as ``torch.norm``: ``p`` any
+    number (inf and -inf: the largest and smallest magnitude; 0: the count of non-zeros, with
+    no gradient) or ``'fro'`` (= 2, the default); ``dtype`` computes in a wider dtype. One node
+    for every p, as PyTorch, with its gradients at zeros and NaNs (see
     docs/gradients-at-edges.md)."""
     data = input.data
     if data.dtype.kind != "f":
         raise RuntimeError(
-            f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got {data.dtype}"
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+            f"{_dtype_name(data.dtype)}"
         )
-    if p == "fro":
-        p = 2
-    if not isinstance(p, (int, float)) or p <= 0:
-        raise RuntimeError(f"norm(): p must be a positive number, 'fro' or inf, but got {p}")
+    p = _norm_order(p, dim)
+    if dtype is not None:
+        if np.dtype(dtype).kind != "f" or np.dtype(dtype).itemsize < data.dtype.itemsize:
+            raise RuntimeError(
+                f"linalg.vector_norm: the dtype of the input ({_dtype_name(data.dtype)}) should be "
+                f"convertible without narrowing to the specified dtype ({_dtype_name(np.dtype(dtype))})"
+            )
+        input = input.to(dtype)  # type: ignore[attr-defined]
+        data = input.data
     axes = axes_of(dim, data.ndim)
     xp = input._device.xp
     count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))

@@ -345,6 +345,8 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 def _arg_extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Tensor:
     fname = "argmax" if largest else "argmin"
     data, xp = input.data, input._device.xp
+    if data.dtype == np.bool_:
+        raise RuntimeError(f"{fname}(): does not support bool input")
     find = xp.argmax if largest else xp.argmin
     if dim is None:
         _check_nonempty(data, None, fname)
