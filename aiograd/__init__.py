@@ -168,6 +168,10 @@ from ._runner import run
 from ._tensor import Tensor, is_tensor
 from .function import Function
 
+# shape and indexing of issue 13 (i13-shape)
+from ._ops.rearrange import diag, diagonal, flip, moveaxis, movedim, narrow, roll, select, tile, tril, triu, unflatten
+from ._ops.scatter import index_add, masked_select, nonzero, scatter, scatter_add, take_along_dim
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -201,4 +205,7 @@ __all__ = [
     "split_with_sizes", "chunk", "unbind", "matmul", "mm",
     # submodules
     "cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
+    # shape and indexing of issue 13 (i13-shape)
+    "flip", "roll", "narrow", "select", "movedim", "moveaxis", "unflatten", "tril", "triu", "diagonal", "diag",
+    "tile", "scatter", "scatter_add", "index_add", "masked_select", "take_along_dim", "nonzero",
 ]

@@ -25,6 +25,7 @@ from ._ops import (
     softmax,
     unary_math,
 )
+from ._ops import padding, rearrange, scatter  # shape and indexing of issue 13 (i13-shape)
 from ._tensor import Tensor
 
 __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]
@@ -32,6 +33,7 @@ __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]
 _FAMILIES = (
     elementwise, unary_math, binary_math, pointwise, indexing, joining, linalg, reduction, softmax,
     shape, convenience, inplace, _hooks,
+    rearrange, scatter, padding,  # shape and indexing of issue 13 (i13-shape)
 )
 
 #: Every method and operator bound onto Tensor here: name -> function (a later family wins).
