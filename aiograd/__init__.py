@@ -133,7 +133,29 @@ from ._ops.indexing import gather, index_select
 from ._ops.joining import cat, chunk, concat, concatenate, split, split_with_sizes, stack, unbind
 from ._ops.linalg import matmul, mm
 from ._ops.pointwise import addcdiv, addcmul, lerp, masked_fill
+from ._ops.rearrange import (  # (i13-shape)
+    diag,
+    diagonal,
+    flip,
+    moveaxis,
+    movedim,
+    narrow,
+    roll,
+    select,
+    tile,
+    tril,
+    triu,
+    unflatten,
+)
 from ._ops.reduction import argmax, argmin, max, mean, min, prod, sum, var
+from ._ops.scatter import (  # (i13-shape)
+    index_add,
+    masked_select,
+    nonzero,
+    scatter,
+    scatter_add,
+    take_along_dim,
+)
 from ._ops.shape import (
     broadcast_to,
     expand,
@@ -167,10 +189,6 @@ from ._ops.unary_math import (
 from ._runner import run
 from ._tensor import Tensor, is_tensor
 from .function import Function
-
-# shape and indexing of issue 13 (i13-shape)
-from ._ops.rearrange import diag, diagonal, flip, moveaxis, movedim, narrow, roll, select, tile, tril, triu, unflatten
-from ._ops.scatter import index_add, masked_select, nonzero, scatter, scatter_add, take_along_dim
 
 __version__ = "0.1.0"
 

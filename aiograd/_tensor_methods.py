@@ -19,13 +19,15 @@ from ._ops import (
     inplace,
     joining,
     linalg,
+    padding,  # (i13-shape)
     pointwise,
+    rearrange,  # (i13-shape)
     reduction,
+    scatter,  # (i13-shape)
     shape,
     softmax,
     unary_math,
 )
-from ._ops import padding, rearrange, scatter  # shape and indexing of issue 13 (i13-shape)
 from ._tensor import Tensor
 
 __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]

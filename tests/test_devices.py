@@ -28,8 +28,11 @@ import test_ops_elementwise
 import test_ops_indexing
 import test_ops_joining
 import test_ops_linalg
+import test_ops_padding
 import test_ops_pointwise
+import test_ops_rearrange
 import test_ops_reduction
+import test_ops_scatter
 import test_ops_shape
 import test_ops_unary_math
 from helpers import rng
@@ -672,6 +675,10 @@ SPEC_TABLES = {
     "linalg": test_ops_linalg.SPECS,
     "convenience": test_ops_convenience.SPECS + test_ops_convenience.REPEAT_SPECS,
     "function": test_function.SPECS,
+    # shape and indexing of issue 13 (i13-shape)
+    "rearrange": test_ops_rearrange.SPECS,
+    "scatter": test_ops_scatter.SPECS,
+    "padding": test_ops_padding.SPECS,
 }
 SPECS = [pytest.param(s, id=f"{family}-{s.name}") for family, table in SPEC_TABLES.items() for s in table]
 

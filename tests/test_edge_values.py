@@ -192,6 +192,9 @@ NOT_POINTWISE = {
     "expand_as", "view_as", "reshape_as", "contiguous", "type_as", "getitem", "index_select",
     "gather", "zero_", "fill_", "copy_", "setitem", "add_", "sub_", "mul_", "div_", "cat",
     "stack", "split_with_sizes", "split", "chunk", "unbind", "matmul", "mm", "linear",
+    # shape and indexing of issue 13 (i13-shape): they move or pick entries, no arithmetic
+    "flip", "roll", "narrow", "select", "movedim", "moveaxis", "unflatten", "tril", "triu", "diagonal",
+    "diag", "tile", "scatter", "scatter_add", "index_add", "masked_select", "take_along_dim", "pad",
 }
 
 

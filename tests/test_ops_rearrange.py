@@ -47,7 +47,7 @@ SPECS = [
     OpSpec("moveaxis", lambda lib, x: lib.moveaxis(x, (0, 2), (1, 0)), X, grad_fn="PermuteBackward0"),
     OpSpec("unflatten", lambda lib, x: x.unflatten(1, (2, 2)), X, grad_fn="ViewBackward0"),
     OpSpec("unflatten_inferred", lambda lib, x: x.unflatten(-1, (-1, 1)), X),
-    OpSpec("unflatten_fn", lambda lib, x: lib.unflatten(x.mT, 1, (2, 2)), X),
+    OpSpec("unflatten_fn", lambda lib, x: lib.unflatten(x.mT, 2, (2, 2)), X),
     OpSpec("diagonal", lambda lib, x: x.diagonal(), X, grad_fn="DiagonalBackward0"),
     OpSpec("diagonal_offset", lambda lib, x: x.diagonal(1, 0, 2), X),
     OpSpec("diagonal_negative", lambda lib, x: lib.diagonal(x, offset=-1, dim1=-1, dim2=1), X),

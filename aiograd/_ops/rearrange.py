@@ -26,7 +26,16 @@ from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, like, needs_grad
 from .batching import batch_ndim
 from .indexing import SelectBackward0, SliceBackward0, _take
-from .shape import PermuteBackward0, RepeatBackward0, ViewBackward0, _dim, _shape_arg, permute, repeat, view
+from .shape import (
+    PermuteBackward0,
+    RepeatBackward0,
+    ViewBackward0,
+    _dim,
+    _shape_arg,
+    permute,
+    repeat,
+    view,
+)
 
 __all__ = [
     "flip", "roll", "narrow", "select", "movedim", "moveaxis", "unflatten", "tril", "triu",
@@ -72,7 +81,8 @@ def flip(input: Tensor, *dims: Any) -> Tensor:
     xp = input._device.xp
     data = input.data
     # (a 0-d tensor has nothing to flip: its one dim is the implicit one of torch's wrapping)
-    out = like(xp.ascontiguousarray(xp.flip(data, axes) if axes and data.ndim else data.copy()), input)
+    # (``copy()`` is C-ordered; ``ascontiguousarray`` would make a 0-d array 1-d)
+    out = like((xp.flip(data, axes) if axes and data.ndim else data).copy(), input)
     if needs_grad(input):
         attach(FlipBackward0((edge_of(input),)), out).dims = axes if data.ndim else ()
     return out
@@ -106,7 +116,7 @@ def roll(input: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] |
         out_data = xp.roll(data, shift, axes)
     else:
         out_data = xp.roll(data.reshape(-1), shift[0]).reshape(data.shape)
-    out = like(xp.ascontiguousarray(out_data), input)
+    out = like(out_data, input)  # (a new array: numpy's roll never views its input)
     if needs_grad(input):
         node = attach(RollBackward0((edge_of(input),)), out)
         node.shifts, node.dims = shift, axes
@@ -327,7 +337,7 @@ def tile(input: Tensor, *dims: Any) -> Tensor:
     ndim = input.data.ndim
     reps = (1,) * (ndim - len(reps)) + reps
     padded = (1,) * (len(reps) - ndim) + input.data.shape
-    for i, (n, size) in enumerate(zip(reps, padded)):
+    for i, n in enumerate(reps):
         if n < 0:
             sizes = [s * r for s, r in zip(padded, reps)]
             raise RuntimeError(f"Trying to create tensor with negative dimension {sizes[i]}: {sizes}")

@@ -35,7 +35,16 @@ import numpy as np
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, common_device, edge_of, like, needs_grad
 from .batching import batch_ndim
-from .indexing import _FULL, GatherBackward0, _index_array, _scatter, _ScatterBackward, _TakeBackward, gather, index_select
+from .indexing import (
+    _FULL,
+    GatherBackward0,
+    _index_array,
+    _scatter,
+    _ScatterBackward,
+    _TakeBackward,
+    gather,
+    index_select,
+)
 from .padding import pad
 from .reduction import _dtype_name
 from .shape import _dim, expand, reduce_grad, reshape
@@ -283,7 +292,7 @@ def masked_select(input: Tensor, mask: Any) -> Tensor:
     m = _index_array(mask)
     if m.dtype.kind != "b":
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    shape = _broadcast_shape(input.data.shape, m.shape)
+    shape = _broadcast_shape(m.shape, input.data.shape)  # (in this order in torch's message)
     xp = input._device.xp
     data = input.data if input.data.shape == shape else xp.broadcast_to(input.data, shape)
     m = np.broadcast_to(m, shape)
