@@ -123,6 +123,8 @@ ERRORS = [
     ("diag_0d", lambda x: x.diag(), (), RuntimeError, "diag(): Supports 1D or 2D tensors. Got 0D"),
     ("tile_negative", lambda x: x.tile(2, -1), (3, 4, 5), RuntimeError,
      "Trying to create tensor with negative dimension -5: [3, 8, -5]"),
+    ("repeat_negative", lambda x: x.repeat(-1, 1, 1), (3, 4, 5), RuntimeError,
+     "Trying to create tensor with negative dimension -3: [-3, 4, 5]"),
     ("repeat_too_few", lambda x: x.repeat(2), (3, 4, 5), RuntimeError,
      "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"),
 ]
@@ -141,7 +143,7 @@ VIEWS = {
     "narrow": lambda x: x.narrow(1, 1, 2),
     "select": lambda x: x.select(2, 1),
     "movedim": lambda x: x.movedim(0, -1),
-    "moveaxis": lambda x: x.moveaxis(-1, 0),
+    "moveaxis": lambda x: (ag if isinstance(x, ag.Tensor) else torch).moveaxis(x, -1, 0),
     "unflatten": lambda x: x.unflatten(1, (2, 2)),
     "diagonal": lambda x: x.diagonal(1, 1, 2),
     "diagonal_of_transpose": lambda x: x.transpose(0, 2).diagonal(),
