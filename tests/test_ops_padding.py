@@ -170,3 +170,27 @@ def test_one_hot_is_int64_as_torchs() -> None:
         tout = torch.nn.functional.one_hot(torch.tensor(data), *args[1:])
         assert out.dtype == np.int64 and out.shape == tuple(tout.shape)
         np.testing.assert_array_equal(out.data, tout.numpy())
+
+
+# ================================================================================ saved tensors
+@requires_torch
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate"])
+async def test_saved_input_behaves_as_torchs(mode: str) -> None:
+    """reflect and replicate save their input, as torch's nodes do: an in-place change of it
+    before the backward raises torch's error; constant saves nothing."""
+    outcomes = []
+    for lib, functional in ((ag, F), (torch, torch.nn.functional)):
+        x = lib.tensor(np.ones((2, 3, 4)), requires_grad=True)
+        y = x.clone()
+        out = functional.pad(y, (1, 2), mode=mode)
+        y.add_(1.0)
+        try:
+            if lib is ag:
+                await ag.grad(out.sum(), [x])
+            else:
+                torch.autograd.grad(out.sum(), [x])
+            outcomes.append("ok")
+        except RuntimeError as e:
+            outcomes.append(str(e).replace("aiograd.", "torch.").split(" Hint")[0])
+    assert outcomes[0] == outcomes[1]
+    assert (outcomes[0] == "ok") == (mode == "constant")

@@ -35,6 +35,7 @@ SPECS = [
            (M, (3, 2))),
     OpSpec("scatter_value", lambda lib, x: x.scatter(1, const(lib, ALONG_1), 2.5), (M,), grad_fn="ScatterBackward1"),
     OpSpec("scatter_value_keyword", lambda lib, x: x.scatter(0, const(lib, DUPLICATES), value=-1.0), (M,)),
+    OpSpec("scatter_value_tensor", lambda lib, x: x.scatter(0, const(lib, UNIQUE), value=lib.tensor(0.5)), (M,)),
     OpSpec("scatter_squared", lambda lib, x, s: x.scatter(0, const(lib, UNIQUE), s * s) ** 2, (M, (2, 4))),
     # src larger than index (only its leading corner is read): torch's own backward refuses the
     # gradient of index's shape that its formula gives; aiograd pads it to src's shape
@@ -249,3 +250,47 @@ def test_scatter_reduce_argument_is_left_out() -> None:
     # torch deprecates scatter(..., reduce=) (use scatter_reduce) and has no gradient for it
     with pytest.raises(TypeError):
         ag.zeros(3).scatter(0, np.array([0]), 1.0, reduce="add")  # type: ignore[call-arg]
+
+
+# ================================================================================ saved tensors
+SAVING = {  # op -> whether torch's node saves the input itself (not only the index or mask)
+    "scatter": (lambda lib, y: y.scatter(0, lib.tensor(UNIQUE), 1.0), False),
+    "scatter_src": (lambda lib, y: y.scatter(0, lib.tensor(UNIQUE), y[:2] * 2.0), False),
+    "scatter_add": (lambda lib, y: y.scatter_add(0, lib.tensor(DUPLICATES), y[:2] * 2.0), False),
+    "index_add": (lambda lib, y: y.index_add(0, lib.tensor(SELECTED), y * 2.0), False),
+    "masked_select": (lambda lib, y: y.masked_select(lib.tensor(MASK)), True),
+}
+
+
+@requires_torch
+@pytest.mark.parametrize("name", list(SAVING))
+async def test_saved_index_and_input_behave_as_torchs(name: str) -> None:
+    """A second backward without retain_graph raises (the node saved its index), and where torch's
+    node saves its input, an in-place change of that input before the backward raises too."""
+    fn, saves_input = SAVING[name]
+    messages = []
+    for lib in (ag, torch):
+        grad = ag.grad if lib is ag else torch.autograd.grad
+        x = lib.tensor(np.ones((3, 4)), requires_grad=True)
+        total = fn(lib, x.clone()).sum()
+        result = grad(total, [x])
+        if lib is ag:
+            await result
+        with pytest.raises(RuntimeError, match="^Trying to backward through the graph a second time") as info:
+            result = grad(total, [x])
+            if lib is ag:
+                await result
+        messages.append(str(info.value))
+        y = x.clone()
+        out = fn(lib, y)
+        y.add_(1.0)
+        if saves_input:
+            with pytest.raises(RuntimeError, match="^one of the variables needed for gradient computation"):
+                result = grad(out.sum(), [x])
+                if lib is ag:
+                    await result
+        else:
+            result = grad(out.sum(), [x])
+            if lib is ag:
+                await result
+    assert messages[0] == messages[1]

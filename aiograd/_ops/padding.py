@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ._registry import backward, op, variant
-from ._util import Node, Tensor, attach, edge_of, like, needs_grad
+from ._util import Node, Tensor, attach, edge_of, like, needs_grad, save
 from .indexing import IndexSelectBackward0, index_select
 
 __all__ = ["pad", "one_hot"]
@@ -97,8 +97,14 @@ class _PadNode(Node):
     plan: Plan
     fold: bool = False
     partner: type[Node] | None = None
+    #: The padded input, saved as PyTorch's node saves it (an in-place change of it before the
+    #: backward raises PyTorch's error); None on the nodes recorded by a double backward.
+    x: Any = None
+    _saved = ("x",)
 
     def apply(self, grads: list[Any]) -> Any:
+        if self.x is not None:
+            self.x.unpack(self)
         return (_apply_plan(grads[0], self.plan, not self.fold, self.partner),)  # type: ignore[arg-type]
 
 
@@ -212,7 +218,10 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
         for axis, idx, _ in plan:
             out = index_select(out, ndim + axis, idx)
         return out
-    return _apply_plan(input, plan, False, _NODES[mode, dims])
+    out = _apply_plan(input, plan, False, _NODES[mode, dims])
+    if out.grad_fn is not None:
+        out.grad_fn.x = save(input)
+    return out
 
 
 # ------------------------------------------------------------------------------ one_hot

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, common_device, edge_of, like, needs_grad
+from ._util import Tensor, attach, common_device, edge_of, like, needs_grad, save, wrap
 from .batching import batch_ndim
 from .indexing import (
     _FULL,
@@ -88,8 +88,19 @@ def _wants(node: Any, i: int) -> bool:
     return node.next_edges[i] is not None
 
 
-@backward()
+def _save_index(node: Any, idx: np.ndarray[Any, Any]) -> None:
+    """Keep the index as PyTorch's node does, as a saved tensor: a second backward through the
+    node (without retain_graph) raises PyTorch's error, as it does there."""
+    node.index, node.indices = idx, save(wrap(idx))
+
+
+def _unpack_index(node: Any) -> None:
+    node.indices.unpack(node)  # (raises once the graph was freed)
+
+
+@backward(saved=("indices",))
 def ScatterBackward0(self: Any, grads: list[Any]) -> Any:
+    _unpack_index(self)
     g, nb = grads[0], batch_ndim()
     grad_self = scatter(g, self.dim + nb, _batched_index(self.index, g), 0.0) if _wants(self, 0) else None
     if len(self.next_edges) == 1:  # ScatterBackward1: a value, not a tensor, was scattered
@@ -160,9 +171,10 @@ def scatter(input: Tensor, dim: int, index: Any, src: Any = None, *, value: Any 
     ``dim=0`` (and so on for other dims); ``src`` is a tensor or a number (also as ``value=``).
     Where ``index`` repeats a position, which write wins is unspecified, as in PyTorch."""
     if src is None:
-        src = value
-    if src is None:
-        raise TypeError("scatter() missing 1 required argument: 'src' (or 'value')")
+        if value is None:
+            raise TypeError("scatter() missing 1 required argument: 'src' (or 'value')")
+        # ``value=`` is a number (torch's Scalar overload): a 0-d tensor there gives its number
+        src = value.item() if isinstance(value, Tensor) else value
     common_device(input, index, src)
     tensor_src = src if isinstance(src, Tensor) else None
     d, idx = _checked_index("scatter", input, dim, index, tensor_src)
@@ -175,13 +187,15 @@ def scatter(input: Tensor, dim: int, index: Any, src: Any = None, *, value: Any 
             node.src_shape = tensor_src.data.shape
         else:
             node = attach(ScatterBackward1((edge_of(input),)), out)
-        node.dim, node.index = d, idx
+        node.dim = d
+        _save_index(node, idx)
     return out
 
 
 # ------------------------------------------------------------------------------ scatter_add
-@backward()
+@backward(saved=("indices",))
 def ScatterAddBackward0(self: Any, grads: list[Any]) -> Any:
+    _unpack_index(self)
     g = grads[0]
     return (g if _wants(self, 0) else None, _grad_of_src(g, self.dim, self.index, self.src_shape) if _wants(self, 1) else None)
 
@@ -195,13 +209,15 @@ def scatter_add(input: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
     out = like(_scattered(input, d, idx, src, True), input)
     if needs_grad(input, src):
         node = attach(ScatterAddBackward0((edge_of(input), edge_of(src))), out)
-        node.dim, node.index, node.src_shape = d, idx, src.data.shape
+        node.dim, node.src_shape = d, src.data.shape
+        _save_index(node, idx)
     return out
 
 
 # ------------------------------------------------------------------------------ index_add
-@backward()
+@backward(saved=("indices",))
 def IndexAddBackward0(self: Any, grads: list[Any]) -> Any:
+    _unpack_index(self)
     g, nb = grads[0], batch_ndim()
     grad_source = None
     if _wants(self, 1):
@@ -249,7 +265,8 @@ def index_add(input: Tensor, dim: int, index: Any, source: Tensor, *, alpha: Any
     result = like(out.reshape(data.shape), input)
     if needs_grad(input, source):
         node = attach(IndexAddBackward0((edge_of(input), edge_of(source))), result)
-        node.dim, node.ndim, node.index, node.alpha, node.source_shape = d, data.ndim, idx.reshape(-1), alpha, src.shape
+        node.dim, node.ndim, node.alpha, node.source_shape = d, data.ndim, alpha, src.shape
+        _save_index(node, idx.reshape(-1))
     return result
 
 
@@ -258,11 +275,15 @@ def index_add(input: Tensor, dim: int, index: Any, source: Tensor, *, alpha: Any
 MaskedScatterBackward0 = variant("MaskedScatterBackward0", _ScatterBackward)
 
 
-@backward(base=_TakeBackward, scatter_cls=MaskedScatterBackward0)
+@backward(base=_TakeBackward, saved=("indices", "x"), scatter_cls=MaskedScatterBackward0, x=None)
 def MaskedSelectBackward0(self: Any, grads: list[Any]) -> Any:
     """The gradient put back at the mask into zeros of the broadcast shape, summed back to the
     input's shape (a node recorded by the double backward has no broadcast: ``input_shape`` is
-    its ``shape``)."""
+    its ``shape``). The input is saved, as PyTorch's node saves it (so an in-place change of it
+    before the backward raises PyTorch's error), though only its shape is needed."""
+    for field in (self.indices, self.x):
+        if field is not None:
+            field.unpack(self)
     g, nb = grads[0], batch_ndim()
     index = (None, ((_FULL,) * nb) + self.index[1], False) if nb else self.index  # type: ignore[index]
     full = _scatter(g, g.data.shape[:nb] + self.shape, index, type(self))
@@ -301,6 +322,7 @@ def masked_select(input: Tensor, mask: Any) -> Tensor:
         node = attach(MaskedSelectBackward0((edge_of(input),)), out)
         node.shape, node.input_shape = shape, input.data.shape
         node.index = (None, (m,) if shape else (Ellipsis, m), False)
+        node.indices, node.x = save(wrap(m)), save(input)
     return out
 
 
