@@ -121,7 +121,8 @@ def _pad_nodes(name: str) -> tuple[type[_PadNode], type[_PadNode]]:
     fold = variant(name.replace("Backward0", "BackwardBackward0"), _PadNode, fold=True, partner=node,
                    doc="Backward of a pad's backward: the pad again.")
     node.partner = fold  # type: ignore[attr-defined]
-    node.scatter_cls = fold  # type: ignore[attr-defined]  (what batching.has_batched_rule finds)
+    # (``scatter_cls``: how batching.has_batched_rule finds the nodes a double backward records)
+    node.scatter_cls = fold  # type: ignore[attr-defined]
     return node, fold  # type: ignore[return-value]
 
 

@@ -72,14 +72,14 @@ def _grad_of_src(grad: Tensor, dim: int, idx: np.ndarray[Any, Any], src_shape: t
     """``grad.gather(dim, index)``, padded with zeros to ``src``'s shape where ``src`` is larger."""
     nb = batch_ndim()
     g = gather(grad, dim + nb, _batched_index(idx, grad))
-    have = g.data.shape[nb:]
-    if have == src_shape:
+    read = g.data.shape[nb:]  # the shape of the part of src that forward read
+    if read == src_shape:
         return g
-    if int(np.prod(have)) == int(np.prod(src_shape)):  # a 0-d src read through a 1-element index
+    if int(np.prod(read)) == int(np.prod(src_shape)):  # a 0-d src read through a 1-element index
         return reshape(g, g.data.shape[:nb] + src_shape)
     widths: list[int] = []
-    for have, want in zip(reversed(idx.shape), reversed(src_shape)):
-        widths += [0, want - have]
+    for n, size in zip(reversed(read), reversed(src_shape)):  # (pad's order: last dim first)
+        widths += [0, size - n]
     return pad(g, tuple(widths))
 
 
