@@ -115,6 +115,8 @@ ERRORS = [
      "input (W: 5) is too small. Calculated output W: 0"),
     ("circular_wraps_twice", lambda lib, F: F.pad(lib.zeros(3, 4, 5), (6, 1), mode="circular"), RuntimeError,
      "Padding value causes wrapping around more than once."),
+    ("circular_negative", lambda lib, F: F.pad(lib.zeros(3, 4, 5), (-6, -1), mode="circular"), RuntimeError,
+     "Negative padding value is resulting in an empty dimension"),
     ("one_hot_dtype", lambda lib, F: F.one_hot(lib.tensor([0.0, 1.0])), RuntimeError,
      "one_hot is only applicable to index tensor of type LongTensor."),
     ("one_hot_int32", lambda lib, F: F.one_hot(lib.tensor(np.array([0, 1], dtype=np.int32))), RuntimeError,
@@ -149,6 +151,13 @@ async def test_every_mode_and_width_matches_torch(mode: str, widths: tuple[int, 
     (g,) = await ag.grad(out, [x], ag.tensor(u))
     (tg,) = torch.autograd.grad(tout, [tx], torch.tensor(u))
     np.testing.assert_allclose(g.data, tg.numpy(), rtol=1e-14)
+
+
+@requires_torch
+def test_circular_crops_to_nothing_as_torch() -> None:
+    for widths in ((-3, -2), (-6, 1), (-5, 0)):
+        out = F.pad(ag.zeros(3, 4, 5), widths, mode="circular")
+        assert out.shape == tuple(torch.nn.functional.pad(torch.zeros(3, 4, 5), widths, mode="circular").shape)
 
 
 @requires_torch

@@ -178,8 +178,10 @@ def _plan(mode: str, shape: tuple[int, ...], widths: tuple[int, ...]) -> Plan:
         elif mode == "replicate":
             idx = np.clip(j, 0, size - 1)
         else:  # PyTorch crops first (negative widths), then wraps the cropped part around
-            lo, kept = max(-left, 0), max(size - max(-left, 0) - max(-right, 0), 0)
-            idx = lo + np.arange(-max(left, 0), kept + max(right, 0)) % max(kept, 1)
+            lo, kept = max(-left, 0), size - max(-left, 0) - max(-right, 0)
+            if new < 0 or (kept <= 0 and new > 0):  # (torch fills the latter with unset memory)
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+            idx = lo + np.arange(-max(left, 0), -max(left, 0) + new) % max(kept, 1)
         plan.append((-1 - k, idx.astype(np.intp), size))
     return tuple(plan)
 
