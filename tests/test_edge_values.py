@@ -195,6 +195,7 @@ NOT_POINTWISE = {
     # shape and indexing of issue 13 (i13-shape): they move or pick entries, no arithmetic
     "flip", "roll", "narrow", "select", "movedim", "moveaxis", "unflatten", "tril", "triu", "diagonal",
     "diag", "tile", "scatter", "scatter_add", "index_add", "masked_select", "take_along_dim", "pad",
+    "tril_", "triu_", "scatter_", "scatter_add_", "index_add_",
 }
 
 

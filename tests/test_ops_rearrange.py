@@ -59,6 +59,8 @@ SPECS = [
     OpSpec("tril_offset", lambda lib, x: lib.tril(x, -1), M),
     OpSpec("triu", lambda lib, x: x.triu(1), X, grad_fn="TriuBackward0"),
     OpSpec("triu_fn", lambda lib, x: lib.triu(x, diagonal=-2), M),
+    OpSpec("tril_", lambda lib, x: x.clone().tril_(1), M, grad_fn="TrilBackward0"),
+    OpSpec("triu_", lambda lib, x: (x * x).triu_() * x, X, grad_fn="MulBackward0"),
     OpSpec("diag", lambda lib, x: x.diag(), ((4,),), grad_fn="DiagEmbedBackward0"),
     OpSpec("diag_offset", lambda lib, x: lib.diag(x, -2), ((3,),)),
     OpSpec("diag_matrix", lambda lib, x: x.diag(), M, grad_fn="DiagonalBackward0_copy"),

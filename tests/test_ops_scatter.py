@@ -1,5 +1,5 @@
 """Scatter ops and index queries (aiograd/_ops/scatter.py): scatter (a tensor or a value),
-scatter_add, index_add, masked_select, take_along_dim, nonzero.
+scatter_add, index_add (and their in-place forms), masked_select, take_along_dim, nonzero.
 
 The per-op tests come from the ``OpSpec`` table and tests/op_factory.py. Then: gradients with
 duplicate indices (scatter's overwritten entries, scatter_add's and index_add's sums) against
@@ -67,6 +67,14 @@ SPECS = [
     OpSpec("take_along_dim_broadcast", lambda lib, x: lib.take_along_dim(x, const(lib, np.array([[2], [0]])), dim=0),
            ((3, 1),)),
     OpSpec("take_along_dim_squared", lambda lib, x: lib.take_along_dim(x, const(lib, ALONG_1), -1) ** 2, (M,)),
+    # ---------------------------------------------------------------- in place (on a clone)
+    OpSpec("scatter_", lambda lib, x, s: x.clone().scatter_(0, const(lib, UNIQUE), s), (M, (2, 4)),
+           grad_fn="ScatterBackward0"),
+    OpSpec("scatter_value_", lambda lib, x: x.clone().scatter_(1, const(lib, ALONG_1), -2.0), (M,),
+           op="scatter_", grad_fn="ScatterBackward1"),
+    OpSpec("scatter_add_", lambda lib, x, s: x.clone().scatter_add_(0, const(lib, DUPLICATES), s) ** 2, (M, (2, 4))),
+    OpSpec("index_add_", lambda lib, x, s: x.clone().index_add_(0, const(lib, SELECTED), s, alpha=2.0), (M, (3, 4)),
+           grad_fn="IndexAddBackward0"),
     # ---------------------------------------------------------------- nonzero
     OpSpec("nonzero", lambda lib, x: (x > 0).nonzero(), (M,), grad=False, why="an index result"),
     OpSpec("nonzero_tuple", lambda lib, x: lib.nonzero(x > 0, as_tuple=True)[1], (M,), grad=False,
@@ -294,3 +302,54 @@ async def test_saved_index_and_input_behave_as_torchs(name: str) -> None:
             if lib is ag:
                 await result
     assert messages[0] == messages[1]
+
+
+# ================================================================================ in place
+IN_PLACE = {
+    "scatter_": lambda lib, v, s: v.scatter_(0, lib.tensor(np.array([[1, 0], [0, 1]])), s),
+    "scatter_value_": lambda lib, v, s: v.scatter_(1, lib.tensor(np.array([[1, 0], [0, 1]])), 5.0),
+    "scatter_add_": lambda lib, v, s: v.scatter_add_(0, lib.tensor(np.array([[1, 1]])), s[:1]),
+    "index_add_": lambda lib, v, s: v.index_add_(1, lib.tensor(np.array([0, 0])), s, alpha=-1.0),
+    "tril_": lambda lib, v, s: v.tril_(),
+    "triu_": lambda lib, v, s: v.triu_(1),
+}
+
+
+@requires_torch
+@pytest.mark.parametrize("name", list(IN_PLACE))
+async def test_in_place_on_a_view_rebases_the_base_as_in_torch(name: str) -> None:
+    fn = IN_PLACE[name]
+    a, b = np.random.default_rng(4).standard_normal((3, 4)), np.random.default_rng(5).standard_normal((2, 2))
+    results = []
+    for lib in (ag, torch):
+        x, s = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True)
+        base = x * 1.0
+        view = base[1:, 1:3]  # a (2, 2) view
+        out = fn(lib, view, s)
+        assert out is view and base._version == view._version == 1
+        names = (base.grad_fn.name().removeprefix("torch::autograd::"), view.grad_fn.name())
+        u = lib.tensor(np.arange(12.0).reshape(3, 4))
+        if lib is ag:
+            grads = await ag.grad(base, [x, s], u, allow_unused=True)
+        else:
+            grads = torch.autograd.grad(base, [x, s], u, allow_unused=True)
+        results.append((base.detach().numpy().copy(), names, [None if g is None else g.numpy() for g in grads]))
+    (value, names, grads), (tvalue, tnames, tgrads) = results
+    np.testing.assert_array_equal(value, tvalue)
+    assert names == tnames == ("CopySlices", "AsStridedBackward0")
+    for g, tg in zip(grads, tgrads):
+        assert (g is None) == (tg is None)
+        if g is not None:
+            np.testing.assert_allclose(g, tg, rtol=1e-14)
+
+
+@requires_torch
+@pytest.mark.parametrize("name", list(IN_PLACE))
+def test_in_place_on_a_leaf_refuses_as_torch(name: str) -> None:
+    for lib in (ag, torch):
+        x = lib.tensor(np.zeros((2, 2)), requires_grad=True)
+        with pytest.raises(RuntimeError, match="^a leaf Variable that requires grad is being used in an in-place operation.$"):
+            IN_PLACE[name](lib, x, lib.tensor(np.ones((2, 2))))
+        with torch.no_grad() if lib is torch else ag.no_grad():
+            IN_PLACE[name](lib, x, lib.tensor(np.ones((2, 2))))
+        assert x._version == 1

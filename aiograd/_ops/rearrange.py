@@ -1,4 +1,5 @@
-"""Rearranging ops: flip, roll, narrow, select, movedim, unflatten, tril, triu, diagonal, diag, tile.
+"""Rearranging ops: flip, roll, narrow, select, movedim, unflatten, tril, triu, diagonal, diag, tile;
+``tril_`` and ``triu_`` in place (``in_place``, shared with the scatter ops).
 
 As in PyTorch, ``narrow``, ``select``, ``movedim``, ``unflatten`` and ``diagonal`` return views
 (``_views.View``: they share their base's array and version counter, and an in-place op on them
@@ -16,12 +17,13 @@ Every backward is written with these same ops, so ``create_graph=True`` differen
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .._views import make_view
+from ._inplace_util import _alias, _commit, _recording
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, like, needs_grad
 from .batching import batch_ndim
@@ -39,7 +41,7 @@ from .shape import (
 
 __all__ = [
     "flip", "roll", "narrow", "select", "movedim", "moveaxis", "unflatten", "tril", "triu",
-    "diagonal", "diag", "tile",
+    "diagonal", "diag", "tile", "tril_", "triu_", "in_place",
 ]
 
 _FULL = slice(None)
@@ -243,6 +245,27 @@ def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     return _triangle(input, diagonal, False)
 
 
+def in_place(self: Tensor, out_of_place: Callable[[Tensor], Tensor], *operands: Any) -> Tensor:
+    """``self`` overwritten by ``out_of_place(self)``, recorded as PyTorch records an in-place op:
+    the out-of-place op's node applied to the old version becomes ``self``'s history (for a view,
+    its base's, through ``CopySlices``); PyTorch's leaf and view checks first (see
+    aiograd/_ops/inplace.py)."""
+    _commit(self, out_of_place(_alias(self, False) if _recording(self, *operands) else self))
+    return self
+
+
+@op(TrilBackward0)
+def tril_(input: Tensor, diagonal: int = 0) -> Tensor:
+    """``tril`` in place."""
+    return in_place(input, lambda x: tril(x, diagonal))
+
+
+@op(TriuBackward0)
+def triu_(input: Tensor, diagonal: int = 0) -> Tensor:
+    """``triu`` in place."""
+    return in_place(input, lambda x: triu(x, diagonal))
+
+
 # ------------------------------------------------------------------------------ diagonal / diag
 def _diagonal_of(xp: Any, data: Any, offset: int, dim1: int, dim2: int) -> Any:
     """The diagonal as a writeable view of ``data`` (numpy makes diagonals read-only; PyTorch's
@@ -350,6 +373,8 @@ TENSOR_METHODS = {
     "unflatten": unflatten,
     "tril": tril,
     "triu": triu,
+    "tril_": tril_,
+    "triu_": triu_,
     "diagonal": diagonal,
     "diag": diag,
     "tile": tile,

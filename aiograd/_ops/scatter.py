@@ -1,5 +1,6 @@
-"""Scatter ops and index queries: scatter, scatter_add, index_add, masked_select, take_along_dim,
-nonzero.
+"""Scatter ops and index queries: scatter, scatter_add, index_add (and ``scatter_``,
+``scatter_add_``, ``index_add_`` in place, recorded as PyTorch records in-place ops:
+``rearrange.in_place``), masked_select, take_along_dim, nonzero.
 
 The backward formulas are PyTorch's (tools/autograd/derivatives.yaml), written with aiograd ops so
 that ``create_graph=True`` differentiates them again:
@@ -46,10 +47,14 @@ from .indexing import (
     index_select,
 )
 from .padding import pad
+from .rearrange import in_place
 from .reduction import _dtype_name
 from .shape import _dim, expand, reduce_grad, reshape
 
-__all__ = ["scatter", "scatter_add", "index_add", "masked_select", "take_along_dim", "nonzero"]
+__all__ = [
+    "scatter", "scatter_add", "index_add", "masked_select", "take_along_dim", "nonzero", "scatter_",
+    "scatter_add_", "index_add_",
+]
 
 
 def _mesh(idx: np.ndarray[Any, Any], d: int) -> tuple[np.ndarray[Any, Any], ...]:
@@ -270,6 +275,25 @@ def index_add(input: Tensor, dim: int, index: Any, source: Tensor, *, alpha: Any
     return result
 
 
+# ------------------------------------------------------------------------------ in place
+@op(ScatterBackward0, ScatterBackward1)
+def scatter_(input: Tensor, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Tensor:
+    """``scatter`` in place."""
+    return in_place(input, lambda x: scatter(x, dim, index, src, value=value), src)
+
+
+@op(ScatterAddBackward0)
+def scatter_add_(input: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
+    """``scatter_add`` in place."""
+    return in_place(input, lambda x: scatter_add(x, dim, index, src), src)
+
+
+@op(IndexAddBackward0)
+def index_add_(input: Tensor, dim: int, index: Any, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    """``index_add`` in place."""
+    return in_place(input, lambda x: index_add(x, dim, index, source, alpha=alpha), source)
+
+
 # ------------------------------------------------------------------------------ masked_select
 #: The backward of masked_select's backward (recorded under create_graph): select again.
 MaskedScatterBackward0 = variant("MaskedScatterBackward0", _ScatterBackward)
@@ -377,4 +401,7 @@ TENSOR_METHODS = {
     "masked_select": masked_select,
     "take_along_dim": take_along_dim,
     "nonzero": nonzero,
+    "scatter_": scatter_,
+    "scatter_add_": scatter_add_,
+    "index_add_": index_add_,
 }
