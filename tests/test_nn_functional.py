@@ -56,6 +56,7 @@ def test_reexports() -> None:
     assert sorted(F.__all__) == sorted(
         ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "linear", "mse_loss", "nll_loss",
          "cross_entropy"]
+        + ["pad", "one_hot"]  # shape and indexing of issue 13 (i13-shape)
     )
     for name in F.__all__:
         assert getattr(F, name).__doc__, name
