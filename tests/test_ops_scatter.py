@@ -44,6 +44,7 @@ SPECS = [
     # ---------------------------------------------------------------- scatter_add
     OpSpec("scatter_add", lambda lib, x, s: x.scatter_add(0, const(lib, DUPLICATES), s), (M, (2, 4)),
            grad_fn="ScatterAddBackward0"),
+    OpSpec("scatter_add_unique", lambda lib, x, s: x.scatter_add(0, const(lib, UNIQUE), s), (M, (2, 4))),
     OpSpec("scatter_add_fn", lambda lib, x, s: lib.scatter_add(x, -1, const(lib, ALONG_1), s), (M, (3, 2))),
     OpSpec("scatter_add_squared", lambda lib, x, s: x.scatter_add(1, const(lib, ALONG_1), s ** 2) ** 2, (M, (3, 2))),
     OpSpec("scatter_add_large_src", lambda lib, x, s: x.scatter_add(1, const(lib, ALONG_1), s) * 1.0, (M, (3, 3)),
@@ -51,6 +52,7 @@ SPECS = [
     # ---------------------------------------------------------------- index_add
     OpSpec("index_add", lambda lib, x, s: x.index_add(0, const(lib, SELECTED), s), (M, (3, 4)),
            grad_fn="IndexAddBackward0"),
+    OpSpec("index_add_unique", lambda lib, x, s: x.index_add(1, const(lib, np.array([3, 0, 1])), s), (M, (3, 3))),
     OpSpec("index_add_alpha", lambda lib, x, s: lib.index_add(x, 1, const(lib, np.array([3, 3])), s, alpha=-0.5),
            (M, (3, 2))),
     OpSpec("index_add_squared", lambda lib, x, s: x.index_add(0, const(lib, SELECTED), s * x[:1], alpha=2.0) ** 2,

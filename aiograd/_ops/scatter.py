@@ -152,6 +152,16 @@ def _check_bounds(idx: np.ndarray[Any, Any], d: int, size: int) -> None:
             raise RuntimeError(f"index {int(idx[bad].flat[0])} is out of bounds for dimension {d} with size {size}")
 
 
+def _add_at(xp: Any, out: Any, where: tuple[Any, ...], values: Any, positions: np.ndarray[Any, Any]) -> None:
+    """``out[where] += values``, each repeated position adding every one of its values: numpy's
+    buffered ``+=`` where ``positions`` (where each value lands) has no repeats, else its
+    unbuffered ``add.at`` (many times slower)."""
+    if np.unique(positions).size == positions.size:
+        out[where] += values
+    else:
+        xp.add.at(out, where, values)
+
+
 def _scattered(input: Tensor, d: int, idx: np.ndarray[Any, Any], src: Any, add: bool) -> Any:
     """A copy of ``input``'s array with ``src`` (a tensor, read in ``idx``'s shape, or a number)
     written (or, with ``add``, added) at ``idx`` along ``d``."""
@@ -164,7 +174,7 @@ def _scattered(input: Tensor, d: int, idx: np.ndarray[Any, Any], src: Any, add: 
     else:
         values = src
     if add:
-        input._device.xp.add.at(out, where, values)
+        _add_at(input._device.xp, out, where, values, np.ravel_multi_index(np.broadcast_arrays(*where), out.shape))
     else:
         out[where] = values
     return out.reshape(data.shape)
@@ -266,7 +276,8 @@ def index_add(input: Tensor, dim: int, index: Any, source: Tensor, *, alpha: Any
     _check_bounds(idx, d, data.shape[d] if data.ndim else 1)
     out = data.reshape(data.shape or (1,)).copy()
     scaled = src if alpha == 1 else src * input._device.xp.asarray(alpha, dtype=src.dtype)
-    input._device.xp.add.at(out, (_FULL,) * d + (idx.reshape(-1).astype(np.intp),), scaled.reshape(src.shape or (1,)))
+    where = (_FULL,) * d + (idx.reshape(-1).astype(np.intp),)
+    _add_at(input._device.xp, out, where, scaled.reshape(src.shape or (1,)), idx)
     result = like(out.reshape(data.shape), input)
     if needs_grad(input, source):
         node = attach(IndexAddBackward0((edge_of(input), edge_of(source))), result)
