@@ -138,9 +138,31 @@ from ._ops.joining import cat, chunk, concat, concatenate, split, split_with_siz
 from ._ops.linalg import matmul, mm
 from ._ops.pointwise import addcdiv, addcmul, lerp, masked_fill
 from ._ops.products import bmm, dot, einsum, outer, tensordot, trace
+from ._ops.rearrange import (  # (i13-shape)
+    diag,
+    diagonal,
+    flip,
+    moveaxis,
+    movedim,
+    narrow,
+    roll,
+    select,
+    tile,
+    tril,
+    triu,
+    unflatten,
+)
 from ._ops.reduction import argmax, argmin, max, mean, min, prod, sum, var
 from ._ops.reduction_extra import all, amax, amin, any, count_nonzero
 from ._ops.scans import cumprod, cumsum
+from ._ops.scatter import (  # (i13-shape)
+    index_add,
+    masked_select,
+    nonzero,
+    scatter,
+    scatter_add,
+    take_along_dim,
+)
 from ._ops.shape import (
     broadcast_to,
     expand,
@@ -216,4 +238,7 @@ __all__ = [
     "optim",  # issue 13: optim
     # linear algebra (issue 13)
     "bmm", "dot", "einsum", "outer", "tensordot", "trace", "linalg",
+    # shape and indexing of issue 13 (i13-shape)
+    "flip", "roll", "narrow", "select", "movedim", "moveaxis", "unflatten", "tril", "triu", "diagonal", "diag",
+    "tile", "scatter", "scatter_add", "index_add", "masked_select", "take_along_dim", "nonzero",
 ]

@@ -19,15 +19,18 @@ from ._ops import (
     inplace,
     joining,
     linalg,
+    padding,
     pointwise,
-    products,  # (linear algebra: bmm, dot, outer, trace)
+    products,
+    rearrange,
     reduction,
-    reduction_extra,  # (issue 13: reductions and scans)
+    reduction_extra,
     scans,
+    scatter,
     shape,
     softmax,
     sorting,
-    special,  # i13-nnf: erf, erfc
+    special,
     unary_math,
 )
 from ._tensor import Tensor
@@ -40,6 +43,7 @@ _FAMILIES = (
     products,  # linear algebra (issue 13)
     special,  # i13-nnf: erf, erfc
     reduction_extra, scans, sorting,  # (issue 13: reductions and scans)
+    rearrange, scatter, padding,  # shape and indexing of issue 13 (i13-shape)
 )
 
 #: Every method and operator bound onto Tensor here: name -> function (a later family wins).

@@ -33,11 +33,14 @@ import test_ops_elementwise
 import test_ops_indexing
 import test_ops_joining
 import test_ops_linalg
+import test_ops_padding
 import test_ops_pointwise
 import test_ops_products
+import test_ops_rearrange
 import test_ops_reduction
 import test_ops_reduction_extra  # (issue 13: reductions and scans)
 import test_ops_scans  # (issue 13: reductions and scans)
+import test_ops_scatter
 import test_ops_shape
 import test_ops_sorting  # (issue 13: reductions and scans)
 import test_ops_special  # i13-nnf
@@ -688,6 +691,10 @@ SPEC_TABLES = {
     "reduction_extra": test_ops_reduction_extra.REDUCTION_SPECS,  # (issue 13: reductions and scans)
     "scans": test_ops_scans.SPECS,
     "sorting": test_ops_sorting.SPECS,
+    # shape and indexing of issue 13 (i13-shape)
+    "rearrange": test_ops_rearrange.SPECS,
+    "scatter": test_ops_scatter.SPECS,
+    "padding": test_ops_padding.SPECS,
 }
 # i13-nnf: special functions and the nn.functional activations, dropout, norms, embedding
 SPEC_TABLES.update({

@@ -235,6 +235,10 @@ NOT_POINTWISE = {
     # (issue 13: linear algebra: matrix functions, not elementwise)
     "bmm", "dot", "outer", "trace", "tensordot", "einsum", "linalg_inv", "linalg_solve", "linalg_det",
     "linalg_slogdet", "linalg_cholesky", "linalg_qr", "linalg_eigh", "linalg_svd",
+    # shape and indexing of issue 13 (i13-shape): they move or pick entries, no arithmetic
+    "flip", "roll", "narrow", "select", "movedim", "moveaxis", "unflatten", "tril", "triu", "diagonal",
+    "diag", "tile", "scatter", "scatter_add", "index_add", "masked_select", "take_along_dim", "pad",
+    "tril_", "triu_", "scatter_", "scatter_add_", "index_add_",
 }
 NOT_POINTWISE |= {"dropout", "embedding"}  # i13-nnf: a random mask (a mul); a row lookup
 

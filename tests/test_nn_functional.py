@@ -58,6 +58,7 @@ def test_reexports() -> None:
          "cross_entropy"]
         + ["gelu", "silu", "elu", "leaky_relu", "softplus", "hardtanh", "mish", "dropout",  # i13-nnf
            "layer_norm", "batch_norm", "group_norm", "embedding"]
+        + ["pad", "one_hot"]  # shape and indexing of issue 13 (i13-shape)
     )
     for name in F.__all__:
         assert getattr(F, name).__doc__, name

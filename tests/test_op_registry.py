@@ -119,6 +119,7 @@ SPEC_MODULES = (
     "test_ops_elementwise", "test_ops_unary_math", "test_ops_binary_math", "test_ops_pointwise", "test_ops_shape", "test_ops_linalg", "test_ops_convenience",
     "test_ops_products", "test_linalg",  # (issue 13: linear algebra)
     "test_ops_reduction_extra", "test_ops_scans", "test_ops_sorting",  # (issue 13: reductions and scans)
+    "test_ops_rearrange", "test_ops_scatter", "test_ops_padding",  # shape and indexing of issue 13 (i13-shape)
 )
 # i13-nnf: special functions, activations, dropout, normalization, embedding
 SPEC_MODULES += ("test_ops_special", "test_nn_activations", "test_nn_dropout", "test_nn_normalization", "test_nn_embedding")
@@ -161,6 +162,7 @@ def test_registry_rules_are_consistent() -> None:
     families |= {"products", "linear_systems", "decompositions", "orthogonal"}  # linear algebra
     families |= {"special", "activations", "dropout", "normalization", "embedding"}  # i13-nnf
     families |= {"reduction_extra", "scans", "sorting"}  # (issue 13: reductions and scans)
+    families |= {"rearrange", "scatter", "padding"}  # shape and indexing of issue 13 (i13-shape)
     for name, rule in OPS.items():
         assert rule.name == name and rule.family in families, name
         assert callable(rule.forward), name

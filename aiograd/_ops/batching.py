@@ -160,6 +160,27 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "KthvalueBackward0",
     "MedianBackward0",
     "MedianBackward1",
+    # shape and indexing of issue 13 (i13-shape): dims shifted past the batch dims, indices
+    # broadcast over them; the pads touch trailing dims only
+    "FlipBackward0",
+    "RollBackward0",
+    "TrilBackward0",
+    "TriuBackward0",
+    "DiagonalBackward0",
+    "DiagonalBackward0_copy",
+    "DiagEmbedBackward0",
+    "ScatterBackward0",
+    "ScatterBackward1",
+    "ScatterAddBackward0",
+    "IndexAddBackward0",
+    "MaskedSelectBackward0",
+    "ConstantPadNdBackward0",
+    "ReflectionPad1DBackward0",
+    "ReflectionPad2DBackward0",
+    "ReflectionPad3DBackward0",
+    "ReplicationPad1DBackward0",
+    "ReplicationPad2DBackward0",
+    "ReplicationPad3DBackward0",
 })
 
 #: Registered nodes whose rules still run once per sample under a batched backward: the in-place

@@ -341,6 +341,10 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
             "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
         )
     padded = (1,) * (len(reps) - len(shape)) + shape
+    if any(r < 0 for r in reps):  # (numpy's tile would say "negative dimensions are not allowed")
+        out_sizes = [s * r for s, r in zip(padded, reps)]
+        negative = next(n for n in out_sizes if n < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {negative}: {out_sizes}")
     out = like(input._device.xp.tile(input.data.reshape(padded), reps), input)
     if needs_grad(input):
         node = attach(RepeatBackward0((edge_of(input),)), out)

@@ -31,6 +31,7 @@ from .._ops.batching import batch_ndim as _batch_ndim
 from .._ops.batching import per_sample_scalar as _per_sample_scalar
 from .._ops.elementwise import relu, sigmoid, tanh
 from .._ops.linalg import linear
+from .._ops.padding import one_hot, pad  # shape and indexing of issue 13 (i13-shape)
 from .._ops.quiet import quietly as _quietly
 from .._ops.reduction import _dtype_name
 from .._ops.shape import reduce_grad as _reduce_grad
@@ -59,6 +60,9 @@ __all__ = [
     # i13-nnf: activations, dropout, normalization, embedding
     "gelu", "silu", "elu", "leaky_relu", "softplus", "hardtanh", "mish",
     "dropout", "layer_norm", "batch_norm", "group_norm", "embedding",
+    # shape and indexing of issue 13 (i13-shape)
+    "pad",
+    "one_hot",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")

@@ -1,0 +1,381 @@
+"""Rearranging ops: flip, roll, narrow, select, movedim, unflatten, tril, triu, diagonal, diag, tile;
+``tril_`` and ``triu_`` in place (``in_place``, shared with the scatter ops).
+
+As in PyTorch, ``narrow``, ``select``, ``movedim``, ``unflatten`` and ``diagonal`` return views
+(``_views.View``: they share their base's array and version counter, and an in-place op on them
+rebases the base); ``flip``, ``roll``, ``tril``, ``triu``, ``diag`` and ``tile`` return copies.
+The view ops that PyTorch builds on others record those others' nodes, as torch does: ``narrow``
+is a slice (``SliceBackward0``), ``movedim`` a permute, ``unflatten`` a view, ``tile`` a repeat.
+
+Every backward is written with these same ops, so ``create_graph=True`` differentiates it again;
+``diagonal``'s backward writes the gradient into zeros along the diagonal, a recorded op
+(PyTorch's ``diagonal_backward``, node ``DiagonalBackwardBackward0``) whose backward is
+``diagonal`` again. Under ``is_grads_batched`` the gradients carry leading batch dims
+(``batch_ndim()``): every rule shifts the dims it saved past them.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._views import make_view
+from ._inplace_util import _alias, _commit, _recording
+from ._registry import backward, op, variant
+from ._util import Tensor, attach, edge_of, like, needs_grad
+from .batching import batch_ndim
+from .indexing import SelectBackward0, SliceBackward0, _take
+from .shape import (
+    PermuteBackward0,
+    RepeatBackward0,
+    ViewBackward0,
+    _dim,
+    _shape_arg,
+    permute,
+    repeat,
+    view,
+)
+
+__all__ = [
+    "flip", "roll", "narrow", "select", "movedim", "moveaxis", "unflatten", "tril", "triu",
+    "diagonal", "diag", "tile", "tril_", "triu_", "in_place",
+]
+
+_FULL = slice(None)
+
+
+def _int_tuple(value: int | Sequence[int]) -> tuple[int, ...]:
+    """An int or a sequence of ints (torch's ``IntArrayRef`` that also takes one int) as a tuple."""
+    if isinstance(value, (int, np.integer)) or (isinstance(value, Tensor) and value.data.ndim == 0):
+        return (operator.index(value),)
+    return tuple(operator.index(v) for v in value)
+
+
+def _unique_dims(dims: Sequence[int], ndim: int) -> tuple[int, ...]:
+    """Dims wrapped, with PyTorch's message for one given twice (``dim_list_to_bitset``)."""
+    wrapped = tuple(_dim(d, ndim) for d in dims)
+    for i, d in enumerate(wrapped):
+        if d in wrapped[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return wrapped
+
+
+def _shifted(dims: Sequence[int]) -> tuple[int, ...]:
+    """Saved dims of an input, as dims of its (possibly batched) gradient."""
+    nb = batch_ndim()
+    return tuple(d + nb for d in dims)
+
+
+# ------------------------------------------------------------------------------ flip
+@backward()
+def FlipBackward0(self: Any, grads: list[Any]) -> Any:
+    return (flip(grads[0], _shifted(self.dims)),)
+
+
+@op(FlipBackward0)
+def flip(input: Tensor, *dims: Any) -> Tensor:
+    """A copy with the order of the entries along ``dims`` reversed (``torch.flip(input, dims)``;
+    ``t.flip(0, 1)`` or ``t.flip((0, 1))``)."""
+    axes = _unique_dims(_shape_arg(dims) if dims else (), input.data.ndim)
+    xp = input._device.xp
+    data = input.data
+    # (a 0-d tensor has nothing to flip: its one dim is the implicit one of torch's wrapping)
+    # (``copy()`` is C-ordered; ``ascontiguousarray`` would make a 0-d array 1-d)
+    out = like((xp.flip(data, axes) if axes and data.ndim else data).copy(), input)
+    if needs_grad(input):
+        attach(FlipBackward0((edge_of(input),)), out).dims = axes if data.ndim else ()
+    return out
+
+
+# ------------------------------------------------------------------------------ roll
+@backward()
+def RollBackward0(self: Any, grads: list[Any]) -> Any:
+    g, back = grads[0], tuple(-s for s in self.shifts)
+    if self.dims:
+        return (roll(g, back, _shifted(self.dims)),)
+    nb = batch_ndim()  # rolled as one flat vector: per sample when batched
+    if not nb:
+        return (roll(g, back),)
+    shape = g.data.shape
+    return (roll(g.reshape(shape[:nb] + (-1,)), back, nb).reshape(shape),)
+
+
+@op(RollBackward0)
+def roll(input: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+    """A copy with the entries shifted by ``shifts`` along ``dims`` (cyclically: what falls off
+    one end comes back at the other); without ``dims``, along the flattened tensor."""
+    shift = _int_tuple(shifts)
+    axes = () if dims is None else _int_tuple(dims)
+    if len(shift) != len(axes) and not (not axes and len(shift) == 1):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shift)}, dims:{len(axes)}")
+    data = input.data
+    axes = tuple(_dim(d, data.ndim) for d in axes)
+    xp = input._device.xp
+    if axes:
+        out_data = xp.roll(data, shift, axes)
+    else:
+        out_data = xp.roll(data.reshape(-1), shift[0]).reshape(data.shape)
+    out = like(out_data, input)  # (a new array: numpy's roll never views its input)
+    if needs_grad(input):
+        node = attach(RollBackward0((edge_of(input),)), out)
+        node.shifts, node.dims = shift, axes
+    return out
+
+
+# ------------------------------------------------------------------------------ narrow / select
+@op(SliceBackward0)
+def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
+    """A view of ``length`` entries along ``dim`` from ``start`` (negative counts from the end)."""
+    data = input.data
+    if data.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    start, length = operator.index(start), operator.index(length)
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    d = _dim(dim, data.ndim)
+    size = data.shape[d]
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    if start < 0:
+        start += size
+    if start > size - length:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return _take(input, ((_FULL,) * d + (slice(start, start + length),), None, False), SliceBackward0)
+
+
+@op(SelectBackward0)
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """The view ``input[..., index, ...]`` with ``index`` at dimension ``dim`` (that dim removed)."""
+    data = input.data
+    if data.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d, i = _dim(dim, data.ndim), operator.index(index)
+    size = data.shape[d]
+    if not -size <= i < size:
+        raise IndexError(
+            f"select(): index {i} out of range for tensor of size {list(data.shape)} at dimension {d}"
+        )
+    return _take(input, ((_FULL,) * d + (i % size,), None, False), SelectBackward0)
+
+
+# ------------------------------------------------------------------------------ movedim
+@op(PermuteBackward0)
+def movedim(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+    """The view with dims ``source`` moved to positions ``destination`` (the others keep their
+    order): a permute."""
+    src, dst = _int_tuple(source), _int_tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain "
+            f"the same number of dims as destination ({list(dst)} dims)"
+        )
+    ndim = input.data.ndim
+    wsrc, wdst = [_dim(d, ndim) for d in src], [_dim(d, ndim) for d in dst]
+    for name, given, wrapped in (("source", src, wsrc), ("destination", dst, wdst)):
+        if len(set(wrapped)) != len(wrapped):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({list(given)})")
+    order = [d for d in range(ndim) if d not in wsrc]
+    for to, frm in sorted(zip(wdst, wsrc)):
+        order.insert(to, frm)
+    return permute(input, order) if ndim else permute(input, ())
+
+
+@op(PermuteBackward0)
+def moveaxis(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+    """Alias of ``movedim`` (numpy's name)."""
+    return movedim(input, source, destination)
+
+
+# ------------------------------------------------------------------------------ unflatten
+@op(ViewBackward0)
+def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    """The view with dim ``dim`` split into ``sizes`` (one of them may be -1)."""
+    shape = input.data.shape
+    d = _dim(dim, len(shape))
+    sizes = tuple(operator.index(s) for s in sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    if sizes.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = int(np.prod([s for s in sizes if s != -1]))
+    size = shape[d] if shape else 1
+    if (-1 not in sizes and known != size) or (-1 in sizes and (known == 0 or size % known)):
+        raise RuntimeError(
+            f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
+            f"({size}) in the input tensor"
+        )
+    return view(input, shape[:d] + sizes + shape[d + 1 :])
+
+
+# ------------------------------------------------------------------------------ tril / triu
+@backward()
+def TrilBackward0(self: Any, grads: list[Any]) -> Any:
+    return (tril(grads[0], self.diagonal),)
+
+
+@backward()
+def TriuBackward0(self: Any, grads: list[Any]) -> Any:
+    return (triu(grads[0], self.diagonal),)
+
+
+def _triangle(input: Tensor, diagonal: int, lower: bool) -> Tensor:
+    name = "tril" if lower else "triu"
+    if input.data.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    k = operator.index(diagonal)
+    xp = input._device.xp
+    out = like((xp.tril if lower else xp.triu)(input.data, k), input)
+    if needs_grad(input):
+        attach((TrilBackward0 if lower else TriuBackward0)((edge_of(input),)), out).diagonal = k
+    return out
+
+
+@op(TrilBackward0)
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    """A copy with the entries above diagonal ``diagonal`` of the last two dims zeroed."""
+    return _triangle(input, diagonal, True)
+
+
+@op(TriuBackward0)
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    """A copy with the entries below diagonal ``diagonal`` of the last two dims zeroed."""
+    return _triangle(input, diagonal, False)
+
+
+def in_place(self: Tensor, out_of_place: Callable[[Tensor], Tensor], *operands: Any) -> Tensor:
+    """``self`` overwritten by ``out_of_place(self)``, recorded as PyTorch records an in-place op:
+    the out-of-place op's node applied to the old version becomes ``self``'s history (for a view,
+    its base's, through ``CopySlices``); PyTorch's leaf and view checks first (see
+    aiograd/_ops/inplace.py)."""
+    _commit(self, out_of_place(_alias(self, False) if _recording(self, *operands) else self))
+    return self
+
+
+@op(TrilBackward0)
+def tril_(input: Tensor, diagonal: int = 0) -> Tensor:
+    """``tril`` in place."""
+    return in_place(input, lambda x: tril(x, diagonal))
+
+
+@op(TriuBackward0)
+def triu_(input: Tensor, diagonal: int = 0) -> Tensor:
+    """``triu`` in place."""
+    return in_place(input, lambda x: triu(x, diagonal))
+
+
+# ------------------------------------------------------------------------------ diagonal / diag
+def _diagonal_of(xp: Any, data: Any, offset: int, dim1: int, dim2: int) -> Any:
+    """The diagonal as a writeable view of ``data`` (numpy makes diagonals read-only; PyTorch's
+    ``diagonal`` is a view that in-place ops write through)."""
+    out = xp.diagonal(data, offset, dim1, dim2)
+    flags = getattr(out, "flags", None)
+    if flags is not None and not getattr(flags, "writeable", True) and data.flags.writeable:
+        out.setflags(write=True)
+    return out
+
+
+@backward()
+def DiagonalBackwardBackward0(self: Any, grads: list[Any]) -> Any:
+    """The backward of ``diagonal``'s backward: read the diagonal back."""
+    dim1, dim2 = _shifted((self.dim1, self.dim2))
+    return (diagonal(grads[0], self.offset, dim1, dim2),)
+
+
+def _diagonal_scatter(grad: Tensor, shape: tuple[int, ...], offset: int, dim1: int, dim2: int) -> Tensor:
+    """Zeros of ``shape`` with ``grad`` along their diagonal (PyTorch's ``diagonal_backward``),
+    recorded so that it can be differentiated again."""
+    z = grad._device.xp.zeros(shape, dtype=grad.data.dtype)
+    _diagonal_of(grad._device.xp, z, offset, dim1, dim2)[...] = grad.data
+    out = like(z, grad)
+    if needs_grad(grad):
+        node = attach(DiagonalBackwardBackward0((edge_of(grad),)), out)
+        node.offset, node.dim1, node.dim2 = offset, dim1, dim2
+    return out
+
+
+@backward(scatter_cls=DiagonalBackwardBackward0)
+def DiagonalBackward0(self: Any, grads: list[Any]) -> Any:
+    g, nb = grads[0], batch_ndim()
+    return (_diagonal_scatter(g, g.data.shape[:nb] + self.shape, self.offset, self.dim1 + nb, self.dim2 + nb),)
+
+
+#: ``torch.diag`` of a matrix: a copy of its diagonal, recorded under this name by PyTorch.
+DiagonalBackward0_copy = variant("DiagonalBackward0_copy", DiagonalBackward0)
+
+
+@op(DiagonalBackward0)
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The view of the diagonal ``offset`` (above the main one if positive) of the 2-D slices
+    over ``dim1`` and ``dim2``; those dims are removed and the diagonal is the last dim."""
+    data = input.data
+    d1, d2 = _dim(dim1, data.ndim), _dim(dim2, data.ndim)
+    if data.ndim == 0:  # torch wraps dim1 = 0 for a 0-d tensor, then fails on dim2 = 1
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    k = operator.index(offset)
+    out = make_view(input, _diagonal_of(input._device.xp, data, k, d1, d2))
+    if needs_grad(input):
+        node = attach(DiagonalBackward0((edge_of(input),)), out)
+        node.shape, node.offset, node.dim1, node.dim2 = data.shape, k, d1, d2
+    return out
+
+
+@backward()
+def DiagEmbedBackward0(self: Any, grads: list[Any]) -> Any:
+    nb = batch_ndim()
+    return (diagonal(grads[0], self.offset, nb, nb + 1),)
+
+
+@op(DiagEmbedBackward0, DiagonalBackward0_copy)
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    """A vector's square matrix with the vector on diagonal ``diagonal``, or a copy of a
+    matrix's diagonal ``diagonal`` as a vector."""
+    data = input.data
+    if data.ndim not in (1, 2):
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {data.ndim}D")
+    k = operator.index(diagonal)
+    xp = input._device.xp
+    if data.ndim == 1:
+        out = like(xp.diag(data, k), input)
+        if needs_grad(input):
+            attach(DiagEmbedBackward0((edge_of(input),)), out).offset = k
+        return out
+    out = like(xp.diagonal(data, k).copy(), input)
+    if needs_grad(input):
+        node = attach(DiagonalBackward0_copy((edge_of(input),)), out)
+        node.shape, node.offset, node.dim1, node.dim2 = data.shape, k, 0, 1
+    return out
+
+
+# ------------------------------------------------------------------------------ tile
+@op(RepeatBackward0)
+def tile(input: Tensor, *dims: Any) -> Tensor:
+    """``input`` repeated ``dims[i]`` times along dim ``i``; fewer ``dims`` than dims are padded
+    with 1s in front (``torch.tile(input, dims)``; ``t.tile(2, 1)`` or ``t.tile((2, 1))``)."""
+    reps = _shape_arg(dims) if dims else ()
+    ndim = input.data.ndim
+    reps = (1,) * (ndim - len(reps)) + reps
+    return repeat(input, reps)
+
+
+# (``moveaxis`` is a function only: tests/test_typing.py's drift check counts the word "axis" in
+# aiograd/_tensor_api.py, which declaring ``Tensor.moveaxis`` there would break)
+TENSOR_METHODS = {
+    "flip": flip,
+    "roll": roll,
+    "narrow": narrow,
+    "select": select,
+    "movedim": movedim,
+    "unflatten": unflatten,
+    "tril": tril,
+    "triu": triu,
+    "tril_": tril_,
+    "triu_": triu_,
+    "diagonal": diagonal,
+    "diag": diag,
+    "tile": tile,
+}
