@@ -36,6 +36,9 @@ from .._ops.reduction import _dtype_name
 from .._ops.shape import reduce_grad as _reduce_grad
 from .._ops.softmax import log_softmax as _log_softmax
 from .._ops.softmax import softmax as _softmax
+from ._losses import binary_cross_entropy, binary_cross_entropy_with_logits, huber_loss, kl_div, l1_loss, smooth_l1_loss
+from ._losses import legacy_reduction as _reduction
+from ._losses import size_of as _size
 
 if typing.TYPE_CHECKING:
     from typing import Any
@@ -52,27 +55,14 @@ __all__ = [
     "mse_loss",
     "nll_loss",
     "cross_entropy",
+    # losses, distances and attention (aiograd/nn/_losses.py, _distance.py, _attention.py)
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
 ]
-
-_REDUCTIONS = ("none", "mean", "sum")
-
-
-
-def _reduction(size_average: Any, reduce: Any, reduction: str) -> str:
-    """Check ``reduction``; map the deprecated ``size_average``/``reduce`` flags as PyTorch does."""
-    if size_average is not None or reduce is not None:
-        size_average = True if size_average is None else size_average
-        reduce = True if reduce is None else reduce
-        reduction = ("mean" if size_average else "sum") if reduce else "none"
-        warnings.warn(
-            "size_average and reduce args will be deprecated, please use "
-            f"reduction='{reduction}' instead.",
-            UserWarning,
-            stacklevel=3,
-        )
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
-    return reduction
 
 
 def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
@@ -171,10 +161,6 @@ def mse_loss(
 def _squared_error(x: Any, y: Any) -> Any:
     diff = x - y
     return diff * diff
-
-
-def _size(t: Tensor) -> str:
-    return f"aiograd.Size({list(t.data.shape)})"
 
 
 # ------------------------------------------------------------------------------ nll_loss
