@@ -36,7 +36,14 @@ from .._ops.reduction import _dtype_name
 from .._ops.shape import reduce_grad as _reduce_grad
 from .._ops.softmax import log_softmax as _log_softmax
 from .._ops.softmax import softmax as _softmax
-from ._losses import binary_cross_entropy, binary_cross_entropy_with_logits, huber_loss, kl_div, l1_loss, smooth_l1_loss
+from ._losses import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    smooth_l1_loss,
+)
 from ._losses import legacy_reduction as _reduction
 from ._losses import size_of as _size
 
