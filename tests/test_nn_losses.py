@@ -248,3 +248,72 @@ def test_kl_div_mean_warning_points_at_the_caller() -> None:
     with pytest.warns(UserWarning, match="'mean' divides the total loss") as caught:
         F.kl_div(ag.tensor(X), ag.tensor(X))
     assert caught[0].filename == __file__
+
+
+# ------------------------------------------------------------------------------ cross_entropy
+CE_SHAPES = [(4, 3), (3,), (2, 3, 2)]
+CE_CASES = [
+    pytest.param(shape, target, weighted, ignore_index, smoothing, reduction,
+                 id=f"{len(shape)}d-{target}-{'w' if weighted else 'nw'}-ii{ignore_index}-ls{smoothing}-{reduction}")
+    for shape in CE_SHAPES
+    for target in ("indices", "probabilities")
+    for weighted in (False, True)
+    for ignore_index in (-100, 1)
+    for smoothing in (0.0, 0.2)
+    for reduction in REDUCTIONS
+]
+
+
+def _ce_operands(shape: tuple[int, ...], target: str, weighted: bool) -> tuple[Any, Any, Any]:
+    rng = np.random.default_rng(len(shape))
+    x = rng.standard_normal(shape)
+    n_classes = shape[0] if len(shape) == 1 else shape[1]
+    if target == "indices":
+        t = rng.integers(0, n_classes, () if len(shape) == 1 else (shape[0], *shape[2:]))
+        if len(shape) > 1:
+            t.flat[0] = 1  # (one target that ignore_index=1 ignores, one it keeps)
+            t.flat[1] = 0
+        else:
+            t = np.array(1)  # the only target, ignored with ignore_index=1: a NaN mean
+    else:
+        t = rng.random(shape)
+        t /= t.sum(0 if len(shape) == 1 else 1, keepdims=True)
+    return x, t, rng.random(n_classes) + 0.5 if weighted else None
+
+
+@requires_torch
+@pytest.mark.parametrize(("shape", "target", "weighted", "ignore_index", "smoothing", "reduction"), CE_CASES)
+async def test_cross_entropy_matches_torch(
+    shape: tuple[int, ...], target: str, weighted: bool, ignore_index: int, smoothing: float, reduction: str
+) -> None:
+    """Class indices and probabilities, with weight, ignore_index and label_smoothing as PyTorch
+    combines them: the value, the gradient and the second derivative, or the same error."""
+    x, t, w = _ce_operands(shape, target, weighted)
+
+    def call(lib: Any, xs: Any) -> Any:
+        weight = None if w is None else (ag.tensor(w) if lib is ag else torch.tensor(w))
+        tt = ag.tensor(t) if lib is ag else torch.tensor(t)
+        return nn(lib).cross_entropy(xs, tt, weight, ignore_index=ignore_index, reduction=reduction,
+                                     label_smoothing=smoothing)
+
+    tx = torch.tensor(x, requires_grad=True)
+    try:
+        tout = call(torch, tx)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as ours:
+            call(ag, ag.tensor(x, requires_grad=True))
+        assert str(ours.value) == str(e)
+        return
+    ax = ag.tensor(x, requires_grad=True)
+    out = call(ag, ax)
+    np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=1e-12, atol=1e-15)
+    u = np.random.default_rng(1).standard_normal(tout.shape)
+    (g,) = await ag.grad(out, [ax], ag.tensor(u), create_graph=True)
+    (tg,) = torch.autograd.grad(tout, [tx], torch.tensor(u), create_graph=True)
+    np.testing.assert_allclose(g.data, tg.detach().numpy(), rtol=1e-10, atol=1e-15)
+    v = np.random.default_rng(2).standard_normal(x.shape)
+    if np.isnan(g.data).any():
+        return
+    (gg,) = await ag.grad((g * ag.tensor(v)).sum(), [ax])
+    (tgg,) = torch.autograd.grad((tg * torch.tensor(v)).sum(), [tx])
+    np.testing.assert_allclose(gg.data, tgg.numpy(), rtol=1e-9, atol=1e-14)

@@ -31,6 +31,7 @@ from .._ops.batching import batch_ndim as _batch_ndim
 from .._ops.batching import per_sample_scalar as _per_sample_scalar
 from .._ops.elementwise import relu, sigmoid, tanh
 from .._ops.linalg import linear
+from .._ops.pointwise import masked_fill as _masked_fill
 from .._ops.quiet import quietly as _quietly
 from .._ops.reduction import _dtype_name
 from .._ops.shape import reduce_grad as _reduce_grad
@@ -377,7 +378,9 @@ def cross_entropy(
     kept = t != ignore_index
     w = _class_weight(weight, input)
     smooth = -(logp if w is None else logp * w).sum(class_dim)
-    smooth = smooth * kept.astype(input.data.dtype)
+    # masked_fill, as PyTorch's: an ignored target's term gets a zero gradient, even when the
+    # mean over no target at all is NaN
+    smooth = _masked_fill(smooth, ~kept, 0.0)
     if reduction == "none":
         smooth_red = smooth
     elif reduction == "sum":
@@ -388,7 +391,7 @@ def cross_entropy(
         else:
             w_data = w.data.reshape(-1)
             denom = float(w_data[xp.where(kept, t, 0)][kept].sum())
-        smooth_red = smooth.sum() / denom if denom else smooth.sum() * float("nan")
+        smooth_red = smooth.sum() / denom  # (0 / 0 = NaN when every target is ignored)
     return loss * (1.0 - label_smoothing) + smooth_red * (label_smoothing / n_classes)
 
 
