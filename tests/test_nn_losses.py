@@ -118,7 +118,20 @@ def quiet(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 SPECS = _rows()
 
-globals().update(make_op_tests(SPECS))
+#: aiograd/nn/_distance.py. (cosine_similarity's last node is aiograd's SumBackward0 where torch
+#: names a sum over dims SumBackward1: no grad_fn check.)
+DISTANCE_SPECS = [
+    OpSpec("normalize", lambda lib, x: nn(lib).normalize(x), ((2, 3, 4),), grad_fn="DivBackward0"),
+    OpSpec("normalize_p1_dim0", lambda lib, x: nn(lib).normalize(x, p=1, dim=0), ((2, 3),), op="normalize"),
+    OpSpec("normalize_p3_last", lambda lib, x: nn(lib).normalize(x, 3.0, -1, 1e-6), ((2, 3),), op="normalize"),
+    OpSpec("cosine_similarity", lambda lib, x, y: nn(lib).cosine_similarity(x, y), ((2, 3, 4), (2, 3, 4))),
+    OpSpec("cosine_similarity_broadcast_last", lambda lib, x, y: nn(lib).cosine_similarity(x, y, dim=-1, eps=1e-6),
+           ((2, 3, 4), (3, 4)), op="cosine_similarity"),
+    OpSpec("cosine_similarity_vectors", lambda lib, x, y: nn(lib).cosine_similarity(x, y, 0), ((5,), (5,)),
+           op="cosine_similarity"),
+]
+
+globals().update(make_op_tests(SPECS + DISTANCE_SPECS))
 
 
 # ------------------------------------------------------------------------------ values
@@ -199,6 +212,12 @@ ERRORS: list[tuple[str, Callable[[Any], Any]]] = [
     ("l1_reduction", lambda lib: nn(lib).l1_loss(_t(lib, X), _t(lib, X), reduction="bad")),
     ("kl_div_reduction", lambda lib: nn(lib).kl_div(_t(lib, X), _t(lib, X), reduction="bad")),
     ("l1_broadcast", lambda lib: quiet(nn(lib).l1_loss, _t(lib, X), _t(lib, np.ones((4, 3))))),
+    ("cosine_similarity_shapes", lambda lib: nn(lib).cosine_similarity(_t(lib, X), _t(lib, np.ones((4, 3))))),
+    ("cosine_similarity_integers",
+     lambda lib: nn(lib).cosine_similarity(lib.tensor([1, 2]), lib.tensor([2, 3]), dim=0)),
+    ("cosine_similarity_dim", lambda lib: nn(lib).cosine_similarity(_t(lib, X), _t(lib, X), dim=2)),
+    ("normalize_dim", lambda lib: nn(lib).normalize(_t(lib, X), dim=2)),
+    ("normalize_out_requires_grad", lambda lib: nn(lib).normalize(_t(lib, X, True), out=_t(lib, X))),
 ]
 
 
@@ -317,3 +336,32 @@ async def test_cross_entropy_matches_torch(
     (gg,) = await ag.grad((g * ag.tensor(v)).sum(), [ax])
     (tgg,) = torch.autograd.grad((tg * torch.tensor(v)).sum(), [tx])
     np.testing.assert_allclose(gg.data, tgg.numpy(), rtol=1e-9, atol=1e-14)
+
+
+# ------------------------------------------------------------------------------ distances
+@requires_torch
+async def test_cosine_similarity_clamps_norms_without_recording_as_torch() -> None:
+    """A norm below eps is clamped for the value but not for the gradient (ATen clamps a clone
+    of it in place under no_grad): the same huge gradient as torch's, and an integer operand
+    promoted to the float one's dtype."""
+    z = np.zeros((2, 3))
+    z[1] = [1e-10, 0.0, 0.0]
+    a, t = ag.tensor(z, requires_grad=True), torch.tensor(z, requires_grad=True)
+    out = F.cosine_similarity(a, ag.tensor(np.ones((2, 3))))
+    tout = torch.nn.functional.cosine_similarity(t, torch.ones(2, 3, dtype=torch.float64))
+    np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=1e-15)
+    (g,) = await ag.grad(out.sum(), [a])
+    np.testing.assert_allclose(g.data, torch.autograd.grad(tout.sum(), [t])[0].numpy(), rtol=1e-14)
+    mixed = F.cosine_similarity(ag.tensor([1, 2]), ag.tensor(np.array([2.0, 3.0], dtype=np.float32)), dim=0)
+    tmixed = torch.nn.functional.cosine_similarity(torch.tensor([1, 2]), torch.tensor([2.0, 3.0]), dim=0)
+    assert mixed.dtype == np.float32 and str(tmixed.dtype) == "torch.float32"
+    np.testing.assert_allclose(mixed.data, tmixed.numpy(), rtol=1e-6)
+
+
+@requires_torch
+def test_normalize_writes_out_as_torch() -> None:
+    o, to_ = ag.zeros(2, 3, dtype=np.float64), torch.zeros(2, 3, dtype=torch.float64)
+    assert F.normalize(ag.tensor(X), out=o) is o
+    assert torch.nn.functional.normalize(torch.tensor(X), out=to_) is to_
+    np.testing.assert_allclose(o.data, to_.numpy(), rtol=1e-15)
+    np.testing.assert_array_equal(F.normalize(ag.zeros(2, 3, dtype=np.float64)).data, np.zeros((2, 3)))

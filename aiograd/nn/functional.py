@@ -37,6 +37,7 @@ from .._ops.reduction import _dtype_name
 from .._ops.shape import reduce_grad as _reduce_grad
 from .._ops.softmax import log_softmax as _log_softmax
 from .._ops.softmax import softmax as _softmax
+from ._distance import cosine_similarity, normalize
 from ._losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -70,6 +71,8 @@ __all__ = [
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "kl_div",
+    "normalize",
+    "cosine_similarity",
 ]
 
 
