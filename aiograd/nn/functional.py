@@ -37,6 +37,7 @@ from .._ops.reduction import _dtype_name
 from .._ops.shape import reduce_grad as _reduce_grad
 from .._ops.softmax import log_softmax as _log_softmax
 from .._ops.softmax import softmax as _softmax
+from ._attention import multi_head_attention_forward, scaled_dot_product_attention
 from ._distance import cosine_similarity, normalize
 from ._losses import (
     binary_cross_entropy,
@@ -73,6 +74,8 @@ __all__ = [
     "kl_div",
     "normalize",
     "cosine_similarity",
+    "scaled_dot_product_attention",
+    "multi_head_attention_forward",
 ]
 
 
