@@ -296,6 +296,9 @@ def multi_head_attention_forward(
     (averaged over heads if ``average_attn_weights``) are returned too, else None and the heads
     go through :func:`scaled_dot_product_attention`. Dropout applies when ``training``.
     """
+    # (masks may be arrays: constants, as everywhere in aiograd)
+    key_padding_mask = None if key_padding_mask is None else to_tensor(key_padding_mask, query)
+    attn_mask = None if attn_mask is None else to_tensor(attn_mask, query)
     is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not is_batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
