@@ -21,7 +21,9 @@ import numpy as np
 import pytest
 import test_function
 import test_inplace_views
+import test_nn_attention
 import test_nn_functional
+import test_nn_losses
 import test_ops_binary_math
 import test_ops_convenience
 import test_ops_elementwise
@@ -672,6 +674,10 @@ SPEC_TABLES = {
     "linalg": test_ops_linalg.SPECS,
     "convenience": test_ops_convenience.SPECS + test_ops_convenience.REPEAT_SPECS,
     "function": test_function.SPECS,
+    # nn losses, distances and attention (aiograd/nn/_losses.py, _distance.py, _attention.py)
+    "losses": test_nn_losses.SPECS,
+    "distance": test_nn_losses.DISTANCE_SPECS,
+    "attention": test_nn_attention.SPECS + test_nn_attention.MHA_SPECS,
 }
 SPECS = [pytest.param(s, id=f"{family}-{s.name}") for family, table in SPEC_TABLES.items() for s in table]
 

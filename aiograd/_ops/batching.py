@@ -122,6 +122,11 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "ViewBackward0",
     "WhereBackward0",
     "ZeroBackward0",
+    # nn losses (aiograd/nn/_losses.py): elementwise rules, the reduced gradient by per_sample_scalar
+    "SmoothL1LossBackward0",
+    "HuberLossBackward0",
+    "BinaryCrossEntropyBackward0",
+    "BinaryCrossEntropyWithLogitsBackward0",
 })
 
 #: Registered nodes whose rules still run once per sample under a batched backward: the in-place

@@ -212,13 +212,14 @@ def _check_weight_shape(input: Tensor, weight: Any) -> None:
 @backward(name="SmoothL1LossBackward0", saved=("input", "target"))
 def _SmoothL1LossBackward0(self: Any, grads: list[Any]) -> Any:
     """``d / beta`` inside ``|d| < beta``, ``sign(d)`` outside, ``d = input - target``; the
-    target's is the same with the operands swapped (so equal operands give +0 to both)."""
+    target's is the same with the operands swapped (so equal operands give +0 to both). A NaN
+    ``d`` takes the inner branch (NaN), as in ATen's kernel."""
     x, y = self.input.unpack(self), self.target.unpack(self)
     g = _scale(grads[0], self.reduction, x.data.ndim, x.data.size)
     beta = self.beta
 
     def part(d: Tensor) -> Tensor:
-        return where(d.abs() < beta, d * g / beta, d.sign() * g)
+        return where(d <= -beta, -g, where(d >= beta, g, d * g / beta))
 
     ex, ey = self.next_edges
     return (part(x - y) if ex is not None else None, part(y - x) if ey is not None else None)
@@ -265,7 +266,7 @@ def _HuberLossBackward0(self: Any, grads: list[Any]) -> Any:
     delta = self.delta
 
     def part(d: Tensor) -> Tensor:
-        return where(d.abs() < delta, d * g, d.sign() * g * delta)
+        return where(d <= -delta, -g * delta, where(d >= delta, g * delta, d * g))
 
     ex, ey = self.next_edges
     return (part(x - y) if ex is not None else None, part(y - x) if ey is not None else None)
