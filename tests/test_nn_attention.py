@@ -42,6 +42,13 @@ def sdpa(lib: Any, *args: Any, **kwargs: Any) -> Any:
 
 QKV = ((2, 2, 3, 5), (2, 2, 4, 5), (2, 2, 4, 6))  # (N, heads, L or S, E or Ev)
 
+
+def seeded_dropout(lib: Any, q: Any, k: Any, v: Any) -> Any:
+    """Dropout with the default generator reseeded: the same mask at every call."""
+    lib.manual_seed(5)
+    return sdpa(lib, q, k, v, dropout_p=0.4)
+
+
 SPECS = [
     OpSpec("scaled_dot_product_attention", lambda lib, q, k, v: sdpa(lib, q, k, v), QKV),
     OpSpec("scaled_dot_product_attention_2d", lambda lib, q, k, v: sdpa(lib, q, k, v), ((3, 5), (4, 5), (4, 2)),
@@ -60,6 +67,8 @@ SPECS = [
     OpSpec("scaled_dot_product_attention_negative_scale", lambda lib, q, k, v: sdpa(lib, q, k, v, scale=-0.7), QKV),
     OpSpec("scaled_dot_product_attention_gqa", lambda lib, q, k, v: sdpa(lib, q, k, v, enable_gqa=True),
            ((2, 4, 3, 5), (2, 2, 4, 5), (2, 1, 4, 6))),
+    OpSpec("scaled_dot_product_attention_dropout", lambda lib, q, k, v: seeded_dropout(lib, q, k, v), QKV, torch=False,
+           why="torch draws its dropout mask from its own generator"),
     OpSpec("scaled_dot_product_attention_causal_tall", lambda lib, q, k, v: sdpa(lib, q, k, v, is_causal=True),
            ((1, 5, 3), (1, 4, 3), (1, 4, 2))),
 ]
