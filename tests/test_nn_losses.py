@@ -365,3 +365,19 @@ def test_normalize_writes_out_as_torch() -> None:
     assert torch.nn.functional.normalize(torch.tensor(X), out=to_) is to_
     np.testing.assert_allclose(o.data, to_.numpy(), rtol=1e-15)
     np.testing.assert_array_equal(F.normalize(ag.zeros(2, 3, dtype=np.float64)).data, np.zeros((2, 3)))
+
+
+@requires_torch
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("name", ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+                                  "binary_cross_entropy_with_logits", "kl_div"])
+async def test_empty_inputs_as_torch(name: str, reduction: str) -> None:
+    """No elements: a NaN mean, a zero sum, and an empty gradient, as torch."""
+    a, t = ag.tensor(np.zeros((0, 3)), requires_grad=True), torch.zeros(0, 3, dtype=torch.float64, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = getattr(F, name)(a, ag.tensor(np.zeros((0, 3))), reduction=reduction)
+        tout = getattr(torch.nn.functional, name)(t, torch.zeros(0, 3, dtype=torch.float64), reduction=reduction)
+    np.testing.assert_array_equal(out.data, tout.detach().numpy())
+    (g,) = await ag.grad(out.sum(), [a])
+    assert g.shape == tuple(torch.autograd.grad(tout.sum(), [t])[0].shape)

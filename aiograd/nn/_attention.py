@@ -47,7 +47,8 @@ def _check_sdpa(query: Tensor, key: Tensor, value: Tensor, attn_mask: Any) -> No
             f"{q.ndim} key.dim: {k.ndim} and value.dim: {v.ndim} instead."
         )
     if attn_mask is not None:
-        m = attn_mask.data if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
+        m = attn_mask.data if isinstance(attn_mask, Tensor) else attn_mask
+        m = m if hasattr(m, "dtype") else np.asarray(m)  # (a list; arrays of any device keep theirs)
         if m.dtype not in (np.bool_, np.float32, q.dtype):
             raise RuntimeError(
                 "Expected attn_mask dtype to be bool or float or to match query dtype, but got "

@@ -151,7 +151,9 @@ def _scale(g: Tensor, reduction: str, ndim: int, numel: int) -> Tensor:
     if reduction == "none":
         return g
     g = per_sample_scalar(g, ndim)
-    return g * (1.0 / numel) if reduction == "mean" else g
+    if reduction == "sum":
+        return g
+    return g * (1.0 / numel if numel else float("nan"))  # (an empty mean: an empty gradient)
 
 
 def _record(cls: type[Any], out: Tensor, input: Tensor, target: Tensor, reduction: str) -> Any:
