@@ -247,8 +247,8 @@ def smooth_l1_loss(
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     xp = common_device(input, target).xp
-    z = xp.abs(input.data - target.data)
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(all="ignore"):  # (inf - inf: NaN, silently as torch)
+        z = xp.abs(input.data - target.data)
         # PyTorch's kernel: (0.5 * z) * z / beta inside, z - 0.5 * beta outside
         losses = xp.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta).astype(z.dtype, copy=False)
     out = like(_reduce_array(xp, losses, reduction), input)
@@ -294,8 +294,8 @@ def huber_loss(
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     xp = common_device(input, target).xp
-    z = xp.abs(input.data - target.data)
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(all="ignore"):  # (inf - inf: NaN, silently as torch)
+        z = xp.abs(input.data - target.data)
         losses = xp.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta)).astype(z.dtype, copy=False)
     out = like(_reduce_array(xp, losses, reduction), input)
     node = _record(_HuberLossBackward0, out, input, target, reduction)
@@ -352,7 +352,7 @@ def binary_cross_entropy(
     x, y = input.data, target.data
     if not bool(((x >= 0) & (x <= 1)).all()):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
         losses = (y - 1) * xp.maximum(xp.log1p(-x), -100.0) - y * xp.maximum(xp.log(x), -100.0)
         if w is not None:
             losses = losses * w
@@ -427,7 +427,7 @@ def binary_cross_entropy_with_logits(
     p = _constant(pos_weight, input, "pos_weight", "binary_cross_entropy_with_logits")
     shape = input.data.shape
     x, y = input.data, target.data
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
         log_sig = xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
         if p is not None:
             _broadcast_shape(p.shape, shape)  # ((pos_weight - 1) * target)
