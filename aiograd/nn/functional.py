@@ -3,6 +3,11 @@
 Losses record one node each (``MseLossBackward0``, ``NllLossBackward0``), whose backward is built
 from aiograd ops and constant masks, so it can be differentiated again. ``cross_entropy`` is
 ``nll_loss(log_softmax(input, 1), ...)``, as in PyTorch.
+
+The other losses (``l1_loss``, ``smooth_l1_loss``, ``huber_loss``, ``binary_cross_entropy``,
+``binary_cross_entropy_with_logits``, ``kl_div``), ``normalize``/``cosine_similarity`` and the
+attention functions live in ``_losses.py``, ``_distance.py`` and ``_attention.py`` beside this
+module, and are re-exported here.
 """
 
 from __future__ import annotations
