@@ -23,9 +23,11 @@ import test_function
 import test_inplace_views
 import test_linalg
 import test_nn_activations  # i13-nnf
+import test_nn_attention
 import test_nn_dropout  # i13-nnf
 import test_nn_embedding  # i13-nnf
 import test_nn_functional
+import test_nn_losses
 import test_nn_normalization  # i13-nnf
 import test_ops_binary_math
 import test_ops_convenience
@@ -695,6 +697,10 @@ SPEC_TABLES = {
     "rearrange": test_ops_rearrange.SPECS,
     "scatter": test_ops_scatter.SPECS,
     "padding": test_ops_padding.SPECS,
+    # nn losses, distances and attention (aiograd/nn/_losses.py, _distance.py, _attention.py)
+    "losses": test_nn_losses.SPECS,
+    "distance": test_nn_losses.DISTANCE_SPECS,
+    "attention": test_nn_attention.SPECS + test_nn_attention.MHA_SPECS,
 }
 # i13-nnf: special functions and the nn.functional activations, dropout, norms, embedding
 SPEC_TABLES.update({

@@ -133,6 +133,14 @@ BINARY: dict[str, Fn] = {
     "fmod": lambda lib, ab: lib.fmod(ab[0], ab[1]),
     "remainder": lambda lib, ab: lib.remainder(ab[0], ab[1]),
     "xlogy": lambda lib, ab: lib.xlogy(ab[0], ab[1]),
+    # nn losses (aiograd/nn/_losses.py), elementwise
+    "l1_loss": lambda lib, ab: lib.nn.functional.l1_loss(ab[0], ab[1], reduction="none"),
+    "smooth_l1_loss": lambda lib, ab: lib.nn.functional.smooth_l1_loss(ab[0], ab[1], reduction="none"),
+    "huber_loss": lambda lib, ab: lib.nn.functional.huber_loss(ab[0], ab[1], reduction="none", delta=0.5),
+    "binary_cross_entropy_with_logits": lambda lib, ab: lib.nn.functional.binary_cross_entropy_with_logits(
+        ab[0], ab[1], reduction="none"),
+    "kl_div": lambda lib, ab: lib.nn.functional.kl_div(ab[0], ab[1], reduction="none"),
+    "kl_div_log_target": lambda lib, ab: lib.nn.functional.kl_div(ab[0], ab[1], reduction="none", log_target=True),
 }
 
 REDUCTIONS: dict[str, Fn] = {
@@ -241,6 +249,10 @@ NOT_POINTWISE = {
     "tril_", "triu_", "scatter_", "scatter_add_", "index_add_",
 }
 NOT_POINTWISE |= {"dropout", "embedding"}  # i13-nnf: a random mask (a mul); a row lookup
+# nn: binary_cross_entropy raises for inputs outside [0, 1], NaN included (its 0 and 1 are in
+# tests/test_nn_losses.py); the distances and attention are composites of the ops covered here.
+NOT_POINTWISE |= {"binary_cross_entropy", "normalize", "cosine_similarity", "scaled_dot_product_attention",
+                  "multi_head_attention_forward"}
 
 
 def _numpy(t: Any) -> np.ndarray[Any, Any]:

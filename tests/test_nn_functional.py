@@ -59,6 +59,9 @@ def test_reexports() -> None:
         + ["gelu", "silu", "elu", "leaky_relu", "softplus", "hardtanh", "mish", "dropout",  # i13-nnf
            "layer_norm", "batch_norm", "group_norm", "embedding"]
         + ["pad", "one_hot"]  # shape and indexing of issue 13 (i13-shape)
+        + ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits", "kl_div", "normalize", "cosine_similarity",
+           "scaled_dot_product_attention", "multi_head_attention_forward"]
     )
     for name in F.__all__:
         assert getattr(F, name).__doc__, name

@@ -120,6 +120,8 @@ SPEC_MODULES = (
     "test_ops_products", "test_linalg",  # (issue 13: linear algebra)
     "test_ops_reduction_extra", "test_ops_scans", "test_ops_sorting",  # (issue 13: reductions and scans)
     "test_ops_rearrange", "test_ops_scatter", "test_ops_padding",  # shape and indexing of issue 13 (i13-shape)
+    # nn losses, distances and attention (aiograd/nn/_losses.py, _distance.py, _attention.py)
+    "test_nn_losses", "test_nn_attention",
 )
 # i13-nnf: special functions, activations, dropout, normalization, embedding
 SPEC_MODULES += ("test_ops_special", "test_nn_activations", "test_nn_dropout", "test_nn_normalization", "test_nn_embedding")
@@ -163,6 +165,7 @@ def test_registry_rules_are_consistent() -> None:
     families |= {"special", "activations", "dropout", "normalization", "embedding"}  # i13-nnf
     families |= {"reduction_extra", "scans", "sorting"}  # (issue 13: reductions and scans)
     families |= {"rearrange", "scatter", "padding"}  # shape and indexing of issue 13 (i13-shape)
+    families |= {"losses", "distance", "attention"}  # nn losses, distances, attention (aiograd/nn)
     for name, rule in OPS.items():
         assert rule.name == name and rule.family in families, name
         assert callable(rule.forward), name

@@ -181,6 +181,11 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "ReplicationPad1DBackward0",
     "ReplicationPad2DBackward0",
     "ReplicationPad3DBackward0",
+    # nn losses (aiograd/nn/_losses.py): elementwise rules, the reduced gradient by per_sample_scalar
+    "SmoothL1LossBackward0",
+    "HuberLossBackward0",
+    "BinaryCrossEntropyBackward0",
+    "BinaryCrossEntropyWithLogitsBackward0",
 })
 
 #: Registered nodes whose rules still run once per sample under a batched backward: the in-place

@@ -3,6 +3,11 @@
 Losses record one node each (``MseLossBackward0``, ``NllLossBackward0``), whose backward is built
 from aiograd ops and constant masks, so it can be differentiated again. ``cross_entropy`` is
 ``nll_loss(log_softmax(input, 1), ...)``, as in PyTorch.
+
+The other losses (``l1_loss``, ``smooth_l1_loss``, ``huber_loss``, ``binary_cross_entropy``,
+``binary_cross_entropy_with_logits``, ``kl_div``), ``normalize``/``cosine_similarity`` and the
+attention functions live in ``_losses.py``, ``_distance.py`` and ``_attention.py`` beside this
+module, and are re-exported here.
 """
 
 from __future__ import annotations
@@ -32,14 +37,27 @@ from .._ops.batching import per_sample_scalar as _per_sample_scalar
 from .._ops.elementwise import relu, sigmoid, tanh
 from .._ops.linalg import linear
 from .._ops.padding import one_hot, pad  # shape and indexing of issue 13 (i13-shape)
+from .._ops.pointwise import masked_fill as _masked_fill
 from .._ops.quiet import quietly as _quietly
 from .._ops.reduction import _dtype_name
 from .._ops.shape import reduce_grad as _reduce_grad
 from .._ops.softmax import log_softmax as _log_softmax
 from .._ops.softmax import softmax as _softmax
 from ._activations import elu, gelu, hardtanh, leaky_relu, mish, silu, softplus  # i13-nnf
+from ._attention import multi_head_attention_forward, scaled_dot_product_attention
+from ._distance import cosine_similarity, normalize
 from ._dropout import dropout  # i13-nnf
 from ._embedding import embedding  # i13-nnf
+from ._losses import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    smooth_l1_loss,
+)
+from ._losses import legacy_reduction as _reduction
+from ._losses import size_of as _size
 from ._normalization import batch_norm, group_norm, layer_norm  # i13-nnf
 
 if typing.TYPE_CHECKING:
@@ -63,27 +81,18 @@ __all__ = [
     # shape and indexing of issue 13 (i13-shape)
     "pad",
     "one_hot",
+    # losses, distances and attention (aiograd/nn/_losses.py, _distance.py, _attention.py)
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
+    "normalize",
+    "cosine_similarity",
+    "scaled_dot_product_attention",
+    "multi_head_attention_forward",
 ]
-
-_REDUCTIONS = ("none", "mean", "sum")
-
-
-
-def _reduction(size_average: Any, reduce: Any, reduction: str) -> str:
-    """Check ``reduction``; map the deprecated ``size_average``/``reduce`` flags as PyTorch does."""
-    if size_average is not None or reduce is not None:
-        size_average = True if size_average is None else size_average
-        reduce = True if reduce is None else reduce
-        reduction = ("mean" if size_average else "sum") if reduce else "none"
-        warnings.warn(
-            "size_average and reduce args will be deprecated, please use "
-            f"reduction='{reduction}' instead.",
-            UserWarning,
-            stacklevel=3,
-        )
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
-    return reduction
 
 
 def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
@@ -182,10 +191,6 @@ def mse_loss(
 def _squared_error(x: Any, y: Any) -> Any:
     diff = x - y
     return diff * diff
-
-
-def _size(t: Tensor) -> str:
-    return f"aiograd.Size({list(t.data.shape)})"
 
 
 # ------------------------------------------------------------------------------ nll_loss
@@ -395,7 +400,9 @@ def cross_entropy(
     kept = t != ignore_index
     w = _class_weight(weight, input)
     smooth = -(logp if w is None else logp * w).sum(class_dim)
-    smooth = smooth * kept.astype(input.data.dtype)
+    # masked_fill, as PyTorch's: an ignored target's term gets a zero gradient, even when the
+    # mean over no target at all is NaN
+    smooth = _masked_fill(smooth, ~kept, 0.0)
     if reduction == "none":
         smooth_red = smooth
     elif reduction == "sum":
@@ -406,7 +413,7 @@ def cross_entropy(
         else:
             w_data = w.data.reshape(-1)
             denom = float(w_data[xp.where(kept, t, 0)][kept].sum())
-        smooth_red = smooth.sum() / denom if denom else smooth.sum() * float("nan")
+        smooth_red = smooth.sum() / denom  # (0 / 0 = NaN when every target is ignored)
     return loss * (1.0 - label_smoothing) + smooth_red * (label_smoothing / n_classes)
 
 

@@ -1,0 +1,79 @@
+"""torch.nn.functional's ``normalize`` and ``cosine_similarity``: composites of aiograd ops
+(norm, clamp, division, sum), so their nodes and derivatives (to any order) are those of their
+parts, as in PyTorch (``DivBackward0``, ``SumBackward1``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._dtypes import scalar_type_name
+from .._grad_mode import no_grad
+from .._ops._registry import register
+from .._ops._util import Tensor
+from .._ops.casting import result_type, to
+from .._ops.convenience import LinalgVectorNormBackward0, norm
+from .._ops.elementwise import ClampBackward1, CloneBackward0, DivBackward0, MulBackward0, clone
+from .._ops.reduction import SumBackward0
+from .._ops.shape import ExpandBackward0, broadcast_to
+
+__all__ = ["cosine_similarity", "normalize"]
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None) -> Tensor:
+    """``input / max(||input||_p, eps)`` along ``dim`` (torch.nn.functional.normalize).
+
+    With ``out``, the result is written there (no input may require grad then, as in PyTorch).
+    """
+    denom = norm(input, p, dim, keepdim=True).clamp(min=eps).expand_as(input)
+    if out is None:
+        return input / denom
+    if input.requires_grad:
+        raise RuntimeError(
+            "div(): functions with out=... arguments don't support automatic differentiation, but "
+            "one of the arguments requires grad."
+        )
+    return out.copy_(input / denom)  # type: ignore[no-any-return]
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """Cosine similarity along ``dim``, as PyTorch 2.13 computes it (ATen's Distance.cpp):
+    ``sum((x1 / max(||x1||, eps)) * (x2 / max(||x2||, eps)), dim)`` after broadcasting the two.
+
+    Each vector is divided by its own norm first (no overflow of ``<x1, x2>``, a result within
+    [-1, 1]). The norms are clamped at ``eps`` in place without recording, so the gradient flows
+    through the norm as if unclamped, as in PyTorch.
+    """
+    dtype = result_type(x1, x2)
+    if dtype.kind != "f":
+        raise RuntimeError(
+            f"expected common dtype to be floating point, yet common dtype is {scalar_type_name(dtype)}"
+        )
+    # (integer operands go to the common dtype; floating ones keep theirs, as PyTorch's)
+    x1, x2 = (x if x.data.dtype.kind == "f" else to(x, dtype) for x in (x1, x2))
+    shape = _broadcast_shape(x1.data.shape, x2.data.shape)
+    if x1.data.shape != shape:
+        x1 = broadcast_to(x1, shape)
+    if x2.data.shape != shape:
+        x2 = broadcast_to(x2, shape)
+    n1, n2 = clone(norm(x1, 2, dim, keepdim=True)), clone(norm(x2, 2, dim, keepdim=True))
+    with no_grad():
+        n1.clamp_(min=eps)
+        n2.clamp_(min=eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)  # type: ignore[no-any-return]
+
+
+def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """``expand_outplace``'s shape, or PyTorch's error naming the first mismatching dim."""
+    n = max(len(a), len(b))
+    for i in range(1, min(len(a), len(b)) + 1):
+        if a[-i] != b[-i] and a[-i] != 1 and b[-i] != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({a[-i]}) must match the size of tensor b ({b[-i]}) at "
+                f"non-singleton dimension {n - i}"
+            )
+    return tuple(np.broadcast_shapes(a, b))
+
+
+register("normalize", normalize, DivBackward0, LinalgVectorNormBackward0, ClampBackward1, ExpandBackward0, family="distance")
+register("cosine_similarity", cosine_similarity, SumBackward0, MulBackward0, DivBackward0, CloneBackward0,
+         LinalgVectorNormBackward0, ExpandBackward0, family="distance")

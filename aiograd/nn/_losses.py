@@ -1,0 +1,481 @@
+"""torch.nn.functional's regression and binary losses: ``l1_loss``, ``smooth_l1_loss``,
+``huber_loss``, ``binary_cross_entropy``, ``binary_cross_entropy_with_logits`` and ``kl_div``.
+
+As in PyTorch, ``l1_loss`` and ``kl_div`` are composites of aiograd ops (their nodes are
+``AbsBackward0``, ``MeanBackward0``, ...), while the other four record one node each
+(``SmoothL1LossBackward0``, ...). Those nodes' formulas are PyTorch's (``smooth_l1_loss_backward``,
+``binary_cross_entropy_backward`` in ATen's Loss.cpp, ``binary_cross_entropy_with_logits_backward``
+in FunctionsManual.cpp), written with aiograd ops, so a loss can be differentiated twice. A
+reduced loss's gradient is a one-element tensor; ``per_sample_scalar`` shapes it (with the batch
+dims of ``grad(..., is_grads_batched=True)`` in front) to broadcast against the elements.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .._dtypes import scalar_type_name
+from .._ops._registry import backward, register
+from .._ops._util import Tensor, attach, common_device, edge_of, like, needs_grad, save, to_tensor
+from .._ops.batching import per_sample_scalar
+from .._ops.binary_math import xlogy
+from .._ops.elementwise import (
+    AbsBackward0,
+    DivBackward0,
+    MulBackward0,
+    SubBackward0,
+    where,
+)
+from .._ops.quiet import quietly
+from .._ops.reduction import MeanBackward0, SumBackward0
+from .._ops.shape import broadcast_to
+
+__all__ = [
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "huber_loss",
+    "kl_div",
+    "l1_loss",
+    "legacy_reduction",
+    "smooth_l1_loss",
+    "target_size_warning",
+]
+
+_REDUCTIONS = ("none", "mean", "sum")
+#: binary_cross_entropy_backward's floor on ``x * (1 - x)``: ATen's ``EPSILON``, a C++ float.
+_BCE_EPSILON = float(np.float32(1e-12))
+
+
+def _register(*nodes: type[Any]) -> Any:
+    """Register a loss under its own name in the ``losses`` family of the op table."""
+
+    def deco(forward: Any) -> Any:
+        return register(forward.__name__, forward, *nodes, family="losses")
+
+    return deco
+
+
+# ------------------------------------------------------------------------------ shared checks
+def legacy_reduction(size_average: Any, reduce: Any, reduction: str, stacklevel: int = 3) -> str:
+    """Check ``reduction``; map the deprecated ``size_average``/``reduce`` flags as PyTorch's
+    ``_Reduction.legacy_get_string`` does, with its warning."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = ("mean" if size_average else "sum") if reduce else "none"
+        warnings.warn(
+            "size_average and reduce args will be deprecated, please use "
+            f"reduction='{reduction}' instead.",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def size_of(t: Tensor) -> str:
+    """A shape as PyTorch's messages write it (``aiograd.Size([2, 3])``)."""
+    return f"aiograd.Size({list(t.data.shape)})"
+
+
+def target_size_warning(input: Tensor, target: Tensor, stacklevel: int = 3) -> None:
+    """PyTorch's warning for a target shaped unlike the input (it will be broadcast)."""
+    if input.data.shape != target.data.shape:
+        warnings.warn(
+            f"Using a target size ({size_of(target)}) that is different to the input size "
+            f"({size_of(input)}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+
+
+def _broadcast_pair(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+    """``torch.broadcast_tensors(input, target)`` (expanded views; nothing when equal)."""
+    if input.data.shape == target.data.shape:
+        return input, target
+    shape = _broadcast_shape(input.data.shape, target.data.shape)
+    return broadcast_to(input, shape), broadcast_to(target, shape)
+
+
+def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """The broadcast of two shapes, or PyTorch's error naming the first mismatching dim."""
+    n = max(len(a), len(b))
+    for i in range(1, min(len(a), len(b)) + 1):
+        if a[-i] != b[-i] and a[-i] != 1 and b[-i] != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({a[-i]}) must match the size of tensor b ({b[-i]}) at "
+                f"non-singleton dimension {n - i}"
+            )
+    return tuple(np.broadcast_shapes(a, b))
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    """ATen's ``apply_loss_reduction`` on a recorded loss (``mean`` of nothing is NaN)."""
+    if reduction == "mean":
+        return loss.mean()  # type: ignore[no-any-return]
+    if reduction == "sum":
+        return loss.sum()  # type: ignore[no-any-return]
+    return loss
+
+
+def _reduce_array(xp: Any, losses: Any, reduction: str) -> Any:
+    """``apply_loss_reduction`` on the elementwise losses' array."""
+    if reduction == "mean":
+        return xp.asarray(quietly(losses.mean)).astype(losses.dtype, copy=False)
+    if reduction == "sum":
+        return xp.asarray(losses.sum()).astype(losses.dtype, copy=False)
+    return losses
+
+
+def _constant(value: Any, input: Tensor, name: str, fname: str) -> Any:
+    """A non-differentiable tensor argument (``weight``, ``pos_weight``) as an array on the input's
+    device, in its dtype; PyTorch's error if it requires grad."""
+    if value is None:
+        return None
+    if needs_grad(value):
+        raise RuntimeError(
+            f"The function '{fname}' is not differentiable with respect to argument '{name}'. "
+            "This input cannot have requires_grad True."
+        )
+    data = value.data if isinstance(value, Tensor) else value
+    return input._device.xp.asarray(data).astype(input.data.dtype, copy=False)
+
+
+def _scale(g: Tensor, reduction: str, ndim: int, numel: int) -> Tensor:
+    """The gradient of the loss elements: the output's, broadcast back, over ``numel`` for mean."""
+    if reduction == "none":
+        return g
+    g = per_sample_scalar(g, ndim)
+    if reduction == "sum":
+        return g
+    return g * (1.0 / numel if numel else float("nan"))  # (an empty mean: an empty gradient)
+
+
+def _record(cls: type[Any], out: Tensor, input: Tensor, target: Tensor, reduction: str) -> Any:
+    """Attach ``cls`` to ``out`` with the input and target saved, if either requires grad."""
+    if not needs_grad(input, target):
+        return None
+    node: Any = attach(cls((edge_of(input), edge_of(target))), out)
+    node.input, node.target, node.reduction = save(input), save(target), reduction
+    return node
+
+
+# ------------------------------------------------------------------------------ l1_loss
+@_register(AbsBackward0, MeanBackward0, SumBackward0, MulBackward0, DivBackward0)
+def l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+    weight: Tensor | None = None,
+) -> Tensor:
+    """Absolute error ``|input - target|``, averaged (``'mean'``), summed or kept (``'none'``).
+
+    ``weight`` (shaped as the input) weighs each element; its ``'mean'`` divides by the sum of the
+    weights. A composite, as in PyTorch: ``(input - target).abs()`` then the reduction.
+    """
+    target = to_tensor(target, input)
+    target_size_warning(input, target)
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce, reduction)
+    input, target = _broadcast_pair(input, target)
+    if weight is None:
+        return _reduce((input - target).abs(), legacy_reduction(None, None, reduction))
+    _check_weight_shape(input, weight)
+    return _weighted((input - target).abs(), weight, reduction, by_weight=True)
+
+
+def _weighted(losses: Tensor, weight: Any, reduction: str, by_weight: bool) -> Tensor:
+    """torch.nn.functional's elementwise-weighted losses: ``'mean'`` is ``sum / weight.sum()``
+    (``by_weight``) or the plain mean (huber_loss)."""
+    weight = to_tensor(weight, losses)
+    weighted = losses * weight
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+    if reduction == "none":
+        return weighted
+    if reduction == "sum":
+        return weighted.sum()  # type: ignore[no-any-return]
+    return weighted.sum() / weight.sum() if by_weight else weighted.mean()  # type: ignore[no-any-return]
+
+
+def _check_weight_shape(input: Tensor, weight: Any) -> None:
+    if weight is not None and np.shape(weight.data if isinstance(weight, Tensor) else weight) != input.data.shape:
+        raise ValueError("Weights and input must have the same size.")
+
+
+# ------------------------------------------------------------------------------ smooth_l1_loss
+@backward(name="SmoothL1LossBackward0", saved=("input", "target"))
+def _SmoothL1LossBackward0(self: Any, grads: list[Any]) -> Any:
+    """``d / beta`` inside ``|d| < beta``, ``sign(d)`` outside, ``d = input - target``; the
+    target's is the same with the operands swapped (so equal operands give +0 to both). A NaN
+    ``d`` takes the inner branch (NaN), as in ATen's kernel."""
+    x, y = self.input.unpack(self), self.target.unpack(self)
+    g = _scale(grads[0], self.reduction, x.data.ndim, x.data.size)
+    beta = self.beta
+
+    def part(d: Tensor) -> Tensor:
+        return where(d <= -beta, -g, where(d >= beta, g, d * g / beta))
+
+    ex, ey = self.next_edges
+    return (part(x - y) if ex is not None else None, part(y - x) if ey is not None else None)
+
+
+@_register(_SmoothL1LossBackward0, AbsBackward0, MeanBackward0, SumBackward0)
+def smooth_l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+    beta: float = 1.0,
+) -> Tensor:
+    """``0.5 * d**2 / beta`` where ``|d| < beta``, ``|d| - 0.5 * beta`` elsewhere
+    (``d = input - target``), reduced. ``beta=0`` is :func:`l1_loss`, as in PyTorch."""
+    target = to_tensor(target, input)
+    target_size_warning(input, target)
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    input, target = _broadcast_pair(input, target)
+    if beta == 0.0:
+        return _reduce((input - target).abs(), reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    xp = common_device(input, target).xp
+    with np.errstate(all="ignore"):  # (inf - inf: NaN, silently as torch)
+        z = xp.abs(input.data - target.data)
+        # PyTorch's kernel: (0.5 * z) * z / beta inside, z - 0.5 * beta outside
+        losses = xp.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta).astype(z.dtype, copy=False)
+    out = like(_reduce_array(xp, losses, reduction), input)
+    node = _record(_SmoothL1LossBackward0, out, input, target, reduction)
+    if node is not None:
+        node.beta = beta
+    return out
+
+
+# ------------------------------------------------------------------------------ huber_loss
+@backward(name="HuberLossBackward0", saved=("input", "target"))
+def _HuberLossBackward0(self: Any, grads: list[Any]) -> Any:
+    """``d`` inside ``|d| < delta``, ``delta * sign(d)`` outside; the target's with the operands
+    swapped (ATen's ``huber_backward``)."""
+    x, y = self.input.unpack(self), self.target.unpack(self)
+    g = _scale(grads[0], self.reduction, x.data.ndim, x.data.size)
+    delta = self.delta
+
+    def part(d: Tensor) -> Tensor:
+        return where(d <= -delta, -g * delta, where(d >= delta, g * delta, d * g))
+
+    ex, ey = self.next_edges
+    return (part(x - y) if ex is not None else None, part(y - x) if ey is not None else None)
+
+
+@_register(_HuberLossBackward0, MulBackward0, MeanBackward0, SumBackward0)
+def huber_loss(
+    input: Tensor,
+    target: Tensor,
+    reduction: str = "mean",
+    delta: float = 1.0,
+    weight: Tensor | None = None,
+) -> Tensor:
+    """``0.5 * d**2`` where ``|d| < delta``, ``delta * (|d| - 0.5 * delta)`` elsewhere
+    (``d = input - target``), reduced. ``weight`` (shaped as the input) weighs each element."""
+    target = to_tensor(target, input)
+    target_size_warning(input, target)
+    input, target = _broadcast_pair(input, target)
+    if weight is not None:
+        _check_weight_shape(input, weight)
+        return _weighted(huber_loss(input, target, "none", delta), weight, reduction, by_weight=False)
+    reduction = legacy_reduction(None, None, reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    xp = common_device(input, target).xp
+    with np.errstate(all="ignore"):  # (inf - inf: NaN, silently as torch)
+        z = xp.abs(input.data - target.data)
+        losses = xp.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta)).astype(z.dtype, copy=False)
+    out = like(_reduce_array(xp, losses, reduction), input)
+    node = _record(_HuberLossBackward0, out, input, target, reduction)
+    if node is not None:
+        node.delta = delta
+    return out
+
+
+# ------------------------------------------------------------------------------ binary_cross_entropy
+@backward(name="BinaryCrossEntropyBackward0", saved=("input", "target"))
+def _BinaryCrossEntropyBackward0(self: Any, grads: list[Any]) -> Any:
+    """Input: ``g * (x - y) / max(x * (1 - x), 1e-12)``; target: ``-g * logit(x)``; both times
+    the weight (and over the element count for ``'mean'``), as ATen's."""
+    x, y = self.input.unpack(self), self.target.unpack(self)
+    g = _scale(grads[0], self.reduction, x.data.ndim, x.data.size)
+    w = self.weight
+    ex, ey = self.next_edges
+    gx = gy = None
+    if ex is not None:
+        gx = g * (x - y) / ((1.0 - x) * x).clamp(min=_BCE_EPSILON)
+        gx = gx if w is None else gx * w
+    if ey is not None:
+        gy = -(x / (1.0 - x)).log() * g
+        gy = gy if w is None else gy * w
+    return (gx, gy)
+
+
+@_register(_BinaryCrossEntropyBackward0)
+def binary_cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``-w * (y * log(x) + (1 - y) * log(1 - x))`` for probabilities ``x`` (each log clamped at
+    -100, as PyTorch's), reduced. ``weight`` broadcasts to the input and gets no gradient."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    target = to_tensor(target, input)
+    if input.data.shape != target.data.shape:
+        raise ValueError(
+            f"Using a target size ({size_of(target)}) that is different to the input size "
+            f"({size_of(input)}) is deprecated. Please ensure they have the same size."
+        )
+    xp = common_device(input, target, weight).xp
+    w = _constant(weight, input, "weight", "binary_cross_entropy")
+    if w is not None:
+        w = _broadcast_weight(xp, w, input.data.shape)
+    if target.data.dtype != input.data.dtype:
+        raise RuntimeError(
+            f"Found dtype {scalar_type_name(target.data.dtype)} but expected {scalar_type_name(input.data.dtype)}"
+        )
+    x, y = input.data, target.data
+    if not bool(((x >= 0) & (x <= 1)).all()):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    with np.errstate(all="ignore"):
+        losses = (y - 1) * xp.maximum(xp.log1p(-x), -100.0) - y * xp.maximum(xp.log(x), -100.0)
+        if w is not None:
+            losses = losses * w
+    out = like(_reduce_array(xp, losses.astype(x.dtype, copy=False), reduction), input)
+    node = _record(_BinaryCrossEntropyBackward0, out, input, target, reduction)
+    if node is not None:
+        node.weight = w
+    return out
+
+
+def _broadcast_weight(xp: Any, w: Any, shape: tuple[int, ...]) -> Any:
+    """``weight.expand(broadcast_shapes(target, weight))``, with torch.broadcast_shapes' error."""
+    for i in range(1, w.ndim + 1):
+        have = shape[-i] if i <= len(shape) else 1
+        if w.shape[-i] not in (1, have) and i <= len(shape):
+            raise RuntimeError(
+                f"Attempting to broadcast a dimension of length {w.shape[-i]} at {-i}! Mismatching "
+                f"argument at index 1 had aiograd.Size({list(w.shape)}); but expected shape should be "
+                f"broadcastable to {list(shape)}"
+            )
+    return xp.broadcast_to(w, np.broadcast_shapes(shape, w.shape))
+
+
+# ------------------------------------------------------------------------------ ..._with_logits
+def log_sigmoid(x: Tensor) -> Tensor:
+    """``log(sigmoid(x))`` without overflow: ``min(x, 0) - log1p(exp(-|x|))``, recorded."""
+    return where(x < 0, x, 0.0) - (-x.abs()).exp().log1p()
+
+
+@backward(name="BinaryCrossEntropyWithLogitsBackward0", saved=("input", "target"))
+def _BinaryCrossEntropyWithLogitsBackward0(self: Any, grads: list[Any]) -> Any:
+    """Input: ``(sigmoid(x) - y)``, or ``(p*y + 1 - y) * sigmoid(x) - p*y`` with ``pos_weight``
+    ``p``; target: ``-x``, or ``log_sigmoid(-x) - p * log_sigmoid(x)``; times ``g`` and the
+    weight (FunctionsManual.cpp's ``binary_cross_entropy_with_logits_backward``)."""
+    x, y = self.input.unpack(self), self.target.unpack(self)
+    g = _scale(grads[0], self.reduction, x.data.ndim, x.data.size)
+    w, p = self.weight, self.pos_weight
+    ex, ey = self.next_edges
+    gx = gy = None
+    if ex is not None:
+        if p is None:
+            gx = (x.sigmoid() - y) * g
+        else:
+            t = y * p
+            gx = ((t + 1.0 - y) * x.sigmoid() - t) * g
+        gx = gx if w is None else gx * w
+    if ey is not None:
+        gy = -x * g if p is None else (log_sigmoid(-x) - log_sigmoid(x) * p) * g
+        gy = gy if w is None else gy * w
+    return (gx, gy)
+
+
+@_register(_BinaryCrossEntropyWithLogitsBackward0)
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+) -> Tensor:
+    """Binary cross entropy of ``sigmoid(input)``, computed from the logits without overflow:
+    ``(1 - y) * x - log_sigmoid(x) * (1 + (pos_weight - 1) * y)``, times ``weight``, reduced.
+    ``weight`` and ``pos_weight`` broadcast to the input and get no gradient."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    target = to_tensor(target, input)
+    if input.data.shape != target.data.shape:
+        raise ValueError(f"Target size ({size_of(target)}) must be the same as input size ({size_of(input)})")
+    xp = common_device(input, target, weight, pos_weight).xp
+    w = _constant(weight, input, "weight", "binary_cross_entropy_with_logits")
+    p = _constant(pos_weight, input, "pos_weight", "binary_cross_entropy_with_logits")
+    shape = input.data.shape
+    x, y = input.data, target.data
+    with np.errstate(all="ignore"):
+        log_sig = xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+        if p is not None:
+            _broadcast_shape(p.shape, shape)  # ((pos_weight - 1) * target)
+            log_sig = log_sig * ((p - 1) * y + 1)
+        losses = (1 - y) * x - log_sig
+        if w is not None:
+            _broadcast_shape(losses.shape, w.shape)
+            losses = losses * w
+    out = like(_reduce_array(xp, losses.astype(x.dtype, copy=False), reduction), input)
+    node = _record(_BinaryCrossEntropyWithLogitsBackward0, out, input, target, reduction)
+    if node is not None:
+        node.weight, node.pos_weight = w, p
+    return out
+
+
+# ------------------------------------------------------------------------------ kl_div
+@_register(SubBackward0, MulBackward0, MeanBackward0, SumBackward0, DivBackward0)
+def kl_div(
+    input: Tensor,
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+    log_target: bool = False,
+) -> Tensor:
+    """Kullback-Leibler divergence of ``target`` from the log-probabilities ``input``:
+    ``target * (log(target) - input)`` elementwise (``exp(target) * (target - input)`` with
+    ``log_target``), reduced; ``'batchmean'`` divides the sum by the batch size (the first dim),
+    ``'mean'`` by the element count, with PyTorch's warning. A composite, as in PyTorch."""
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce, reduction)
+    else:
+        if reduction == "mean":
+            warnings.warn(
+                "reduction: 'mean' divides the total loss by both the batch size and the support "
+                "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+                "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+                "major release.",
+                UserWarning,
+                stacklevel=2,
+            )
+        legacy_reduction(None, None, "sum" if reduction == "batchmean" else reduction)
+    target = to_tensor(target, input)
+    if log_target:
+        losses = target.exp() * (target - input)
+    else:
+        losses = xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        total = losses.sum()
+        return total / input.data.shape[0] if input.data.ndim else total  # type: ignore[no-any-return]
+    return _reduce(losses, reduction)
