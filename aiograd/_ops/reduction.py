@@ -105,7 +105,8 @@ def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = F
 @backward()
 def MeanBackward0(self: Any, grads: list[Any]) -> Any:
     if not grad_enabled():
-        g = grads[0].data / self.count
+        # the mean of nothing (count 0): its gradient is empty, so the NaN of 0/0 goes nowhere
+        g = grads[0].data / self.count if self.count else quietly(lambda: grads[0].data / self.count)
         return (like(_expand_reduced_array(grads[0]._device.xp, g, self.shape, self.axes, self.keepdim), grads[0]),)
     return (expand_reduced(grads[0] / self.count, self.shape, self.axes, self.keepdim),)
 
