@@ -72,7 +72,7 @@ def make_transformer(lib: Any) -> Any:
             self.tokens = nn.Embedding(VOCAB, WIDTH)
             self.positions = nn.Embedding(SEQ, WIDTH)
             self.blocks = nn.ModuleList(
-                nn.TransformerEncoderLayer(WIDTH, HEADS, 4 * WIDTH, dropout=0.0, activation="gelu",
+                nn.TransformerEncoderLayer(WIDTH, HEADS, 4 * WIDTH, dropout=0.0, activation="relu",
                                            batch_first=True, norm_first=True)
                 for _ in range(LAYERS)
             )
@@ -119,7 +119,7 @@ def build(lib_name: str, model: str, weights: str) -> tuple[Any, bool, Any]:
     if lib_name == "aiograd":
         import aiograd.nn.functional as F
 
-        net = MODELS[model](aiograd)
+        net = MODELS[model](aiograd).float()  # aiograd's layers are float64 by default
         net.load_state_dict({k: aiograd.tensor(v) for k, v in arrays.items()})
         opt = make_optimizer(aiograd, model, net.parameters())
         data = [(aiograd.tensor(x), aiograd.tensor(y)) for x, y in batches]
@@ -157,7 +157,7 @@ def build(lib_name: str, model: str, weights: str) -> tuple[Any, bool, Any]:
 
 def write_weights(model: str, path: str) -> None:
     aiograd.manual_seed(0)
-    net = MODELS[model](aiograd)
+    net = MODELS[model](aiograd).float()
     np.savez(path, **{k: v.numpy() for k, v in net.state_dict().items()})
 
 
