@@ -1,0 +1,110 @@
+"""Sliding windows over the last two dims (im2col) and their adjoint (col2im), on arrays and as
+differentiable tensor ops: what convolutions and pooling are built from.
+
+A window geometry is one ``Axis`` per spatial dim: kernel size, stride, dilation, padding
+before the input, input length and number of windows. ``windows(x)`` turns ``(..., H, W)`` into
+the strided view ``(..., OH, OW, kh, kw)`` (``sliding_window_view``, no copy but the padding);
+``overlap_add(cols)`` is its adjoint: it adds each window back where it came from (one strided
+add per kernel position, so a loop bounded by the kernel size, never over pixels) and drops the
+padding. ``unfold``/``fold`` are the same on tensors, each the other's backward, so anything
+written with them (a convolution's backward, average pooling's) can be differentiated again.
+Leading dims pass through untouched, batch dims of a batched backward included.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from .._ops._registry import backward
+from .._ops._util import Tensor, attach, edge_of, like, needs_grad
+
+__all__ = ["Axis", "windows", "overlap_add", "unfold", "fold", "permute", "xp_of"]
+
+
+class Axis(NamedTuple):
+    """The window geometry along one spatial dim."""
+
+    kernel: int
+    stride: int
+    dilation: int
+    pad: int  # zeros (or the fill) before the input; after it, as many as the windows reach
+    size: int  # the input's length
+    out: int  # the number of windows
+
+    @property
+    def reach(self) -> int:
+        """The padded length the windows span: up to the last element of the last window."""
+        return (self.out - 1) * self.stride + self.dilation * (self.kernel - 1) + 1
+
+
+Geometry = tuple[Axis, Axis]
+
+
+def windows(xp: Any, x: Any, geom: Geometry, fill: float = 0) -> Any:
+    """``(..., H, W) -> (..., OH, OW, kh, kw)``: every window, a strided view of the padded input."""
+    pads = [(0, 0)] * (x.ndim - 2)
+    cut = []
+    for a in geom:
+        pads.append((a.pad, max(a.reach - a.size - a.pad, 0)))
+        cut.append(slice(0, a.reach))
+    if any(p != (0, 0) for p in pads):
+        x = xp.pad(x, pads, constant_values=fill)
+    x = x[(..., *cut)]
+    (kh, sh, dh, *_), (kw, sw, dw, *_) = geom
+    extent = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
+    view = xp.lib.stride_tricks.sliding_window_view(x, extent, axis=(-2, -1))
+    return view[..., ::sh, ::sw, ::dh, ::dw]
+
+
+def overlap_add(xp: Any, cols: Any, geom: Geometry) -> Any:
+    """The adjoint of ``windows``: ``(..., OH, OW, kh, kw) -> (..., H, W)``, each window added
+    back at its place (overlaps summed), the padding dropped."""
+    ah, aw = geom
+    lead = cols.shape[:-4]
+    out = xp.zeros(lead + (max(ah.reach, ah.pad + ah.size), max(aw.reach, aw.pad + aw.size)), dtype=cols.dtype)
+    span_h, span_w = (ah.out - 1) * ah.stride + 1, (aw.out - 1) * aw.stride + 1
+    for i in range(ah.kernel):
+        rows = slice(i * ah.dilation, i * ah.dilation + span_h, ah.stride)
+        for j in range(aw.kernel):
+            out[..., rows, j * aw.dilation : j * aw.dilation + span_w : aw.stride] += cols[..., i, j]
+    return out[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size]
+
+
+def xp_of(t: Tensor) -> Any:
+    """The array module of ``t``'s device."""
+    return t._device.xp
+
+
+# ------------------------------------------------------------------------------ tensor ops
+@backward()
+def Im2ColBackward0(self: Any, grads: list[Any]) -> Any:
+    """Backward of ``unfold``: the windows' gradients added back (``fold``)."""
+    return (fold(grads[0], self.geom),)
+
+
+@backward()
+def Col2ImBackward0(self: Any, grads: list[Any]) -> Any:
+    """Backward of ``fold``: the gradient's windows (``unfold``)."""
+    return (unfold(grads[0], self.geom),)
+
+
+def unfold(x: Tensor, geom: Geometry) -> Tensor:
+    """``windows`` of a tensor, as a contiguous copy, differentiable (node ``Im2ColBackward0``)."""
+    xp = xp_of(x)
+    out = like(xp.ascontiguousarray(windows(xp, x.data, geom)), x)
+    if needs_grad(x):
+        attach(Im2ColBackward0((edge_of(x),)), out).geom = geom
+    return out
+
+
+def fold(cols: Tensor, geom: Geometry) -> Tensor:
+    """``overlap_add`` of a tensor, differentiable (node ``Col2ImBackward0``)."""
+    out = like(overlap_add(xp_of(cols), cols.data, geom), cols)
+    if needs_grad(cols):
+        attach(Col2ImBackward0((edge_of(cols),)), out).geom = geom
+    return out
+
+
+def permute(a: Any, *axes: int) -> Any:
+    """Reorder the dims of an array or a tensor (the formulas here run on both)."""
+    return a.permute(*axes) if isinstance(a, Tensor) else a.transpose(axes)
