@@ -42,58 +42,44 @@ def _fold(xp: Any, cols: Any, geom: Geometry) -> Any:
     return fold(cols, geom) if isinstance(cols, Tensor) else overlap_add(xp, cols, geom)
 
 
-def _input_rows(xp: Any, x: Any, geom: Geometry, groups: int) -> Any:
-    """``(N, C, H, W)`` -> the im2col matrix ``(G, N*OH*OW, C/G*kh*kw)``."""
-    n, c = x.shape[:2]
+def _columns(xp: Any, x: Any, geom: Geometry, groups: int) -> Any:
+    """``(*lead, N, C, H, W)`` -> the im2col matrices ``(*lead, N, G, C/G*kh*kw, OH*OW)``."""
+    *lead, n, c = x.shape[:-2]
+    size = geom[0].out * geom[1].out
+    return _unfold(xp, x, geom).reshape(*lead, n, groups, c // groups * geom[0].kernel * geom[1].kernel, size)
+
+
+def _image(xp: Any, cols: Any, geom: Geometry) -> Any:
+    """The adjoint of ``_columns``: ``(*lead, N, G, C/G*kh*kw, OH*OW)`` -> ``(*lead, N, C, H, W)``."""
+    *lead, n, groups, k, _ = cols.shape
     (kh, *_, oh), (kw, *_, ow) = geom
-    cols = _unfold(xp, x, geom).reshape(n, groups, c // groups, oh, ow, kh, kw)
-    return permute(cols, 1, 0, 3, 4, 2, 5, 6).reshape(groups, n * oh * ow, c // groups * kh * kw)
+    return _fold(xp, cols.reshape(*lead, n, groups * k // (kh * kw), kh, kw, oh, ow), geom)
 
 
-def _rows_to_windows(xp: Any, rows: Any, lead: tuple[int, ...], n: int, geom: Geometry, groups: int) -> Any:
-    """``(*lead, G, N*OH*OW, C/G*kh*kw)`` -> the input's gradient ``(*lead, N, C, H, W)``."""
-    (kh, *_, oh), (kw, *_, ow) = geom
-    b = len(lead)
-    per_group = rows.shape[-1] // (kh * kw)
-    cols = rows.reshape(*lead, groups, n, oh, ow, per_group, kh, kw)
-    cols = permute(cols, *range(b), b + 1, b, b + 4, b + 2, b + 3, b + 5, b + 6)
-    return _fold(xp, cols.reshape(*lead, n, groups * per_group, oh, ow, kh, kw), geom)
-
-
-def _channels_last(t: Any, groups: int, b: int) -> Any:
-    """``(*lead, N, C, H, W)`` -> ``(*lead, G, N*H*W, C/G)``: a map's channels as matrix columns."""
-    lead, (n, c, h, w) = t.shape[:b], t.shape[b:]
-    t = permute(t.reshape(*lead, n, groups, c // groups, h, w), *range(b), b + 1, b, b + 3, b + 4, b + 2)
-    return t.reshape(*lead, groups, n * h * w, c // groups)
-
-
-def _channels_first(t: Any, n: int, hw: tuple[int, int], b: int) -> Any:
-    """The inverse of ``_channels_last``: ``(*lead, G, N*H*W, C/G)`` -> ``(*lead, N, C, H, W)``."""
-    lead, (groups, _, per_group) = t.shape[:b], t.shape[b:]
-    t = permute(t.reshape(*lead, groups, n, *hw, per_group), *range(b), b + 1, b, b + 4, b + 2, b + 3)
-    return t.reshape(*lead, n, groups * per_group, *hw)
+def _by_group(t: Any, groups: int) -> Any:
+    """``(*lead, N, C, H, W)`` -> ``(*lead, N, G, C/G, H*W)``."""
+    *lead, n, c, h, w = t.shape
+    return t.reshape(*lead, n, groups, c // groups, h * w)
 
 
 def _conv(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any:
-    """The convolution of ``x`` ``(N, C, H, W)`` with ``w`` ``(O, C/G, kh, kw)``."""
-    rows = _input_rows(xp, x, geom, groups)
+    """The convolution of ``x`` ``(N, C, H, W)`` with ``w`` ``(O, C/G, kh, kw)``: per sample and
+    group, ``(O/G, C/G*kh*kw) @ (C/G*kh*kw, OH*OW)``, already in the output's layout."""
     o = w.shape[0]
-    out = rows @ w.reshape(groups, o // groups, -1).mT  # (G, N*OH*OW, O/G)
-    return _channels_first(out, x.shape[0], (geom[0].out, geom[1].out), 0)
+    out = w.reshape(groups, o // groups, -1) @ _columns(xp, x, geom, groups)
+    return out.reshape(x.shape[0], o, geom[0].out, geom[1].out)
 
 
 def _conv_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
     """The gradients of ``_conv`` for ``g`` ``(*lead, N, O, OH, OW)``."""
     b = g.ndim - 4
-    lead = g.shape[:b]
     o = w.shape[0]
-    gm = _channels_last(g, groups, b)  # (*lead, G, N*OH*OW, O/G)
+    gm = _by_group(g, groups)  # (*lead, N, G, O/G, OH*OW)
     gx = gw = None
     if want[0]:
-        rows = gm @ w.reshape(groups, o // groups, -1)
-        gx = _rows_to_windows(xp, rows, lead, x.shape[0], geom, groups)
+        gx = _image(xp, w.reshape(groups, o // groups, -1).mT @ gm, geom)
     if want[1]:
-        gw = (gm.mT @ _input_rows(xp, x, geom, groups)).reshape(*lead, *w.shape)
+        gw = (gm @ _columns(xp, x, geom, groups).mT).sum(b)  # (*lead, G, O/G, C/G*kh*kw)
     return gx, gw
 
 
@@ -102,40 +88,20 @@ def _conv_transpose(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any
     the adjoint of ``_conv`` with that weight (``geom`` is the convolution's: windows over the
     output, one per input position)."""
     c = w.shape[0]
-    rows = _channels_last(x, groups, 0) @ w.reshape(groups, c // groups, -1)
-    return _rows_to_windows(xp, rows, (), x.shape[0], geom, groups)
+    return _image(xp, w.reshape(groups, c // groups, -1).mT @ _by_group(x, groups), geom)
 
 
 def _conv_transpose_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
     """The gradients of ``_conv_transpose`` for ``g`` ``(*lead, N, O, OH, OW)``."""
     b = g.ndim - 4
-    lead = g.shape[:b]
     c = w.shape[0]
-    rows = _input_rows_batched(xp, g, geom, groups, b)  # (*lead, G, N*H*W, O/G*kh*kw)
+    cols = _columns(xp, g, geom, groups)  # (*lead, N, G, O/G*kh*kw, H*W)
     gx = gw = None
     if want[0]:
-        gx = _channels_first(rows @ w.reshape(groups, c // groups, -1).mT, x.shape[0], x.shape[2:], b)
+        gx = w.reshape(groups, c // groups, -1) @ cols  # (*lead, N, G, C/G, H*W)
     if want[1]:
-        gw = (_channels_last(x, groups, 0).mT @ rows).reshape(*lead, *w.shape)
+        gw = (_by_group(x, groups) @ cols.mT).sum(b)  # (*lead, G, C/G, O/G*kh*kw)
     return gx, gw
-
-
-def _input_rows_batched(xp: Any, t: Any, geom: Geometry, groups: int, b: int) -> Any:
-    """``_input_rows`` of a map with ``b`` leading batch dims (folded into N and back)."""
-    if not b:
-        return _input_rows(xp, t, geom, groups)
-    lead = t.shape[:b]
-    rows = _input_rows(xp, t.reshape(-1, *t.shape[b + 1 :]), geom, groups)
-    g, nl, k = rows.shape
-    rows = rows.reshape(g, *lead, nl // _prod(lead), k)
-    return permute(rows, *range(1, b + 1), 0, b + 1, b + 2)
-
-
-def _prod(xs: tuple[int, ...]) -> int:
-    out = 1
-    for v in xs:
-        out *= v
-    return out
 
 
 # ------------------------------------------------------------------------------ the node

@@ -143,13 +143,13 @@ def MaxPool2DWithIndicesBackward0(self: Any, grads: list[Any]) -> Any:
 
 
 def _argmax_windows(xp: Any, win: Any) -> Any:
-    """Per window ``(..., OH, OW, K)``: the first largest element, or the last NaN if any."""
-    first_max = xp.argmax(win, axis=-1)
+    """Per window ``(..., K, OH, OW)``: the first largest element, or the last NaN if any."""
+    first_max = xp.argmax(win, axis=-3)
     nan = xp.isnan(win)
     if not nan.any():
         return first_max
-    last_nan = win.shape[-1] - 1 - xp.argmax(nan[..., ::-1], axis=-1)
-    return xp.where(nan.any(axis=-1), last_nan, first_max)
+    last_nan = win.shape[-3] - 1 - xp.argmax(nan[..., ::-1, :, :], axis=-3)
+    return xp.where(nan.any(axis=-3), last_nan, first_max)
 
 
 @op(MaxPool2DWithIndicesBackward0)
@@ -165,9 +165,9 @@ def max_pool2d(
     xp = xp_of(input)
     ah, aw = geom
     win = windows(xp, x, geom, fill=-math.inf)
-    win = win.reshape(*win.shape[:-2], -1)
+    win = win.reshape(*win.shape[:-4], -1, ah.out, aw.out)
     pick = _argmax_windows(xp, win)
-    data = xp.take_along_axis(win, pick[..., None], axis=-1)[..., 0]
+    data = xp.take_along_axis(win, pick[..., None, :, :], axis=-3)[..., 0, :, :]
     # the window's element (i, j) sits at input row oh*s - p + i*d, column ow*s - p + j*d
     rows = (xp.arange(ah.out) * ah.stride - ah.pad)[:, None] + (pick // aw.kernel) * ah.dilation
     cols = (xp.arange(aw.out) * aw.stride - aw.pad) + (pick % aw.kernel) * aw.dilation
@@ -189,10 +189,11 @@ def AvgPool2DBackward0(self: Any, grads: list[Any]) -> Any:
     kh, kw = self.geom[0].kernel, self.geom[1].kernel
     if not grad_enabled():
         xp = xp_of(g)
-        spread = xp.broadcast_to((g.data / self.divisor)[..., None, None], g.data.shape + (kh, kw))
+        scaled = (g.data / self.divisor)[..., None, None, :, :]
+        spread = xp.broadcast_to(scaled, g.data.shape[:-2] + (kh, kw) + g.data.shape[-2:])
         return (like(overlap_add(xp, spread, self.geom), g),)
-    scaled = g / to_tensor(self.divisor, g)
-    return (fold(scaled[..., None, None].expand(*g.data.shape, kh, kw), self.geom),)
+    scaled = (g / to_tensor(self.divisor, g)).unsqueeze(-3).unsqueeze(-3)
+    return (fold(scaled.expand(*g.data.shape[:-2], kh, kw, *g.data.shape[-2:]), self.geom),)
 
 
 def _divisor(xp: Any, geom: tuple[Axis, Axis], count_include_pad: bool, divisor_override: Any, dtype: Any) -> Any:
@@ -229,7 +230,7 @@ def avg_pool2d(
     geom = _geometry(x, "avg_pool2d", kernel_size, stride, padding, 1, ceil_mode)
     xp = xp_of(input)
     divisor = _divisor(xp, geom, count_include_pad, divisor_override, x.dtype)
-    data = windows(xp, x, geom).sum(axis=(-2, -1)) / divisor
+    data = windows(xp, x, geom).sum(axis=(-4, -3)) / divisor
     out = like(data.astype(x.dtype, copy=False), input)
     if needs_grad(input):
         node = attach(AvgPool2DBackward0((edge_of(input),)), out)

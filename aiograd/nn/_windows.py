@@ -3,7 +3,8 @@ differentiable tensor ops: what convolutions and pooling are built from.
 
 A window geometry is one ``Axis`` per spatial dim: kernel size, stride, dilation, padding
 before the input, input length and number of windows. ``windows(x)`` turns ``(..., H, W)`` into
-the strided view ``(..., OH, OW, kh, kw)`` (``sliding_window_view``, no copy but the padding);
+the strided view ``(..., kh, kw, OH, OW)`` (``sliding_window_view``, no copy but the padding; the kernel dims
+first, so that a window position's plane is read in runs along OW);
 ``overlap_add(cols)`` is its adjoint: it adds each window back where it came from (one strided
 add per kernel position, so a loop bounded by the kernel size, never over pixels) and drops the
 padding. ``unfold``/``fold`` are the same on tensors, each the other's backward, so anything
@@ -41,7 +42,7 @@ Geometry = tuple[Axis, Axis]
 
 
 def windows(xp: Any, x: Any, geom: Geometry, fill: float = 0) -> Any:
-    """``(..., H, W) -> (..., OH, OW, kh, kw)``: every window, a strided view of the padded input."""
+    """``(..., H, W) -> (..., kh, kw, OH, OW)``: every window, a strided view of the padded input."""
     pads = [(0, 0)] * (x.ndim - 2)
     cut = []
     for a in geom:
@@ -53,11 +54,13 @@ def windows(xp: Any, x: Any, geom: Geometry, fill: float = 0) -> Any:
     (kh, sh, dh, *_), (kw, sw, dw, *_) = geom
     extent = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
     view = xp.lib.stride_tricks.sliding_window_view(x, extent, axis=(-2, -1))
-    return view[..., ::sh, ::sw, ::dh, ::dw]
+    view = view[..., ::sh, ::sw, ::dh, ::dw]
+    lead = tuple(range(view.ndim - 4))
+    return view.transpose(*lead, view.ndim - 2, view.ndim - 1, view.ndim - 4, view.ndim - 3)
 
 
 def overlap_add(xp: Any, cols: Any, geom: Geometry) -> Any:
-    """The adjoint of ``windows``: ``(..., OH, OW, kh, kw) -> (..., H, W)``, each window added
+    """The adjoint of ``windows``: ``(..., kh, kw, OH, OW) -> (..., H, W)``, each window added
     back at its place (overlaps summed), the padding dropped."""
     ah, aw = geom
     lead = cols.shape[:-4]
@@ -66,7 +69,7 @@ def overlap_add(xp: Any, cols: Any, geom: Geometry) -> Any:
     for i in range(ah.kernel):
         rows = slice(i * ah.dilation, i * ah.dilation + span_h, ah.stride)
         for j in range(aw.kernel):
-            out[..., rows, j * aw.dilation : j * aw.dilation + span_w : aw.stride] += cols[..., i, j]
+            out[..., rows, j * aw.dilation : j * aw.dilation + span_w : aw.stride] += cols[..., i, j, :, :]
     return out[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size]
 
 
