@@ -16,6 +16,9 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import numpy as np
+
+from .._dtypes import scalar_type_name
 from .._ops._registry import backward, op
 from .._ops._util import (
     Tensor,
@@ -28,7 +31,7 @@ from .._ops._util import (
     needs_grad,
     save,
 )
-from ._windows import Axis, Geometry, fold, overlap_add, permute, unfold, windows, xp_of
+from ._windows import Axis, Geometry, fold, overlap_add, unfold, windows, xp_of
 
 __all__ = ["conv1d", "conv2d", "conv_transpose2d"]
 
@@ -226,10 +229,13 @@ def _convolution(
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     if x.dtype != w.dtype:
-        raise RuntimeError(
-            f"Input type ({_dtype_name(x.dtype)}) and weight type ({_dtype_name(w.dtype)}) should be "
-            "the same or input should be a MKLDNN tensor and weight is a dense tensor"
-        )
+        # PyTorch's CPU backend: mkldnn for a float32 batch of several samples, else its own kernel
+        if x.dtype == np.float32 and x.shape[0] > 1:
+            raise RuntimeError(
+                f"Input type ({_dtype_name(x.dtype)}) and weight type ({_dtype_name(w.dtype)}) should be "
+                "the same or input should be a MKLDNN tensor and weight is a dense tensor"
+            )
+        raise RuntimeError(f"expected scalar type {scalar_type_name(x.dtype)} but found {scalar_type_name(w.dtype)}")
     channels = x.shape[1]
     if w.shape[0] % groups:
         raise RuntimeError(

@@ -64,8 +64,13 @@ def _geometry(x: Any, name: str, kernel_size: Any, stride: Any, padding: Any, di
         raise RuntimeError(
             f"dilation should be greater than zero, but got dilationH: {d[0]} dilationW: {d[1]}"
         )
-    if x.ndim not in (3, 4) or 0 in (x.shape if x.ndim == 3 else x.shape[1:]):
+    if x.ndim not in (3, 4) and name == "max_pool2d":
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    if x.ndim not in (3, 4) or 0 in (x.shape if x.ndim == 3 else x.shape[1:]):
+        raise RuntimeError(
+            "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but "
+            f"got:{list(x.shape)}"
+        )
     for pi, ki, di in zip(p, k, d):
         if pi > (di * (ki - 1) + 1) // 2:
             raise RuntimeError(
@@ -165,7 +170,7 @@ def max_pool2d(
     xp = xp_of(input)
     ah, aw = geom
     win = windows(xp, x, geom, fill=-math.inf)
-    win = win.reshape(*win.shape[:-4], -1, ah.out, aw.out)
+    win = win.reshape(*win.shape[:-4], ah.kernel * aw.kernel, ah.out, aw.out)
     pick = _argmax_windows(xp, win)
     data = xp.take_along_axis(win, pick[..., None, :, :], axis=-3)[..., 0, :, :]
     # the window's element (i, j) sits at input row oh*s - p + i*d, column ow*s - p + j*d
@@ -261,7 +266,8 @@ def _bins(xp: Any, size: int, out: int, dtype: Any) -> Any:
 @op(AdaptiveAvgPool2DBackward0)
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Average over ``output_size`` bins of ``input`` ``(N, C, H, W)`` or ``(C, H, W)``, as
-    ``torch.nn.functional.adaptive_avg_pool2d``; a ``None`` in ``output_size`` keeps that size."""
+    ``torch.nn.functional.adaptive_avg_pool2d``; a ``None`` in ``output_size`` keeps that size.
+    A ``(1, 1)`` output is the mean over the plane, as in PyTorch."""
     x = input.data
     if isinstance(output_size, (list, tuple)):
         if len(output_size) != 2:
@@ -283,6 +289,8 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
                 f"adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
                 f"dimensions, but input has sizes {list(x.shape)} with dimension {i} being empty"
             )
+    if sizes == [1, 1]:  # PyTorch's shortcut: a mean (``MeanBackward1``)
+        return input.mean((-2, -1), keepdim=True)
     xp = xp_of(input)
     ph = _bins(xp, x.shape[-2], sizes[0], x.dtype)
     pw = _bins(xp, x.shape[-1], sizes[1], x.dtype)

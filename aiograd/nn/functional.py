@@ -37,6 +37,10 @@ from .._ops.shape import reduce_grad as _reduce_grad
 from .._ops.softmax import log_softmax as _log_softmax
 from .._ops.softmax import softmax as _softmax
 
+# convolutions and pooling (issue 13, families _conv and _pooling)
+from ._conv import conv1d, conv2d, conv_transpose2d
+from ._pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+
 if typing.TYPE_CHECKING:
     from typing import Any
 
@@ -52,6 +56,13 @@ __all__ = [
     "mse_loss",
     "nll_loss",
     "cross_entropy",
+    # convolutions and pooling (families _conv and _pooling)
+    "conv1d",
+    "conv2d",
+    "conv_transpose2d",
+    "max_pool2d",
+    "avg_pool2d",
+    "adaptive_avg_pool2d",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
