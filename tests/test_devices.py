@@ -21,7 +21,9 @@ import numpy as np
 import pytest
 import test_function
 import test_inplace_views
+import test_nn_conv  # convolutions (family _conv)
 import test_nn_functional
+import test_nn_pooling  # pooling (family _pooling)
 import test_ops_binary_math
 import test_ops_convenience
 import test_ops_elementwise
@@ -672,6 +674,9 @@ SPEC_TABLES = {
     "linalg": test_ops_linalg.SPECS,
     "convenience": test_ops_convenience.SPECS + test_ops_convenience.REPEAT_SPECS,
     "function": test_function.SPECS,
+    # convolutions and pooling (families _conv, _pooling)
+    "_conv": test_nn_conv.SPECS,
+    "_pooling": test_nn_pooling.SPECS,
 }
 SPECS = [pytest.param(s, id=f"{family}-{s.name}") for family, table in SPEC_TABLES.items() for s in table]
 

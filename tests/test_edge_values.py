@@ -193,6 +193,8 @@ NOT_POINTWISE = {
     "gather", "zero_", "fill_", "copy_", "setitem", "add_", "sub_", "mul_", "div_", "cat",
     "stack", "split_with_sizes", "split", "chunk", "unbind", "matmul", "mm", "linear",
 }
+# convolutions and pooling (families _conv, _pooling): products and window selections
+NOT_POINTWISE |= {"conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"}
 
 
 def _numpy(t: Any) -> np.ndarray[Any, Any]:

@@ -117,6 +117,8 @@ globals().update(make_op_tests(SPECS))
 #: The test modules whose ``*SPECS`` tables cover the rest of the registry.
 SPEC_MODULES = (
     "test_ops_elementwise", "test_ops_unary_math", "test_ops_binary_math", "test_ops_pointwise", "test_ops_shape", "test_ops_linalg", "test_ops_convenience",
+    # convolutions and pooling (families _conv, _pooling)
+    "test_nn_conv", "test_nn_pooling",
 )
 
 
@@ -154,6 +156,7 @@ def test_every_differentiable_op_is_gradchecked_and_every_exception_says_why() -
 def test_registry_rules_are_consistent() -> None:
     families = {"casting", "elementwise", "unary_math", "binary_math", "pointwise", "shape", "reduction", "indexing", "joining", "linalg",
                 "convenience", "inplace", "assign", "functional", "softmax"}
+    families |= {"_conv", "_pooling"}  # convolutions and pooling (aiograd/nn/_conv.py, _pooling.py)
     for name, rule in OPS.items():
         assert rule.name == name and rule.family in families, name
         assert callable(rule.forward), name

@@ -122,6 +122,11 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "ViewBackward0",
     "WhereBackward0",
     "ZeroBackward0",
+    # convolutions and pooling (aiograd/nn/_conv.py, _pooling.py): the batch dims lead every product
+    "ConvolutionBackward0",
+    "MaxPool2DWithIndicesBackward0",
+    "AvgPool2DBackward0",
+    "AdaptiveAvgPool2DBackward0",
 })
 
 #: Registered nodes whose rules still run once per sample under a batched backward: the in-place
