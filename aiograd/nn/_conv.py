@@ -31,7 +31,18 @@ from .._ops._util import (
     needs_grad,
     save,
 )
-from ._windows import Axis, Geometry, fold, overlap_add, unfold, windows, xp_of
+from ._windows import (
+    Axis,
+    Geometry,
+    flat_overlap_add,
+    flat_windows,
+    fold,
+    overlap_add,
+    unfold,
+    unit_stride,
+    windows,
+    xp_of,
+)
 
 __all__ = ["conv1d", "conv2d", "conv_transpose2d"]
 
@@ -69,20 +80,46 @@ def _conv(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any:
     """The convolution of ``x`` ``(N, C, H, W)`` with ``w`` ``(O, C/G, kh, kw)``: per sample and
     group, ``(O/G, C/G*kh*kw) @ (C/G*kh*kw, OH*OW)``, already in the output's layout."""
     o = w.shape[0]
+    n, c = x.shape[:2]
+    if unit_stride(geom) and not isinstance(x, Tensor):  # rows of the padded width, cropped after
+        cols = flat_windows(xp, x, geom).reshape(n, groups, c // groups * geom[0].kernel * geom[1].kernel, -1)
+        out = (w.reshape(groups, o // groups, -1) @ cols).reshape(n, o, geom[0].out, geom[1].reach)
+        return xp.ascontiguousarray(out[..., : geom[1].out])
     out = w.reshape(groups, o // groups, -1) @ _columns(xp, x, geom, groups)
-    return out.reshape(x.shape[0], o, geom[0].out, geom[1].out)
+    return out.reshape(n, o, geom[0].out, geom[1].out)
 
 
 def _conv_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
     """The gradients of ``_conv`` for ``g`` ``(*lead, N, O, OH, OW)``."""
     b = g.ndim - 4
     o = w.shape[0]
+    if unit_stride(geom) and not isinstance(x, Tensor):
+        return _conv_grads_flat(xp, x, w, g, geom, groups, want)
     gm = _by_group(g, groups)  # (*lead, N, G, O/G, OH*OW)
     gx = gw = None
     if want[0]:
         gx = _image(xp, w.reshape(groups, o // groups, -1).mT @ gm, geom)
     if want[1]:
         gw = (gm @ _columns(xp, x, geom, groups).mT).sum(b)  # (*lead, G, O/G, C/G*kh*kw)
+    return gx, gw
+
+
+def _conv_grads_flat(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
+    """``_conv_grads`` on arrays for a unit stride, in the flat layout (``flat_windows``): the
+    gradient widened to the padded width with zeros, so the columns past the windows add 0."""
+    b = g.ndim - 4
+    *lead, n, o, oh, ow = g.shape
+    c = x.shape[1]
+    wide = xp.zeros((*lead, n, o, oh, geom[1].reach), dtype=g.dtype)
+    wide[..., :ow] = g
+    gm = wide.reshape(*lead, n, groups, o // groups, -1)
+    gx = gw = None
+    if want[0]:
+        cols = w.reshape(groups, o // groups, -1).mT @ gm  # (*lead, N, G, C/G*kh*kw, OH*Wp)
+        gx = flat_overlap_add(xp, cols.reshape(*lead, n, c, geom[0].kernel * geom[1].kernel, -1), geom)
+    if want[1]:
+        cols = flat_windows(xp, x, geom).reshape(n, groups, c // groups * geom[0].kernel * geom[1].kernel, -1)
+        gw = (gm @ cols.mT).sum(b)
     return gx, gw
 
 

@@ -142,19 +142,51 @@ def MaxPoolGatherBackward(self: Any, grads: list[Any]) -> Any:
 def MaxPool2DWithIndicesBackward0(self: Any, grads: list[Any]) -> Any:
     """Each output's gradient added at its input position (overlapping windows sum)."""
     g = grads[0]
+    xp = xp_of(g)
     if grad_enabled():
-        return (_scatter(g, self.index, self.plane),)
-    return (like(_scatter_array(xp_of(g), g.data, self.index, self.plane), g),)
+        return (_scatter(g, _flat_index(xp, self.pick, self.geom), (self.geom[0].size, self.geom[1].size)),)
+    return (like(_spread(xp, g.data, self.pick, self.geom), g),)
 
 
-def _argmax_windows(xp: Any, win: Any) -> Any:
-    """Per window ``(..., K, OH, OW)``: the first largest element, or the last NaN if any."""
-    first_max = xp.argmax(win, axis=-3)
-    nan = xp.isnan(win)
-    if not nan.any():
-        return first_max
-    last_nan = win.shape[-3] - 1 - xp.argmax(nan[..., ::-1, :, :], axis=-3)
-    return xp.where(nan.any(axis=-3), last_nan, first_max)
+def _spread(xp: Any, g: Any, pick: Any, geom: tuple[Axis, Axis]) -> Any:
+    """The first-order backward on arrays: per kernel position, the gradients of the windows
+    whose maximum sits there, added at that position's strided view of the (padded) input."""
+    ah, aw = geom
+    out = xp.zeros(g.shape[:-2] + (max(ah.reach, ah.pad + ah.size), max(aw.reach, aw.pad + aw.size)), dtype=g.dtype)
+    span_h, span_w = (ah.out - 1) * ah.stride + 1, (aw.out - 1) * aw.stride + 1
+    for k in range(ah.kernel * aw.kernel):
+        i, j = divmod(k, aw.kernel)
+        rows = slice(i * ah.dilation, i * ah.dilation + span_h, ah.stride)
+        cols = slice(j * aw.dilation, j * aw.dilation + span_w, aw.stride)
+        out[..., rows, cols] += xp.where(pick == k, g, 0)
+    return out[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size]
+
+
+def _running_max(xp: Any, win: Any) -> tuple[Any, Any]:
+    """Max and its kernel position over windows ``(..., kh, kw, OH, OW)``, one kernel position
+    at a time (strided views, no copy of the windows): a later element replaces the maximum only
+    if larger, or if it is NaN, as PyTorch's CPU kernel (ties: the first; NaN: the last)."""
+    kh, kw = win.shape[-4:-2]
+    best = win[..., 0, 0, :, :].copy()
+    pick = xp.zeros(best.shape, dtype=np.int64)
+    has_nan = bool(xp.isnan(win).any()) if win.dtype.kind == "f" else False
+    for k in range(1, kh * kw):
+        v = win[..., k // kw, k % kw, :, :]
+        take = v > best
+        if has_nan:
+            take |= xp.isnan(v)
+        xp.copyto(best, v, where=take)
+        xp.copyto(pick, k, where=take)
+    return best, pick
+
+
+def _flat_index(xp: Any, pick: Any, geom: tuple[Axis, Axis]) -> Any:
+    """The flat index into the ``H*W`` plane of each window's element at kernel position ``pick``:
+    element (i, j) of window (oh, ow) sits at row oh*s - p + i*d, column ow*s - p + j*d."""
+    ah, aw = geom
+    rows = (xp.arange(ah.out) * ah.stride - ah.pad)[:, None] + (pick // aw.kernel) * ah.dilation
+    cols = (xp.arange(aw.out) * aw.stride - aw.pad) + (pick % aw.kernel) * aw.dilation
+    return (rows * aw.size + cols).astype(np.int64)
 
 
 @op(MaxPool2DWithIndicesBackward0)
@@ -168,21 +200,13 @@ def max_pool2d(
     x = input.data
     geom = _geometry(x, "max_pool2d", kernel_size, stride, padding, dilation, ceil_mode)
     xp = xp_of(input)
-    ah, aw = geom
-    win = windows(xp, x, geom, fill=-math.inf)
-    win = win.reshape(*win.shape[:-4], ah.kernel * aw.kernel, ah.out, aw.out)
-    pick = _argmax_windows(xp, win)
-    data = xp.take_along_axis(win, pick[..., None, :, :], axis=-3)[..., 0, :, :]
-    # the window's element (i, j) sits at input row oh*s - p + i*d, column ow*s - p + j*d
-    rows = (xp.arange(ah.out) * ah.stride - ah.pad)[:, None] + (pick // aw.kernel) * ah.dilation
-    cols = (xp.arange(aw.out) * aw.stride - aw.pad) + (pick % aw.kernel) * aw.dilation
-    index = (rows * aw.size + cols).astype(np.int64)
+    data, pick = _running_max(xp, windows(xp, x, geom, fill=-math.inf))
     out = like(data, input)
     if needs_grad(input):
         node = attach(MaxPool2DWithIndicesBackward0((edge_of(input),)), out)
-        node.index, node.plane = index, (ah.size, aw.size)
+        node.pick, node.geom = pick, geom
     if return_indices:
-        return out, like(index, input)
+        return out, like(_flat_index(xp, pick, geom), input)
     return out
 
 

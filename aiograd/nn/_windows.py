@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from .._ops._registry import backward
 from .._ops._util import Tensor, attach, edge_of, like, needs_grad
 
-__all__ = ["Axis", "windows", "overlap_add", "unfold", "fold", "permute", "xp_of"]
+__all__ = ["Axis", "windows", "overlap_add", "unfold", "fold", "permute", "xp_of", "unit_stride", "flat_windows", "flat_overlap_add"]
 
 
 class Axis(NamedTuple):
@@ -70,6 +70,48 @@ def overlap_add(xp: Any, cols: Any, geom: Geometry) -> Any:
         rows = slice(i * ah.dilation, i * ah.dilation + span_h, ah.stride)
         for j in range(aw.kernel):
             out[..., rows, j * aw.dilation : j * aw.dilation + span_w : aw.stride] += cols[..., i, j, :, :]
+    return out[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size]
+
+
+# ------------------------------------------------------------------------------ unit stride, flat
+# With stride 1, the windows at kernel position (i, j) are one shifted copy of the padded input.
+# Read as a flat plane of row width ``Wp`` (the padded width), that copy is the contiguous run
+# ``flat[i*dh*Wp + j*dw : ... + OH*Wp]``: an im2col with rows of OH*Wp elements (each output
+# row carries ``Wp - OW`` columns past the windows, which the caller crops or zeroes) instead of
+# OW, and a col2im made of kh*kw contiguous adds. Convolutions take this path on arrays.
+def unit_stride(geom: Geometry) -> bool:
+    """Whether ``geom`` has stride 1 along both dims (the flat layout applies)."""
+    return geom[0].stride == 1 and geom[1].stride == 1
+
+
+def _flat_offsets(geom: Geometry) -> list[int]:
+    ah, aw = geom
+    return [i * ah.dilation * aw.reach + j * aw.dilation for i in range(ah.kernel) for j in range(aw.kernel)]
+
+
+def flat_windows(xp: Any, x: Any, geom: Geometry) -> Any:
+    """``(..., H, W) -> (..., kh*kw, OH*Wp)`` for a unit-stride ``geom`` (``Wp = geom[1].reach``):
+    the windows of each kernel position as rows of the padded input's width."""
+    ah, aw = geom
+    # zeros around the input (one spare row: the last kernel column's run ends past the last row);
+    # a zeroed buffer and one assignment cost half of ``xp.pad``
+    padded = xp.zeros(x.shape[:-2] + (ah.reach + 1, aw.reach), dtype=x.dtype)
+    padded[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size] = x
+    flat = padded.reshape(*x.shape[:-2], -1)
+    run = ah.out * aw.reach
+    view = xp.lib.stride_tricks.sliding_window_view(flat, run, axis=-1)
+    return view[..., _flat_offsets(geom), :]
+
+
+def flat_overlap_add(xp: Any, cols: Any, geom: Geometry) -> Any:
+    """The adjoint of ``flat_windows``: ``(..., kh*kw, OH*Wp) -> (..., H, W)``."""
+    ah, aw = geom
+    lead = cols.shape[:-2]
+    out = xp.zeros(lead + ((ah.reach + 1) * aw.reach,), dtype=cols.dtype)
+    run = cols.shape[-1]
+    for k, offset in enumerate(_flat_offsets(geom)):
+        out[..., offset : offset + run] += cols[..., k, :]
+    out = out.reshape(*lead, ah.reach + 1, aw.reach)
     return out[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size]
 
 
