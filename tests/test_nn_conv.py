@@ -174,3 +174,23 @@ async def test_no_grad_records_nothing_and_weights_alone_get_gradients() -> None
     out = F.conv2d(x, w)
     (gw,) = await ag.grad(out.sum(), [w])
     np.testing.assert_array_equal(gw.data, np.full((1, 1, 2, 2), 4.0))
+
+
+@requires_torch
+@pytest.mark.parametrize("kernel", [(1, 1), (3, 1), (2, 2)])
+async def test_results_never_alias_the_reused_buffers(kernel: tuple[int, int]) -> None:
+    """The array path reuses its im2col buffers from call to call: an earlier output or
+    gradient must not change when the next convolution of the same shapes runs."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((2, 2, *kernel))
+    xs = [ag.tensor(rng.standard_normal((2, 2, 4, 4)), requires_grad=True) for _ in range(2)]
+    outs = [F.conv2d(x, ag.tensor(w)) for x in xs]
+    first = outs[0].data.copy()
+    grads = [(await ag.grad(o.sum(), [x]))[0] for o, x in zip(outs, xs)]
+    np.testing.assert_array_equal(outs[0].data, first)
+    for x, out, g in zip(xs, outs, grads):
+        t = torch.tensor(x.data, requires_grad=True)
+        tout = torch.nn.functional.conv2d(t, torch.tensor(w))
+        (tg,) = torch.autograd.grad(tout.sum(), [t])
+        np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(g.data, tg.numpy(), rtol=1e-12, atol=1e-12)

@@ -38,6 +38,7 @@ from ._windows import (
     flat_windows,
     fold,
     overlap_add,
+    scratch,
     unfold,
     unit_stride,
     windows,
@@ -83,8 +84,9 @@ def _conv(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any:
     n, c = x.shape[:2]
     if unit_stride(geom) and not isinstance(x, Tensor):  # rows of the padded width, cropped after
         cols = flat_windows(xp, x, geom).reshape(n, groups, c // groups * geom[0].kernel * geom[1].kernel, -1)
-        out = (w.reshape(groups, o // groups, -1) @ cols).reshape(n, o, geom[0].out, geom[1].reach)
-        return xp.ascontiguousarray(out[..., : geom[1].out])
+        out = scratch(xp, "conv", (n, groups, o // groups, cols.shape[-1]), cols.dtype)
+        xp.matmul(w.reshape(groups, o // groups, -1), cols, out=out)
+        return out.reshape(n, o, geom[0].out, geom[1].reach)[..., : geom[1].out].copy()  # (never the scratch)
     out = w.reshape(groups, o // groups, -1) @ _columns(xp, x, geom, groups)
     return out.reshape(n, o, geom[0].out, geom[1].out)
 
@@ -110,13 +112,16 @@ def _conv_grads_flat(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: in
     b = g.ndim - 4
     *lead, n, o, oh, ow = g.shape
     c = x.shape[1]
-    wide = xp.zeros((*lead, n, o, oh, geom[1].reach), dtype=g.dtype)
+    # (a reused buffer: only [..., :ow] is ever written, the columns past it stay zero)
+    wide = scratch(xp, ("wide", ow), (*lead, n, o, oh, geom[1].reach), g.dtype, zero=True)
     wide[..., :ow] = g
     gm = wide.reshape(*lead, n, groups, o // groups, -1)
     gx = gw = None
+    kk = geom[0].kernel * geom[1].kernel
     if want[0]:
-        cols = w.reshape(groups, o // groups, -1).mT @ gm  # (*lead, N, G, C/G*kh*kw, OH*Wp)
-        gx = flat_overlap_add(xp, cols.reshape(*lead, n, c, geom[0].kernel * geom[1].kernel, -1), geom)
+        cols = scratch(xp, "grad_cols", (*lead, n, groups, c // groups * kk, gm.shape[-1]), g.dtype)
+        xp.matmul(w.reshape(groups, o // groups, -1).mT, gm, out=cols)
+        gx = flat_overlap_add(xp, cols.reshape(*lead, n, c, kk, -1), geom)
     if want[1]:
         cols = flat_windows(xp, x, geom).reshape(n, groups, c // groups * geom[0].kernel * geom[1].kernel, -1)
         gw = (gm @ cols.mT).sum(b)

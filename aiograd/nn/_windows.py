@@ -14,12 +14,15 @@ Leading dims pass through untouched, batch dims of a batched backward included.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from .._ops._registry import backward
 from .._ops._util import Tensor, attach, edge_of, like, needs_grad
 
-__all__ = ["Axis", "windows", "overlap_add", "unfold", "fold", "permute", "xp_of", "unit_stride", "flat_windows", "flat_overlap_add"]
+__all__ = ["Axis", "windows", "overlap_add", "unfold", "fold", "permute", "xp_of", "unit_stride", "flat_windows", "flat_overlap_add", "scratch"]
 
 
 class Axis(NamedTuple):
@@ -91,28 +94,63 @@ def _flat_offsets(geom: Geometry) -> list[int]:
 
 def flat_windows(xp: Any, x: Any, geom: Geometry) -> Any:
     """``(..., H, W) -> (..., kh*kw, OH*Wp)`` for a unit-stride ``geom`` (``Wp = geom[1].reach``):
-    the windows of each kernel position as rows of the padded input's width."""
+    the windows of each kernel position as rows of the padded input's width. The result is a
+    scratch buffer (``scratch``): the caller consumes it before returning."""
     ah, aw = geom
-    # zeros around the input (one spare row: the last kernel column's run ends past the last row);
-    # a zeroed buffer and one assignment cost half of ``xp.pad``
-    padded = xp.zeros(x.shape[:-2] + (ah.reach + 1, aw.reach), dtype=x.dtype)
+    lead = x.shape[:-2]
+    # zeros around the input (one spare row: the last kernel column's run ends past the last
+    # row); only the interior is ever written, so a reused buffer keeps its zero border
+    padded = scratch(xp, ("pad", geom), lead + (ah.reach + 1, aw.reach), x.dtype, zero=True)
     padded[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size] = x
-    flat = padded.reshape(*x.shape[:-2], -1)
+    flat = padded.reshape(*lead, -1)
     run = ah.out * aw.reach
-    view = xp.lib.stride_tricks.sliding_window_view(flat, run, axis=-1)
-    return view[..., _flat_offsets(geom), :]
+    cols = scratch(xp, "cols", lead + (ah.kernel * aw.kernel, run), x.dtype)
+    for k, offset in enumerate(_flat_offsets(geom)):  # one contiguous copy per kernel position
+        cols[..., k, :] = flat[..., offset : offset + run]
+    return cols
 
 
 def flat_overlap_add(xp: Any, cols: Any, geom: Geometry) -> Any:
-    """The adjoint of ``flat_windows``: ``(..., kh*kw, OH*Wp) -> (..., H, W)``."""
+    """The adjoint of ``flat_windows``: ``(..., kh*kw, OH*Wp) -> (..., H, W)``, a new array."""
     ah, aw = geom
     lead = cols.shape[:-2]
-    out = xp.zeros(lead + ((ah.reach + 1) * aw.reach,), dtype=cols.dtype)
+    out = scratch(xp, "image", lead + ((ah.reach + 1) * aw.reach,), cols.dtype)
+    out.fill(0)
     run = cols.shape[-1]
     for k, offset in enumerate(_flat_offsets(geom)):
         out[..., offset : offset + run] += cols[..., k, :]
     out = out.reshape(*lead, ah.reach + 1, aw.reach)
-    return out[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size]
+    # a copy, always: a crop that happens to be contiguous would otherwise alias the scratch
+    return out[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size].copy()
+
+
+# ------------------------------------------------------------------------------ scratch buffers
+#: Per thread: temporaries of the array path kept from one call to the next. A fresh multi-MB
+#: numpy array is memory the allocator may have just handed back to the system, and page
+#: faults on it can cost more than the arithmetic; convolutions of one model repeat the same
+#: shapes, so their im2col buffers are reused instead. Device arrays (CuPy) have their own pool.
+_scratch = threading.local()
+#: Buffers above this size are not kept (a bound on what a thread holds on to).
+SCRATCH_LIMIT = 64 << 20
+
+
+def scratch(xp: Any, purpose: Any, shape: tuple[int, ...], dtype: Any, zero: bool = False) -> Any:
+    """A temporary array of ``shape`` for ``purpose``, reused across calls on numpy (its
+    contents are whatever the last user left, or zeros when it is new and ``zero``)."""
+    if xp is not np:
+        return xp.zeros(shape, dtype=dtype) if zero else xp.empty(shape, dtype=dtype)
+    cache = getattr(_scratch, "buffers", None)
+    if cache is None:
+        cache = _scratch.buffers = {}
+    key = (purpose, shape, np.dtype(dtype).str)
+    buf = cache.get(key)
+    if buf is None:
+        buf = np.zeros(shape, dtype=dtype)
+        if buf.nbytes <= SCRATCH_LIMIT:
+            if len(cache) >= 32:
+                cache.clear()
+            cache[key] = buf
+    return buf
 
 
 def xp_of(t: Tensor) -> Any:
@@ -134,9 +172,9 @@ def Col2ImBackward0(self: Any, grads: list[Any]) -> Any:
 
 
 def unfold(x: Tensor, geom: Geometry) -> Tensor:
-    """``windows`` of a tensor, as a contiguous copy, differentiable (node ``Im2ColBackward0``)."""
+    """``windows`` of a tensor, as a new contiguous array, differentiable (node ``Im2ColBackward0``)."""
     xp = xp_of(x)
-    out = like(xp.ascontiguousarray(windows(xp, x.data, geom)), x)
+    out = like(windows(xp, x.data, geom).copy(), x)  # (a copy: a 1x1 window view may be x itself)
     if needs_grad(x):
         attach(Im2ColBackward0((edge_of(x),)), out).geom = geom
     return out
