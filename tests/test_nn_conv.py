@@ -194,3 +194,12 @@ async def test_results_never_alias_the_reused_buffers(kernel: tuple[int, int]) -
         (tg,) = torch.autograd.grad(tout.sum(), [t])
         np.testing.assert_allclose(out.data, tout.detach().numpy(), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(g.data, tg.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_functional_reexports_the_convolutions_and_pooling() -> None:
+    from aiograd.nn import _conv, _pooling
+
+    for module in (_conv, _pooling):
+        for name in module.__all__:
+            assert name in F.__all__ and getattr(F, name) is getattr(module, name), name
+            assert getattr(F, name).__doc__, name

@@ -162,14 +162,14 @@ def _spread(xp: Any, g: Any, pick: Any, geom: tuple[Axis, Axis]) -> Any:
     return out[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size]
 
 
-def _running_max(xp: Any, win: Any) -> tuple[Any, Any]:
+def _running_max(xp: Any, win: Any, has_nan: bool) -> tuple[Any, Any]:
     """Max and its kernel position over windows ``(..., kh, kw, OH, OW)``, one kernel position
     at a time (strided views, no copy of the windows): a later element replaces the maximum only
-    if larger, or if it is NaN, as PyTorch's CPU kernel (ties: the first; NaN: the last)."""
+    if larger, or if it is NaN, as PyTorch's CPU kernel (ties: the first; NaN: the last).
+    ``has_nan``: whether the input has any NaN (else that test is skipped)."""
     kh, kw = win.shape[-4:-2]
     best = win[..., 0, 0, :, :].copy()
     pick = xp.zeros(best.shape, dtype=np.int64)
-    has_nan = bool(xp.isnan(win).any()) if win.dtype.kind == "f" else False
     for k in range(1, kh * kw):
         v = win[..., k // kw, k % kw, :, :]
         take = v > best
@@ -200,7 +200,8 @@ def max_pool2d(
     x = input.data
     geom = _geometry(x, "max_pool2d", kernel_size, stride, padding, dilation, ceil_mode)
     xp = xp_of(input)
-    data, pick = _running_max(xp, windows(xp, x, geom, fill=-math.inf))
+    has_nan = x.dtype.kind == "f" and bool(xp.isnan(x).any())  # (one pass over the input)
+    data, pick = _running_max(xp, windows(xp, x, geom, fill=-math.inf), has_nan)
     out = like(data, input)
     if needs_grad(input):
         node = attach(MaxPool2DWithIndicesBackward0((edge_of(input),)), out)
