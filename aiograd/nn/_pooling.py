@@ -175,8 +175,9 @@ def _running_max(xp: Any, win: Any, has_nan: bool) -> tuple[Any, Any]:
         take = v > best
         if has_nan:
             take |= xp.isnan(v)
-        xp.copyto(best, v, where=take)
-        xp.copyto(pick, k, where=take)
+        # (``where``, not masked ``copyto``: several times faster in numpy)
+        best = xp.where(take, v, best)
+        pick = xp.where(take, k, pick)
     return best, pick
 
 
