@@ -203,3 +203,17 @@ def test_functional_reexports_the_convolutions_and_pooling() -> None:
         for name in module.__all__:
             assert name in F.__all__ and getattr(F, name) is getattr(module, name), name
             assert getattr(F, name).__doc__, name
+
+
+@requires_torch
+@pytest.mark.parametrize("fn", ["conv2d", "conv_transpose2d"])
+@pytest.mark.parametrize("stride", [1, 2])
+async def test_an_empty_batch_convolves_to_an_empty_batch(fn: str, stride: int) -> None:
+    x = ag.tensor(np.ones((0, 2, 4, 4)), requires_grad=True)
+    w = ag.tensor(np.ones((2, 2, 3, 3)), requires_grad=True)
+    out = getattr(F, fn)(x, w, stride=stride)
+    expected = getattr(torch.nn.functional, fn)(torch.ones(0, 2, 4, 4), torch.ones(2, 2, 3, 3), stride=stride)
+    assert out.shape == tuple(expected.shape)
+    gx, gw = await ag.grad(out.sum(), [x, w])
+    assert gx.shape == x.shape
+    np.testing.assert_array_equal(gw.data, np.zeros(w.shape))

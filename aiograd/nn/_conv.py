@@ -71,6 +71,12 @@ def _image(xp: Any, cols: Any, geom: Geometry) -> Any:
     return _fold(xp, cols.reshape(*lead, n, groups * k // (kh * kw), kh, kw, oh, ow), geom)
 
 
+def _matrices(w: Any, groups: int) -> Any:
+    """A weight ``(A, B, kh, kw)`` as ``groups`` matrices ``(A/G, B*kh*kw)``."""
+    a, b, kh, kw = w.shape
+    return w.reshape(groups, a // groups, b * kh * kw)
+
+
 def _by_group(t: Any, groups: int) -> Any:
     """``(*lead, N, C, H, W)`` -> ``(*lead, N, G, C/G, H*W)``."""
     *lead, n, c, h, w = t.shape
@@ -83,24 +89,23 @@ def _conv(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any:
     o = w.shape[0]
     n, c = x.shape[:2]
     if unit_stride(geom) and not isinstance(x, Tensor):  # rows of the padded width, cropped after
-        cols = flat_windows(xp, x, geom).reshape(n, groups, c // groups * geom[0].kernel * geom[1].kernel, -1)
+        cols = flat_windows(xp, x, geom).reshape(n, groups, c // groups * geom[0].kernel * geom[1].kernel, geom[0].out * geom[1].reach)
         out = scratch(xp, "conv", (n, groups, o // groups, cols.shape[-1]), cols.dtype)
-        xp.matmul(w.reshape(groups, o // groups, -1), cols, out=out)
+        xp.matmul(_matrices(w, groups), cols, out=out)
         return out.reshape(n, o, geom[0].out, geom[1].reach)[..., : geom[1].out].copy()  # (never the scratch)
-    out = w.reshape(groups, o // groups, -1) @ _columns(xp, x, geom, groups)
+    out = _matrices(w, groups) @ _columns(xp, x, geom, groups)
     return out.reshape(n, o, geom[0].out, geom[1].out)
 
 
 def _conv_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
     """The gradients of ``_conv`` for ``g`` ``(*lead, N, O, OH, OW)``."""
     b = g.ndim - 4
-    o = w.shape[0]
     if unit_stride(geom) and not isinstance(x, Tensor):
         return _conv_grads_flat(xp, x, w, g, geom, groups, want)
     gm = _by_group(g, groups)  # (*lead, N, G, O/G, OH*OW)
     gx = gw = None
     if want[0]:
-        gx = _image(xp, w.reshape(groups, o // groups, -1).mT @ gm, geom)
+        gx = _image(xp, _matrices(w, groups).mT @ gm, geom)
     if want[1]:
         gw = (gm @ _columns(xp, x, geom, groups).mT).sum(b)  # (*lead, G, O/G, C/G*kh*kw)
     return gx, gw
@@ -115,15 +120,15 @@ def _conv_grads_flat(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: in
     # (a reused buffer: only [..., :ow] is ever written, the columns past it stay zero)
     wide = scratch(xp, ("wide", ow), (*lead, n, o, oh, geom[1].reach), g.dtype, zero=True)
     wide[..., :ow] = g
-    gm = wide.reshape(*lead, n, groups, o // groups, -1)
+    gm = wide.reshape(*lead, n, groups, o // groups, oh * geom[1].reach)
     gx = gw = None
     kk = geom[0].kernel * geom[1].kernel
     if want[0]:
         cols = scratch(xp, "grad_cols", (*lead, n, groups, c // groups * kk, gm.shape[-1]), g.dtype)
-        xp.matmul(w.reshape(groups, o // groups, -1).mT, gm, out=cols)
-        gx = flat_overlap_add(xp, cols.reshape(*lead, n, c, kk, -1), geom)
+        xp.matmul(_matrices(w, groups).mT, gm, out=cols)
+        gx = flat_overlap_add(xp, cols.reshape(*lead, n, c, kk, gm.shape[-1]), geom)
     if want[1]:
-        cols = flat_windows(xp, x, geom).reshape(n, groups, c // groups * geom[0].kernel * geom[1].kernel, -1)
+        cols = flat_windows(xp, x, geom).reshape(n, groups, c // groups * geom[0].kernel * geom[1].kernel, geom[0].out * geom[1].reach)
         gw = (gm @ cols.mT).sum(b)
     return gx, gw
 
@@ -132,18 +137,16 @@ def _conv_transpose(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any
     """The transposed convolution of ``x`` ``(N, C, H, W)`` with ``w`` ``(C, O/G, kh, kw)``:
     the adjoint of ``_conv`` with that weight (``geom`` is the convolution's: windows over the
     output, one per input position)."""
-    c = w.shape[0]
-    return _image(xp, w.reshape(groups, c // groups, -1).mT @ _by_group(x, groups), geom)
+    return _image(xp, _matrices(w, groups).mT @ _by_group(x, groups), geom)
 
 
 def _conv_transpose_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
     """The gradients of ``_conv_transpose`` for ``g`` ``(*lead, N, O, OH, OW)``."""
     b = g.ndim - 4
-    c = w.shape[0]
     cols = _columns(xp, g, geom, groups)  # (*lead, N, G, O/G*kh*kw, H*W)
     gx = gw = None
     if want[0]:
-        gx = w.reshape(groups, c // groups, -1) @ cols  # (*lead, N, G, C/G, H*W)
+        gx = _matrices(w, groups) @ cols  # (*lead, N, G, C/G, H*W)
     if want[1]:
         gw = (_by_group(x, groups) @ cols.mT).sum(b)  # (*lead, G, C/G, O/G*kh*kw)
     return gx, gw
@@ -161,7 +164,7 @@ def ConvolutionBackward0(self: Any, grads: list[Any]) -> Any:
     b = batch_ndim()
     xa, wa, ga = (x, w, g) if recorded else (x.data, w.data, g.data)
     if self.one_d:  # (N, C, L) as (N, C, 1, L)
-        xa, wa = xa.reshape(*xa.shape[:2], 1, -1), wa.reshape(*wa.shape[:2], 1, -1)
+        xa, wa = xa.reshape(*xa.shape[:2], 1, xa.shape[-1]), wa.reshape(*wa.shape[:2], 1, wa.shape[-1])
         ga = ga.reshape(*ga.shape[:-1], 1, ga.shape[-1])
     grads_of = _conv_transpose_grads if self.transposed else _conv_grads
     gx, gw = grads_of(xp, xa, wa, ga, self.geom, self.groups, (ex is not None, ew is not None))
@@ -333,7 +336,7 @@ def _convolution(
     xa, wa = (x, w) if dims == 2 else (x[:, :, None, :], w[:, :, None, :])
     data = (_conv_transpose if transposed else _conv)(xp, xa, wa, geom, groups)
     if dims == 1:
-        data = data.reshape(data.shape[0], data.shape[1], -1)
+        data = data.reshape(data.shape[0], data.shape[1], data.shape[-1])
     if bias is not None:
         data += bias.data.reshape((-1,) + (1,) * dims)
     out = like(data, input)

@@ -102,7 +102,7 @@ def flat_windows(xp: Any, x: Any, geom: Geometry) -> Any:
     # row); only the interior is ever written, so a reused buffer keeps its zero border
     padded = scratch(xp, ("pad", geom), lead + (ah.reach + 1, aw.reach), x.dtype, zero=True)
     padded[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size] = x
-    flat = padded.reshape(*lead, -1)
+    flat = padded.reshape(*lead, (ah.reach + 1) * aw.reach)
     run = ah.out * aw.reach
     cols = scratch(xp, "cols", lead + (ah.kernel * aw.kernel, run), x.dtype)
     for k, offset in enumerate(_flat_offsets(geom)):  # one contiguous copy per kernel position
