@@ -1,10 +1,12 @@
 """Pooling: ``max_pool2d``, ``avg_pool2d`` and ``adaptive_avg_pool2d``, as torch.nn.functional's.
 
-Max and average pooling read the input's windows as one strided view (``_windows.windows``) and
-reduce its last two dims. Max pooling keeps, per window, the flat index into the input's
-``H*W`` plane of the first largest element (a NaN wins, the last one, as PyTorch's CPU kernel);
-its backward adds each gradient at its index (``bincount``, windows may overlap) and that
-scatter's backward is a gather at the same indices, so it differentiates again. Average pooling
+Max and average pooling read the input's windows as one strided view (``_windows.windows``,
+``(..., kh, kw, OH, OW)``). Max pooling runs over the kernel positions (a loop bounded by the
+kernel size, each step a whole-array comparison) and keeps, per window, the position of the first
+largest element (a NaN wins, the last one, as PyTorch's CPU kernel); ``return_indices`` turns it
+into the flat index into the input's ``H*W`` plane. Its backward adds each gradient back at its
+position, one strided add per kernel position (windows may overlap); recorded, it is a scatter
+at the flat indices (``bincount``) whose backward is a gather there, so it differentiates again. Average pooling
 is linear: its backward is ``fold`` of the gradient over the windows, divided by PyTorch's
 divisor. Adaptive average pooling is ``P_h @ x @ P_w.T`` with constant bin matrices built from
 PyTorch's ``start = floor(i*H/OH)``, ``end = ceil((i+1)*H/OH)``, so its backward is two products.
