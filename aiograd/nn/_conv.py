@@ -1,14 +1,17 @@
 """Convolutions: ``conv1d``, ``conv2d`` and ``conv_transpose2d``, as torch.nn.functional's.
 
 All three record PyTorch's ``ConvolutionBackward0`` (``at::convolution``). A convolution is an
-im2col and one matrix product per group: the input's windows (``_windows.windows``, a strided
-view) as a ``(groups, N*OH*OW, C/groups*kh*kw)`` matrix times the weight as ``(groups,
-C/groups*kh*kw, O/groups)``; the transposed convolution is the adjoint, a product then a col2im
-(``overlap_add``). The backward is the same products the other way round and runs the same code
-on tensors when a graph is recorded: the windows through the differentiable ``unfold``/``fold``
-and the products through ``matmul``, so second derivatives come out of ``gradgradcheck`` right.
-A 1-D convolution is the 2-D one with a height of 1. Leading batch dims of a batched backward
-(``is_grads_batched``) go in front of every matrix, so one call serves the whole batch.
+im2col and one matrix product per sample and group: the weight as ``(O/G, C/G*kh*kw)`` times the
+input's windows (``_windows.windows``, a strided view) as ``(C/G*kh*kw, OH*OW)``, which lands in
+the output's ``(N, O, OH, OW)`` layout with no transpose. With stride 1 (the common case) the
+array path uses the flat layout of ``_windows.flat_windows`` instead: rows of the padded width,
+copied in long contiguous runs, cropped after. The transposed convolution is the adjoint: a
+product, then a col2im (``overlap_add``). The backward is the same products the other way round
+and runs the same code on tensors when a graph is recorded: the windows through the
+differentiable ``unfold``/``fold`` and the products through ``matmul``, so second derivatives
+come out of ``gradgradcheck`` right. A 1-D convolution is the 2-D one with a height of 1. Leading
+batch dims of a batched backward (``is_grads_batched``) go in front of every matrix, so one call
+serves the whole batch.
 """
 
 from __future__ import annotations
