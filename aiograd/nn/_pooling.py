@@ -171,7 +171,8 @@ def _running_max(xp: Any, win: Any, has_nan: bool) -> tuple[Any, Any]:
     ``has_nan``: whether the input has any NaN (else that test is skipped)."""
     kh, kw = win.shape[-4:-2]
     best = win[..., 0, 0, :, :].copy()
-    pick = xp.zeros(best.shape, dtype=np.int64)
+    # (the narrowest integer that holds a kernel position: less to read in the backward)
+    pick = xp.zeros(best.shape, dtype=np.int16 if kh * kw < 2**15 else np.int64)
     for k in range(1, kh * kw):
         v = win[..., k // kw, k % kw, :, :]
         take = v > best
@@ -187,6 +188,7 @@ def _flat_index(xp: Any, pick: Any, geom: tuple[Axis, Axis]) -> Any:
     """The flat index into the ``H*W`` plane of each window's element at kernel position ``pick``:
     element (i, j) of window (oh, ow) sits at row oh*s - p + i*d, column ow*s - p + j*d."""
     ah, aw = geom
+    pick = pick.astype(np.int64)
     rows = (xp.arange(ah.out) * ah.stride - ah.pad)[:, None] + (pick // aw.kernel) * ah.dilation
     cols = (xp.arange(aw.out) * aw.stride - aw.pad) + (pick % aw.kernel) * aw.dilation
     return (rows * aw.size + cols).astype(np.int64)
