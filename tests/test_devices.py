@@ -24,11 +24,13 @@ import test_inplace_views
 import test_linalg
 import test_nn_activations  # i13-nnf
 import test_nn_attention
+import test_nn_conv  # convolutions (family _conv)
 import test_nn_dropout  # i13-nnf
 import test_nn_embedding  # i13-nnf
 import test_nn_functional
 import test_nn_losses
 import test_nn_normalization  # i13-nnf
+import test_nn_pooling  # pooling (family _pooling)
 import test_ops_binary_math
 import test_ops_convenience
 import test_ops_elementwise
@@ -701,6 +703,9 @@ SPEC_TABLES = {
     "losses": test_nn_losses.SPECS,
     "distance": test_nn_losses.DISTANCE_SPECS,
     "attention": test_nn_attention.SPECS + test_nn_attention.MHA_SPECS,
+    # convolutions and pooling (families _conv, _pooling)
+    "_conv": test_nn_conv.SPECS,
+    "_pooling": test_nn_pooling.SPECS,
 }
 # i13-nnf: special functions and the nn.functional activations, dropout, norms, embedding
 SPEC_TABLES.update({

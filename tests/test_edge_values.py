@@ -253,6 +253,8 @@ NOT_POINTWISE |= {"dropout", "embedding"}  # i13-nnf: a random mask (a mul); a r
 # tests/test_nn_losses.py); the distances and attention are composites of the ops covered here.
 NOT_POINTWISE |= {"binary_cross_entropy", "normalize", "cosine_similarity", "scaled_dot_product_attention",
                   "multi_head_attention_forward"}
+# convolutions and pooling (families _conv, _pooling): products and window selections
+NOT_POINTWISE |= {"conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"}
 
 
 def _numpy(t: Any) -> np.ndarray[Any, Any]:

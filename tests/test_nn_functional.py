@@ -62,6 +62,7 @@ def test_reexports() -> None:
         + ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "kl_div", "normalize", "cosine_similarity",
            "scaled_dot_product_attention", "multi_head_attention_forward"]
+        + ["conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
     )
     for name in F.__all__:
         assert getattr(F, name).__doc__, name

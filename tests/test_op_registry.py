@@ -122,6 +122,8 @@ SPEC_MODULES = (
     "test_ops_rearrange", "test_ops_scatter", "test_ops_padding",  # shape and indexing of issue 13 (i13-shape)
     # nn losses, distances and attention (aiograd/nn/_losses.py, _distance.py, _attention.py)
     "test_nn_losses", "test_nn_attention",
+    # convolutions and pooling (families _conv, _pooling)
+    "test_nn_conv", "test_nn_pooling",
 )
 # i13-nnf: special functions, activations, dropout, normalization, embedding
 SPEC_MODULES += ("test_ops_special", "test_nn_activations", "test_nn_dropout", "test_nn_normalization", "test_nn_embedding")
@@ -166,6 +168,7 @@ def test_registry_rules_are_consistent() -> None:
     families |= {"reduction_extra", "scans", "sorting"}  # (issue 13: reductions and scans)
     families |= {"rearrange", "scatter", "padding"}  # shape and indexing of issue 13 (i13-shape)
     families |= {"losses", "distance", "attention"}  # nn losses, distances, attention (aiograd/nn)
+    families |= {"_conv", "_pooling"}  # convolutions and pooling (aiograd/nn/_conv.py, _pooling.py)
     for name, rule in OPS.items():
         assert rule.name == name and rule.family in families, name
         assert callable(rule.forward), name

@@ -186,6 +186,11 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "HuberLossBackward0",
     "BinaryCrossEntropyBackward0",
     "BinaryCrossEntropyWithLogitsBackward0",
+    # convolutions and pooling (aiograd/nn/_conv.py, _pooling.py): the batch dims lead every product
+    "ConvolutionBackward0",
+    "MaxPool2DWithIndicesBackward0",
+    "AvgPool2DBackward0",
+    "AdaptiveAvgPool2DBackward0",
 })
 
 #: Registered nodes whose rules still run once per sample under a batched backward: the in-place

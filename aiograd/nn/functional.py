@@ -45,6 +45,9 @@ from .._ops.softmax import log_softmax as _log_softmax
 from .._ops.softmax import softmax as _softmax
 from ._activations import elu, gelu, hardtanh, leaky_relu, mish, silu, softplus  # i13-nnf
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention
+
+# convolutions and pooling (issue 13, families _conv and _pooling)
+from ._conv import conv1d, conv2d, conv_transpose2d
 from ._distance import cosine_similarity, normalize
 from ._dropout import dropout  # i13-nnf
 from ._embedding import embedding  # i13-nnf
@@ -59,6 +62,7 @@ from ._losses import (
 from ._losses import legacy_reduction as _reduction
 from ._losses import size_of as _size
 from ._normalization import batch_norm, group_norm, layer_norm  # i13-nnf
+from ._pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 
 if typing.TYPE_CHECKING:
     from typing import Any
@@ -92,6 +96,13 @@ __all__ = [
     "cosine_similarity",
     "scaled_dot_product_attention",
     "multi_head_attention_forward",
+    # convolutions and pooling (families _conv and _pooling)
+    "conv1d",
+    "conv2d",
+    "conv_transpose2d",
+    "max_pool2d",
+    "avg_pool2d",
+    "adaptive_avg_pool2d",
 ]
 
 

@@ -1,0 +1,385 @@
+"""Convolutions: ``conv1d``, ``conv2d`` and ``conv_transpose2d``, as torch.nn.functional's.
+
+All three record PyTorch's ``ConvolutionBackward0`` (``at::convolution``). A convolution is an
+im2col and one matrix product per sample and group: the weight as ``(O/G, C/G*kh*kw)`` times the
+input's windows (``_windows.windows``, a strided view) as ``(C/G*kh*kw, OH*OW)``, which lands in
+the output's ``(N, O, OH, OW)`` layout with no transpose. With stride 1 (the common case) the
+array path uses the flat layout of ``_windows.flat_windows`` instead: rows of the padded width,
+copied in long contiguous runs, cropped after. The transposed convolution is the adjoint: a
+product, then a col2im (``overlap_add``). The backward is the same products the other way round
+and runs the same code on tensors when a graph is recorded: the windows through the
+differentiable ``unfold``/``fold`` and the products through ``matmul``, so second derivatives
+come out of ``gradgradcheck`` right. A 1-D convolution is the 2-D one with a height of 1. Leading
+batch dims of a batched backward (``is_grads_batched``) go in front of every matrix, so one call
+serves the whole batch.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .._dtypes import scalar_type_name
+from .._ops._registry import backward, op
+from .._ops._util import (
+    Tensor,
+    attach,
+    batch_ndim,
+    common_device,
+    edge_of,
+    grad_enabled,
+    like,
+    needs_grad,
+    save,
+)
+from ._windows import (
+    Axis,
+    Geometry,
+    flat_overlap_add,
+    flat_windows,
+    fold,
+    overlap_add,
+    scratch,
+    unfold,
+    unit_stride,
+    windows,
+    xp_of,
+)
+
+__all__ = ["conv1d", "conv2d", "conv_transpose2d"]
+
+
+# ------------------------------------------------------------------------------ the products
+def _unfold(xp: Any, x: Any, geom: Geometry) -> Any:
+    return unfold(x, geom) if isinstance(x, Tensor) else windows(xp, x, geom)
+
+
+def _fold(xp: Any, cols: Any, geom: Geometry) -> Any:
+    return fold(cols, geom) if isinstance(cols, Tensor) else overlap_add(xp, cols, geom)
+
+
+def _columns(xp: Any, x: Any, geom: Geometry, groups: int) -> Any:
+    """``(*lead, N, C, H, W)`` -> the im2col matrices ``(*lead, N, G, C/G*kh*kw, OH*OW)``."""
+    *lead, n, c = x.shape[:-2]
+    size = geom[0].out * geom[1].out
+    return _unfold(xp, x, geom).reshape(*lead, n, groups, c // groups * geom[0].kernel * geom[1].kernel, size)
+
+
+def _image(xp: Any, cols: Any, geom: Geometry) -> Any:
+    """The adjoint of ``_columns``: ``(*lead, N, G, C/G*kh*kw, OH*OW)`` -> ``(*lead, N, C, H, W)``."""
+    *lead, n, groups, k, _ = cols.shape
+    (kh, *_, oh), (kw, *_, ow) = geom
+    return _fold(xp, cols.reshape(*lead, n, groups * k // (kh * kw), kh, kw, oh, ow), geom)
+
+
+def _matrices(w: Any, groups: int) -> Any:
+    """A weight ``(A, B, kh, kw)`` as ``groups`` matrices ``(A/G, B*kh*kw)``."""
+    a, b, kh, kw = w.shape
+    return w.reshape(groups, a // groups, b * kh * kw)
+
+
+def _by_group(t: Any, groups: int) -> Any:
+    """``(*lead, N, C, H, W)`` -> ``(*lead, N, G, C/G, H*W)``."""
+    *lead, n, c, h, w = t.shape
+    return t.reshape(*lead, n, groups, c // groups, h * w)
+
+
+def _conv(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any:
+    """The convolution of ``x`` ``(N, C, H, W)`` with ``w`` ``(O, C/G, kh, kw)``: per sample and
+    group, ``(O/G, C/G*kh*kw) @ (C/G*kh*kw, OH*OW)``, already in the output's layout."""
+    o = w.shape[0]
+    n, c = x.shape[:2]
+    if unit_stride(geom) and not isinstance(x, Tensor):  # rows of the padded width, cropped after
+        cols = flat_windows(xp, x, geom).reshape(n, groups, c // groups * geom[0].kernel * geom[1].kernel, geom[0].out * geom[1].reach)
+        out = scratch(xp, "conv", (n, groups, o // groups, cols.shape[-1]), cols.dtype)
+        xp.matmul(_matrices(w, groups), cols, out=out)
+        return out.reshape(n, o, geom[0].out, geom[1].reach)[..., : geom[1].out].copy()  # (never the scratch)
+    out = _matrices(w, groups) @ _columns(xp, x, geom, groups)
+    return out.reshape(n, o, geom[0].out, geom[1].out)
+
+
+def _conv_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
+    """The gradients of ``_conv`` for ``g`` ``(*lead, N, O, OH, OW)``."""
+    b = g.ndim - 4
+    if unit_stride(geom) and not isinstance(x, Tensor):
+        return _conv_grads_flat(xp, x, w, g, geom, groups, want)
+    gm = _by_group(g, groups)  # (*lead, N, G, O/G, OH*OW)
+    gx = gw = None
+    if want[0]:
+        gx = _image(xp, _matrices(w, groups).mT @ gm, geom)
+    if want[1]:
+        gw = (gm @ _columns(xp, x, geom, groups).mT).sum(b)  # (*lead, G, O/G, C/G*kh*kw)
+    return gx, gw
+
+
+def _conv_grads_flat(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
+    """``_conv_grads`` on arrays for a unit stride, in the flat layout (``flat_windows``): the
+    gradient widened to the padded width with zeros, so the columns past the windows add 0."""
+    b = g.ndim - 4
+    *lead, n, o, oh, ow = g.shape
+    c = x.shape[1]
+    # (a reused buffer: only [..., :ow] is ever written, the columns past it stay zero)
+    wide = scratch(xp, ("wide", ow), (*lead, n, o, oh, geom[1].reach), g.dtype, zero=True)
+    wide[..., :ow] = g
+    gm = wide.reshape(*lead, n, groups, o // groups, oh * geom[1].reach)
+    gx = gw = None
+    kk = geom[0].kernel * geom[1].kernel
+    if want[0]:
+        cols = scratch(xp, "grad_cols", (*lead, n, groups, c // groups * kk, gm.shape[-1]), g.dtype)
+        xp.matmul(_matrices(w, groups).mT, gm, out=cols)
+        gx = flat_overlap_add(xp, cols.reshape(*lead, n, c, kk, gm.shape[-1]), geom)
+    if want[1]:
+        cols = flat_windows(xp, x, geom).reshape(n, groups, c // groups * geom[0].kernel * geom[1].kernel, geom[0].out * geom[1].reach)
+        # (columns times gradient rows, then transposed: OpenBLAS runs this orientation faster)
+        gw = (cols @ gm.mT).sum(b).mT
+    return gx, gw
+
+
+def _conv_transpose(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any:
+    """The transposed convolution of ``x`` ``(N, C, H, W)`` with ``w`` ``(C, O/G, kh, kw)``:
+    the adjoint of ``_conv`` with that weight (``geom`` is the convolution's: windows over the
+    output, one per input position)."""
+    return _image(xp, _matrices(w, groups).mT @ _by_group(x, groups), geom)
+
+
+def _conv_transpose_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
+    """The gradients of ``_conv_transpose`` for ``g`` ``(*lead, N, O, OH, OW)``."""
+    b = g.ndim - 4
+    cols = _columns(xp, g, geom, groups)  # (*lead, N, G, O/G*kh*kw, H*W)
+    gx = gw = None
+    if want[0]:
+        gx = _matrices(w, groups) @ cols  # (*lead, N, G, C/G, H*W)
+    if want[1]:
+        gw = (_by_group(x, groups) @ cols.mT).sum(b)  # (*lead, G, C/G, O/G*kh*kw)
+    return gx, gw
+
+
+# ------------------------------------------------------------------------------ the node
+@backward(saved=("input", "weight"))
+def ConvolutionBackward0(self: Any, grads: list[Any]) -> Any:
+    """Gradients of a convolution (or a transposed one) for its input, weight and bias."""
+    g = grads[0]
+    ex, ew, eb = self.next_edges
+    x, w = self.input.unpack(self), self.weight.unpack(self)
+    recorded = grad_enabled()
+    xp = xp_of(g)
+    b = batch_ndim()
+    xa, wa, ga = (x, w, g) if recorded else (x.data, w.data, g.data)
+    if self.one_d:  # (N, C, L) as (N, C, 1, L)
+        xa, wa = xa.reshape(*xa.shape[:2], 1, xa.shape[-1]), wa.reshape(*wa.shape[:2], 1, wa.shape[-1])
+        ga = ga.reshape(*ga.shape[:-1], 1, ga.shape[-1])
+    grads_of = _conv_transpose_grads if self.transposed else _conv_grads
+    gx, gw = grads_of(xp, xa, wa, ga, self.geom, self.groups, (ex is not None, ew is not None))
+    gb = ga.sum(_bias_axes(b)) if eb is not None else None
+    lead = g.shape[:b]
+    if gx is not None:
+        gx = gx.reshape(*lead, *x.shape)
+    if gw is not None:
+        gw = gw.reshape(*lead, *w.shape)
+    if not recorded:
+        gx, gw, gb = (None if r is None else like(r, g) for r in (gx, gw, gb))
+    return (gx, gw, gb)
+
+
+def _bias_axes(b: int) -> tuple[int, ...]:
+    """The axes of a gradient ``(*lead, N, O, OH, OW)`` that the bias's gradient sums over."""
+    return (b, b + 2, b + 3)
+
+
+# ------------------------------------------------------------------------------ arguments
+def _tuple(value: Any, n: int, name: str) -> tuple[int, ...]:
+    if isinstance(value, (list, tuple)):
+        if len(value) == 1:
+            value = tuple(value) * n
+        if len(value) != n:
+            raise RuntimeError(
+                f"expected {name} to be a single integer value or a list of {n} values to match the "
+                f"convolution dimensions, but got {name}={list(value)}"
+            )
+        return tuple(int(v) for v in value)
+    return (int(value),) * n
+
+
+def _dtype_name(dtype: Any) -> str:
+    names = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+             "int64": "LongTensor", "int32": "IntTensor"}
+    return "torch." + names.get(str(dtype), f"{dtype}Tensor")
+
+
+def _size(shape: tuple[int, ...]) -> str:
+    return f"[{', '.join(map(str, shape))}]"
+
+
+def _convolution(
+    name: str,
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    groups: int,
+    transposed: bool = False,
+    output_padding: Any = 0,
+) -> Tensor:
+    """``at::convolution`` for 1 or 2 spatial dims (``name`` is ``conv1d``, ``conv2d`` or
+    ``conv_transpose2d``), with PyTorch's checks and messages."""
+    dims = 1 if name == "conv1d" else 2
+    x, w = input.data, weight.data
+    if x.ndim not in (dims + 1, dims + 2):
+        raise RuntimeError(
+            f"Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to {name}, but got "
+            f"input of size: {_size(x.shape)}"
+        )
+    if x.ndim == dims + 1:  # unbatched: as PyTorch, a batch of one, squeezed after
+        return _convolution(name, input.unsqueeze(0), weight, bias, stride, padding, dilation, groups,
+                            transposed, output_padding).squeeze(0)
+    common_device(input, weight, bias)
+    if w.ndim != dims + 2:
+        dims_w = w.ndim - 2
+        raise RuntimeError(
+            f"expected stride to be a single integer value or a list of {dims_w} values to match the "
+            f"convolution dimensions, but got stride={list(_tuple(stride, dims, 'stride'))}"
+        )
+    stride = _tuple(stride, dims, "stride")
+    dilation = _tuple(dilation, dims, "dilation")
+    out_pad = _tuple(output_padding, dims, "output_padding")
+    kernel = w.shape[2:]
+    pads: list[tuple[int, int]]
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [(0, 0)] * dims
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            pads = []
+            for d, k in zip(dilation, kernel):
+                total = d * (k - 1)
+                pads.append((total // 2, total - total // 2))
+            if any(lo != hi for lo, hi in pads):
+                warnings.warn(
+                    "Using padding='same' with even kernel lengths and odd dilation may require a "
+                    "zero-padded copy of the input be created",
+                    UserWarning,
+                    stacklevel=3,
+                )
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        pads = [(p, p) for p in _tuple(padding, dims, "padding")]
+    if any(p < 0 for pair in pads for p in pair):
+        raise RuntimeError("negative padding is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if x.dtype != w.dtype:
+        # PyTorch's CPU backend: mkldnn for a float32 batch of several samples, else its own kernel
+        if x.dtype == np.float32 and x.shape[0] > 1:
+            raise RuntimeError(
+                f"Input type ({_dtype_name(x.dtype)}) and weight type ({_dtype_name(w.dtype)}) should be "
+                "the same or input should be a MKLDNN tensor and weight is a dense tensor"
+            )
+        raise RuntimeError(f"expected scalar type {scalar_type_name(x.dtype)} but found {scalar_type_name(w.dtype)}")
+    channels = x.shape[1]
+    if w.shape[0] % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+            f"got weight of size [{_size(w.shape)}] instead"
+        )
+    expect = w.shape[0] if transposed else w.shape[1] * groups
+    if channels != expect:
+        given = f"transposed=1, weight of size {_size(w.shape)}" if transposed else f"groups={groups}, weight of size {_size(w.shape)}"
+        raise RuntimeError(
+            f"Given {given}, expected input{_size(x.shape)} to have {expect} channels, but got "
+            f"{channels} channels instead"
+        )
+    out_channels = w.shape[1] * groups if transposed else w.shape[0]
+    if bias is not None and (bias.data.ndim != 1 or bias.data.shape[0] != out_channels):
+        raise RuntimeError(
+            f"Given {'transposed=1, ' if transposed else ''}weight of size {_size(w.shape)}, expected bias to be "
+            f"1-dimensional with {out_channels} elements, but got bias of size {_size(bias.data.shape)} instead"
+        )
+    sizes = x.shape[2:]
+    if transposed:
+        if any(op >= s and op >= d for op, s, d in zip(out_pad, stride, dilation)):
+            if dims == 2:
+                raise RuntimeError(
+                    "output padding must be smaller than either stride or dilation, but got "
+                    f"output_padding_height: {out_pad[0]} output_padding_width: {out_pad[1]} "
+                    f"stride_height: {stride[0]} stride_width: {stride[1]} "
+                    f"dilation_height: {dilation[0]} dilation_width: {dilation[1]}"
+                )
+            raise RuntimeError("output padding must be smaller than either stride or dilation")
+        outs = [(n - 1) * s - lo - hi + d * (k - 1) + op + 1
+                for n, s, (lo, hi), d, k, op in zip(sizes, stride, pads, dilation, kernel, out_pad)]
+        if any(o <= 0 for o in outs):
+            raise RuntimeError(
+                f"Given input size per channel: ({' x '.join(map(str, sizes))}). Calculated output size "
+                f"per channel: ({' x '.join(map(str, outs))}). Output size is too small"
+            )
+        axes = [Axis(k, s, d, lo, o, n) for k, s, d, (lo, _), o, n in zip(kernel, stride, dilation, pads, outs, sizes)]
+    else:
+        padded = [n + lo + hi for n, (lo, hi) in zip(sizes, pads)]
+        reach = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
+        if any(r > p for r, p in zip(reach, padded)):
+            raise RuntimeError(
+                f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel size: "
+                f"({' x '.join(map(str, reach))}). Kernel size can't be greater than actual input size"
+            )
+        axes = [Axis(k, s, d, lo, n, (p - r) // s + 1)
+                for k, s, d, (lo, _), n, p, r in zip(kernel, stride, dilation, pads, sizes, padded, reach)]
+    if dims == 1:
+        axes = [Axis(1, 1, 1, 0, 1, 1), *axes]
+    geom: Geometry = (axes[0], axes[1])
+    xp = xp_of(input)
+    xa, wa = (x, w) if dims == 2 else (x[:, :, None, :], w[:, :, None, :])
+    data = (_conv_transpose if transposed else _conv)(xp, xa, wa, geom, groups)
+    if dims == 1:
+        data = data.reshape(data.shape[0], data.shape[1], data.shape[-1])
+    if bias is not None:
+        data += bias.data.reshape((-1,) + (1,) * dims)
+    out = like(data, input)
+    if needs_grad(input, weight, bias):
+        node = attach(ConvolutionBackward0((edge_of(input), edge_of(weight), edge_of(bias))), out)
+        node.input, node.weight = save(input), save(weight)
+        node.geom, node.groups, node.transposed, node.one_d = geom, groups, transposed, dims == 1
+    return out
+
+
+# ------------------------------------------------------------------------------ public
+@op(ConvolutionBackward0)
+def conv1d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+    dilation: Any = 1, groups: int = 1,
+) -> Tensor:
+    """1-D convolution (cross-correlation) of ``input`` ``(N, C, L)`` or ``(C, L)`` with ``weight``
+    ``(O, C/groups, k)``, as ``torch.nn.functional.conv1d``; ``padding`` may be ``'same'`` or
+    ``'valid'``."""
+    return _convolution("conv1d", input, weight, bias, stride, padding, dilation, groups)
+
+
+@op(ConvolutionBackward0)
+def conv2d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+    dilation: Any = 1, groups: int = 1,
+) -> Tensor:
+    """2-D convolution (cross-correlation) of ``input`` ``(N, C, H, W)`` or ``(C, H, W)`` with
+    ``weight`` ``(O, C/groups, kh, kw)``, as ``torch.nn.functional.conv2d``; ``padding`` may be
+    ``'same'`` (stride 1 only; an odd total puts the extra zero after, as PyTorch) or ``'valid'``."""
+    return _convolution("conv2d", input, weight, bias, stride, padding, dilation, groups)
+
+
+@op(ConvolutionBackward0)
+def conv_transpose2d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+    output_padding: Any = 0, groups: int = 1, dilation: Any = 1,
+) -> Tensor:
+    """2-D transposed convolution of ``input`` ``(N, C, H, W)`` or ``(C, H, W)`` with ``weight``
+    ``(C, O/groups, kh, kw)``: the gradient of ``conv2d`` with respect to its input, as
+    ``torch.nn.functional.conv_transpose2d``."""
+    return _convolution("conv_transpose2d", input, weight, bias, stride, padding, dilation, groups, True, output_padding)

@@ -1,0 +1,193 @@
+"""Sliding windows over the last two dims (im2col) and their adjoint (col2im), on arrays and as
+differentiable tensor ops: what convolutions and pooling are built from.
+
+A window geometry is one ``Axis`` per spatial dim: kernel size, stride, dilation, padding
+before the input, input length and number of windows. ``windows(x)`` turns ``(..., H, W)`` into
+the strided view ``(..., kh, kw, OH, OW)`` (``sliding_window_view``, no copy but the padding; the kernel dims
+first, so that a window position's plane is read in runs along OW);
+``overlap_add(cols)`` is its adjoint: it adds each window back where it came from (one strided
+add per kernel position, so a loop bounded by the kernel size, never over pixels) and drops the
+padding. ``unfold``/``fold`` are the same on tensors, each the other's backward, so anything
+written with them (a convolution's backward, average pooling's) can be differentiated again.
+Leading dims pass through untouched, batch dims of a batched backward included.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .._ops._registry import backward
+from .._ops._util import Tensor, attach, edge_of, like, needs_grad
+
+__all__ = ["Axis", "windows", "overlap_add", "unfold", "fold", "permute", "xp_of", "unit_stride", "flat_windows", "flat_overlap_add", "scratch"]
+
+
+class Axis(NamedTuple):
+    """The window geometry along one spatial dim."""
+
+    kernel: int
+    stride: int
+    dilation: int
+    pad: int  # zeros (or the fill) before the input; after it, as many as the windows reach
+    size: int  # the input's length
+    out: int  # the number of windows
+
+    @property
+    def reach(self) -> int:
+        """The padded length the windows span: up to the last element of the last window."""
+        return (self.out - 1) * self.stride + self.dilation * (self.kernel - 1) + 1
+
+
+Geometry = tuple[Axis, Axis]
+
+
+def windows(xp: Any, x: Any, geom: Geometry, fill: float = 0) -> Any:
+    """``(..., H, W) -> (..., kh, kw, OH, OW)``: every window, a strided view of the padded input."""
+    pads = [(0, 0)] * (x.ndim - 2)
+    cut = []
+    for a in geom:
+        pads.append((a.pad, max(a.reach - a.size - a.pad, 0)))
+        cut.append(slice(0, a.reach))
+    if any(p != (0, 0) for p in pads):
+        x = xp.pad(x, pads, constant_values=fill)
+    x = x[(..., *cut)]
+    (kh, sh, dh, *_), (kw, sw, dw, *_) = geom
+    extent = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
+    view = xp.lib.stride_tricks.sliding_window_view(x, extent, axis=(-2, -1))
+    view = view[..., ::sh, ::sw, ::dh, ::dw]
+    lead = tuple(range(view.ndim - 4))
+    return view.transpose(*lead, view.ndim - 2, view.ndim - 1, view.ndim - 4, view.ndim - 3)
+
+
+def overlap_add(xp: Any, cols: Any, geom: Geometry) -> Any:
+    """The adjoint of ``windows``: ``(..., kh, kw, OH, OW) -> (..., H, W)``, each window added
+    back at its place (overlaps summed), the padding dropped."""
+    ah, aw = geom
+    lead = cols.shape[:-4]
+    out = xp.zeros(lead + (max(ah.reach, ah.pad + ah.size), max(aw.reach, aw.pad + aw.size)), dtype=cols.dtype)
+    span_h, span_w = (ah.out - 1) * ah.stride + 1, (aw.out - 1) * aw.stride + 1
+    for i in range(ah.kernel):
+        rows = slice(i * ah.dilation, i * ah.dilation + span_h, ah.stride)
+        for j in range(aw.kernel):
+            out[..., rows, j * aw.dilation : j * aw.dilation + span_w : aw.stride] += cols[..., i, j, :, :]
+    return out[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size]
+
+
+# ------------------------------------------------------------------------------ unit stride, flat
+# With stride 1, the windows at kernel position (i, j) are one shifted copy of the padded input.
+# Read as a flat plane of row width ``Wp`` (the padded width), that copy is the contiguous run
+# ``flat[i*dh*Wp + j*dw : ... + OH*Wp]``: an im2col with rows of OH*Wp elements (each output
+# row carries ``Wp - OW`` columns past the windows, which the caller crops or zeroes) instead of
+# OW, and a col2im made of kh*kw contiguous adds. Convolutions take this path on arrays.
+def unit_stride(geom: Geometry) -> bool:
+    """Whether ``geom`` has stride 1 along both dims (the flat layout applies)."""
+    return geom[0].stride == 1 and geom[1].stride == 1
+
+
+def _flat_offsets(geom: Geometry) -> list[int]:
+    ah, aw = geom
+    return [i * ah.dilation * aw.reach + j * aw.dilation for i in range(ah.kernel) for j in range(aw.kernel)]
+
+
+def flat_windows(xp: Any, x: Any, geom: Geometry) -> Any:
+    """``(..., H, W) -> (..., kh*kw, OH*Wp)`` for a unit-stride ``geom`` (``Wp = geom[1].reach``):
+    the windows of each kernel position as rows of the padded input's width. The result is a
+    scratch buffer (``scratch``): the caller consumes it before returning."""
+    ah, aw = geom
+    lead = x.shape[:-2]
+    # zeros around the input (one spare row: the last kernel column's run ends past the last
+    # row); only the interior is ever written, so a reused buffer keeps its zero border
+    padded = scratch(xp, ("pad", geom), lead + (ah.reach + 1, aw.reach), x.dtype, zero=True)
+    padded[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size] = x
+    flat = padded.reshape(*lead, (ah.reach + 1) * aw.reach)
+    run = ah.out * aw.reach
+    cols = scratch(xp, "cols", lead + (ah.kernel * aw.kernel, run), x.dtype)
+    for k, offset in enumerate(_flat_offsets(geom)):  # one contiguous copy per kernel position
+        cols[..., k, :] = flat[..., offset : offset + run]
+    return cols
+
+
+def flat_overlap_add(xp: Any, cols: Any, geom: Geometry) -> Any:
+    """The adjoint of ``flat_windows``: ``(..., kh*kw, OH*Wp) -> (..., H, W)``, a new array."""
+    ah, aw = geom
+    lead = cols.shape[:-2]
+    out = scratch(xp, "image", lead + ((ah.reach + 1) * aw.reach,), cols.dtype)
+    out.fill(0)
+    run = cols.shape[-1]
+    for k, offset in enumerate(_flat_offsets(geom)):
+        out[..., offset : offset + run] += cols[..., k, :]
+    out = out.reshape(*lead, ah.reach + 1, aw.reach)
+    # a copy, always: a crop that happens to be contiguous would otherwise alias the scratch
+    return out[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size].copy()
+
+
+# ------------------------------------------------------------------------------ scratch buffers
+#: Per thread: temporaries of the array path kept from one call to the next. A fresh multi-MB
+#: numpy array is memory the allocator may have just handed back to the system, and page
+#: faults on it can cost more than the arithmetic; convolutions of one model repeat the same
+#: shapes, so their im2col buffers are reused instead. Device arrays (CuPy) have their own pool.
+_scratch = threading.local()
+#: Buffers above this size are not kept (a bound on what a thread holds on to).
+SCRATCH_LIMIT = 64 << 20
+
+
+def scratch(xp: Any, purpose: Any, shape: tuple[int, ...], dtype: Any, zero: bool = False) -> Any:
+    """A temporary array of ``shape`` for ``purpose``, reused across calls on numpy (its
+    contents are whatever the last user left, or zeros when it is new and ``zero``)."""
+    if xp is not np:
+        return xp.zeros(shape, dtype=dtype) if zero else xp.empty(shape, dtype=dtype)
+    cache = getattr(_scratch, "buffers", None)
+    if cache is None:
+        cache = _scratch.buffers = {}
+    key = (purpose, shape, np.dtype(dtype).str)
+    buf = cache.get(key)
+    if buf is None:
+        buf = np.zeros(shape, dtype=dtype)
+        if buf.nbytes <= SCRATCH_LIMIT:
+            if len(cache) >= 32:
+                cache.clear()
+            cache[key] = buf
+    return buf
+
+
+def xp_of(t: Tensor) -> Any:
+    """The array module of ``t``'s device."""
+    return t._device.xp
+
+
+# ------------------------------------------------------------------------------ tensor ops
+@backward()
+def Im2ColBackward0(self: Any, grads: list[Any]) -> Any:
+    """Backward of ``unfold``: the windows' gradients added back (``fold``)."""
+    return (fold(grads[0], self.geom),)
+
+
+@backward()
+def Col2ImBackward0(self: Any, grads: list[Any]) -> Any:
+    """Backward of ``fold``: the gradient's windows (``unfold``)."""
+    return (unfold(grads[0], self.geom),)
+
+
+def unfold(x: Tensor, geom: Geometry) -> Tensor:
+    """``windows`` of a tensor, as a new contiguous array, differentiable (node ``Im2ColBackward0``)."""
+    xp = xp_of(x)
+    out = like(windows(xp, x.data, geom).copy(), x)  # (a copy: a 1x1 window view may be x itself)
+    if needs_grad(x):
+        attach(Im2ColBackward0((edge_of(x),)), out).geom = geom
+    return out
+
+
+def fold(cols: Tensor, geom: Geometry) -> Tensor:
+    """``overlap_add`` of a tensor, differentiable (node ``Col2ImBackward0``)."""
+    out = like(overlap_add(xp_of(cols), cols.data, geom), cols)
+    if needs_grad(cols):
+        attach(Col2ImBackward0((edge_of(cols),)), out).geom = geom
+    return out
+
+
+def permute(a: Any, *axes: int) -> Any:
+    """Reorder the dims of an array or a tensor (the formulas here run on both)."""
+    return a.permute(*axes) if isinstance(a, Tensor) else a.transpose(axes)
