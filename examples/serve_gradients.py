@@ -1,11 +1,17 @@
 """An HTTP service for saliency: the gradient of a model's logit with respect to its input.
 
     python examples/serve_gradients.py [--host 127.0.0.1] [--port 8080] [--seed 0] [--loop asyncio]
+                                       [--weights model.safetensors | --save model.safetensors]
 
-At startup it trains a small MLP classifier (16 features -> 64 -> 64 -> 4 classes, tanh) on a
-synthetic task generated from ``--seed`` (about a second), then serves it with ``aiohttp.web`` on
-uvloop when it is installed. Each request runs the forward pass and ``await aiograd.grad(...)`` on
-the server's event loop, so many requests are in flight on one loop at once.
+The model is an MLP classifier written with ``aiograd.nn`` (``nn.Sequential`` of ``Linear``,
+``Tanh``, ``Linear``, ``Tanh``, ``Linear``: 16 features -> 64 -> 64 -> 4 classes by default).
+With ``--weights`` it serves weights from a file: a ``.safetensors`` file written by torch
+(``safetensors.torch.save_file(model.state_dict(), path)`` for the same ``torch.nn.Sequential``)
+or by aiograd, or an ``.npz``; the sizes are read from the weights. Without it, it trains the
+model at startup with ``aiograd.optim.SGD`` on a synthetic task generated from ``--seed`` (about
+a second; ``--save`` writes the result). It serves with ``aiohttp.web`` on uvloop when it is
+installed. Each request runs the forward pass and ``await aiograd.grad(...)`` on the server's
+event loop, so many requests are in flight on one loop at once.
 
 API (JSON in and out):
 
@@ -13,7 +19,7 @@ API (JSON in and out):
   is one class index for every row, or a list with one per row; left out, each row's predicted
   class is used. Returns ``{"output": [[logits]], "predicted": [...], "target": [...],
   "saliency": [[...]]}``, where ``saliency[n][i]`` is ``d output[n][target[n]] / d input[n][i]``.
-- ``GET /health``: ``{"status": "ok", ...}`` with the model's shape and accuracy.
+- ``GET /health``: ``{"status": "ok", ...}`` with the model's shape, source and accuracy.
 - ``GET /stats``: the engine's ``aiograd.get_engine().statistics()`` and the server's counters:
   ``status_<code>`` per answer sent, ``rows``, ``in_flight``, ``max_in_flight``, and
   ``client_disconnected`` for clients that went away before sending their whole body (a client
@@ -45,6 +51,7 @@ from aiohttp import web
 
 import aiograd
 import aiograd.nn.functional as F
+from aiograd import nn, optim
 
 FEATURES = 16
 HIDDEN = 64
@@ -57,34 +64,63 @@ log = logging.getLogger("serve_gradients")
 
 
 # ------------------------------------------------------------------------------------ model
+def make_module(sizes: tuple[int, int, int, int] = (FEATURES, HIDDEN, HIDDEN, CLASSES)) -> nn.Sequential:
+    """The classifier, written as in torch: its state dict's keys (``0.weight``, ``0.bias``,
+    ``2.weight``, ...) are those of ``torch.nn.Sequential(Linear, Tanh, Linear, Tanh, Linear)``,
+    so weights trained with torch and saved with ``safetensors.torch.save_file`` load into it."""
+    features, hidden1, hidden2, classes = sizes
+    return nn.Sequential(
+        nn.Linear(features, hidden1), nn.Tanh(),
+        nn.Linear(hidden1, hidden2), nn.Tanh(),
+        nn.Linear(hidden2, classes),
+    )
+
+
 @dataclasses.dataclass
 class Model:
-    """An MLP: ``tanh`` after every layer but the last. Weights are ``(out, in)`` as in torch, and
-    do not require grad, so a request's graph only records what depends on its input."""
+    """The served module (its parameters frozen: a request's graph records only what depends on
+    its input) and where it came from."""
 
-    layers: list[tuple[aiograd.Tensor, aiograd.Tensor]]
-    train_accuracy: float = float("nan")
-    test_accuracy: float = float("nan")
-    train_seconds: float = float("nan")
+    module: nn.Sequential
+    source: str = "trained at startup"
+    train_accuracy: float | None = None
+    test_accuracy: float | None = None
+    train_seconds: float | None = None
 
     @property
     def features(self) -> int:
-        return self.layers[0][0].shape[1]
+        return self.module[0].in_features
 
     @property
     def classes(self) -> int:
-        return self.layers[-1][0].shape[0]
+        return self.module[-1].out_features
 
     def __call__(self, x: aiograd.Tensor) -> aiograd.Tensor:
-        for i, (weight, bias) in enumerate(self.layers):
-            x = F.linear(x, weight, bias)
-            if i < len(self.layers) - 1:
-                x = x.tanh()
-        return x
+        return self.module(x)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         with aiograd.no_grad():
             return self(aiograd.tensor(x)).argmax(dim=1).numpy()
+
+
+def frozen(module: nn.Sequential, source: str) -> Model:
+    """Serve ``module``: evaluation mode, parameters that no longer require grad."""
+    return Model(module.eval().requires_grad_(False), source)
+
+
+def load_model(path: str) -> Model:
+    """The classifier with the weights of a ``.safetensors`` or ``.npz`` file (torch's or
+    aiograd's state dict; float32 weights are served in float32). The layer sizes are read from
+    the weights' shapes."""
+    state = nn.utils.load(path)
+    if set(state) != {f"{i}.{kind}" for i in (0, 2, 4) for kind in ("weight", "bias")}:
+        raise ValueError(f"{path}: expected the weights of Linear, Tanh, Linear, Tanh, Linear "
+                         f"(0.weight, 0.bias, 2.weight, ... 4.bias), got {sorted(state)}")
+    hidden1, features = state["0.weight"].shape
+    module = make_module((features, hidden1, state["2.weight"].shape[0], state["4.weight"].shape[0]))
+    module.to(state["0.weight"].dtype)
+    module.load_state_dict(state)
+    return frozen(module, path)
 
 
 def make_data(
@@ -97,34 +133,26 @@ def make_data(
 
 
 async def train_model(seed: int = 0, *, epochs: int = 12, points: int = 4096) -> Model:
-    """Train the MLP with minibatch SGD on the synthetic task; deterministic for a given seed."""
+    """Train the classifier (float64) with minibatch SGD on the synthetic task; deterministic for
+    a given seed."""
     rng = np.random.default_rng(seed)
-    aiograd.manual_seed(seed)
+    aiograd.manual_seed(seed)  # the layers' initialisation draws from it, as torch's
     teacher = [rng.standard_normal((FEATURES, 8)), rng.standard_normal((8, CLASSES))]
     x_train, y_train = make_data(rng, points, teacher)
     x_test, y_test = make_data(rng, points // 4, teacher)
-    sizes = [FEATURES, HIDDEN, HIDDEN, CLASSES]
-    params = []
-    for fan_in, fan_out in zip(sizes, sizes[1:]):
-        weight = (aiograd.randn(fan_out, fan_in) * np.sqrt(1.0 / fan_in)).requires_grad_()
-        params.append((weight, aiograd.zeros(fan_out, requires_grad=True)))
-    model = Model(params)
+    module = make_module()
+    opt = optim.SGD(module.parameters(), lr=0.2, momentum=0.5)
     start = time.perf_counter()
-    lr, batch = 0.2, 64
+    batch = 64
     for _ in range(epochs):
         order = rng.permutation(points)
         for i in range(0, points, batch):
             idx = order[i:i + batch]
-            logits = model(aiograd.tensor(x_train[idx]))
-            loss = F.cross_entropy(logits, aiograd.tensor(y_train[idx]))
+            opt.zero_grad()
+            loss = F.cross_entropy(module(aiograd.tensor(x_train[idx])), aiograd.tensor(y_train[idx]))
             await loss.backward()
-            with aiograd.no_grad():
-                for weight, bias in params:
-                    for p in (weight, bias):
-                        p.data -= lr * p.grad.data
-                        p.grad = None
-    # Serve constants: the same arrays, no longer requiring grad.
-    model.layers = [(w.detach(), b.detach()) for w, b in params]
+            opt.step()
+    model = frozen(module, "trained at startup")
     model.train_seconds = time.perf_counter() - start
     model.train_accuracy = float((model.predict(x_train) == y_train).mean())
     model.test_accuracy = float((model.predict(x_test) == y_test).mean())
@@ -136,12 +164,12 @@ async def saliency(model: Model, x: np.ndarray, target: np.ndarray | None) -> di
 
     Rows are independent, so one vector-Jacobian product with a one-hot ``grad_outputs`` gives
     every row's gradient at once."""
-    inp = aiograd.tensor(x, requires_grad=True)
+    inp = aiograd.tensor(x, dtype=model.module[0].weight.dtype, requires_grad=True)
     logits = model(inp)
     predicted = logits.detach().argmax(dim=1).numpy()
     if target is None:
         target = predicted
-    one_hot = np.zeros(logits.shape)
+    one_hot = np.zeros(logits.shape, dtype=logits.detach().numpy().dtype)
     one_hot[np.arange(len(x)), target] = 1.0
     (grad,) = await aiograd.grad(logits, inp, grad_outputs=aiograd.tensor(one_hot))
     return {
@@ -307,6 +335,7 @@ async def handle_health(request: web.Request) -> web.Response:
         "status": "ok",
         "features": model.features,
         "classes": model.classes,
+        "source": model.source,
         "train_accuracy": model.train_accuracy,
         "test_accuracy": model.test_accuracy,
         **request.app[LIMITS],
@@ -359,6 +388,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=8080, help="0 picks a free port")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data and the weights")
     parser.add_argument("--epochs", type=int, default=12, help="training epochs (12: about 0.5 s)")
+    parser.add_argument("--weights", metavar="FILE",
+                        help="serve these weights (.safetensors or .npz, e.g. torch's, saved with "
+                             "safetensors.torch.save_file) instead of training at startup")
+    parser.add_argument("--save", metavar="FILE",
+                        help="after training, write the weights (.safetensors or .npz)")
     parser.add_argument("--max-rows", type=int, default=MAX_ROWS)
     parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES)
     parser.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop",
@@ -370,9 +404,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 async def serve(args: argparse.Namespace) -> None:
     """Train, serve until SIGTERM or Ctrl-C, stop cleanly."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    model = await train_model(args.seed, epochs=args.epochs)
-    print(f"trained {FEATURES}-{HIDDEN}-{HIDDEN}-{CLASSES} MLP in {model.train_seconds:.1f} s: "
-          f"accuracy {model.train_accuracy:.1%} (train), {model.test_accuracy:.1%} (held out)")
+    if args.weights:
+        model = load_model(args.weights)
+        print(f"loaded a {model.features}-{model.module[0].out_features}-"
+              f"{model.module[2].out_features}-{model.classes} MLP from {args.weights}")
+    else:
+        model = await train_model(args.seed, epochs=args.epochs)
+        print(f"trained {FEATURES}-{HIDDEN}-{HIDDEN}-{CLASSES} MLP in {model.train_seconds:.1f} s: "
+              f"accuracy {model.train_accuracy:.1%} (train), {model.test_accuracy:.1%} (held out)")
+        if args.save:
+            nn.utils.save(model.module.state_dict(), args.save)
+            print(f"weights written to {args.save}")
     app = make_app(model, max_rows=args.max_rows, max_body_bytes=args.max_body_bytes)
     runner, url = await start(app, args.host, args.port)
     stop = asyncio.Event()

@@ -37,11 +37,12 @@ def load_digits(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
 
 
 def make_model() -> nn.Sequential:
+    """torch's float32 (aiograd's layers are made in float64, its default floating dtype)."""
     return nn.Sequential(
         nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.Dropout(0.2), nn.Linear(32 * 2 * 2, 10),
-    )
+    ).float()
 
 
 def accuracy(model: nn.Module, x: np.ndarray, y: np.ndarray) -> float:
@@ -84,7 +85,7 @@ async def main() -> None:
     print(f"trained in {time.perf_counter() - start:.1f} s; "
           f"training accuracy {100 * accuracy(model, x_train, y_train):.1f}%")
     if args.save:
-        nn.utils.save_state_dict(model.state_dict(), args.save)
+        nn.utils.save(model.state_dict(), args.save)
         print(f"weights written to {args.save}")
 
 

@@ -101,7 +101,8 @@ async def main() -> None:
 
     aiograd.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
-    model = CharTransformer(len(chars), args.context, args.width, args.heads, args.layers, args.dropout)
+    # float32, as torch's layers (aiograd's are made in its default float64)
+    model = CharTransformer(len(chars), args.context, args.width, args.heads, args.layers, args.dropout).float()
     print(f"model: {sum(p.numel() for p in model.parameters()):,} parameters")
     opt = optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     warmup = max(1, args.steps // 10)

@@ -1,11 +1,16 @@
-"""The demo the README points to runs and learns."""
+"""The examples run and learn: the README's demo (train_mlp.py), the CNN on the digits (whose
+weights torch loads) and the character-level transformer."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+from helpers import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,3 +23,45 @@ def test_train_mlp_example_reaches_high_accuracy():
     assert result.stdout.count("loss") == 40
     held_out = float(re.search(r"held-out accuracy ([\d.]+)%", result.stdout).group(1))
     assert held_out > 90.0, result.stdout
+
+
+def test_train_cnn_example_learns_the_digits_and_torch_loads_its_weights(tmp_path):
+    pytest.importorskip("sklearn")
+    weights = tmp_path / "cnn.safetensors"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "train_cnn.py"), "--epochs", "4", "--save", str(weights)],
+        capture_output=True, text=True, timeout=300, check=True,
+    )
+    accuracies = [float(a) for a in re.findall(r"held-out accuracy ([\d.]+)%", result.stdout)]
+    assert len(accuracies) == 4 and accuracies[-1] > 90.0, result.stdout
+    if torch is None:
+        return
+    from safetensors.torch import load_file
+
+    nn = torch.nn
+    module = nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Dropout(0.2), nn.Linear(32 * 2 * 2, 10),
+    )
+    module.load_state_dict(load_file(str(weights)))  # strict: every key and shape is torch's
+    module.eval()
+    spec = importlib.util.spec_from_file_location("_example_train_cnn", ROOT / "examples" / "train_cnn.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    _, _, x_test, y_test = example.load_digits(0)
+    with torch.no_grad():
+        predicted = module(torch.from_numpy(x_test)).argmax(1).numpy()
+    # the same held-out accuracy as the example printed after its last epoch
+    assert round(100 * float((predicted == y_test).mean()), 1) == accuracies[-1]
+
+
+def test_train_transformer_example_lowers_its_loss_and_samples():
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "train_transformer.py"), "--steps", "40", "--every", "20",
+         "--width", "32", "--heads", "2", "--context", "32", "--lr", "1e-2"],
+        capture_output=True, text=True, timeout=300, check=True,
+    )
+    losses = [float(a) for a in re.findall(r"  loss ([\d.]+)  held-out", result.stdout)]
+    assert len(losses) == 2 and losses[1] < losses[0] < 7.0, result.stdout
+    assert re.search(r"sample: 'The engine .{80}'", result.stdout), result.stdout

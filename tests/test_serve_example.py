@@ -85,13 +85,20 @@ async def _reference(model, x: np.ndarray, target: np.ndarray) -> tuple[np.ndarr
     return logits.detach().numpy(), g.numpy()
 
 
+def _torch_module(model):
+    """torch's ``nn.Sequential`` of the same layers, with the served model's weights."""
+    module = torch.nn.Sequential(
+        torch.nn.Linear(model.features, model.module[0].out_features), torch.nn.Tanh(),
+        torch.nn.Linear(model.module[0].out_features, model.module[2].out_features), torch.nn.Tanh(),
+        torch.nn.Linear(model.module[2].out_features, model.classes),
+    ).double()
+    module.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in model.module.state_dict().items()})
+    return module
+
+
 def _torch_reference(model, x: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     h = torch.tensor(x, dtype=torch.float64, requires_grad=True)
-    out = h
-    for i, (w, b) in enumerate(model.layers):
-        out = torch.nn.functional.linear(out, torch.tensor(w.numpy()), torch.tensor(b.numpy()))
-        if i < len(model.layers) - 1:
-            out = torch.tanh(out)
+    out = _torch_module(model)(h)
     (g,) = torch.autograd.grad(out[torch.arange(len(x)), torch.tensor(target)].sum(), h)
     return out.detach().numpy(), g.numpy()
 
@@ -100,11 +107,14 @@ def _torch_reference(model, x: np.ndarray, target: np.ndarray) -> tuple[np.ndarr
 def test_training_is_deterministic_and_learns(model):
     a = aiograd.run(serve.train_model(1, epochs=1, points=512))
     b = aiograd.run(serve.train_model(1, epochs=1, points=512))
-    for (wa, ba), (wb, bb) in zip(a.layers, b.layers):
-        assert np.array_equal(wa.numpy(), wb.numpy()) and np.array_equal(ba.numpy(), bb.numpy())
+    state_a, state_b = a.module.state_dict(), b.module.state_dict()
+    assert list(state_a) == ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"]
+    for key in state_a:
+        assert np.array_equal(state_a[key].numpy(), state_b[key].numpy()), key
     assert (model.features, model.classes) == (serve.FEATURES, serve.CLASSES)
     assert model.test_accuracy > 0.6  # 4 classes: chance is about 0.25
-    assert not any(w.requires_grad or b.requires_grad for w, b in model.layers)
+    assert not any(p.requires_grad for p in model.module.parameters())
+    assert not model.module.training
 
 
 # ------------------------------------------------------------------------------- good requests
@@ -163,6 +173,49 @@ async def test_saliency_matches_torch(url, session, model):
     logits, grad = _torch_reference(model, x, target)
     np.testing.assert_allclose(body["output"], logits, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(body["saliency"], grad, rtol=1e-10, atol=1e-12)
+
+
+@requires_torch
+@pytest.mark.parametrize("suffix", [".safetensors", ".npz"])
+async def test_weights_trained_with_torch_are_served_with_torchs_gradients(tmp_path, session, suffix):
+    """A torch model saved with safetensors.torch.save_file (or as an .npz) is served: the
+    answers are torch's logits and input gradients, in the file's float32."""
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 6),
+                                 torch.nn.Tanh(), torch.nn.Linear(6, 3))
+    path = tmp_path / f"model{suffix}"
+    if suffix == ".safetensors":
+        from safetensors.torch import save_file
+
+        save_file(module.state_dict(), str(path))
+    else:
+        np.savez(path, **{k: v.numpy() for k, v in module.state_dict().items()})
+    model = serve.load_model(str(path))
+    assert (model.features, model.classes, model.source) == (5, 3, str(path))
+    x = _inputs(4, 6, features=5)
+    target = np.arange(6) % 3
+    app = serve.make_app(model)
+    runner, base = await serve.start(app)
+    try:
+        status, body = await _post(session, base, {"input": x.tolist(), "target": target.tolist()})
+        async with session.get(f"{base}/health") as r:
+            health = await r.json()
+    finally:
+        await runner.cleanup()
+    assert status == 200, body
+    assert (health["features"], health["classes"], health["source"]) == (5, 3, str(path))
+    h = torch.tensor(x, dtype=torch.float32, requires_grad=True)
+    out = module(h)
+    (g,) = torch.autograd.grad(out[torch.arange(6), torch.tensor(target)].sum(), h)
+    np.testing.assert_allclose(body["output"], out.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(body["saliency"], g.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_weights_of_another_architecture_are_refused(tmp_path):
+    path = tmp_path / "other.npz"
+    np.savez(path, **{"weight": np.ones((2, 2))})
+    with pytest.raises(ValueError, match=r"expected the weights of Linear, Tanh, Linear, Tanh, Linear .* got \['weight'\]"):
+        serve.load_model(str(path))
 
 
 async def test_many_concurrent_requests_each_get_their_own_answer(url, model):
