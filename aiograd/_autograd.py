@@ -305,8 +305,9 @@ async def grad(
         batch_ndim=1 if is_grads_batched else 0,
     )
     if not allow_unused and any(r is None for r in result):
-        raise RuntimeError(
-            "One of the differentiated Tensors appears to not have been used in the graph. "
+        unused = next(i for i, r in enumerate(result) if r is None)
+        raise RuntimeError(  # torch 2.13's wording (it names the first unused input)
+            f"The differentiated Tensor at index {unused} appears to not have been used in the graph. "
             "Set allow_unused=True if this is the desired behavior."
         )
     if materialize_grads:

@@ -121,9 +121,14 @@ async def test_grad_unused_inputs():
     with pytest.raises(RuntimeError) as info:
         await ag.grad(out, [x, unused])
     assert str(info.value) == (
-        "One of the differentiated Tensors appears to not have been used in the graph. "
+        "The differentiated Tensor at index 1 appears to not have been used in the graph. "
         "Set allow_unused=True if this is the desired behavior."
     )
+    if torch is not None:  # the same words as torch's
+        tx, tu = torch.ones(1, requires_grad=True), torch.ones(1, requires_grad=True)
+        with pytest.raises(RuntimeError) as theirs:
+            torch.autograd.grad(tx * 2.0, [tx, tu], torch.ones(1))
+        assert str(info.value) == str(theirs.value)
     gx, gu = await ag.grad(x * 2.0, [x, unused], allow_unused=True)
     assert gx.item() == 2.0 and gu is None
     gx, gu = await ag.grad(x * 2.0, [x, unused], materialize_grads=True)

@@ -118,13 +118,13 @@ def quiet(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 SPECS = _rows()
 
-#: aiograd/nn/_distance.py. (cosine_similarity's last node is aiograd's SumBackward0 where torch
-#: names a sum over dims SumBackward1: no grad_fn check.)
+#: aiograd/nn/_distance.py.
 DISTANCE_SPECS = [
     OpSpec("normalize", lambda lib, x: nn(lib).normalize(x), ((2, 3, 4),), grad_fn="DivBackward0"),
     OpSpec("normalize_p1_dim0", lambda lib, x: nn(lib).normalize(x, p=1, dim=0), ((2, 3),), op="normalize"),
     OpSpec("normalize_p3_last", lambda lib, x: nn(lib).normalize(x, 3.0, -1, 1e-6), ((2, 3),), op="normalize"),
-    OpSpec("cosine_similarity", lambda lib, x, y: nn(lib).cosine_similarity(x, y), ((2, 3, 4), (2, 3, 4))),
+    OpSpec("cosine_similarity", lambda lib, x, y: nn(lib).cosine_similarity(x, y), ((2, 3, 4), (2, 3, 4)),
+           grad_fn="SumBackward1"),
     OpSpec("cosine_similarity_broadcast_last", lambda lib, x, y: nn(lib).cosine_similarity(x, y, dim=-1, eps=1e-6),
            ((2, 3, 4), (3, 4)), op="cosine_similarity"),
     OpSpec("cosine_similarity_vectors", lambda lib, x, y: nn(lib).cosine_similarity(x, y, 0), ((5,), (5,)),

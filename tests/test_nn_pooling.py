@@ -86,9 +86,8 @@ SPECS = [
     OpSpec("adaptive_avg_pool2d_larger", adaptive((5, 4)), ((1, 1, 3, 3),), grad_fn=ADAPTIVE),
     OpSpec("adaptive_avg_pool2d_none", adaptive((None, 2)), ((1, 2, 3, 5),), grad_fn=ADAPTIVE),
     OpSpec("adaptive_avg_pool2d_unbatched", adaptive((2, 3)), ((3, 4, 5),), grad_fn=ADAPTIVE),
-    # a (1, 1) output is ``mean`` over the plane, as in PyTorch (whose node there is MeanBackward1;
-    # aiograd's mean over dims records MeanBackward0, a naming gap of the reduction family)
-    OpSpec("adaptive_avg_pool2d_global", adaptive(1), ((2, 3, 4, 5),)),
+    # a (1, 1) output is ``mean`` over the plane, as in PyTorch
+    OpSpec("adaptive_avg_pool2d_global", adaptive(1), ((2, 3, 4, 5),), grad_fn="MeanBackward1"),
     OpSpec("adaptive_avg_pool2d_squared", lambda lib, x: nnf(lib).adaptive_avg_pool2d(x * x, 2),
            ((1, 1, 3, 3),), grad_fn=ADAPTIVE),
     # ---------------------------------------------------------------- a small CNN's layers

@@ -54,6 +54,8 @@ SPECS = [
     OpSpec("sum", lambda lib, x: x.sum(), ((2, 3),), grad_fn="SumBackward0"),
     OpSpec("sum_dim", lambda lib, x: x.sum(1, keepdim=True), ((2, 3),)),
     OpSpec("mean", lambda lib, x: x.mean(), ((2, 3),), grad_fn="MeanBackward0"),
+    OpSpec("sum_dims", lambda lib, x: x.sum((0, 1)), ((2, 3),), grad_fn="SumBackward1", op="sum"),
+    OpSpec("mean_dim", lambda lib, x: x.mean(1, keepdim=True), ((2, 3),), grad_fn="MeanBackward1", op="mean"),
     OpSpec("mean_dim", lambda lib, x: x.mean(0), ((2, 3),)),
     OpSpec("var", lambda lib, x: x.var(1), ((2, 3),), grad_fn="VarBackward0"),
     OpSpec("max", lambda lib, x: x.max(), ((2, 3),), grad_fn="MaxBackward1"),

@@ -85,7 +85,10 @@ def SumBackward0(self: Any, grads: list[Any]) -> Any:
     return (expand_reduced(g, self.shape, self.axes, self.keepdim),)
 
 
-@op(SumBackward0)
+SumBackward1 = variant("SumBackward1", SumBackward0, doc="``sum`` over given dims (PyTorch's name for that overload).")
+
+
+@op(SumBackward0, SumBackward1)
 def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Sum over ``dim`` (int, tuple, or None for all)."""
     axes = axes_of(dim, input.data.ndim)
@@ -97,7 +100,7 @@ def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = F
     except RuntimeWarning:  # numpy's warning made an error (inf + -inf): quietly, as torch
         out = like(quietly(lambda: data.sum(axis=axes, keepdims=keepdim, dtype=dtype)), input)
     if needs_grad(input):
-        node = attach(SumBackward0((edge_of(input),)), out)
+        node = attach((SumBackward0 if dim is None else SumBackward1)((edge_of(input),)), out)
         node.shape, node.axes, node.keepdim = data.shape, axes, keepdim
     return out
 
@@ -111,7 +114,10 @@ def MeanBackward0(self: Any, grads: list[Any]) -> Any:
     return (expand_reduced(grads[0] / self.count, self.shape, self.axes, self.keepdim),)
 
 
-@op(MeanBackward0)
+MeanBackward1 = variant("MeanBackward1", MeanBackward0, doc="``mean`` over given dims (PyTorch's name for that overload).")
+
+
+@op(MeanBackward0, MeanBackward1)
 def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """Mean over ``dim`` (int, tuple, or None for all)."""
     data = input.data
@@ -126,7 +132,7 @@ def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = 
     except RuntimeWarning:  # numpy's warning made an error (inf + -inf): quietly, as torch
         out = like(quietly(lambda: data.mean(axis=axes, keepdims=keepdim, dtype=dtype)), input)
     if needs_grad(input):
-        node = attach(MeanBackward0((edge_of(input),)), out)
+        node = attach((MeanBackward0 if dim is None else MeanBackward1)((edge_of(input),)), out)
         count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
         node.shape, node.axes, node.keepdim, node.count = data.shape, axes, keepdim, float(count)
     return out

@@ -13,7 +13,7 @@ from .._ops._util import Tensor
 from .._ops.casting import result_type, to
 from .._ops.convenience import LinalgVectorNormBackward0, norm
 from .._ops.elementwise import ClampBackward1, CloneBackward0, DivBackward0, MulBackward0, clone
-from .._ops.reduction import SumBackward0
+from .._ops.reduction import SumBackward1
 from .._ops.shape import ExpandBackward0, broadcast_to
 
 __all__ = ["cosine_similarity", "normalize"]
@@ -75,5 +75,5 @@ def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 
 
 register("normalize", normalize, DivBackward0, LinalgVectorNormBackward0, ClampBackward1, ExpandBackward0, family="distance")
-register("cosine_similarity", cosine_similarity, SumBackward0, MulBackward0, DivBackward0, CloneBackward0,
+register("cosine_similarity", cosine_similarity, SumBackward1, MulBackward0, DivBackward0, CloneBackward0,
          LinalgVectorNormBackward0, ExpandBackward0, family="distance")
