@@ -30,6 +30,7 @@ BENCHMARKS = (
     "bench_checkpoint.py",
     "bench_saliency.py",
     "bench_jacobian.py",
+    "bench_models.py",
     "bench_cuda.py",  # prints "skipped: no CUDA GPU (...)" and exits 0 without CuPy or a GPU
 )
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
