@@ -4,7 +4,9 @@
 Each records PyTorch's node (``GeluBackward0``, ...); the forward computes on the input's arrays
 through its device's array module, and each backward is PyTorch's formula (its
 ``*_backward`` kernels) written with aiograd ops, so double backward works. Where a formula
-branches on the input (``x > 0``), the branch is a constant mask, as in PyTorch.
+branches on the input (``x > 0``), the branch is a constant mask, as in PyTorch. Exact GELU keeps
+the cdf its forward computed on its node, so that a first-order backward evaluates no second erf
+(see the gelu section).
 
 In-place forms (``inplace=True``) write into the input and record the same node on its old
 values (PyTorch's ``EluBackward1`` and ``LeakyReluBackward1`` for ``elu_``/``leaky_relu_``, which
@@ -155,6 +157,15 @@ def _GeluBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
     cdf = (erf(x * _SQRT1_2) + 1.0) * 0.5
     pdf = exp(x * x * -0.5) * _GELU_PDF
     return (g * (cdf + x * pdf),)
+
+
+def _release_variables_and_cdf(self: Any) -> None:
+    """Free the saved input and, with it, the forward's cdf (an array the input's size)."""
+    super(_GeluBackward0, self).release_variables()
+    self.cdf = None
+
+
+_GeluBackward0.release_variables = _release_variables_and_cdf  # type: ignore[method-assign]
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
