@@ -6,7 +6,18 @@ numpy has no error function (and scipy is not a dependency), so the forward is S
 beyond) with boolean masks and each region's rational approximation evaluated on its elements,
 all through the input's array module (numpy or CuPy). fdlibm's error is below 1 ulp. ``erfc`` is computed directly in the tail
 (``exp(-x*x - 0.5625 + R/S) / x``), not as ``1 - erf``, so it keeps its relative accuracy down
-to the underflow. A float32 input is computed in float64 and rounded back.
+to the underflow.
+
+A float32 (or float16) ``erf`` takes a faster path, one formula with no regions:
+``erf(x) = x * P(x*x) / Q(x*x)`` on ``x`` clamped to ``[-4, 4]`` (float32's erf is +-1 from
+3.92 on), the rational form Eigen and XLA use for float erf, with coefficients refit here (degrees
+6 and 5 in ``x*x``, minimax relative error 2.5e-9 on ``[0, 4]``) and evaluated in float64, so
+that the one rounding to float32 dominates: within 0.55 ulp of the true erf (0.5415 at worst
+over every 211th float32). torch's float32 erf (Sleef's) is within 0.77 ulp; Eigen's coefficients
+evaluated in float32 are 7 ulp off, which is why the evaluation is in float64. It runs in chunks
+of ``_CHUNK`` elements through four preallocated float64 buffers, every step in place (``out=``),
+so no pass allocates and each stays in cache: about 10x faster than the float64 path's region
+gathers. float64 inputs keep fdlibm (a rational of this size cannot reach float64's 1 ulp).
 
 Derivatives (PyTorch's derivatives.yaml): ``erf' = 2/sqrt(pi) * exp(-x**2)``, ``erfc' = -erf'``,
 written with aiograd ops so double backward works.
@@ -56,6 +67,15 @@ _SB = (1.0, 3.03380607434824582924e01, 3.25792512996573918826e02, 1.536729586084
 
 _SMALL = 2.0**-28  # below it erf(x) = x + efx * x
 _VERY_TINY = 2.848094538889218e-306  # below it, scaled by 8 so that efx * x does not underflow
+
+
+# float32's erf: x * P(z) / Q(z), z = x*x, |x| <= 4; coefficients ascending in z (fit by
+# Lawson's iteration on the linearised relative error, 30000 Chebyshev nodes on [0, 4]).
+_P32 = (1.1283791698950099, 0.18518841110917236, 0.05431919017657732, 0.0038495933686494926,
+        0.00037978491836029307, 4.689692705207134e-06, -1.3226378699677943e-08)
+_Q32 = (1.0, 0.49745237410827076, 0.11395605135618425, 0.015462613291886673,
+        0.0013078083509713257, 6.315757289601662e-05)
+_CHUNK = 16384  # elements: four float64 buffers of 128 KiB stay in a core's L2
 
 
 def _poly(coefficients: tuple[float, ...], z: Any) -> Any:
@@ -126,6 +146,49 @@ def _erf(xp: Any, x: Any) -> Any:
     return quietly(compute)  # (the cast to float32 may underflow, as torch's quietly)
 
 
+def _horner_into(xp: Any, coefficients: tuple[float, ...], z: Any, acc: Any) -> Any:
+    """``c0 + z * (c1 + ...)`` written into ``acc`` (no temporaries)."""
+    xp.multiply(z, coefficients[-1], out=acc)
+    acc += coefficients[-2]
+    for c in reversed(coefficients[:-2]):
+        acc *= z
+        acc += c
+    return acc
+
+
+def _erf_rational_into(xp: Any, x: Any, out: Any, buffers: tuple[Any, Any, Any, Any]) -> None:
+    """float32's erf of ``x`` (a 1-d chunk) written into ``out``, in ``buffers`` (float64)."""
+    t, z, p, q = buffers
+    xp.clip(x, -4.0, 4.0, out=t)  # (NaN stays NaN; +-inf becomes +-4, whose erf rounds to +-1)
+    xp.multiply(t, t, out=z)
+    _horner_into(xp, _P32, z, p)
+    _horner_into(xp, _Q32, z, q)
+    p *= t  # (x * P keeps the sign of a zero)
+    xp.divide(p, q, out=out, casting="same_kind")
+
+
+def _erf_float32(xp: Any, x: Any) -> Any:
+    """erf of a float32 or float16 array ``x``, in its dtype: the rational above, chunk by
+    chunk."""
+    flat = xp.ascontiguousarray(x).reshape(-1)
+    out = xp.empty_like(flat)
+    n = flat.shape[0]
+    buffers = tuple(xp.empty((min(n, _CHUNK),), dtype=xp.float64) for _ in range(4))
+    for start in range(0, n, _CHUNK):
+        stop = min(start + _CHUNK, n)
+        chunk = tuple(b[: stop - start] for b in buffers)
+        _erf_rational_into(xp, flat[start:stop], out[start:stop], chunk)  # type: ignore[arg-type]
+    return out.reshape(x.shape)
+
+
+def erf_of_array(xp: Any, x: Any) -> Any:
+    """erf of an array in its float dtype (float64 for an integer one): float32's rational for
+    float32 and float16, fdlibm otherwise. Shared with GELU's forward."""
+    if x.dtype.kind == "f" and x.dtype.itemsize <= 4:
+        return quietly(_erf_float32, xp, x)
+    return _erf(xp, x)
+
+
 def _erfc(xp: Any, x: Any) -> Any:
     def compute() -> Any:
         out, small, mid, tail = _regions(xp, x)
@@ -153,7 +216,7 @@ def _erfc_vjp(g: Any, x: Any) -> Any:
 
 
 UNARY = [
-    Unary("erf", "ErfBackward0", _erf, _erf_vjp, "input",
+    Unary("erf", "ErfBackward0", erf_of_array, _erf_vjp, "input",
           doc="The error function ``2/sqrt(pi) * integral_0^x exp(-t**2) dt``, elementwise."),
     Unary("erfc", "ErfcBackward0", _erfc, _erfc_vjp, "input",
           doc="The complementary error function ``1 - erf(input)``, accurate in the tail."),

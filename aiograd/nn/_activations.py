@@ -4,7 +4,9 @@
 Each records PyTorch's node (``GeluBackward0``, ...); the forward computes on the input's arrays
 through its device's array module, and each backward is PyTorch's formula (its
 ``*_backward`` kernels) written with aiograd ops, so double backward works. Where a formula
-branches on the input (``x > 0``), the branch is a constant mask, as in PyTorch.
+branches on the input (``x > 0``), the branch is a constant mask, as in PyTorch. Exact GELU keeps
+the cdf its forward computed on its node, so that a first-order backward evaluates no second erf
+(see the gelu section).
 
 In-place forms (``inplace=True``) write into the input and record the same node on its old
 values (PyTorch's ``EluBackward1`` and ``LeakyReluBackward1`` for ``elu_``/``leaky_relu_``, which
@@ -19,11 +21,11 @@ from typing import Any
 
 from .._ops._inplace_util import _alias, _bump, _commit, _dtype_name, _recording
 from .._ops._registry import backward, register
-from .._ops._util import Tensor, attach, edge_of, like, needs_grad, save
+from .._ops._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
 from .._ops.elementwise import exp, log1p, sigmoid, tanh, where
 from .._ops.quiet import quietly
 from .._ops.rebase import _save_result
-from .._ops.special import _erf, erf
+from .._ops.special import _CHUNK, _erf_rational_into, erf, erf_of_array
 
 __all__ = ["elu", "gelu", "hardtanh", "leaky_relu", "mish", "silu", "softplus"]
 
@@ -82,8 +84,56 @@ def _apply(
 
 
 # ------------------------------------------------------------------------------ gelu
-def _gelu_none(xp: Any, x: Any) -> Any:
-    return x * 0.5 * (1.0 + _erf(xp, x * _SQRT1_2))
+# Exact GELU computes ``cdf = 0.5 * (1 + erf(x / sqrt(2)))`` once: the forward keeps it on its
+# node, and a first-order backward (grad mode off) reuses it, on arrays, instead of a second erf.
+# A float32 input runs in chunks of _CHUNK elements (each pass in cache, in place), with
+# float32's erf (aiograd/_ops/special.py). The roundings are torch's float kernel's:
+# ``(x * 0.5) * (1 + erf(x * M_SQRT1_2))`` and ``dy * (cdf + x * (exp(x * x * -0.5) * kBeta))``.
+def _flat(xp: Any, a: Any) -> Any:
+    return xp.ascontiguousarray(a).reshape(-1)
+
+
+def _spans(n: int) -> Any:
+    return ((start, min(start + _CHUNK, n)) for start in range(0, n, _CHUNK))
+
+
+def _gelu_none_and_cdf(xp: Any, x: Any) -> tuple[Any, Any]:
+    """Exact GELU of the array ``x`` and its ``cdf``, both in ``x``'s dtype."""
+    if x.dtype != xp.float32:
+        one_plus_erf = erf_of_array(xp, x * _SQRT1_2) + 1.0
+        return x * 0.5 * one_plus_erf, one_plus_erf * 0.5
+    flat = _flat(xp, x)
+    out, cdf = xp.empty_like(flat), xp.empty_like(flat)
+    buffers = tuple(xp.empty((min(flat.shape[0], _CHUNK),), dtype=xp.float64) for _ in range(4))
+    for start, stop in _spans(flat.shape[0]):
+        xs, o, c = flat[start:stop], out[start:stop], cdf[start:stop]
+        xp.multiply(xs, _SQRT1_2, out=o)  # (o holds the scaled input until the end)
+        _erf_rational_into(xp, o, c, tuple(b[: stop - start] for b in buffers))  # type: ignore[arg-type]
+        c += 1.0
+        xp.multiply(xs, 0.5, out=o)
+        o *= c
+        c *= 0.5
+    return out.reshape(x.shape), cdf.reshape(x.shape)
+
+
+def _gelu_grad_from_cdf(xp: Any, g: Any, x: Any, cdf: Any) -> Any:
+    """``g * (cdf + x * pdf)`` on arrays, in ``x``'s dtype, chunk by chunk (``g`` multiplied in
+    its chunks too when it has ``x``'s shape; a batched ``g``, with leading dims, after)."""
+    fused = g.shape == x.shape
+    xf, cf = _flat(xp, x), _flat(xp, cdf)
+    gf = _flat(xp, g) if fused else None
+    out = xp.empty(xf.shape, dtype=x.dtype)
+    for start, stop in _spans(xf.shape[0]):
+        xs, o = xf[start:stop], out[start:stop]
+        xp.multiply(xs, xs, out=o)
+        o *= -0.5
+        xp.exp(o, out=o)
+        o *= _GELU_PDF
+        o *= xs
+        o += cf[start:stop]
+        if gf is not None:
+            xp.multiply(o, gf[start:stop], out=o, casting="same_kind")
+    return out.reshape(x.shape) if fused else g * out.reshape(x.shape)
 
 
 def _gelu_tanh(xp: Any, x: Any) -> Any:
@@ -94,16 +144,28 @@ def _gelu_tanh(xp: Any, x: Any) -> Any:
 @backward(name="GeluBackward0", saved=("x",))
 def _GeluBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
     """PyTorch's ``GeluBackwardKernelImpl``: ``cdf + x * pdf`` (exact), or the derivative of
-    ``0.5 x (1 + tanh(inner))`` (tanh)."""
+    ``0.5 x (1 + tanh(inner))`` (tanh). At first order the exact one reuses the forward's cdf;
+    recorded (create_graph), it recomputes it with aiograd ops, so it is differentiable."""
     g, x = grads[0], self.x.unpack(self)
     if self.approximate == "tanh":
         inner = (x + x * x * x * _TANH_KAPPA) * _TANH_BETA
         t = tanh(inner)
         right_derivative = (1.0 - t * t) * ((x * x * (3.0 * _TANH_KAPPA) + 1.0) * _TANH_BETA)
         return (g * ((t + 1.0) * 0.5 + x * 0.5 * right_derivative),)
+    if not grad_enabled() and g.data.dtype == x.data.dtype:
+        return (like(quietly(_gelu_grad_from_cdf, g._device.xp, g.data, x.data, self.cdf), g),)
     cdf = (erf(x * _SQRT1_2) + 1.0) * 0.5
     pdf = exp(x * x * -0.5) * _GELU_PDF
     return (g * (cdf + x * pdf),)
+
+
+def _release_variables_and_cdf(self: Any) -> None:
+    """Free the saved input and, with it, the forward's cdf (an array the input's size)."""
+    super(_GeluBackward0, self).release_variables()
+    self.cdf = None
+
+
+_GeluBackward0.release_variables = _release_variables_and_cdf  # type: ignore[method-assign]
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -111,8 +173,19 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
-    forward = _gelu_tanh if approximate == "tanh" else _gelu_none
-    return _apply(input, forward, _GeluBackward0, False, "GeluKernelImpl", approximate=approximate)
+    if approximate == "tanh":
+        return _apply(input, _gelu_tanh, _GeluBackward0, False, "GeluKernelImpl", approximate=approximate)
+    x = input.data
+    if x.dtype.kind != "f":
+        raise _kernel_name_error("GeluKernelImpl", x)
+    data, cdf = quietly(_gelu_none_and_cdf, input._device.xp, x)
+    out = like(data, input)
+    if needs_grad(input):
+        node: Any = attach(_GeluBackward0((edge_of(input),)), out)
+        node.x = save(input)
+        node.approximate = approximate
+        node.cdf = cdf
+    return out
 
 
 # ------------------------------------------------------------------------------ silu, mish
