@@ -25,7 +25,7 @@ from .._ops.elementwise import where
 from .._ops.joining import cat
 from .._ops.linalg import MatmulBackward0, MmBackward0, linear
 from .._ops.softmax import softmax
-from .._random import generator
+from ._dropout import dropout_mask
 
 __all__ = ["multi_head_attention_forward", "scaled_dot_product_attention"]
 
@@ -101,12 +101,7 @@ def dropout_by_default_generator(input: Tensor, p: float) -> Tensor:
     ``1 / (1 - p)``, the mask drawn from aiograd's default generator."""
     if not 0.0 <= p <= 1.0:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p:g}")
-    dtype = input.data.dtype
-    if p == 1.0:
-        mask = np.zeros(input.data.shape, dtype)
-    else:
-        mask = (generator().random(input.data.shape) >= p) * np.asarray(1.0 / (1.0 - p), dtype)
-    return input * to_tensor(mask.astype(dtype, copy=False), input)
+    return input * dropout_mask(input, p)
 
 
 def scaled_dot_product_attention(

@@ -20,17 +20,19 @@ from .._ops._util import Tensor, wrap
 from .._ops.elementwise import MulBackward0, mul
 from .._ops.inplace import mul_
 
-__all__ = ["dropout"]
+__all__ = ["dropout", "dropout_mask"]
 
 
-def _mask(input: Tensor, p: float) -> Tensor:
+def dropout_mask(input: Tensor, p: float) -> Tensor:
     """The scaled keep-mask, a constant tensor on the input's device, in its dtype."""
     x = input.data
     if p == 1.0:
         host = np.zeros(x.shape, dtype=x.dtype)
     else:
-        keep = _random.generator().random(x.shape) < 1.0 - p  # Bernoulli(1 - p), as torch's
-        host = (keep / (1.0 - p)).astype(x.dtype)
+        # Bernoulli(1 - p), as torch's; uniforms drawn in float32 for a float32 input (half the
+        # bits to make), and the keep-mask scaled in the input's dtype in one pass
+        uniform = _random.generator().random(x.shape, dtype=np.float32 if x.dtype == np.float32 else np.float64)
+        host = (uniform < 1.0 - p) * x.dtype.type(1.0 / (1.0 - p))
     dev = input._device
     data = host if dev.xp is np else device_type(dev.type).to_device(host, dev.index)
     out = wrap(data)
@@ -47,7 +49,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         return input
     if input.data.dtype.kind != "f":
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_dtype_name(input.data.dtype)}")
-    mask = _mask(input, p)
+    mask = dropout_mask(input, p)
     return mul_(input, mask) if inplace else mul(input, mask)
 
 
