@@ -149,11 +149,17 @@ def make_op_tests(specs: Sequence[OpSpec]) -> dict[str, Any]:
         chosen = [s for s in specs if pred(s)]
         return pytest.mark.parametrize("spec", chosen, ids=[s.name for s in chosen])
 
+    # An op's numbers do not depend on the event loop that awaits its backward: these run once,
+    # on asyncio's loop (the engine's tests and tests/test_loop_matrix.py cover the loop matrix).
+    once = pytest.mark.asyncio(loop_factories=["asyncio"])
+
     @over(lambda s: s.grad)
+    @once
     async def test_gradcheck(spec: OpSpec) -> None:
         assert await gradcheck(spec.run, spec.tensors(), eps=spec.eps)
 
     @over(lambda s: s.grad and s.gradgrad)
+    @once
     async def test_gradgradcheck(spec: OpSpec) -> None:
         with warnings.catch_warnings():
             # An op with a float32 output (``float``) gets float32 grad_outputs, about which
@@ -163,6 +169,7 @@ def make_op_tests(specs: Sequence[OpSpec]) -> dict[str, Any]:
 
     @requires_torch
     @over(lambda s: s.torch)
+    @once
     async def test_matches_torch(spec: OpSpec) -> None:
         xs = spec.tensors()
         ts = [torch.tensor(x.data, requires_grad=True) for x in xs]
@@ -182,6 +189,7 @@ def make_op_tests(specs: Sequence[OpSpec]) -> dict[str, Any]:
 
     @requires_torch
     @over(lambda s: s.torch and s.grad and s.gradgrad)
+    @once
     async def test_second_derivatives_match_torch(spec: OpSpec) -> None:
         xs = spec.tensors()
         ts = [torch.tensor(x.data, requires_grad=True) for x in xs]
@@ -206,6 +214,7 @@ def make_op_tests(specs: Sequence[OpSpec]) -> dict[str, Any]:
             _check_close(as_numpy(g, x.data), as_numpy(tg, x.data), spec.rtol, f"second derivative {i}")
 
     @over(lambda s: s.float32 and s.grad)
+    @once
     async def test_float32_stays_float32(spec: OpSpec) -> None:
         xs = spec.tensors(np.float32)
         out = spec.run(*xs)
