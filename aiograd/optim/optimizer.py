@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 
 from .._device import CPU
-from .._format import legacy_type_name
 from .._grad_mode import enable_grad, no_grad
 from .._ops._inplace_util import _bump
 from .._tensor import Tensor
+from ..nn.modules.module import typename  # (torch.typename; one implementation, nn's)
 
 __all__ = ["Optimizer", "required"]
 
@@ -44,21 +44,6 @@ class _RequiredParameter:
 
 
 required: _RequiredParameter = _RequiredParameter()
-
-
-def _typename(obj: Any) -> str:
-    """``torch.typename``: a tensor's legacy type name, else ``module.qualname``."""
-    if isinstance(obj, Tensor):
-        return legacy_type_name(obj)
-    module = getattr(obj, "__module__", "") or ""
-    if hasattr(obj, "__qualname__"):
-        qualname = obj.__qualname__
-    elif hasattr(obj, "__name__"):
-        qualname = obj.__name__
-    else:
-        module = obj.__class__.__module__ or ""
-        qualname = obj.__class__.__qualname__
-    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
 
 
 # ------------------------------------------------------------------------------ state helpers
@@ -164,7 +149,7 @@ class Optimizer:
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or dicts, "
-                "but got " + _typename(params)
+                "but got " + typename(params)
             )
         self.state: defaultdict[Any, Any] = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
@@ -211,7 +196,7 @@ class Optimizer:
         for param in tensors:
             if not isinstance(param, Tensor):
                 raise TypeError(
-                    "optimizer can only optimize Tensors, but one of the params is " + _typename(param)
+                    "optimizer can only optimize Tensors, but one of the params is " + typename(param)
                 )
             if not self.defaults.get("differentiable", None) and not (param.is_leaf or param.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
