@@ -11,6 +11,7 @@ from .optimizer import (
     addcdiv_,
     addcmul_,
     check_flags,
+    check_nonnegative,
     increment_step,
     lerp_,
     new_step,
@@ -33,6 +34,11 @@ class Adam(Optimizer):
     for PyTorch's signature and kept in the groups; every step runs the single-tensor arithmetic.
     """
 
+    _group_defaults_on_load = {
+        "amsgrad": False, "maximize": False, "foreach": None, "capturable": False, "differentiable": False,
+        "decoupled_weight_decay": False, "fused": None,
+    }
+
     def __init__(
         self,
         params: Any,
@@ -49,16 +55,12 @@ class Adam(Optimizer):
         fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        check_nonnegative(lr=lr, eps=eps)
         if not 0.0 <= betas[0] < 1.0:
             raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
         if not 0.0 <= betas[1] < 1.0:
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_nonnegative(weight_decay=weight_decay)
         if not (isinstance(betas[0], float) and isinstance(betas[1], float)):
             raise ValueError("betas must be either both floats or both Tensors")
         defaults = {
@@ -69,17 +71,6 @@ class Adam(Optimizer):
         }
         super().__init__(params, defaults)
         check_flags(defaults)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("fused", None)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         beta1, beta2 = group["betas"]

@@ -123,6 +123,21 @@ def write(p: Tensor) -> None:
     _bump(p)
 
 
+#: PyTorch's words for each hyperparameter in its ``Invalid <words>: <value>`` refusals.
+_INVALID_NAMES = {
+    "lr": "learning rate", "eps": "epsilon value", "momentum": "momentum value",
+    "weight_decay": "weight_decay value", "alpha": "alpha value",
+}
+
+
+def check_nonnegative(**values: Any) -> None:
+    """PyTorch's ``if not 0.0 <= value: raise ValueError(f"Invalid ...: {value}")`` checks, in
+    the order given, so the first bad value is the one named (a NaN fails too)."""
+    for name, value in values.items():
+        if not 0.0 <= value:
+            raise ValueError(f"Invalid {_INVALID_NAMES[name]}: {value}")
+
+
 def check_flags(defaults: dict[str, Any]) -> None:
     """PyTorch's refusals of flag combinations; then aiograd's own for ``differentiable``, which
     needs the step recorded as a graph (not supported: the step is array math)."""
@@ -143,6 +158,9 @@ class Optimizer:
     groups: ``{"params": [...], "lr": ...}``, options missing from a group take ``defaults``).
     ``state`` maps each parameter to its state dict; ``param_groups`` lists the groups.
     """
+
+    #: The options a loaded (unpickled) group gets when it lacks them, in PyTorch's order.
+    _group_defaults_on_load: dict[str, Any] = {}
 
     def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
@@ -349,6 +367,9 @@ class Optimizer:
         for group in self.param_groups:
             for p in group["params"]:
                 step_as_tensor(self.state.get(p, {}))
+            # (groups pickled by an older version lack the newer options: PyTorch's setdefaults)
+            for key, value in self._group_defaults_on_load.items():
+                group.setdefault(key, value)
 
     def __repr__(self) -> str:
         text = self.__class__.__name__ + " ("

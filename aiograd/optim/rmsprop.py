@@ -12,6 +12,7 @@ from .optimizer import (
     addcdiv_,
     addcmul_,
     check_flags,
+    check_nonnegative,
     increment_step,
     lerp_,
     new_step,
@@ -34,6 +35,11 @@ class RMSprop(Optimizer):
     arithmetic.
     """
 
+    _group_defaults_on_load = {
+        "momentum": 0, "centered": False, "foreach": None, "maximize": False, "differentiable": False,
+        "capturable": False,
+    }
+
     def __init__(
         self,
         params: Any,
@@ -48,16 +54,7 @@ class RMSprop(Optimizer):
         maximize: bool = False,
         differentiable: bool = False,
     ) -> None:
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        check_nonnegative(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         defaults = {
             "lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps, "centered": centered,
             "weight_decay": weight_decay, "capturable": capturable, "foreach": foreach,
@@ -65,16 +62,6 @@ class RMSprop(Optimizer):
         }
         super().__init__(params, defaults)
         check_flags(defaults)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, alpha, eps, weight_decay = group["lr"], group["alpha"], group["eps"], group["weight_decay"]

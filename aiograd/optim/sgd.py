@@ -20,6 +20,10 @@ class SGD(Optimizer):
     single-tensor arithmetic.
     """
 
+    _group_defaults_on_load = {
+        "nesterov": False, "maximize": False, "foreach": None, "differentiable": False, "fused": False,
+    }
+
     def __init__(
         self,
         params: Any,
@@ -49,15 +53,6 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
         check_flags(defaults)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
