@@ -4,13 +4,12 @@ initialisation and call ``F.conv1d``/``F.conv2d``/``F.conv_transpose2d``."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..._tensor import Tensor
 from .. import functional as F
-from .. import init
 from ..parameter import Parameter, new_tensor
+from .linear import reset_weight_and_bias
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
@@ -89,12 +88,7 @@ class _ConvNd(Module):
 
     def reset_parameters(self) -> None:
         """Draw the weight and bias again, as torch's convolutions initialise them."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self.weight, self.bias, bias_without_fan_in=False)
 
     def extra_repr(self) -> str:
         """torch's: channels, kernel_size, stride, then the settings that differ from the default."""
@@ -114,58 +108,48 @@ class _ConvNd(Module):
         return s.format(**self.__dict__)
 
 
-class Conv1d(_ConvNd):
+class _ConvForwardNd(_ConvNd):
+    """A (non-transposed) convolution over ``_spatial_dims`` dimensions: Conv1d and Conv2d differ
+    only in that number (and the ``F.conv{n}d`` it calls)."""
+
+    _spatial_dims: int
+
+    def __init__(
+        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+        dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        n = self._spatial_dims
+        super().__init__(
+            in_channels, out_channels, _ntuple(kernel_size, n), _ntuple(stride, n),
+            padding if isinstance(padding, str) else _ntuple(padding, n), _ntuple(dilation, n), False,
+            _ntuple(0, n), groups, bias, padding_mode, device, dtype,
+        )
+
+    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        conv = getattr(F, f"conv{self._spatial_dims}d")
+        if self.padding_mode != "zeros":
+            return conv(  # type: ignore[no-any-return]
+                F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),  # type: ignore[attr-defined]
+                weight, bias, self.stride, _ntuple(0, self._spatial_dims), self.dilation, self.groups,
+            )
+        return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)  # type: ignore[no-any-return]
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``F.conv1d``/``F.conv2d`` with this layer's weight, bias and settings."""
+        return self._conv_forward(input, self.weight, self.bias)
+
+
+class Conv1d(_ConvForwardNd):
     """1-D convolution over (N, C_in, L) inputs."""
 
-    def __init__(
-        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-        dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(
-            in_channels, out_channels, _ntuple(kernel_size, 1), _ntuple(stride, 1),
-            padding if isinstance(padding, str) else _ntuple(padding, 1), _ntuple(dilation, 1), False,
-            _ntuple(0, 1), groups, bias, padding_mode, device, dtype,
-        )
-
-    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-        if self.padding_mode != "zeros":
-            return F.conv1d(  # type: ignore[attr-defined]
-                F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),  # type: ignore[attr-defined]
-                weight, bias, self.stride, _ntuple(0, 1), self.dilation, self.groups,
-            )
-        return F.conv1d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)  # type: ignore[attr-defined]
-
-    def forward(self, input: Tensor) -> Tensor:
-        """``F.conv1d`` with this layer's weight, bias and settings."""
-        return self._conv_forward(input, self.weight, self.bias)
+    _spatial_dims = 1
 
 
-class Conv2d(_ConvNd):
+class Conv2d(_ConvForwardNd):
     """2-D convolution over (N, C_in, H, W) inputs."""
 
-    def __init__(
-        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-        dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device: Any = None,
-        dtype: Any = None,
-    ) -> None:
-        super().__init__(
-            in_channels, out_channels, _ntuple(kernel_size, 2), _ntuple(stride, 2),
-            padding if isinstance(padding, str) else _ntuple(padding, 2), _ntuple(dilation, 2), False,
-            _ntuple(0, 2), groups, bias, padding_mode, device, dtype,
-        )
-
-    def _conv_forward(self, input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-        if self.padding_mode != "zeros":
-            return F.conv2d(  # type: ignore[attr-defined]
-                F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),  # type: ignore[attr-defined]
-                weight, bias, self.stride, _ntuple(0, 2), self.dilation, self.groups,
-            )
-        return F.conv2d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)  # type: ignore[attr-defined]
-
-    def forward(self, input: Tensor) -> Tensor:
-        """``F.conv2d`` with this layer's weight, bias and settings."""
-        return self._conv_forward(input, self.weight, self.bias)
+    _spatial_dims = 2
 
 
 class ConvTranspose2d(_ConvNd):

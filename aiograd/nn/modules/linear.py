@@ -14,6 +14,22 @@ from .module import Module
 __all__ = ["Identity", "Linear", "NonDynamicallyQuantizableLinear"]
 
 
+def reset_weight_and_bias(weight: Parameter, bias: Parameter | None, *, bias_without_fan_in: bool) -> None:
+    """torch's initialisation of Linear's and the convolutions' parameters: ``weight`` by
+    ``kaiming_uniform_(a=sqrt(5))``, ``bias`` from U(-1/sqrt(fan_in), 1/sqrt(fan_in)). With no
+    fan-in (an empty weight) torch's Linear still draws its bias, from U(0, 0), and torch's
+    convolutions leave theirs untouched: ``bias_without_fan_in`` picks which."""
+    init.kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is None:
+        return
+    fan_in, _ = init._calculate_fan_in_and_fan_out(weight)
+    if fan_in > 0:
+        bound = 1 / math.sqrt(fan_in)
+        init.uniform_(bias, -bound, bound)
+    elif bias_without_fan_in:
+        init.uniform_(bias, 0, 0)
+
+
 class Identity(Module):
     """Returns its input; any constructor arguments are ignored (a placeholder layer)."""
 
@@ -49,11 +65,7 @@ class Linear(Module):
 
     def reset_parameters(self) -> None:
         """Draw the weight and bias again, as torch's Linear initialises them."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        reset_weight_and_bias(self.weight, self.bias, bias_without_fan_in=True)
 
     def forward(self, input: Tensor) -> Tensor:
         """``F.linear(input, weight, bias)``."""
