@@ -14,6 +14,7 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter, new_tensor
 from .module import Module
+from .normalization import register_affine, reset_affine
 
 __all__ = ["BatchNorm1d", "BatchNorm2d"]
 
@@ -37,15 +38,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if self.affine:
-            self.weight = Parameter(new_tensor((num_features,), dtype, device))
-            if bias:
-                self.bias = Parameter(new_tensor((num_features,), dtype, device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        register_affine(self, self.affine, (num_features,), bias, dtype, device)
         if self.track_running_stats:
             self.register_buffer("running_mean", new_tensor((num_features,), dtype, device))
             self.register_buffer("running_var", new_tensor((num_features,), dtype, device, fill=1.0))
@@ -67,9 +60,7 @@ class _NormBase(Module):
         """Reset the running statistics, weight 1 and bias 0."""
         self.reset_running_stats()
         if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+            reset_affine(self.weight, self.bias)  # type: ignore[arg-type]  # (not None: affine)
 
     def _check_input_dim(self, input: Tensor) -> None:
         raise NotImplementedError

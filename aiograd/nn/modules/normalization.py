@@ -15,6 +15,29 @@ from .module import Module
 __all__ = ["GroupNorm", "LayerNorm"]
 
 
+def register_affine(
+    module: Module, affine: bool, shape: tuple[int, ...], bias: bool, dtype: Any, device: Any
+) -> None:
+    """The normalisation layers' ``weight`` and ``bias`` of ``shape`` (``bias`` None without
+    ``bias``), or both None without ``affine``, as torch's LayerNorm, GroupNorm and BatchNorm."""
+    if affine:
+        module.weight = Parameter(new_tensor(shape, dtype, device))
+        if bias:
+            module.bias = Parameter(new_tensor(shape, dtype, device))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
+def reset_affine(weight: Parameter, bias: Parameter | None) -> None:
+    """A normalisation layer's affine parameters as torch starts them: weight 1, bias 0."""
+    init.ones_(weight)
+    if bias is not None:
+        init.zeros_(bias)
+
+
 class LayerNorm(Module):
     """Normalise over the last dims (``normalized_shape``), then scale and shift elementwise."""
 
@@ -32,23 +55,13 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if self.elementwise_affine:
-            self.weight = Parameter(new_tensor(self.normalized_shape, dtype, device))
-            if bias:
-                self.bias = Parameter(new_tensor(self.normalized_shape, dtype, device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        register_affine(self, self.elementwise_affine, self.normalized_shape, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Weight 1, bias 0."""
         if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+            reset_affine(self.weight, self.bias)  # type: ignore[arg-type]  # (not None: affine)
 
     def forward(self, input: Tensor) -> Tensor:
         """``F.layer_norm(input, normalized_shape, weight, bias, eps)``."""
@@ -78,23 +91,13 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if self.affine:
-            self.weight = Parameter(new_tensor((num_channels,), dtype, device))
-            if bias:
-                self.bias = Parameter(new_tensor((num_channels,), dtype, device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        register_affine(self, self.affine, (num_channels,), bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Weight 1, bias 0."""
         if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+            reset_affine(self.weight, self.bias)  # type: ignore[arg-type]  # (not None: affine)
 
     def forward(self, input: Tensor) -> Tensor:
         """``F.group_norm(input, num_groups, weight, bias, eps)``."""
