@@ -4,8 +4,6 @@ parts, as in PyTorch (``DivBackward0``, ``SumBackward1``)."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._dtypes import scalar_type_name
 from .._grad_mode import no_grad
 from .._ops._registry import register
@@ -15,6 +13,7 @@ from .._ops.convenience import LinalgVectorNormBackward0, norm
 from .._ops.elementwise import ClampBackward1, CloneBackward0, DivBackward0, MulBackward0, clone
 from .._ops.reduction import SumBackward1
 from .._ops.shape import ExpandBackward0, broadcast_to
+from ._losses import broadcast_shape  # (expand_outplace with its message: one implementation)
 
 __all__ = ["cosine_similarity", "normalize"]
 
@@ -50,7 +49,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
         )
     # (integer operands go to the common dtype; floating ones keep theirs, as PyTorch's)
     x1, x2 = (x if x.data.dtype.kind == "f" else to(x, dtype) for x in (x1, x2))
-    shape = _broadcast_shape(x1.data.shape, x2.data.shape)
+    shape = broadcast_shape(x1.data.shape, x2.data.shape)
     if x1.data.shape != shape:
         x1 = broadcast_to(x1, shape)
     if x2.data.shape != shape:
@@ -60,18 +59,6 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
         n1.clamp_(min=eps)
         n2.clamp_(min=eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)  # type: ignore[no-any-return]
-
-
-def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """``expand_outplace``'s shape, or PyTorch's error naming the first mismatching dim."""
-    n = max(len(a), len(b))
-    for i in range(1, min(len(a), len(b)) + 1):
-        if a[-i] != b[-i] and a[-i] != 1 and b[-i] != 1:
-            raise RuntimeError(
-                f"The size of tensor a ({a[-i]}) must match the size of tensor b ({b[-i]}) at "
-                f"non-singleton dimension {n - i}"
-            )
-    return tuple(np.broadcast_shapes(a, b))
 
 
 register("normalize", normalize, DivBackward0, LinalgVectorNormBackward0, ClampBackward1, ExpandBackward0, family="distance")

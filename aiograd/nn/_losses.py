@@ -98,12 +98,13 @@ def _broadcast_pair(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
     """``torch.broadcast_tensors(input, target)`` (expanded views; nothing when equal)."""
     if input.data.shape == target.data.shape:
         return input, target
-    shape = _broadcast_shape(input.data.shape, target.data.shape)
+    shape = broadcast_shape(input.data.shape, target.data.shape)
     return broadcast_to(input, shape), broadcast_to(target, shape)
 
 
-def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """The broadcast of two shapes, or PyTorch's error naming the first mismatching dim."""
+def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """The broadcast of two shapes (``expand_outplace``'s), or PyTorch's error naming the first
+    mismatching dim from the right (also nn/_distance.py's)."""
     n = max(len(a), len(b))
     for i in range(1, min(len(a), len(b)) + 1):
         if a[-i] != b[-i] and a[-i] != 1 and b[-i] != 1:
@@ -156,13 +157,44 @@ def _scale(g: Tensor, reduction: str, ndim: int, numel: int) -> Tensor:
     return g * (1.0 / numel if numel else float("nan"))  # (an empty mean: an empty gradient)
 
 
-def _record(cls: type[Any], out: Tensor, input: Tensor, target: Tensor, reduction: str) -> Any:
+def record_loss(cls: type[Any], out: Tensor, input: Tensor, target: Tensor, reduction: str) -> Any:
     """Attach ``cls`` to ``out`` with the input and target saved, if either requires grad."""
     if not needs_grad(input, target):
         return None
     node: Any = attach(cls((edge_of(input), edge_of(target))), out)
     node.input, node.target, node.reduction = save(input), save(target), reduction
     return node
+
+
+def _loss_output(
+    cls: type[Any], xp: Any, losses: Any, input: Tensor, target: Tensor, reduction: str, **saved: Any
+) -> Tensor:
+    """The reduced elementwise ``losses`` array as the loss tensor, with node ``cls`` recorded
+    (holding ``saved`` besides input, target and reduction) when either operand requires grad."""
+    out = like(_reduce_array(xp, losses, reduction), input)
+    node = record_loss(cls, out, input, target, reduction)
+    if node is not None:
+        for name, value in saved.items():
+            setattr(node, name, value)
+    return out
+
+
+def _saved_operands(node: Any, grads: list[Any]) -> tuple[Tensor, Tensor, Tensor]:
+    """A loss node's input and target, and its output's gradient scaled to their elements."""
+    x, y = node.input.unpack(node), node.target.unpack(node)
+    return x, y, _scale(grads[0], node.reduction, x.data.ndim, x.data.size)
+
+
+def _each_way(node: Any, part: Any, x: Tensor, y: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    """``part(x - y)`` for the input and ``part(y - x)`` for the target (so equal operands give
+    both +0), for the operands that need one."""
+    ex, ey = node.next_edges
+    return (part(x - y) if ex is not None else None, part(y - x) if ey is not None else None)
+
+
+def _times_weight(grad: Tensor, weight: Any) -> Tensor:
+    """``grad * weight``, or ``grad`` without a weight."""
+    return grad if weight is None else grad * weight
 
 
 # ------------------------------------------------------------------------------ l1_loss
@@ -216,15 +248,13 @@ def _SmoothL1LossBackward0(self: Any, grads: list[Any]) -> Any:
     """``d / beta`` inside ``|d| < beta``, ``sign(d)`` outside, ``d = input - target``; the
     target's is the same with the operands swapped (so equal operands give +0 to both). A NaN
     ``d`` takes the inner branch (NaN), as in ATen's kernel."""
-    x, y = self.input.unpack(self), self.target.unpack(self)
-    g = _scale(grads[0], self.reduction, x.data.ndim, x.data.size)
+    x, y, g = _saved_operands(self, grads)
     beta = self.beta
 
     def part(d: Tensor) -> Tensor:
         return where(d <= -beta, -g, where(d >= beta, g, d * g / beta))
 
-    ex, ey = self.next_edges
-    return (part(x - y) if ex is not None else None, part(y - x) if ey is not None else None)
+    return _each_way(self, part, x, y)
 
 
 @_register(_SmoothL1LossBackward0, AbsBackward0, MeanBackward0, SumBackward0)
@@ -251,11 +281,7 @@ def smooth_l1_loss(
         z = xp.abs(input.data - target.data)
         # PyTorch's kernel: (0.5 * z) * z / beta inside, z - 0.5 * beta outside
         losses = xp.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta).astype(z.dtype, copy=False)
-    out = like(_reduce_array(xp, losses, reduction), input)
-    node = _record(_SmoothL1LossBackward0, out, input, target, reduction)
-    if node is not None:
-        node.beta = beta
-    return out
+    return _loss_output(_SmoothL1LossBackward0, xp, losses, input, target, reduction, beta=beta)
 
 
 # ------------------------------------------------------------------------------ huber_loss
@@ -263,15 +289,13 @@ def smooth_l1_loss(
 def _HuberLossBackward0(self: Any, grads: list[Any]) -> Any:
     """``d`` inside ``|d| < delta``, ``delta * sign(d)`` outside; the target's with the operands
     swapped (ATen's ``huber_backward``)."""
-    x, y = self.input.unpack(self), self.target.unpack(self)
-    g = _scale(grads[0], self.reduction, x.data.ndim, x.data.size)
+    x, y, g = _saved_operands(self, grads)
     delta = self.delta
 
     def part(d: Tensor) -> Tensor:
         return where(d <= -delta, -g * delta, where(d >= delta, g * delta, d * g))
 
-    ex, ey = self.next_edges
-    return (part(x - y) if ex is not None else None, part(y - x) if ey is not None else None)
+    return _each_way(self, part, x, y)
 
 
 @_register(_HuberLossBackward0, MulBackward0, MeanBackward0, SumBackward0)
@@ -297,11 +321,7 @@ def huber_loss(
     with np.errstate(all="ignore"):  # (inf - inf: NaN, silently as torch)
         z = xp.abs(input.data - target.data)
         losses = xp.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta)).astype(z.dtype, copy=False)
-    out = like(_reduce_array(xp, losses, reduction), input)
-    node = _record(_HuberLossBackward0, out, input, target, reduction)
-    if node is not None:
-        node.delta = delta
-    return out
+    return _loss_output(_HuberLossBackward0, xp, losses, input, target, reduction, delta=delta)
 
 
 # ------------------------------------------------------------------------------ binary_cross_entropy
@@ -309,17 +329,14 @@ def huber_loss(
 def _BinaryCrossEntropyBackward0(self: Any, grads: list[Any]) -> Any:
     """Input: ``g * (x - y) / max(x * (1 - x), 1e-12)``; target: ``-g * logit(x)``; both times
     the weight (and over the element count for ``'mean'``), as ATen's."""
-    x, y = self.input.unpack(self), self.target.unpack(self)
-    g = _scale(grads[0], self.reduction, x.data.ndim, x.data.size)
+    x, y, g = _saved_operands(self, grads)
     w = self.weight
     ex, ey = self.next_edges
     gx = gy = None
     if ex is not None:
-        gx = g * (x - y) / ((1.0 - x) * x).clamp(min=_BCE_EPSILON)
-        gx = gx if w is None else gx * w
+        gx = _times_weight(g * (x - y) / ((1.0 - x) * x).clamp(min=_BCE_EPSILON), w)
     if ey is not None:
-        gy = -(x / (1.0 - x)).log() * g
-        gy = gy if w is None else gy * w
+        gy = _times_weight(-(x / (1.0 - x)).log() * g, w)
     return (gx, gy)
 
 
@@ -356,11 +373,8 @@ def binary_cross_entropy(
         losses = (y - 1) * xp.maximum(xp.log1p(-x), -100.0) - y * xp.maximum(xp.log(x), -100.0)
         if w is not None:
             losses = losses * w
-    out = like(_reduce_array(xp, losses.astype(x.dtype, copy=False), reduction), input)
-    node = _record(_BinaryCrossEntropyBackward0, out, input, target, reduction)
-    if node is not None:
-        node.weight = w
-    return out
+    losses = losses.astype(x.dtype, copy=False)
+    return _loss_output(_BinaryCrossEntropyBackward0, xp, losses, input, target, reduction, weight=w)
 
 
 def _broadcast_weight(xp: Any, w: Any, shape: tuple[int, ...]) -> Any:
@@ -387,8 +401,7 @@ def _BinaryCrossEntropyWithLogitsBackward0(self: Any, grads: list[Any]) -> Any:
     """Input: ``(sigmoid(x) - y)``, or ``(p*y + 1 - y) * sigmoid(x) - p*y`` with ``pos_weight``
     ``p``; target: ``-x``, or ``log_sigmoid(-x) - p * log_sigmoid(x)``; times ``g`` and the
     weight (FunctionsManual.cpp's ``binary_cross_entropy_with_logits_backward``)."""
-    x, y = self.input.unpack(self), self.target.unpack(self)
-    g = _scale(grads[0], self.reduction, x.data.ndim, x.data.size)
+    x, y, g = _saved_operands(self, grads)
     w, p = self.weight, self.pos_weight
     ex, ey = self.next_edges
     gx = gy = None
@@ -398,10 +411,9 @@ def _BinaryCrossEntropyWithLogitsBackward0(self: Any, grads: list[Any]) -> Any:
         else:
             t = y * p
             gx = ((t + 1.0 - y) * x.sigmoid() - t) * g
-        gx = gx if w is None else gx * w
+        gx = _times_weight(gx, w)
     if ey is not None:
-        gy = -x * g if p is None else (log_sigmoid(-x) - log_sigmoid(x) * p) * g
-        gy = gy if w is None else gy * w
+        gy = _times_weight(-x * g if p is None else (log_sigmoid(-x) - log_sigmoid(x) * p) * g, w)
     return (gx, gy)
 
 
@@ -430,17 +442,16 @@ def binary_cross_entropy_with_logits(
     with np.errstate(all="ignore"):
         log_sig = xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
         if p is not None:
-            _broadcast_shape(p.shape, shape)  # ((pos_weight - 1) * target)
+            broadcast_shape(p.shape, shape)  # ((pos_weight - 1) * target)
             log_sig = log_sig * ((p - 1) * y + 1)
         losses = (1 - y) * x - log_sig
         if w is not None:
-            _broadcast_shape(losses.shape, w.shape)
+            broadcast_shape(losses.shape, w.shape)
             losses = losses * w
-    out = like(_reduce_array(xp, losses.astype(x.dtype, copy=False), reduction), input)
-    node = _record(_BinaryCrossEntropyWithLogitsBackward0, out, input, target, reduction)
-    if node is not None:
-        node.weight, node.pos_weight = w, p
-    return out
+    losses = losses.astype(x.dtype, copy=False)
+    return _loss_output(
+        _BinaryCrossEntropyWithLogitsBackward0, xp, losses, input, target, reduction, weight=w, pos_weight=p
+    )
 
 
 # ------------------------------------------------------------------------------ kl_div
