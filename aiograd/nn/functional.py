@@ -29,7 +29,6 @@ from .._ops._util import grad_enabled as _grad_enabled
 from .._ops._util import like as _like
 from .._ops._util import needs_grad as _needs_grad
 from .._ops._util import on as _on
-from .._ops._util import save as _save
 from .._ops._util import to_tensor as _to_tensor
 from .._ops._util import wrap as _wrap
 from .._ops.batching import batch_ndim as _batch_ndim
@@ -60,7 +59,8 @@ from ._losses import (
     smooth_l1_loss,
 )
 from ._losses import legacy_reduction as _reduction
-from ._losses import size_of as _size
+from ._losses import record_loss as _record_loss
+from ._losses import target_size_warning as _target_size_warning
 from ._normalization import batch_norm, group_norm, layer_norm  # i13-nnf
 from ._pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 
@@ -175,14 +175,7 @@ def mse_loss(
     target = _to_tensor(target, input)
     if input._device is not _CPU or target._device is not _CPU:
         _common_device(input, target)
-    if input.data.shape != target.data.shape:
-        warnings.warn(
-            f"Using a target size ({_size(target)}) that is different to the input size "
-            f"({_size(input)}). This will likely lead to incorrect results due to broadcasting. "
-            "Please ensure they have the same size.",
-            UserWarning,
-            stacklevel=2,
-        )
+    _target_size_warning(input, target)
     xp = input._device.xp
     sq = _quietly(_squared_error, input.data, target.data)
     if reduction == "mean":
@@ -193,9 +186,7 @@ def mse_loss(
         data = sq
     out = _wrap(data.astype(sq.dtype, copy=False))
     _on(out, input._device)
-    if _needs_grad(input, target):
-        node = _attach(_MseLossBackward0((_edge_of(input), _edge_of(target))), out)
-        node.input, node.target, node.reduction = _save(input), _save(target), reduction
+    _record_loss(_MseLossBackward0, out, input, target, reduction)
     return out
 
 
