@@ -13,7 +13,23 @@ from .module import Module, _addindent
 __all__ = ["ModuleDict", "ModuleList", "Sequential"]
 
 
-class Sequential(Module):
+class _ModuleSequence(Module):
+    """What Sequential and ModuleList share: modules kept under the keys ``"0"``, ``"1"``, ...
+    after a deletion, their count and their iteration in order."""
+
+    def _renumber(self) -> None:
+        # torch renumbers the keys so that indices stay contiguous
+        str_indices = [str(i) for i in range(len(self._modules))]
+        self._modules = OrderedDict(zip(str_indices, self._modules.values()))
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+
+class Sequential(_ModuleSequence):
     """Modules called in order, each on the previous one's output: ``Sequential(m0, m1, ...)`` or
     ``Sequential(OrderedDict(name=module, ...))``. Indexable, sliceable (a slice is a new
     ``Sequential`` of the same modules), ``len``, ``append``, ``insert``, ``extend``, ``pop``."""
@@ -51,15 +67,7 @@ class Sequential(Module):
         else:
             key = self._get_item_by_idx(self._modules.keys(), idx)
             delattr(self, key)
-        # torch renumbers the keys so that indices stay contiguous
-        str_indices = [str(i) for i in range(len(self._modules))]
-        self._modules = OrderedDict(zip(str_indices, self._modules.values()))
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
+        self._renumber()
 
     def __add__(self, other: Sequential) -> Sequential:
         if not isinstance(other, Sequential):
@@ -121,7 +129,7 @@ class Sequential(Module):
         return input
 
 
-class ModuleList(Module):
+class ModuleList(_ModuleSequence):
     """A list of registered modules (indexing, slicing, ``append``, ``extend``, ``insert``);
     it has no ``forward``."""
 
@@ -152,14 +160,7 @@ class ModuleList(Module):
                 delattr(self, str(k))
         else:
             delattr(self, self._get_abs_string_index(idx))
-        str_indices = [str(i) for i in range(len(self._modules))]
-        self._modules = OrderedDict(zip(str_indices, self._modules.values()))
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
+        self._renumber()
 
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
