@@ -89,20 +89,25 @@ class Module(ForwardHooks, StateDict):
     forward = _forward_unimplemented
 
     # ------------------------------------------------------------------------ registration
+    def _check_new_name(self, kind: str, store: str, name: Any) -> None:
+        """torch's checks, in its order, on the name of a new buffer or parameter (``kind``) kept in
+        the dict attribute ``store``: a string, no ".", not empty, no other attribute's."""
+        if store not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {typename(name)}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self.__dict__[store]:
+            raise KeyError(f"attribute '{name}' already exists")
+
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         """Add a buffer (a tensor that is state but not a parameter, such as BatchNorm's running
         mean); ``persistent=False`` leaves it out of ``state_dict()``."""
-        if "_buffers" not in self.__dict__:
-            raise AttributeError("cannot assign buffer before Module.__init__() call")
-        elif not isinstance(name, str):
-            raise TypeError(f"buffer name should be a string. Got {typename(name)}")
-        elif "." in name:
-            raise KeyError('buffer name can\'t contain "."')
-        elif name == "":
-            raise KeyError('buffer name can\'t be empty string ""')
-        elif hasattr(self, name) and name not in self._buffers:
-            raise KeyError(f"attribute '{name}' already exists")
-        elif tensor is not None and not isinstance(tensor, Tensor):
+        self._check_new_name("buffer", "_buffers", name)
+        if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(
                 f"cannot assign '{typename(tensor)}' object to buffer '{name}' (aiograd Tensor or None required)"
             )
@@ -115,16 +120,7 @@ class Module(ForwardHooks, StateDict):
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Add a parameter, reachable as the attribute ``name``; None registers the name with no
         parameter (left out of ``state_dict()``)."""
-        if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign parameter before Module.__init__() call")
-        elif not isinstance(name, str):
-            raise TypeError(f"parameter name should be a string. Got {typename(name)}")
-        elif "." in name:
-            raise KeyError('parameter name can\'t contain "."')
-        elif name == "":
-            raise KeyError('parameter name can\'t be empty string ""')
-        elif hasattr(self, name) and name not in self._parameters:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_new_name("parameter", "_parameters", name)
         if param is None:
             self._parameters[name] = None
         elif not isinstance(param, Parameter):
