@@ -225,13 +225,17 @@ async def test_tiling_windows_give_torchs_values_indices_and_gradients(kernel: A
     np.testing.assert_array_equal(idx.data, tidx.numpy())
     np.testing.assert_array_equal(out.data, tout.detach().numpy())
     np.testing.assert_array_equal(np.signbit(out.data), np.signbit(tout.detach().numpy()))
-    # an upstream gradient with a NaN and an inf: they land at their maxima, zeros elsewhere
+    # upstream gradients finite (a -0.0 among them), then with a NaN and an inf: each lands at
+    # its maximum, +0.0 everywhere else
     u = np.random.default_rng(9).standard_normal(out.shape).astype(dtype)
-    u.reshape(-1)[:2] = [np.nan, np.inf]
-    (g,) = await ag.grad(out, [a], ag.tensor(u))
-    (tg,) = torch.autograd.grad(tout, [t], torch.tensor(u))
-    assert g.dtype == tg.numpy().dtype
-    np.testing.assert_array_equal(g.data, tg.numpy())
+    u.reshape(-1)[0] = -0.0
+    for _ in range(2):
+        (g,) = await ag.grad(out, [a], ag.tensor(u), retain_graph=True)
+        (tg,) = torch.autograd.grad(tout, [t], torch.tensor(u), retain_graph=True)
+        assert g.dtype == tg.numpy().dtype
+        np.testing.assert_array_equal(g.data, tg.numpy())
+        np.testing.assert_array_equal(np.signbit(g.data), np.signbit(tg.numpy()))
+        u.reshape(-1)[1:3] = [np.nan, np.inf]
 
 
 @pytest.mark.parametrize(("kernel", "shape"), TILES, ids=[str(t) for t in TILES])
@@ -251,8 +255,12 @@ def test_tiling_windows_agree_with_the_general_path(kernel: Any, shape: Any) -> 
     np.testing.assert_array_equal(np.signbit(tile_best), np.signbit(best))
     # a gradient with a leading batch dim (a batched backward's), a NaN among it
     g = np.random.default_rng(10).standard_normal((2, *best.shape))
-    g.reshape(-1)[0] = np.nan
-    np.testing.assert_array_equal(_pooling._tile_spread(np, g, pick, geom), _pooling._spread(np, g, pick, geom))
+    g.reshape(-1)[0] = -0.0
+    for _ in range(2):  # finite, then with a NaN
+        tile, general = _pooling._tile_spread(np, g, pick, geom), _pooling._spread(np, g, pick, geom)
+        np.testing.assert_array_equal(tile, general)
+        np.testing.assert_array_equal(np.signbit(tile), np.signbit(general))
+        g.reshape(-1)[1] = np.nan
 
 
 @requires_torch
