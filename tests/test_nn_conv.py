@@ -302,13 +302,16 @@ async def test_an_input_changed_in_place_after_the_forward_is_torchs_error() -> 
 
 
 @requires_torch
-async def test_batched_gradients_use_the_kept_columns_for_every_row() -> None:
+async def test_batched_gradients_use_the_kept_columns_for_every_row_and_sum_the_bias() -> None:
     rng = np.random.default_rng(7)
     x, w = rng.standard_normal((2, 3, 4, 4)), rng.standard_normal((2, 3, 3, 3))
     a, aw, t, tw = _both(x, w)
-    out, tout = F.conv2d(a, aw, padding=1), torch.nn.functional.conv2d(t, tw, padding=1)
+    bias = rng.standard_normal(2)
+    ab, tb = ag.tensor(bias, requires_grad=True), torch.tensor(bias, requires_grad=True)
+    out, tout = F.conv2d(a, aw, ab, padding=1), torch.nn.functional.conv2d(t, tw, tb, padding=1)
     u = rng.standard_normal((3, *out.shape))
-    gx, gw = await ag.grad(out, [a, aw], ag.tensor(u), is_grads_batched=True)
-    tgx, tgw = torch.autograd.grad(tout, [t, tw], torch.tensor(u), is_grads_batched=True)
+    gx, gw, gb = await ag.grad(out, [a, aw, ab], ag.tensor(u), is_grads_batched=True)
+    tgx, tgw, tgb = torch.autograd.grad(tout, [t, tw, tb], torch.tensor(u), is_grads_batched=True)
+    np.testing.assert_allclose(gb.data, tgb.numpy(), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(gw.data, tgw.numpy(), rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(gx.data, tgx.numpy(), rtol=1e-10, atol=1e-10)

@@ -192,7 +192,11 @@ def ConvolutionBackward0(self: Any, grads: list[Any]) -> Any:
         # with retain_graph, makes them again)
         columns, self.columns = self.columns, None
         gx, gw = _conv_grads(xp, xa, wa, ga, self.geom, self.groups, want, None if recorded else columns)
-    gb = ga.sum(_bias_axes(b)) if eb is not None else None
+    gb = None
+    if eb is not None:
+        # on arrays: the samples summed first (a reduction over the outer axis runs vectorised),
+        # then each channel's plane; numpy's reduction over (N, OH, OW) at once is ~4x slower
+        gb = ga.sum(_bias_axes(b)) if recorded else ga.sum(b).reshape(*ga.shape[:b], ga.shape[b + 1], ga.shape[-2] * ga.shape[-1]).sum(-1)
     lead = g.shape[:b]
     if gx is not None:
         gx = gx.reshape(*lead, *x.shape)
