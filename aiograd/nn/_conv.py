@@ -5,7 +5,10 @@ im2col and one matrix product per sample and group: the weight as ``(O/G, C/G*kh
 input's windows (``_windows.windows``, a strided view) as ``(C/G*kh*kw, OH*OW)``, which lands in
 the output's ``(N, O, OH, OW)`` layout with no transpose. With stride 1 (the common case) the
 array path uses the flat layout of ``_windows.flat_windows`` instead: rows of the padded width,
-copied in long contiguous runs, cropped after. The transposed convolution is the adjoint: a
+copied in long contiguous runs, cropped after, laid out channel first so that the whole batch is
+one product per group (for the output, the input's gradient and the weight's). Those columns are
+kept from the forward for the weight's gradient when they are small (``KEEP_COLUMNS``), as
+PyTorch's ``slow_conv2d`` kept its ``finput``. The transposed convolution is the adjoint: a
 product, then a col2im (``overlap_add``). The backward is the same products the other way round
 and runs the same code on tensors when a graph is recorded: the windows through the
 differentiable ``unfold``/``fold`` and the products through ``matmul``, so second derivatives
