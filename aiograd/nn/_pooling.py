@@ -6,7 +6,7 @@ kernel size, each step a whole-array comparison) and keeps, per window, the posi
 largest element (a NaN wins, the last one, as PyTorch's CPU kernel); ``return_indices`` turns it
 into the flat index into the input's ``H*W`` plane. Windows that tile the input (kernel ==
 stride, no padding or dilation: ``MaxPool2d(2)``) take a faster path over contiguous copies of
-each kernel position's plane (``_tile_max``, ``_tile_spread``), same numbers. Its backward adds each gradient back at its
+each kernel position's plane (``_tile_max``, ``_tile_spread``), same numbers. Max pooling's backward adds each gradient back at its
 position, one strided add per kernel position (windows may overlap); recorded, it is a scatter
 at the flat indices (``bincount``) whose backward is a gather there, so it differentiates again. Average pooling
 is linear: its backward is ``fold`` of the gradient over the windows, divided by PyTorch's
