@@ -219,48 +219,24 @@ async def test_an_empty_batch_convolves_to_an_empty_batch(fn: str, stride: int) 
     np.testing.assert_array_equal(gw.data, np.zeros(w.shape))
 
 
-# ================================================================================ kept columns
-# A unit-stride convolution keeps the im2col columns of its forward for its weight's gradient
-# (when they are small): every way a backward can see other data than those columns, or run
-# again, must still give torch's gradients.
-def _both(x: Any, w: Any, **kw: Any) -> tuple[Any, Any, Any, Any]:
+# ================================================================================ backward paths
+# The array path's backward (reused im2col buffers, the bias's gradient summed sample first):
+# a second backward, saved-tensor hooks, an input changed in place and a batched backward must
+# all still give torch's gradients or errors.
+def _both(x: Any, w: Any) -> tuple[Any, Any, Any, Any]:
     a, aw = ag.tensor(x, requires_grad=True), ag.tensor(w, requires_grad=True)
     t, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
     return a, aw, t, tw
 
 
 @requires_torch
-@pytest.mark.parametrize("keep", [True, False], ids=["kept", "made-again"])
-@pytest.mark.parametrize("kw", [{"padding": 1}, {"padding": "same", "dilation": 2, "groups": 2}],
-                         ids=["padded", "dilated-groups"])
-async def test_weight_gradient_matches_torch_with_or_without_kept_columns(
-    keep: bool, kw: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from aiograd.nn import _conv
-
-    if not keep:  # (the limit above which the backward makes the columns again)
-        monkeypatch.setattr(_conv, "KEEP_COLUMNS", 0)
-    rng = np.random.default_rng(4)
-    x, w = rng.standard_normal((3, 4, 5, 6)), rng.standard_normal((6, 2 if "groups" in kw else 4, 3, 3))
-    a, aw, t, tw = _both(x, w)
-    out = F.conv2d(a, aw, **kw)
-    assert (out.grad_fn.columns is not None) == keep
-    u = rng.standard_normal(out.shape)
-    gx, gw = await ag.grad(out, [a, aw], ag.tensor(u))
-    tgx, tgw = torch.autograd.grad(torch.nn.functional.conv2d(t, tw, **kw), [t, tw], torch.tensor(u))
-    np.testing.assert_allclose(gw.data, tgw.numpy(), rtol=1e-10, atol=1e-10)
-    np.testing.assert_allclose(gx.data, tgx.numpy(), rtol=1e-10, atol=1e-10)
-
-
-@requires_torch
-async def test_a_second_backward_makes_the_columns_again() -> None:
+async def test_a_second_backward_matches_torch() -> None:
     rng = np.random.default_rng(5)
     x, w = rng.standard_normal((2, 3, 4, 4)), rng.standard_normal((2, 3, 3, 3))
     a, aw, t, tw = _both(x, w)
     out, tout = F.conv2d(a, aw, padding=1), torch.nn.functional.conv2d(t, tw, padding=1)
     u = rng.standard_normal(out.shape)
     first = await ag.grad(out, [aw], ag.tensor(u), retain_graph=True)
-    assert out.grad_fn.columns is None  # (the first backward let go of them)
     second = await ag.grad(out, [aw], ag.tensor(2 * u))
     (t1,) = torch.autograd.grad(tout, [tw], torch.tensor(u), retain_graph=True)
     (t2,) = torch.autograd.grad(tout, [tw], torch.tensor(2 * u))
@@ -271,7 +247,7 @@ async def test_a_second_backward_makes_the_columns_again() -> None:
 @requires_torch
 async def test_saved_tensor_hooks_see_the_data_they_hand_back() -> None:
     """An unpack hook may hand back other data than the input: the weight's gradient is taken
-    from what it hands back (as torch's), never from columns kept at the forward."""
+    from what it hands back, as torch's."""
     rng = np.random.default_rng(6)
     x, w = rng.standard_normal((2, 2, 4, 4)), rng.standard_normal((3, 2, 3, 3))
     a, aw, t, tw = _both(x, w)
@@ -279,7 +255,6 @@ async def test_saved_tensor_hooks_see_the_data_they_hand_back() -> None:
         out = F.conv2d(a, aw, padding=1)
     with torch.autograd.graph.saved_tensors_hooks(lambda v: v, lambda v: v * 2):
         tout = torch.nn.functional.conv2d(t, tw, padding=1)
-    assert out.grad_fn.columns is None
     u = rng.standard_normal(out.shape)
     (gw,) = await ag.grad(out, [aw], ag.tensor(u))
     (tgw,) = torch.autograd.grad(tout, [tw], torch.tensor(u))
@@ -302,7 +277,7 @@ async def test_an_input_changed_in_place_after_the_forward_is_torchs_error() -> 
 
 
 @requires_torch
-async def test_batched_gradients_use_the_kept_columns_for_every_row_and_sum_the_bias() -> None:
+async def test_batched_gradients_and_the_bias_match_torch() -> None:
     rng = np.random.default_rng(7)
     x, w = rng.standard_normal((2, 3, 4, 4)), rng.standard_normal((2, 3, 3, 3))
     a, aw, t, tw = _both(x, w)

@@ -5,10 +5,7 @@ im2col and one matrix product per sample and group: the weight as ``(O/G, C/G*kh
 input's windows (``_windows.windows``, a strided view) as ``(C/G*kh*kw, OH*OW)``, which lands in
 the output's ``(N, O, OH, OW)`` layout with no transpose. With stride 1 (the common case) the
 array path uses the flat layout of ``_windows.flat_windows`` instead: rows of the padded width,
-copied in long contiguous runs, cropped after, laid out channel first so that the whole batch is
-one product per group (for the output, the input's gradient and the weight's). Those columns are
-kept from the forward for the weight's gradient when they are small (``KEEP_COLUMNS``), as
-PyTorch's ``slow_conv2d`` kept its ``finput``. The transposed convolution is the adjoint: a
+copied in long contiguous runs, cropped after. The transposed convolution is the adjoint: a
 product, then a col2im (``overlap_add``). The backward is the same products the other way round
 and runs the same code on tensors when a graph is recorded: the windows through the
 differentiable ``unfold``/``fold`` and the products through ``matmul``, so second derivatives
@@ -89,31 +86,27 @@ def _by_group(t: Any, groups: int) -> Any:
     return t.reshape(*lead, n, groups, c // groups, h * w)
 
 
-def _conv(xp: Any, x: Any, w: Any, geom: Geometry, groups: int, keep: bool = False) -> tuple[Any, Any]:
+def _conv(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any:
     """The convolution of ``x`` ``(N, C, H, W)`` with ``w`` ``(O, C/G, kh, kw)``: per sample and
-    group, ``(O/G, C/G*kh*kw) @ (C/G*kh*kw, OH*OW)``, already in the output's layout. Also the
-    flat columns (``flat_windows``) when ``keep`` asks for them and the flat path made them."""
+    group, ``(O/G, C/G*kh*kw) @ (C/G*kh*kw, OH*OW)``, already in the output's layout."""
     o = w.shape[0]
     n, c = x.shape[:2]
     if unit_stride(geom) and not isinstance(x, Tensor):  # rows of the padded width, cropped after
-        cols = flat_windows(xp, x, geom, keep)
-        # the whole batch in one product per group: (O/G, C/G*kh*kw) @ (C/G*kh*kw, N*OH*Wp)
-        _, kk, _, run = cols.shape
-        out = scratch(xp, "conv", (groups, o // groups, n * run), cols.dtype)
-        xp.matmul(_matrices(w, groups), cols.reshape(groups, c // groups * kk, n * run), out=out)
-        out = out.reshape(o, n, geom[0].out, geom[1].reach)[..., : geom[1].out]
-        return out.transpose(1, 0, 2, 3).copy(), cols if keep else None  # (never the scratch)
+        # (one product per sample and group: small enough that BLAS runs each on one thread; a
+        # whole-batch product is threaded, and one busy core makes that many times slower)
+        cols = flat_windows(xp, x, geom).reshape(n, groups, c // groups * geom[0].kernel * geom[1].kernel, geom[0].out * geom[1].reach)
+        out = scratch(xp, "conv", (n, groups, o // groups, cols.shape[-1]), cols.dtype)
+        xp.matmul(_matrices(w, groups), cols, out=out)
+        return out.reshape(n, o, geom[0].out, geom[1].reach)[..., : geom[1].out].copy()  # (never the scratch)
     out = _matrices(w, groups) @ _columns(xp, x, geom, groups)
-    return out.reshape(n, o, geom[0].out, geom[1].out), None
+    return out.reshape(n, o, geom[0].out, geom[1].out)
 
 
-def _conv_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool],
-                columns: Any = None) -> tuple[Any, Any]:
-    """The gradients of ``_conv`` for ``g`` ``(*lead, N, O, OH, OW)`` (``columns``: the flat
-    columns the forward kept, if any)."""
+def _conv_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
+    """The gradients of ``_conv`` for ``g`` ``(*lead, N, O, OH, OW)``."""
     b = g.ndim - 4
     if unit_stride(geom) and not isinstance(x, Tensor):
-        return _conv_grads_flat(xp, x, w, g, geom, groups, want, columns)
+        return _conv_grads_flat(xp, x, w, g, geom, groups, want)
     gm = _by_group(g, groups)  # (*lead, N, G, O/G, OH*OW)
     gx = gw = None
     if want[0]:
@@ -123,35 +116,27 @@ def _conv_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, wa
     return gx, gw
 
 
-def _conv_grads_flat(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool],
-                     columns: Any) -> tuple[Any, Any]:
+def _conv_grads_flat(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
     """``_conv_grads`` on arrays for a unit stride, in the flat layout (``flat_windows``): the
-    gradient laid out as the columns, ``(*lead, O, N, OH*Wp)``, widened to the padded width with
-    zeros, so the columns past the windows add 0; then one product per group for each gradient."""
+    gradient widened to the padded width with zeros, so the columns past the windows add 0."""
+    b = g.ndim - 4
     *lead, n, o, oh, ow = g.shape
     c = x.shape[1]
     # (a reused buffer: only [..., :ow] is ever written, the columns past it stay zero)
-    wide = scratch(xp, ("wide", ow), (*lead, o, n, oh, geom[1].reach), g.dtype, zero=True)
-    wide[..., :ow] = g.swapaxes(-3, -4)
-    gm = wide.reshape(*lead, groups, o // groups, n * oh * geom[1].reach)
+    wide = scratch(xp, ("wide", ow), (*lead, n, o, oh, geom[1].reach), g.dtype, zero=True)
+    wide[..., :ow] = g
+    gm = wide.reshape(*lead, n, groups, o // groups, oh * geom[1].reach)
     gx = gw = None
     kk = geom[0].kernel * geom[1].kernel
     if want[0]:
-        cols = scratch(xp, "grad_cols", (*lead, groups, c // groups * kk, gm.shape[-1]), g.dtype)
+        cols = scratch(xp, "grad_cols", (*lead, n, groups, c // groups * kk, gm.shape[-1]), g.dtype)
         xp.matmul(_matrices(w, groups).mT, gm, out=cols)
-        gx = flat_overlap_add(xp, cols.reshape(*lead, c, kk, n, oh * geom[1].reach), geom)
+        gx = flat_overlap_add(xp, cols.reshape(*lead, n, c, kk, gm.shape[-1]), geom)
     if want[1]:
-        if columns is None:
-            columns = flat_windows(xp, x, geom)
+        cols = flat_windows(xp, x, geom).reshape(n, groups, c // groups * geom[0].kernel * geom[1].kernel, geom[0].out * geom[1].reach)
         # (columns times gradient rows, then transposed: OpenBLAS runs this orientation faster)
-        gw = (columns.reshape(groups, c // groups * kk, n * oh * geom[1].reach) @ gm.mT).mT
+        gw = (cols @ gm.mT).sum(b).mT
     return gx, gw
-
-
-#: The largest flat columns (bytes) a convolution keeps for its weight's gradient instead of
-#: making them again in the backward: for small convolutions the copies cost as much as the
-#: products, for large ones the memory (kh*kw times the input's) matters more.
-KEEP_COLUMNS = 4 << 20
 
 
 def _conv_transpose(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any:
@@ -187,14 +172,8 @@ def ConvolutionBackward0(self: Any, grads: list[Any]) -> Any:
     if self.one_d:  # (N, C, L) as (N, C, 1, L)
         xa, wa = xa.reshape(*xa.shape[:2], 1, xa.shape[-1]), wa.reshape(*wa.shape[:2], 1, wa.shape[-1])
         ga = ga.reshape(*ga.shape[:-1], 1, ga.shape[-1])
-    want = (ex is not None, ew is not None)
-    if self.transposed:
-        gx, gw = _conv_transpose_grads(xp, xa, wa, ga, self.geom, self.groups, want)
-    else:
-        # the forward's columns serve the first backward only (then freed; a second backward,
-        # with retain_graph, makes them again)
-        columns, self.columns = self.columns, None
-        gx, gw = _conv_grads(xp, xa, wa, ga, self.geom, self.groups, want, None if recorded else columns)
+    grads_of = _conv_transpose_grads if self.transposed else _conv_grads
+    gx, gw = grads_of(xp, xa, wa, ga, self.geom, self.groups, (ex is not None, ew is not None))
     gb = None
     if eb is not None:
         # on arrays: the samples summed first (a reduction over the outer axis runs vectorised),
@@ -208,13 +187,6 @@ def ConvolutionBackward0(self: Any, grads: list[Any]) -> Any:
     if not recorded:
         gx, gw, gb = (None if r is None else like(r, g) for r in (gx, gw, gb))
     return (gx, gw, gb)
-
-
-def _keep_columns(x: Any, geom: Geometry) -> bool:
-    """Whether the flat columns of ``x`` over ``geom`` are small enough to keep."""
-    ah, aw = geom
-    size = x.shape[0] * x.shape[1] * ah.kernel * aw.kernel * ah.out * aw.reach * x.dtype.itemsize
-    return unit_stride(geom) and size <= KEEP_COLUMNS
 
 
 def _bias_axes(b: int) -> tuple[int, ...]:
@@ -372,14 +344,7 @@ def _convolution(
     geom: Geometry = (axes[0], axes[1])
     xp = xp_of(input)
     xa, wa = (x, w) if dims == 2 else (x[:, :, None, :], w[:, :, None, :])
-    # keep the forward's columns for the weight's gradient when they are small and the input is
-    # saved as itself (saved-tensor hooks may hand back other data, or are there to save memory)
-    keep = not transposed and needs_grad(weight) and _keep_columns(x, geom)
-    columns = None
-    if transposed:
-        data = _conv_transpose(xp, xa, wa, geom, groups)
-    else:
-        data, columns = _conv(xp, xa, wa, geom, groups, keep)
+    data = (_conv_transpose if transposed else _conv)(xp, xa, wa, geom, groups)
     if dims == 1:
         data = data.reshape(data.shape[0], data.shape[1], data.shape[-1])
     if bias is not None:
@@ -389,7 +354,6 @@ def _convolution(
         node = attach(ConvolutionBackward0((edge_of(input), edge_of(weight), edge_of(bias))), out)
         node.input, node.weight = save(input), save(weight)
         node.geom, node.groups, node.transposed, node.one_d = geom, groups, transposed, dims == 1
-        node.columns = columns if node.input.tensor is input else None
     return out
 
 

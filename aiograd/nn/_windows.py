@@ -81,10 +81,7 @@ def overlap_add(xp: Any, cols: Any, geom: Geometry) -> Any:
 # Read as a flat plane of row width ``Wp`` (the padded width), that copy is the contiguous run
 # ``flat[i*dh*Wp + j*dw : ... + OH*Wp]``: an im2col with rows of OH*Wp elements (each output
 # row carries ``Wp - OW`` columns past the windows, which the caller crops or zeroes) instead of
-# OW, and a col2im made of kh*kw contiguous adds. Convolutions take this path on arrays. The
-# columns are laid out channel first, ``(C, kh*kw, N, OH*Wp)``: read as ``(C*kh*kw, N*OH*Wp)``,
-# a whole batch's convolution is one matrix product instead of one per sample (and a weight
-# gradient one product, with no sum over the samples after it).
+# OW, and a col2im made of kh*kw contiguous adds. Convolutions take this path on arrays.
 def unit_stride(geom: Geometry) -> bool:
     """Whether ``geom`` has stride 1 along both dims (the flat layout applies)."""
     return geom[0].stride == 1 and geom[1].stride == 1
@@ -95,37 +92,34 @@ def _flat_offsets(geom: Geometry) -> list[int]:
     return [i * ah.dilation * aw.reach + j * aw.dilation for i in range(ah.kernel) for j in range(aw.kernel)]
 
 
-def flat_windows(xp: Any, x: Any, geom: Geometry, keep: bool = False) -> Any:
-    """``(N, C, H, W) -> (C, kh*kw, N, OH*Wp)`` for a unit-stride ``geom`` (``Wp = geom[1].reach``):
+def flat_windows(xp: Any, x: Any, geom: Geometry) -> Any:
+    """``(..., H, W) -> (..., kh*kw, OH*Wp)`` for a unit-stride ``geom`` (``Wp = geom[1].reach``):
     the windows of each kernel position as rows of the padded input's width. The result is a
-    scratch buffer (``scratch``) that the caller consumes before returning, or with ``keep`` a
-    new array of its own."""
+    scratch buffer (``scratch``): the caller consumes it before returning."""
     ah, aw = geom
-    n, c = x.shape[:2]
+    lead = x.shape[:-2]
     # zeros around the input (one spare row: the last kernel column's run ends past the last
     # row); only the interior is ever written, so a reused buffer keeps its zero border
-    padded = scratch(xp, ("pad", geom), (n, c, ah.reach + 1, aw.reach), x.dtype, zero=True)
+    padded = scratch(xp, ("pad", geom), lead + (ah.reach + 1, aw.reach), x.dtype, zero=True)
     padded[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size] = x
-    flat = padded.reshape(n, c, (ah.reach + 1) * aw.reach).transpose(1, 0, 2)
+    flat = padded.reshape(*lead, (ah.reach + 1) * aw.reach)
     run = ah.out * aw.reach
-    shape = (c, ah.kernel * aw.kernel, n, run)
-    cols = xp.empty(shape, dtype=x.dtype) if keep else scratch(xp, "cols", shape, x.dtype)
-    for k, offset in enumerate(_flat_offsets(geom)):  # one copy of contiguous runs per kernel position
-        cols[:, k] = flat[..., offset : offset + run]
+    cols = scratch(xp, "cols", lead + (ah.kernel * aw.kernel, run), x.dtype)
+    for k, offset in enumerate(_flat_offsets(geom)):  # one contiguous copy per kernel position
+        cols[..., k, :] = flat[..., offset : offset + run]
     return cols
 
 
 def flat_overlap_add(xp: Any, cols: Any, geom: Geometry) -> Any:
-    """The adjoint of ``flat_windows``: ``(..., C, kh*kw, N, OH*Wp) -> (..., N, C, H, W)``, a new
-    array (leading dims pass through)."""
+    """The adjoint of ``flat_windows``: ``(..., kh*kw, OH*Wp) -> (..., H, W)``, a new array."""
     ah, aw = geom
-    *lead, c, _, n, run = cols.shape
-    out = scratch(xp, "image", (*lead, n, c, (ah.reach + 1) * aw.reach), cols.dtype)
+    lead = cols.shape[:-2]
+    out = scratch(xp, "image", lead + ((ah.reach + 1) * aw.reach,), cols.dtype)
     out.fill(0)
-    planes = out.swapaxes(-2, -3)  # (..., C, N, plane), as the columns
+    run = cols.shape[-1]
     for k, offset in enumerate(_flat_offsets(geom)):
-        planes[..., offset : offset + run] += cols[..., k, :, :]
-    out = out.reshape(*lead, n, c, ah.reach + 1, aw.reach)
+        out[..., offset : offset + run] += cols[..., k, :]
+    out = out.reshape(*lead, ah.reach + 1, aw.reach)
     # a copy, always: a crop that happens to be contiguous would otherwise alias the scratch
     return out[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size].copy()
 
