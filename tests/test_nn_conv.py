@@ -217,3 +217,76 @@ async def test_an_empty_batch_convolves_to_an_empty_batch(fn: str, stride: int) 
     gx, gw = await ag.grad(out.sum(), [x, w])
     assert gx.shape == x.shape
     np.testing.assert_array_equal(gw.data, np.zeros(w.shape))
+
+
+# ================================================================================ backward paths
+# The array path's backward (reused im2col buffers, the bias's gradient summed sample first):
+# a second backward, saved-tensor hooks, an input changed in place and a batched backward must
+# all still give torch's gradients or errors.
+def _both(x: Any, w: Any) -> tuple[Any, Any, Any, Any]:
+    a, aw = ag.tensor(x, requires_grad=True), ag.tensor(w, requires_grad=True)
+    t, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    return a, aw, t, tw
+
+
+@requires_torch
+async def test_a_second_backward_matches_torch() -> None:
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((2, 3, 4, 4)), rng.standard_normal((2, 3, 3, 3))
+    a, aw, t, tw = _both(x, w)
+    out, tout = F.conv2d(a, aw, padding=1), torch.nn.functional.conv2d(t, tw, padding=1)
+    u = rng.standard_normal(out.shape)
+    first = await ag.grad(out, [aw], ag.tensor(u), retain_graph=True)
+    second = await ag.grad(out, [aw], ag.tensor(2 * u))
+    (t1,) = torch.autograd.grad(tout, [tw], torch.tensor(u), retain_graph=True)
+    (t2,) = torch.autograd.grad(tout, [tw], torch.tensor(2 * u))
+    np.testing.assert_allclose(first[0].data, t1.numpy(), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(second[0].data, t2.numpy(), rtol=1e-10, atol=1e-10)
+
+
+@requires_torch
+async def test_saved_tensor_hooks_see_the_data_they_hand_back() -> None:
+    """An unpack hook may hand back other data than the input: the weight's gradient is taken
+    from what it hands back, as torch's."""
+    rng = np.random.default_rng(6)
+    x, w = rng.standard_normal((2, 2, 4, 4)), rng.standard_normal((3, 2, 3, 3))
+    a, aw, t, tw = _both(x, w)
+    with ag.graph.saved_tensors_hooks(lambda v: v, lambda v: v * 2):
+        out = F.conv2d(a, aw, padding=1)
+    with torch.autograd.graph.saved_tensors_hooks(lambda v: v, lambda v: v * 2):
+        tout = torch.nn.functional.conv2d(t, tw, padding=1)
+    u = rng.standard_normal(out.shape)
+    (gw,) = await ag.grad(out, [aw], ag.tensor(u))
+    (tgw,) = torch.autograd.grad(tout, [tw], torch.tensor(u))
+    np.testing.assert_allclose(gw.data, tgw.numpy(), rtol=1e-10, atol=1e-10)
+
+
+@requires_torch
+async def test_an_input_changed_in_place_after_the_forward_is_torchs_error() -> None:
+    x, w = np.ones((1, 1, 3, 3)), np.ones((1, 1, 3, 3))
+    a, aw, t, tw = _both(x, w)
+    base, tbase = a * 1, t * 1
+    out, tout = F.conv2d(base, aw, padding=1), torch.nn.functional.conv2d(tbase, tw, padding=1)
+    base.add_(1)
+    tbase.add_(1)
+    with pytest.raises(RuntimeError) as expected:
+        torch.autograd.grad(tout.sum(), [tw])
+    # (torch's message, naming aiograd where it names torch)
+    with pytest.raises(RuntimeError, match=re.escape(str(expected.value).replace("torch.autograd.", "aiograd.").replace("torch.", "aiograd."))):
+        await ag.grad(out.sum(), [aw])
+
+
+@requires_torch
+async def test_batched_gradients_and_the_bias_match_torch() -> None:
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal((2, 3, 4, 4)), rng.standard_normal((2, 3, 3, 3))
+    a, aw, t, tw = _both(x, w)
+    bias = rng.standard_normal(2)
+    ab, tb = ag.tensor(bias, requires_grad=True), torch.tensor(bias, requires_grad=True)
+    out, tout = F.conv2d(a, aw, ab, padding=1), torch.nn.functional.conv2d(t, tw, tb, padding=1)
+    u = rng.standard_normal((3, *out.shape))
+    gx, gw, gb = await ag.grad(out, [a, aw, ab], ag.tensor(u), is_grads_batched=True)
+    tgx, tgw, tgb = torch.autograd.grad(tout, [t, tw, tb], torch.tensor(u), is_grads_batched=True)
+    np.testing.assert_allclose(gb.data, tgb.numpy(), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(gw.data, tgw.numpy(), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(gx.data, tgx.numpy(), rtol=1e-10, atol=1e-10)

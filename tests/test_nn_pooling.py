@@ -190,3 +190,107 @@ def test_output_shapes_match_torch_over_a_grid(ceil_mode: bool) -> None:
                         avg = torch.nn.functional.avg_pool2d(torch.tensor(x), k, s, p, ceil_mode)
                         np.testing.assert_allclose(F.avg_pool2d(ag.tensor(x), k, s, p, ceil_mode).data,
                                                    avg.numpy(), rtol=1e-12)
+
+
+# ================================================================================ tiling windows
+# Windows that tile the input (kernel == stride, no padding or dilation, sizes a multiple of the
+# kernel: ``MaxPool2d(2)``) take a faster path (``_pooling._tile_max``/``_tile_spread``); it
+# must give the general path's and torch's numbers: ties, signed zeros, infinities, NaN.
+TILES = [(2, (2, 3, 6, 6)), ((2, 3), (2, 2, 4, 9)), (3, (1, 2, 6, 3)), (1, (1, 2, 3, 2)), (2, (3, 4, 2))]
+
+
+def _tie_heavy(shape: tuple[int, ...], dtype: Any) -> Any:
+    """Few distinct values (many ties), both zeros and both infinities among them."""
+    rng = np.random.default_rng(8)
+    x = rng.integers(-1, 2, shape).astype(dtype)
+    flat = x.reshape(-1)
+    flat[rng.permutation(flat.size)[: flat.size // 4]] = -0.0
+    flat[rng.permutation(flat.size)[:3]] = np.inf
+    flat[rng.permutation(flat.size)[:3]] = -np.inf
+    return x
+
+
+@requires_torch
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize(("kernel", "shape"), TILES, ids=[str(t) for t in TILES])
+async def test_tiling_windows_give_torchs_values_indices_and_gradients(kernel: Any, shape: Any, dtype: Any) -> None:
+    from aiograd.nn import _pooling
+
+    x = _tie_heavy(shape, dtype)
+    assert _pooling._tiles(_pooling._geometry(x, "max_pool2d", kernel, None, 0, 1, False))
+    a, t = ag.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, idx = F.max_pool2d(a, kernel, return_indices=True)
+    tout, tidx = torch.nn.functional.max_pool2d(t, kernel, return_indices=True)
+    np.testing.assert_array_equal(idx.data, tidx.numpy())
+    np.testing.assert_array_equal(out.data, tout.detach().numpy())
+    np.testing.assert_array_equal(np.signbit(out.data), np.signbit(tout.detach().numpy()))
+    # upstream gradients finite (a -0.0 among them), then with a NaN and an inf: each lands at
+    # its maximum, +0.0 everywhere else
+    u = np.random.default_rng(9).standard_normal(out.shape).astype(dtype)
+    u.reshape(-1)[0] = -0.0
+    for _ in range(2):
+        (g,) = await ag.grad(out, [a], ag.tensor(u), retain_graph=True)
+        (tg,) = torch.autograd.grad(tout, [t], torch.tensor(u), retain_graph=True)
+        assert g.dtype == tg.numpy().dtype
+        np.testing.assert_array_equal(g.data, tg.numpy())
+        np.testing.assert_array_equal(np.signbit(g.data), np.signbit(tg.numpy()))
+        u.reshape(-1)[1:3] = [np.nan, np.inf]
+
+
+@pytest.mark.parametrize(("kernel", "shape"), TILES, ids=[str(t) for t in TILES])
+def test_tiling_windows_agree_with_the_general_path(kernel: Any, shape: Any) -> None:
+    import math
+
+    from aiograd.nn import _pooling
+    from aiograd.nn._windows import windows
+
+    x = _tie_heavy(shape, np.float64)
+    geom = _pooling._geometry(x, "max_pool2d", kernel, None, 0, 1, False)
+    best, pick = _pooling._running_max(np, windows(np, x, geom, fill=-math.inf), False)
+    tile_best, tile_pick = _pooling._tile_max(np, x, geom)
+    np.testing.assert_array_equal(tile_pick, pick)
+    assert tile_pick.dtype == pick.dtype
+    np.testing.assert_array_equal(tile_best, best)
+    np.testing.assert_array_equal(np.signbit(tile_best), np.signbit(best))
+    # a gradient with a leading batch dim (a batched backward's), a NaN among it
+    g = np.random.default_rng(10).standard_normal((2, *best.shape))
+    g.reshape(-1)[0] = -0.0
+    for _ in range(2):  # finite, then with a NaN
+        tile, general = _pooling._tile_spread(np, g, pick, geom), _pooling._spread(np, g, pick, geom)
+        np.testing.assert_array_equal(tile, general)
+        np.testing.assert_array_equal(np.signbit(tile), np.signbit(general))
+        g.reshape(-1)[1] = np.nan
+
+
+@requires_torch
+async def test_nan_in_tiling_windows_follows_torch() -> None:
+    x = np.array([[[[1.0, np.nan, 3.0, 0.0], [np.nan, 5.0, 2.0, 7.0],
+                    [0.0, -np.inf, np.nan, np.nan], [-1.0, 1.0, 4.0, 9.0]]]])
+    a, t = ag.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, idx = F.max_pool2d(a, 2, return_indices=True)
+    tout, tidx = torch.nn.functional.max_pool2d(t, 2, return_indices=True)
+    np.testing.assert_array_equal(idx.data, tidx.numpy())
+    np.testing.assert_array_equal(out.data, tout.detach().numpy())
+    (g,) = await ag.grad(out.sum(), [a])
+    (tg,) = torch.autograd.grad(tout.sum(), [t])
+    np.testing.assert_array_equal(g.data, tg.numpy())
+
+
+@requires_torch
+async def test_tiling_windows_differentiate_twice_and_batched_as_torch() -> None:
+    x = _tie_heavy((2, 2, 4, 6), np.float64)
+    x[np.isinf(x)] = 3.0  # (finite: the second derivative multiplies)
+    a, t = ag.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, tout = F.max_pool2d(a, 2), torch.nn.functional.max_pool2d(t, 2)
+    rng = np.random.default_rng(11)
+    u, v = rng.standard_normal(out.shape), rng.standard_normal(x.shape)
+    au, tu = ag.tensor(u, requires_grad=True), torch.tensor(u, requires_grad=True)
+    (g,) = await ag.grad(out, [a], au, create_graph=True)
+    (tg,) = torch.autograd.grad(tout, [t], tu, create_graph=True)
+    (gu,) = await ag.grad((g * ag.tensor(v)).sum(), [au])
+    (tgu,) = torch.autograd.grad((tg * torch.tensor(v)).sum(), [tu])
+    np.testing.assert_array_equal(gu.data, tgu.numpy())
+    batch = rng.standard_normal((3, *out.shape))
+    (gb,) = await ag.grad(out, [a], ag.tensor(batch), is_grads_batched=True)
+    (tgb,) = torch.autograd.grad(tout, [t], torch.tensor(batch), is_grads_batched=True)
+    np.testing.assert_array_equal(gb.data, tgb.numpy())

@@ -4,7 +4,9 @@ Max and average pooling read the input's windows as one strided view (``_windows
 ``(..., kh, kw, OH, OW)``). Max pooling runs over the kernel positions (a loop bounded by the
 kernel size, each step a whole-array comparison) and keeps, per window, the position of the first
 largest element (a NaN wins, the last one, as PyTorch's CPU kernel); ``return_indices`` turns it
-into the flat index into the input's ``H*W`` plane. Its backward adds each gradient back at its
+into the flat index into the input's ``H*W`` plane. Windows that tile the input (kernel ==
+stride, no padding or dilation: ``MaxPool2d(2)``) take a faster path over contiguous copies of
+each kernel position's plane (``_tile_max``, ``_tile_spread``), same numbers. Max pooling's backward adds each gradient back at its
 position, one strided add per kernel position (windows may overlap); recorded, it is a scatter
 at the flat indices (``bincount``) whose backward is a gather there, so it differentiates again. Average pooling
 is linear: its backward is ``fold`` of the gradient over the windows, divided by PyTorch's
@@ -147,7 +149,8 @@ def MaxPool2DWithIndicesBackward0(self: Any, grads: list[Any]) -> Any:
     xp = xp_of(g)
     if grad_enabled():
         return (_scatter(g, _flat_index(xp, self.pick, self.geom), (self.geom[0].size, self.geom[1].size)),)
-    return (like(_spread(xp, g.data, self.pick, self.geom), g),)
+    spread = _tile_spread if _tiles(self.geom) else _spread
+    return (like(spread(xp, g.data, self.pick, self.geom), g),)
 
 
 def _spread(xp: Any, g: Any, pick: Any, geom: tuple[Axis, Axis]) -> Any:
@@ -184,6 +187,68 @@ def _running_max(xp: Any, win: Any, has_nan: bool) -> tuple[Any, Any]:
     return best, pick
 
 
+# Tiling windows (kernel == stride, no padding or dilation, the input an exact number of
+# windows; ``MaxPool2d(2)``, the common case) read ``(..., H, W)`` as ``(..., OH, kh, OW, kw)``:
+# the elements at kernel position (i, j) are the plane ``[..., i, :, j]``. Each plane is copied
+# out once (a strided copy) and compared whole, instead of the strided comparisons of the
+# general path; the backward writes each plane of the gradient once, no zeroing and no adds
+# (tiles do not overlap). Same ties (the first maximum) as ``_running_max``; an input with a NaN
+# takes the general path (PyTorch's NaN rule needs the extra test).
+def _tiles(geom: tuple[Axis, Axis]) -> bool:
+    """Whether the windows of ``geom`` tile the input exactly."""
+    return all(a.kernel == a.stride and a.pad == 0 and a.dilation == 1 and a.out * a.kernel == a.size
+               for a in geom)
+
+
+def _tile_planes(x: Any, geom: tuple[Axis, Axis]) -> list[Any]:
+    """The ``kh*kw`` planes ``(..., OH, OW)`` of tiling windows over ``x`` ``(..., H, W)``, row-major
+    kernel order, each a new contiguous array. A window row ``i`` is copied out first (runs of
+    ``W``), then split by column (one long strided run): two cheap copies instead of one with
+    runs of a single kernel column's ``OW`` elements."""
+    (kh, *_, oh), (kw, *_, ow) = geom
+    rows = x.reshape(*x.shape[:-2], oh, kh, ow * kw)
+    planes = []
+    for i in range(kh):
+        row = rows[..., i, :].copy()
+        planes += [row[..., j::kw].copy() for j in range(kw)]
+    return planes
+
+
+def _tile_max(xp: Any, x: Any, geom: tuple[Axis, Axis]) -> tuple[Any, Any]:
+    """``_running_max`` for tiling windows of a NaN-free ``x`` ``(..., H, W)``."""
+    kk = geom[0].kernel * geom[1].kernel
+    planes = _tile_planes(x, geom)
+    best = planes[0]
+    pick = xp.zeros(best.shape, dtype=np.int16 if kk < 2**15 else np.int64)
+    for k in range(1, kk):
+        take = planes[k] > best
+        best = xp.where(take, planes[k], best)  # (not ``maximum``: a tie keeps the first, -0.0 too)
+        # a later position that takes over has the larger index: a max, not a masked store
+        xp.maximum(pick, take * pick.dtype.type(k), out=pick)
+    return best, pick
+
+
+def _tile_spread(xp: Any, g: Any, pick: Any, geom: tuple[Axis, Axis]) -> Any:
+    """``_spread`` for tiling windows: each gradient at its window's maximum, zeros elsewhere.
+    Each plane is written into its window row (one long strided run), each row into the
+    result. A finite gradient is masked by a product (several times faster than ``where``; a NaN
+    or inf would leave NaN where the mask is 0, so those take ``where``); adding 0 makes every
+    zero +0.0, as PyTorch's sum into zeros (a -0.0 gradient included)."""
+    (kh, *_, oh), (kw, *_, ow) = geom
+    lead = g.shape[:-2]
+    finite = bool(xp.isfinite(g).all())
+    out = xp.empty((*lead, oh, kh, ow * kw), dtype=g.dtype)
+    row = xp.empty((*lead, oh, ow * kw), dtype=g.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            at = pick == i * kw + j
+            plane = g * at if finite else xp.where(at, g, 0)
+            plane += 0
+            row[..., j::kw] = plane
+        out[..., i, :] = row
+    return out.reshape(*lead, oh * kh, ow * kw)
+
+
 def _flat_index(xp: Any, pick: Any, geom: tuple[Axis, Axis]) -> Any:
     """The flat index into the ``H*W`` plane of each window's element at kernel position ``pick``:
     element (i, j) of window (oh, ow) sits at row oh*s - p + i*d, column ow*s - p + j*d."""
@@ -206,7 +271,10 @@ def max_pool2d(
     geom = _geometry(x, "max_pool2d", kernel_size, stride, padding, dilation, ceil_mode)
     xp = xp_of(input)
     has_nan = x.dtype.kind == "f" and bool(xp.isnan(x).any())  # (one pass over the input)
-    data, pick = _running_max(xp, windows(xp, x, geom, fill=-math.inf), has_nan)
+    if _tiles(geom) and not has_nan:
+        data, pick = _tile_max(xp, x, geom)
+    else:
+        data, pick = _running_max(xp, windows(xp, x, geom, fill=-math.inf), has_nan)
     out = like(data, input)
     if needs_grad(input):
         node = attach(MaxPool2DWithIndicesBackward0((edge_of(input),)), out)
