@@ -62,7 +62,11 @@ SPECS = [
     # ---------------------------------------------------------------- linear
     OpSpec("linear", lambda lib, x, w, b: linear(lib, x, w, b), ((2, 3), (4, 3), (4,))),
     OpSpec("linear_no_bias", lambda lib, x, w: linear(lib, x, w), ((2, 3), (4, 3))),
-    OpSpec("linear_3d", lambda lib, x, w, b: linear(lib, x, w, b), ((2, 2, 3), (4, 3), (4,))),
+    # batch dims fold into rows (one 2-D product) and the result is viewed back, as in PyTorch
+    OpSpec("linear_3d", lambda lib, x, w, b: linear(lib, x, w, b), ((2, 2, 3), (4, 3), (4,)),
+           grad_fn="ViewBackward0"),
+    OpSpec("linear_4d_transposed_input", lambda lib, x, w, b: linear(lib, x.transpose(0, 2), w, b),
+           ((3, 2, 2, 3), (4, 3), (4,)), grad_fn="AddBackward0", op="linear"),
     OpSpec("linear_3d_no_bias", lambda lib, x, w: linear(lib, x, w), ((2, 2, 3), (4, 3))),
     OpSpec("linear_1d", lambda lib, x, w, b: linear(lib, x, w, b), ((3,), (4, 3), (4,))),
     OpSpec("linear_row_bias", lambda lib, x, w, b: linear(lib, x, w, b), ((2, 3), (4, 3), (1, 4))),
