@@ -138,7 +138,7 @@ from ._ops.joining import cat, chunk, concat, concatenate, split, split_with_siz
 from ._ops.linalg import matmul, mm
 from ._ops.pointwise import addcdiv, addcmul, lerp, masked_fill
 from ._ops.products import bmm, dot, einsum, outer, tensordot, trace
-from ._ops.rearrange import (  # (i13-shape)
+from ._ops.rearrange import (
     diag,
     diagonal,
     flip,
@@ -155,7 +155,7 @@ from ._ops.rearrange import (  # (i13-shape)
 from ._ops.reduction import argmax, argmin, max, mean, min, prod, sum, var
 from ._ops.reduction_extra import all, amax, amin, any, count_nonzero
 from ._ops.scans import cumprod, cumsum
-from ._ops.scatter import (  # (i13-shape)
+from ._ops.scatter import (
     index_add,
     masked_select,
     nonzero,
@@ -226,7 +226,7 @@ __all__ = [
     # reductions
     "sum", "mean", "var", "std", "norm", "max", "min", "prod", "logsumexp", "softmax", "log_softmax", "argmax",
     "argmin",
-    # (issue 13: reductions and scans)
+    # reductions, scans and sorting
     "amax", "amin", "all", "any", "count_nonzero", "cumsum", "cumprod", "sort", "argsort", "topk",
     "kthvalue", "median",
     # shape, indexing, joining, linear algebra
@@ -235,10 +235,10 @@ __all__ = [
     "split_with_sizes", "chunk", "unbind", "matmul", "mm",
     # submodules
     "cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
-    "optim",  # issue 13: optim
-    # linear algebra (issue 13)
+    "optim",
+    # linear algebra
     "bmm", "dot", "einsum", "outer", "tensordot", "trace", "linalg",
-    # shape and indexing of issue 13 (i13-shape)
+    # shape and indexing
     "flip", "roll", "narrow", "select", "movedim", "moveaxis", "unflatten", "tril", "triu", "diagonal", "diag",
     "tile", "scatter", "scatter_add", "index_add", "masked_select", "take_along_dim", "nonzero",
 ]

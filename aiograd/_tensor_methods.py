@@ -40,10 +40,10 @@ __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]
 _FAMILIES = (
     elementwise, unary_math, binary_math, pointwise, indexing, joining, linalg, reduction, softmax,
     shape, convenience, inplace, _hooks,
-    products,  # linear algebra (issue 13)
-    special,  # i13-nnf: erf, erfc
-    reduction_extra, scans, sorting,  # (issue 13: reductions and scans)
-    rearrange, scatter, padding,  # shape and indexing of issue 13 (i13-shape)
+    products,  # linear algebra
+    special,  # erf, erfc
+    reduction_extra, scans, sorting,
+    rearrange, scatter, padding,  # shape and indexing
 )
 
 #: Every method and operator bound onto Tensor here: name -> function (a later family wins).

@@ -25,7 +25,7 @@ Reported: the median step, and aiograd's time over torch's.
 
     python benchmarks/bench_models.py [--rounds 3] [--steps 20] [--warmup 5] [--only cnn]
 
-Goals (issue 13): the CNN step within 2x of torch, the transformer step within 1.5x.
+Goals: the CNN step within 2x of torch, the transformer step within 1.5x.
 """
 
 from __future__ import annotations

@@ -22,14 +22,14 @@ import pytest
 import test_function
 import test_inplace_views
 import test_linalg
-import test_nn_activations  # i13-nnf
+import test_nn_activations
 import test_nn_attention
 import test_nn_conv  # convolutions (family _conv)
-import test_nn_dropout  # i13-nnf
-import test_nn_embedding  # i13-nnf
+import test_nn_dropout
+import test_nn_embedding
 import test_nn_functional
 import test_nn_losses
-import test_nn_normalization  # i13-nnf
+import test_nn_normalization
 import test_nn_pooling  # pooling (family _pooling)
 import test_ops_binary_math
 import test_ops_convenience
@@ -42,12 +42,12 @@ import test_ops_pointwise
 import test_ops_products
 import test_ops_rearrange
 import test_ops_reduction
-import test_ops_reduction_extra  # (issue 13: reductions and scans)
-import test_ops_scans  # (issue 13: reductions and scans)
+import test_ops_reduction_extra
+import test_ops_scans
 import test_ops_scatter
 import test_ops_shape
-import test_ops_sorting  # (issue 13: reductions and scans)
-import test_ops_special  # i13-nnf
+import test_ops_sorting
+import test_ops_special
 import test_ops_unary_math
 from helpers import rng
 
@@ -689,13 +689,13 @@ SPEC_TABLES = {
     "linalg": test_ops_linalg.SPECS,
     "convenience": test_ops_convenience.SPECS + test_ops_convenience.REPEAT_SPECS,
     "function": test_function.SPECS,
-    # (issue 13: linear algebra)
+    # linear algebra
     "products": test_ops_products.SPECS + test_ops_products.EINSUM_SPECS,
     "decompositions": test_linalg.SPECS + test_linalg.NORM_SPECS,
-    "reduction_extra": test_ops_reduction_extra.REDUCTION_SPECS,  # (issue 13: reductions and scans)
+    "reduction_extra": test_ops_reduction_extra.REDUCTION_SPECS,
     "scans": test_ops_scans.SPECS,
     "sorting": test_ops_sorting.SPECS,
-    # shape and indexing of issue 13 (i13-shape)
+    # shape and indexing
     "rearrange": test_ops_rearrange.SPECS,
     "scatter": test_ops_scatter.SPECS,
     "padding": test_ops_padding.SPECS,
@@ -707,7 +707,7 @@ SPEC_TABLES = {
     "_conv": test_nn_conv.SPECS,
     "_pooling": test_nn_pooling.SPECS,
 }
-# i13-nnf: special functions and the nn.functional activations, dropout, norms, embedding
+# special functions and the nn.functional activations, dropout, norms, embedding
 SPEC_TABLES.update({
     "special": test_ops_special.SPECS,
     "activations": test_nn_activations.ACTIVATION_SPECS,

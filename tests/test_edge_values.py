@@ -97,7 +97,7 @@ UNARY: dict[str, Fn] = {
     "trunc": lambda lib, x: x.trunc(),
     "frac": lambda lib, x: x.frac(),
     "F.sigmoid": lambda lib, x: lib.sigmoid(x),
-    # i13-nnf: special functions and nn.functional activations
+    # special functions and nn.functional activations
     "erf": lambda lib, x: x.erf(),
     "erfc": lambda lib, x: x.erfc(),
     "F.gelu": lambda lib, x: lib.nn.functional.gelu(x),
@@ -170,11 +170,11 @@ REDUCTIONS: dict[str, Fn] = {
     "mse_loss": lambda lib, x: lib.nn.functional.mse_loss(x, x.detach() * 0.0 + 1.0),
     "cross_entropy": lambda lib, x: lib.nn.functional.cross_entropy(x.reshape(1, -1), lib.tensor([0])),
     "nll_loss": lambda lib, x: lib.nn.functional.nll_loss(x.reshape(1, -1), lib.tensor([0])),
-    # i13-nnf: normalizations
+    # normalizations
     "layer_norm": lambda lib, x: lib.nn.functional.layer_norm(x, x.shape),
     "batch_norm": lambda lib, x: lib.nn.functional.batch_norm(lib.cat([x, x * 2.0]).reshape(-1, 1), None, None, training=True),
     "group_norm": lambda lib, x: lib.nn.functional.group_norm(lib.cat([x, x * 2.0]).reshape(1, -1), 1),
-    # (issue 13: reductions and scans)
+    # reductions, scans and sorting
     "amax": lambda lib, x: x.amax(),
     "amin": lambda lib, x: x.amin(),
     "amax_dim": lambda lib, x: x.reshape(1, -1).amax(1),
@@ -199,7 +199,7 @@ ROUNDED = {"exp", "sin", "cos", "tanh", "sigmoid", "F.sigmoid", "exp_", "rpow_2"
 #: ... and those of them that differ in float64 too (the others are exact there): lerp's
 #: vectorized loop uses a fused multiply-add, rounded once (numpy rounds twice).
 ROUNDED_FLOAT64 = {"softmax", "log_softmax", "cross_entropy", "lerp", "lerp_tensor_weight"}
-# i13-nnf: erf/erfc (fdlibm in float64, rounded to float32) and the activations (numpy's exp,
+# erf/erfc (fdlibm in float64, rounded to float32) and the activations (numpy's exp,
 # tanh, log1p against torch's vectorised ones); the normalizations (summation order)
 ROUNDED |= {"erf", "erfc", "F.gelu", "F.gelu_tanh", "F.silu", "F.mish", "F.elu", "F.softplus",
             "layer_norm", "batch_norm", "group_norm"}
@@ -216,7 +216,7 @@ ZERO_TIES = {"maximum", "minimum", "max_binary", "clamp_min_tensor", "clamp_max_
 EXCEPTIONS = {("log1p", np.float64, 5e-324), ("log1p", np.float64, -5e-324),
               ("log1p", np.float32, 1e-45), ("log1p", np.float32, -1e-45),
               ("sigmoid", np.float32, -100.0), ("F.sigmoid", np.float32, -100.0)}
-# i13-nnf: torch's vectorised loops differ from its scalar loop (the formula, which aiograd
+# torch's vectorised loops differ from its scalar loop (the formula, which aiograd
 # follows) at NaN for ELU's and Hardtanh's gradients and at +inf for float32 GELU; asserted in
 # tests/test_nn_activations.py::test_torchs_vectorised_loops_differ_from_its_formula_...
 EXCEPTIONS |= {("F.elu", np.float64, NAN), ("F.elu", np.float32, NAN), ("F.hardtanh", np.float64, NAN),
@@ -240,15 +240,15 @@ NOT_POINTWISE = {
     "expand_as", "view_as", "reshape_as", "contiguous", "type_as", "getitem", "index_select",
     "gather", "zero_", "fill_", "copy_", "setitem", "add_", "sub_", "mul_", "div_", "cat",
     "stack", "split_with_sizes", "split", "chunk", "unbind", "matmul", "mm", "linear",
-    # (issue 13: linear algebra: matrix functions, not elementwise)
+    # linear algebra: matrix functions, not elementwise
     "bmm", "dot", "outer", "trace", "tensordot", "einsum", "linalg_inv", "linalg_solve", "linalg_det",
     "linalg_slogdet", "linalg_cholesky", "linalg_qr", "linalg_eigh", "linalg_svd",
-    # shape and indexing of issue 13 (i13-shape): they move or pick entries, no arithmetic
+    # shape and indexing: they move or pick entries, no arithmetic
     "flip", "roll", "narrow", "select", "movedim", "moveaxis", "unflatten", "tril", "triu", "diagonal",
     "diag", "tile", "scatter", "scatter_add", "index_add", "masked_select", "take_along_dim", "pad",
     "tril_", "triu_", "scatter_", "scatter_add_", "index_add_",
 }
-NOT_POINTWISE |= {"dropout", "embedding"}  # i13-nnf: a random mask (a mul); a row lookup
+NOT_POINTWISE |= {"dropout", "embedding"}  # a random mask (a mul); a row lookup
 # nn: binary_cross_entropy raises for inputs outside [0, 1], NaN included (its 0 and 1 are in
 # tests/test_nn_losses.py); the distances and attention are composites of the ops covered here.
 NOT_POINTWISE |= {"binary_cross_entropy", "normalize", "cosine_similarity", "scaled_dot_product_attention",

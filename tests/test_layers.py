@@ -32,8 +32,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "_autograd", "function", "functional", "_checkpoint", "_factories", "_tensor_methods", "sync",
             "testing", "utils", "_graph", "graph", "_checkpoint_non_reentrant", "_runner", "cuda", "",  # "": the package's own __init__
-            "optim",  # issue 13: aiograd.optim (optimizers, lr_scheduler)
-            "linalg",  # (issue 13: torch.linalg's namespace, re-exporting ops)
+            "optim",  # aiograd.optim (optimizers, lr_scheduler)
+            "linalg",
         ),
     ),
 )

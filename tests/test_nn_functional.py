@@ -56,9 +56,9 @@ def test_reexports() -> None:
     assert sorted(F.__all__) == sorted(
         ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "linear", "mse_loss", "nll_loss",
          "cross_entropy"]
-        + ["gelu", "silu", "elu", "leaky_relu", "softplus", "hardtanh", "mish", "dropout",  # i13-nnf
+        + ["gelu", "silu", "elu", "leaky_relu", "softplus", "hardtanh", "mish", "dropout",
            "layer_norm", "batch_norm", "group_norm", "embedding"]
-        + ["pad", "one_hot"]  # shape and indexing of issue 13 (i13-shape)
+        + ["pad", "one_hot"]  # shape and indexing
         + ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "kl_div", "normalize", "cosine_similarity",
            "scaled_dot_product_attention", "multi_head_attention_forward"]

@@ -119,15 +119,15 @@ globals().update(make_op_tests(SPECS))
 #: The test modules whose ``*SPECS`` tables cover the rest of the registry.
 SPEC_MODULES = (
     "test_ops_elementwise", "test_ops_unary_math", "test_ops_binary_math", "test_ops_pointwise", "test_ops_shape", "test_ops_linalg", "test_ops_convenience",
-    "test_ops_products", "test_linalg",  # (issue 13: linear algebra)
-    "test_ops_reduction_extra", "test_ops_scans", "test_ops_sorting",  # (issue 13: reductions and scans)
-    "test_ops_rearrange", "test_ops_scatter", "test_ops_padding",  # shape and indexing of issue 13 (i13-shape)
+    "test_ops_products", "test_linalg",
+    "test_ops_reduction_extra", "test_ops_scans", "test_ops_sorting",
+    "test_ops_rearrange", "test_ops_scatter", "test_ops_padding",  # shape and indexing
     # nn losses, distances and attention (aiograd/nn/_losses.py, _distance.py, _attention.py)
     "test_nn_losses", "test_nn_attention",
     # convolutions and pooling (families _conv, _pooling)
     "test_nn_conv", "test_nn_pooling",
 )
-# i13-nnf: special functions, activations, dropout, normalization, embedding
+# special functions, activations, dropout, normalization, embedding
 SPEC_MODULES += ("test_ops_special", "test_nn_activations", "test_nn_dropout", "test_nn_normalization", "test_nn_embedding")
 
 
@@ -166,9 +166,9 @@ def test_registry_rules_are_consistent() -> None:
     families = {"casting", "elementwise", "unary_math", "binary_math", "pointwise", "shape", "reduction", "indexing", "joining", "linalg",
                 "convenience", "inplace", "assign", "functional", "softmax"}
     families |= {"products", "linear_systems", "decompositions", "orthogonal"}  # linear algebra
-    families |= {"special", "activations", "dropout", "normalization", "embedding"}  # i13-nnf
-    families |= {"reduction_extra", "scans", "sorting"}  # (issue 13: reductions and scans)
-    families |= {"rearrange", "scatter", "padding"}  # shape and indexing of issue 13 (i13-shape)
+    families |= {"special", "activations", "dropout", "normalization", "embedding"}
+    families |= {"reduction_extra", "scans", "sorting"}
+    families |= {"rearrange", "scatter", "padding"}  # shape and indexing
     families |= {"losses", "distance", "attention"}  # nn losses, distances, attention (aiograd/nn)
     families |= {"_conv", "_pooling"}  # convolutions and pooling (aiograd/nn/_conv.py, _pooling.py)
     for name, rule in OPS.items():

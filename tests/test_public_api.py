@@ -31,9 +31,9 @@ PUBLIC_MODULES = (
     aiograd.testing,
     aiograd.utils,
     aiograd.utils.checkpoint,
-    aiograd.optim,  # issue 13: optim
-    aiograd.optim.lr_scheduler,  # issue 13: optim
-    aiograd.linalg,  # (issue 13: linear algebra)
+    aiograd.optim,
+    aiograd.optim.lr_scheduler,
+    aiograd.linalg,
     # aiograd.nn (Module, layers, init, utils)
     aiograd.nn,
     aiograd.nn.init,

@@ -138,7 +138,7 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "LinalgQrBackward0",
     "LinalgEighBackward0",
     "LinalgSvdBackward0",
-    # i13-nnf: erf, erfc and the nn.functional activations: elementwise, constant masks
+    # erf, erfc and the nn.functional activations: elementwise, constant masks
     "ErfBackward0",
     "ErfcBackward0",
     "GeluBackward0",
@@ -162,7 +162,7 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "KthvalueBackward0",
     "MedianBackward0",
     "MedianBackward1",
-    # shape and indexing of issue 13 (i13-shape): dims shifted past the batch dims, indices
+    # shape and indexing: dims shifted past the batch dims, indices
     # broadcast over them; the pads touch trailing dims only
     "FlipBackward0",
     "RollBackward0",
@@ -211,7 +211,7 @@ PER_SAMPLE_RULES: frozenset[str] = frozenset({
     # the batch is there (not bit for bit the loop)
     "EinsumBackward0",
     "LinalgDetBackward0",
-    # i13-nnf: the normalizations reduce over axes of the saved input, and embedding scatters
+    # the normalizations reduce over axes of the saved input, and embedding scatters
     # into the weight's unbatched shape: written for one sample (a batched version would put
     # the batch dims in front of those axes and shapes)
     "NativeLayerNormBackward0",

@@ -35,21 +35,21 @@ from .._ops.batching import batch_ndim as _batch_ndim
 from .._ops.batching import per_sample_scalar as _per_sample_scalar
 from .._ops.elementwise import relu, sigmoid, tanh
 from .._ops.linalg import linear
-from .._ops.padding import one_hot, pad  # shape and indexing of issue 13 (i13-shape)
+from .._ops.padding import one_hot, pad  # shape and indexing
 from .._ops.pointwise import masked_fill as _masked_fill
 from .._ops.quiet import quietly as _quietly
 from .._ops.reduction import _dtype_name
 from .._ops.shape import reduce_grad as _reduce_grad
 from .._ops.softmax import log_softmax as _log_softmax
 from .._ops.softmax import softmax as _softmax
-from ._activations import elu, gelu, hardtanh, leaky_relu, mish, silu, softplus  # i13-nnf
+from ._activations import elu, gelu, hardtanh, leaky_relu, mish, silu, softplus
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention
 
-# convolutions and pooling (issue 13, families _conv and _pooling)
+# convolutions and pooling (families _conv and _pooling)
 from ._conv import conv1d, conv2d, conv_transpose2d
 from ._distance import cosine_similarity, normalize
-from ._dropout import dropout  # i13-nnf
-from ._embedding import embedding  # i13-nnf
+from ._dropout import dropout
+from ._embedding import embedding
 from ._losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -61,7 +61,7 @@ from ._losses import (
 from ._losses import legacy_reduction as _reduction
 from ._losses import record_loss as _record_loss
 from ._losses import target_size_warning as _target_size_warning
-from ._normalization import batch_norm, group_norm, layer_norm  # i13-nnf
+from ._normalization import batch_norm, group_norm, layer_norm
 from ._pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 
 if typing.TYPE_CHECKING:
@@ -79,10 +79,10 @@ __all__ = [
     "mse_loss",
     "nll_loss",
     "cross_entropy",
-    # i13-nnf: activations, dropout, normalization, embedding
+    # activations, dropout, normalization, embedding
     "gelu", "silu", "elu", "leaky_relu", "softplus", "hardtanh", "mish",
     "dropout", "layer_norm", "batch_norm", "group_norm", "embedding",
-    # shape and indexing of issue 13 (i13-shape)
+    # shape and indexing
     "pad",
     "one_hot",
     # losses, distances and attention (aiograd/nn/_losses.py, _distance.py, _attention.py)
