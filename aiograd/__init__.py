@@ -7,7 +7,7 @@ Layers, bottom up. A module imports only from its own layer and those below, nev
 (function-level imports included; ``tests/test_layers.py`` checks it from the source), and no
 module sets another module's globals:
 
-1. base: ``_dtypes``, ``_cost``, ``_grad_mode``, ``_graph_context`` (which GraphTask is running,
+1. base: ``_dtypes``, ``_random`` (the default generator), ``_cost``, ``_grad_mode``, ``_graph_context`` (which GraphTask is running,
    for the op rules that ask), ``_format``, ``executors``;
 2. devices: ``_device`` (interned device objects, the device-type registry), ``_devices`` (one
    module per device type, ``cpu``, ``sim``, ``cuda``, ``simcuda``, loaded by name when its first
@@ -16,18 +16,20 @@ module sets another module's globals:
    ``_anomaly``, ``_tensor``, ``_saved``, ``_node`` (nodes, edges, AccumulateGrad, the hooks a
    node carries), ``_hooks`` (running hooks), ``_views``; where it needs an op (``sum_to_size``,
    ``to``, ``clone``) it calls a Tensor method;
-4. ops: ``_ops`` (the op registry and one module per family of rules) and ``nn.functional``;
+4. ops: ``_ops`` (the op registry and one module per family of rules) and ``nn`` (its
+   functional ops, ``Module`` and the layers, ``init``, ``utils``: weights in files);
 5. engine: ``_engine`` (a package; its ``__init__`` maps one gradient's way through it);
 6. API: ``_autograd``, ``function``, ``functional`` (vjp, jvp, jacobian, hessian, hvp, vhp),
    ``graph`` (saved-tensor hooks, gradient edges, multi-grad hooks), ``_checkpoint`` and
    ``_checkpoint_non_reentrant``, ``_factories``, ``_tensor_methods`` (binds the ops onto Tensor
    as methods and operators), ``sync``, ``testing``, ``utils``, ``_runner``, ``cuda`` (the public
    CUDA API, ``torch.cuda``'s) and this module.
-   Also in this layer: ``optim``, the public submodule ``aiograd.optim`` (``torch.optim``'s
-   optimizers and ``optim.lr_scheduler``).
+   Also in this layer: ``optim`` (``torch.optim``'s optimizers and ``optim.lr_scheduler``) and
+   ``linalg`` (``torch.linalg``'s namespace).
 
 Public
-submodules: ``aiograd.nn.functional``, ``aiograd.functional`` (vjp, jacobian, hessian, ...),
+submodules: ``aiograd.nn`` (``Module``, layers, ``nn.functional``, ``nn.init``, ``nn.utils``),
+``aiograd.optim``, ``aiograd.linalg``, ``aiograd.functional`` (vjp, jacobian, hessian, ...),
 ``aiograd.testing``, ``aiograd.cuda`` (CUDA devices, streams, events), ``aiograd.function``
 (custom Functions), ``aiograd.graph`` (``torch.autograd.graph``), ``aiograd.executors``,
 ``aiograd.sync`` (blocking backward/grad) and ``aiograd.utils.checkpoint``. Every public name is re-exported
