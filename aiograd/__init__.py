@@ -24,15 +24,16 @@ module sets another module's globals:
    ``_checkpoint_non_reentrant``, ``_factories``, ``_tensor_methods`` (binds the ops onto Tensor
    as methods and operators), ``sync``, ``testing``, ``utils``, ``_runner``, ``cuda`` (the public
    CUDA API, ``torch.cuda``'s) and this module.
-   Also in this layer: ``optim`` (``torch.optim``'s optimizers and ``optim.lr_scheduler``) and
-   ``linalg`` (``torch.linalg``'s namespace).
+   Also in this layer: ``optim`` (``torch.optim``'s optimizers and ``optim.lr_scheduler``),
+   ``linalg`` (``torch.linalg``'s namespace) and ``serving`` (dynamic batching).
 
 Public
 submodules: ``aiograd.nn`` (``Module``, layers, ``nn.functional``, ``nn.init``, ``nn.utils``),
 ``aiograd.optim``, ``aiograd.linalg``, ``aiograd.functional`` (vjp, jacobian, hessian, ...),
 ``aiograd.testing``, ``aiograd.cuda`` (CUDA devices, streams, events), ``aiograd.function``
 (custom Functions), ``aiograd.graph`` (``torch.autograd.graph``), ``aiograd.executors``,
-``aiograd.sync`` (blocking backward/grad) and ``aiograd.utils.checkpoint``. Every public name is re-exported
+``aiograd.sync`` (blocking backward/grad), ``aiograd.serving`` (dynamic batching of concurrent
+requests) and ``aiograd.utils.checkpoint``. Every public name is re-exported
 here explicitly and listed in ``__all__``; everything else is internal.
 """
 
@@ -46,6 +47,7 @@ from . import (
     linalg,
     nn,
     optim,
+    serving,
     sync,
     testing,
     utils,
@@ -238,6 +240,7 @@ __all__ = [
     # submodules
     "cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
     "optim",
+    "serving",
     # linear algebra
     "bmm", "dot", "einsum", "outer", "tensordot", "trace", "linalg",
     # shape and indexing

@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "testing", "utils", "_graph", "graph", "_checkpoint_non_reentrant", "_runner", "cuda", "",  # "": the package's own __init__
             "optim",  # aiograd.optim (optimizers, lr_scheduler)
             "linalg",
+            "serving",  # aiograd.serving (dynamic batching)
         ),
     ),
 )

@@ -15,6 +15,7 @@ import aiograd.nn.init
 import aiograd.nn.utils
 import aiograd.optim
 import aiograd.optim.lr_scheduler
+import aiograd.serving
 import aiograd.sync
 import aiograd.testing
 import aiograd.utils.checkpoint
@@ -38,6 +39,7 @@ PUBLIC_MODULES = (
     aiograd.nn,
     aiograd.nn.init,
     aiograd.nn.utils,
+    aiograd.serving,
 )
 
 
@@ -59,6 +61,7 @@ def test_no_internal_module_leaks_into_the_top_level():
     assert modules <= {
         "cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
         "linalg", "optim",
+        "serving",
     }, modules
 
 
