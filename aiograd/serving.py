@@ -252,7 +252,8 @@ class BatchedFunction(typing.Generic[_T, _R]):
         self._instances: dict[int, tuple[weakref.ref[Any], _Slot]] = {}
 
     async def __call__(self, item: _T) -> _R:
-        return await self._slot.get(self._func, self._func.__qualname__, self._config).submit(item)
+        result = await self._slot.get(self._func, self._func.__qualname__, self._config).submit(item)
+        return typing.cast("_R", result)
 
     def statistics(self) -> BatchStatistics:
         """The batcher's counters (``BatchStatistics``; all zero before the first call)."""
