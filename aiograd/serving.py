@@ -89,6 +89,7 @@ class _Batcher:
         self.func, self.name, self.config, self.loop = func, name, config, loop
         self.queue: _deque[_Request] = _deque()
         self.running: asyncio.Task[None] | None = None
+        self.running_requests: list[_Request] = []
         self.timer: asyncio.Handle | None = None
         self.timer_at = math.inf
         self.batches = self.items = self.max_size = self.rejected = self.cancelled = 0
@@ -118,6 +119,12 @@ class _Batcher:
             if not request.dispatched:
                 self.queue.remove(request)
                 self._schedule()
+            elif (
+                self.running is not None
+                and request in self.running_requests
+                and all(r.future.cancelled() for r in self.running_requests)
+            ):
+                self.running.cancel()  # nobody is left to take a result: stop computing in vain
             raise
 
     # ----------------------------------------------------------------------------- dispatch
@@ -162,6 +169,7 @@ class _Batcher:
         self.max_size = max(self.max_size, size)
         # A fresh context: the batch runs with the context variables' defaults (grad mode on),
         # not with whatever the caller that happened to trigger the dispatch had set.
+        self.running_requests = requests
         self.running = self.loop.create_task(self._run(requests), context=contextvars.Context())
 
     async def _run(self, requests: list[_Request]) -> None:
@@ -196,7 +204,7 @@ class _Batcher:
                 else:
                     r.future.set_result(result)
         finally:
-            self.running = None
+            self.running, self.running_requests = None, []
             self._schedule()
 
     def statistics(self) -> BatchStatistics:
@@ -332,7 +340,8 @@ def batch(
     raised. A result list of the wrong length (or not a sequence) fails every caller of the
     batch with a ``ValueError`` (``TypeError``) saying so. A caller cancelled while queued is
     removed from the queue, so its item never reaches ``f``; a caller cancelled while its batch
-    runs only loses its result: the batch runs on for the others. ``f`` runs in a task of its own
+    runs only loses its result: the batch runs on for the others, unless every caller of the
+    batch is gone, and then the batch's task is cancelled (``f`` sees ``CancelledError``). ``f`` runs in a task of its own
     in a fresh context (context variables at their defaults: grad mode on).
 
     Backpressure: at most ``max_queue_size`` items wait (the running batch's items not

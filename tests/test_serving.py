@@ -288,6 +288,28 @@ async def test_a_caller_cancelled_while_its_batch_runs_does_not_cancel_the_batch
     assert (stats.batches, stats.items, stats.cancelled) == (1, 2, 1)
 
 
+async def test_a_batch_whose_callers_are_all_cancelled_is_cancelled_too():
+    rec = Recorder()
+
+    @batch(max_batch_size=4)
+    async def f(items):
+        return await rec(items)
+
+    with anyio.fail_after(HANG):
+        callers = [asyncio.ensure_future(f("block")), asyncio.ensure_future(f("x"))]
+        await rec.started.wait()
+        callers[0].cancel()
+        await asyncio.gather(callers[0], return_exceptions=True)
+        assert f.statistics().running  # one caller is still waiting: the batch runs on
+        callers[1].cancel()
+        await asyncio.gather(callers[1], return_exceptions=True)
+        await turns_until(lambda: not f.statistics().running)
+        assert rec.finished == []  # cancelled, not finished in vain
+        assert await f("next") == "rnext"  # and the batcher still serves
+    assert rec.batches == [["block", "x"], ["next"]]
+    assert f.statistics().cancelled == 2
+
+
 async def test_an_anyio_cancel_scope_around_a_queued_caller_removes_its_item():
     rec = Recorder()
 
