@@ -219,17 +219,17 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             if bias is not None
             else f"expected m1 and m2 to have the same dtype, but got: {cpp_type_name(x_dt)} != {cpp_type_name(w_dt)}"
         )
-    if input.data.ndim > 2 and weight.data.ndim == 2:
-        # The batch dims fold into rows: one 2-D product (one BLAS call, and one for the weight's
-        # gradient instead of a product per batch element and a sum), viewed back. As PyTorch's
-        # at::linear, the bias joins the product only for a contiguous 3-D input (ViewBackward0),
-        # and is added after it otherwise (AddBackward0).
-        *batch, fan_in = input.data.shape
-        fused = bias is not None and input.data.ndim == 3 and input.is_contiguous()
-        folded = linear(input.reshape(-1, fan_in), weight, bias if fused else None)
-        out = folded.reshape(*batch, folded.data.shape[-1])
-        return out if bias is None or fused else out + bias
-    if input.data.ndim != 2:
+    if input.data.ndim != 2:  # (the 2-D case, a training step's, tests one comparison)
+        if input.data.ndim > 2 and weight.data.ndim == 2:
+            # The batch dims fold into rows: one 2-D product (one BLAS call, and one for the
+            # weight's gradient instead of a product per batch element and a sum), viewed back.
+            # As PyTorch's at::linear, the bias joins the product only for a contiguous 3-D input
+            # (ViewBackward0), and is added after it otherwise (AddBackward0).
+            *batch, fan_in = input.data.shape
+            fused = bias is not None and input.data.ndim == 3 and input.is_contiguous()
+            folded = linear(input.reshape(-1, fan_in), weight, bias if fused else None)
+            out = folded.reshape(*batch, folded.data.shape[-1])
+            return out if bias is None or fused else out + bias
         out = matmul(input, weight.mT)
         return out if bias is None else out + bias
     x, w = input.data, weight.data
