@@ -169,6 +169,12 @@ async def test_grad_outputs_from_the_output_saliency_of_the_predicted_class():
     want = await one_by_one(model, xs, want_v)
     for (_, g), (_, want_g) in zip(got, want):
         np.testing.assert_allclose(g.numpy(), want_g, rtol=1e-12, atol=1e-14)
+    # Per request: a callable for one, a fixed seed for the other.
+    fixed = np.eye(3)[[2, 2]]
+    got = await serving.per_request_grad(model, xs, [one_hot_of_argmax, fixed])
+    want = await one_by_one(model, xs, [want_v[0], fixed])
+    for (_, g), (_, want_g) in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), want_g, rtol=1e-12, atol=1e-14)
 
 
 @once

@@ -170,7 +170,7 @@ class RequestGrad(NamedTuple):
 
 
 GradOutputs = (
-    Sequence["Tensor | np.ndarray | float | None"]
+    Sequence["Tensor | np.ndarray | float | Callable[[Tensor], Tensor | np.ndarray | float] | None"]
     | Callable[[Tensor], "Tensor | np.ndarray | float"]
     | None
 )
@@ -193,9 +193,10 @@ async def per_request_grad(
     output with one row per input row (a model's forward). For request ``i`` the result holds
     its output rows ``y_i`` and ``d(sum(y_i * v_i)) / d x_i``, the vector-Jacobian product with
     its ``grad_output`` ``v_i``: ones when ``grad_outputs`` is None (the gradient of
-    ``y_i.sum()``: a saliency); ``grad_outputs[i]`` from a sequence (None for ones, a number, or
-    a tensor or array shaped as ``y_i``); or ``grad_outputs(y_i)`` from a callable that sees the
-    detached output (for a target chosen from it, say the predicted class).
+    ``y_i.sum()``: a saliency); ``grad_outputs[i]`` from a sequence (None for ones, a number, a
+    tensor or array shaped as ``y_i``, or a callable of ``y_i``); or ``grad_outputs(y_i)`` from
+    one callable for all. A callable sees the detached output, for a ``grad_output`` chosen from
+    it (the predicted class's one-hot, say).
 
     It equals ``grad(fn(x_i), x_i, v_i)`` request by request, to float rounding, when the rows
     of ``fn`` are independent (this module's docstring says when they are). With ``check``
@@ -268,6 +269,8 @@ def _grad_output_batch(grad_outputs: GradOutputs, outputs: list[Tensor], out: Te
     with _no_grad():
         seeds = []
         for i, (v, o) in enumerate(zip(pieces, outputs)):
+            if callable(v):
+                v = v(o)
             if v is None:
                 v = 1.0
             v = _as_tensor(v, dtype=out.dtype, device=out.device)
