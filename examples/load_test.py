@@ -75,6 +75,7 @@ class LoadReport:
     max_ms: float
     warmup: int = 0  # requests sent before the measured ones, not counted
     client_cpu_us: float = float("nan")  # this process's CPU time per measured request
+    # (the server's too where it runs in this process, as in the tests)
     server_max_in_flight: int | None = None  # from GET /stats, when the server has it
     batches: int | None = None  # batches the server ran during the level, when it batches
     batched_items: int | None = None  # requests in those batches
@@ -289,11 +290,12 @@ async def _get_json(session: aiohttp.ClientSession, url: str) -> dict:
 
 
 async def _server_counters(session: aiohttp.ClientSession, url: str) -> dict:
-    """``max_in_flight`` and the batcher's ``items``/``batches`` from GET /stats, where present."""
+    """``max_in_flight`` (since the server started), ``pid`` and the batcher's ``items`` and
+    ``batches`` from GET /stats, where present."""
     with contextlib.suppress(aiohttp.ClientError, TimeoutError, ValueError):
         stats = await _get_json(session, f"{url}/stats")
         server, batching = stats.get("server") or {}, stats.get("batching") or {}
-        return {"max_in_flight": server.get("max_in_flight"),
+        return {"max_in_flight": server.get("max_in_flight"), "pid": server.get("pid"),
                 "items": batching.get("items"), "batches": batching.get("batches")}
     return {}
 
@@ -353,7 +355,10 @@ async def run_load(
             for connection in connections:
                 connection.close()
     batches = items = mean_batch = None
-    if after.get("batches") is not None and before.get("batches") is not None:
+    # Counters from two processes (a server with several workers, each answering /stats for
+    # itself, says which with a pid) do not subtract.
+    if (after.get("batches") is not None and before.get("batches") is not None
+            and after.get("pid") == before.get("pid")):
         batches = after["batches"] - before["batches"]
         items = after["items"] - before["items"]
         mean_batch = items / batches if batches else None

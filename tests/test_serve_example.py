@@ -372,10 +372,11 @@ def test_command_lines_spawn_serve_and_stop(tmp_path):
 
 
 @contextlib.asynccontextmanager
-async def _tiny_service(answer):
+async def _tiny_service(answer, workers: int = 1):
     """An aiohttp app with the service's /health and /stats (with batching counters: one batch
-    per two requests) whose POST /saliency is ``answer(n, request, rows)``, n counting from 0."""
-    seen = {"requests": 0, "peers": set()}
+    per two requests) whose POST /saliency is ``answer(n, request, rows)``, n counting from 0.
+    With ``workers`` > 1, /stats names a pid taking turns, like a server of several processes."""
+    seen = {"requests": 0, "peers": set(), "stats": 0}
 
     async def saliency(request):
         rows = len((await request.json())["input"])
@@ -384,8 +385,9 @@ async def _tiny_service(answer):
         return await answer(n, request, rows)
 
     async def stats(request):
-        items = seen["requests"]
-        return aiohttp.web.json_response({"server": {"max_in_flight": 1},
+        items, seen["stats"] = seen["requests"], seen["stats"] + 1
+        pid = 1000 + seen["stats"] % workers
+        return aiohttp.web.json_response({"server": {"max_in_flight": 1, "pid": pid},
                                           "batching": {"items": items, "batches": (items + 1) // 2}})
 
     async def health(request):
@@ -421,6 +423,16 @@ async def test_load_test_counts_503_and_bad_answers_and_the_mean_batch_size():
     assert (report.batches, report.batched_items, report.mean_batch_size) == (6, 12, 2.0)
     assert (report.server_max_in_flight, report.warmup) == (1, 4)
     assert "server: 6 batches, 2.0 requests per batch" in report.summary()
+
+
+async def test_load_test_subtracts_batch_counters_of_one_process_only():
+    async def answer(n, request, rows):
+        return aiohttp.web.json_response(_saliency_answer(rows))
+
+    async with _tiny_service(answer, workers=2) as (base, _):
+        report = await load_test.run_load(base, requests=4, concurrency=2, rows=1, warmup=0)
+    assert (report.ok, report.batches, report.mean_batch_size) == (4, None, None)
+    assert "batches" not in report.summary()
 
 
 @pytest.mark.parametrize("how", ["Connection: close", "chunked"])
