@@ -7,6 +7,7 @@ bad request must get its 4xx status and a message naming the problem."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import importlib.util
 import json
@@ -41,6 +42,7 @@ def _load(name: str) -> ModuleType:
 
 serve = _load("serve_gradients")
 load_test = _load("load_test")
+BadHTTP = load_test.BadHTTPResponse
 
 MAX_ROWS, MAX_BODY = 32, 16384
 
@@ -325,7 +327,8 @@ async def test_load_test_against_the_service(url):
     report = await load_test.run_load(url, requests=50, concurrency=16, rows=4)
     assert (report.requests, report.concurrency, report.rows) == (50, 16, 4)
     assert (report.ok, report.errors) == (50, {})
-    assert report.throughput_rps > 0 and report.elapsed_s > 0
+    assert report.warmup == 32  # two per client, not counted
+    assert report.throughput_rps > 0 and report.elapsed_s > 0 and report.client_cpu_us > 0
     assert 0 < report.p50_ms <= report.p99_ms <= report.max_ms
     assert report.server_max_in_flight >= 1
     summary = report.summary()
@@ -339,17 +342,194 @@ async def test_load_test_counts_errors(url):
     assert "0 ok, 6 errors (HTTP 413: 6)" in report.summary()
 
 
-def test_command_lines_spawn_serve_and_stop():
-    """load_test.py --spawn starts serve_gradients.py --port 0 in a subprocess, loads it, and
+async def test_load_test_sweeps_the_levels(url):
+    reports = await load_test.run_sweep(url, [1, 3], requests=12, rows=2)
+    assert [(r.concurrency, r.requests, r.ok, r.errors) for r in reports] == [
+        (1, 12, 12, {}), (3, 12, 12, {})]
+    assert [r.warmup for r in reports] == [20, 20]
+    table = load_test.format_table(reports).splitlines()
+    assert table[0].split()[:4] == ["clients", "requests", "ok", "errors"]
+    assert [row.split()[:4] for row in table[1:]] == [["1", "12", "12", "0"], ["3", "12", "12", "0"]]
+    assert load_test.default_requests(1) == 500 and load_test.default_requests(256) == 5120
+
+
+def test_command_lines_spawn_serve_and_stop(tmp_path):
+    """load_test.py --spawn starts serve_gradients.py --port 0 in a subprocess, sweeps it, and
     stops it with SIGTERM; a server that did not exit cleanly makes it fail."""
+    out = tmp_path / "reports.json"
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "load_test.py"), "--spawn", "--requests", "20",
-         "--concurrency", "4", "--rows", "2", "--server-arg=--epochs=1"],
+         "--concurrency", "1,4", "--rows", "2", "--server-arg=--epochs=1", "--json", str(out)],
         capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert re.search(r"20 ok, 0 errors in [\d.]+ s: \d+ requests/s, latency p50 [\d.]+ ms, "
-                     r"p99 [\d.]+ ms", result.stdout), result.stdout
+    number, optional = r"[\d.]+", r"(?:[\d.]+|-)"
+    for clients in (1, 4):  # clients, requests, ok, errors, req/s, p50, p99, max, client us/req
+        row = rf"^ +{clients} +20 +20  0 +(?: +{number}){{5}} +{optional} +{optional}$"
+        assert re.search(row, result.stdout, re.MULTILINE), result.stdout
+    reports = json.loads(out.read_text())
+    assert [(r["concurrency"], r["requests"], r["ok"], r["errors"]) for r in reports] == [
+        (1, 20, 20, {}), (4, 20, 20, {})]
+
+
+@contextlib.asynccontextmanager
+async def _tiny_service(answer, workers: int = 1):
+    """An aiohttp app with the service's /health and /stats (with batching counters: one batch
+    per two requests) whose POST /saliency is ``answer(n, request, rows)``, n counting from 0.
+    With ``workers`` > 1, /stats names a pid taking turns, like a server of several processes."""
+    seen = {"requests": 0, "peers": set(), "stats": 0}
+
+    async def saliency(request):
+        rows = len((await request.json())["input"])
+        seen["peers"].add(request.transport.get_extra_info("peername"))
+        n, seen["requests"] = seen["requests"], seen["requests"] + 1
+        return await answer(n, request, rows)
+
+    async def stats(request):
+        items, seen["stats"] = seen["requests"], seen["stats"] + 1
+        pid = 1000 + seen["stats"] % workers
+        return aiohttp.web.json_response({"server": {"max_in_flight": 1, "pid": pid},
+                                          "batching": {"items": items, "batches": (items + 1) // 2}})
+
+    async def health(request):
+        return aiohttp.web.json_response({"features": 3, "classes": 2})
+
+    app = aiohttp.web.Application()
+    app.router.add_post("/saliency", saliency)
+    app.router.add_get("/stats", stats)
+    app.router.add_get("/health", health)
+    runner, base = await serve.start(app)
+    try:
+        yield base, seen
+    finally:
+        await runner.cleanup()
+
+
+def _saliency_answer(rows: int, features: int = 3) -> dict:
+    return {"saliency": [[0.5] * features] * rows}
+
+
+async def test_load_test_counts_503_and_bad_answers_and_the_mean_batch_size():
+    async def answer(n, request, rows):
+        if n % 4 == 1:  # a batching server past its queue's bound
+            return aiohttp.web.json_response({"error": "overloaded"}, status=503)
+        if n % 4 == 3:
+            return aiohttp.web.json_response(_saliency_answer(rows, features=2))
+        return aiohttp.web.json_response(_saliency_answer(rows))
+
+    async with _tiny_service(answer) as (base, seen):
+        report = await load_test.run_load(base, requests=12, concurrency=2, rows=3, warmup=4)
+    assert (report.ok, report.errors) == (6, {"HTTP 503": 3, "bad response": 3})
+    assert seen["requests"] == 16 and len(seen["peers"]) == 2  # two keep-alive connections
+    assert (report.batches, report.batched_items, report.mean_batch_size) == (6, 12, 2.0)
+    assert (report.server_max_in_flight, report.warmup) == (1, 4)
+    assert "server: 6 batches, 2.0 requests per batch" in report.summary()
+
+
+async def test_load_test_subtracts_batch_counters_of_one_process_only():
+    async def answer(n, request, rows):
+        return aiohttp.web.json_response(_saliency_answer(rows))
+
+    async with _tiny_service(answer, workers=2) as (base, _):
+        report = await load_test.run_load(base, requests=4, concurrency=2, rows=1, warmup=0)
+    assert (report.ok, report.batches, report.mean_batch_size) == (4, None, None)
+    assert "batches" not in report.summary()
+
+
+@pytest.mark.parametrize("how", ["Connection: close", "chunked"])
+async def test_load_test_reconnects_after_connection_close_and_reads_chunked_answers(how):
+    async def answer(n, request, rows):
+        if how == "chunked":  # the body in three chunks
+            response = aiohttp.web.StreamResponse(headers={"Content-Type": "application/json"})
+            response.enable_chunked_encoding()
+            await response.prepare(request)
+            text = json.dumps(_saliency_answer(rows)).encode()
+            for part in (text[:5], text[5:9], text[9:]):
+                await response.write(part)
+            await response.write_eof()
+            return response
+        response = aiohttp.web.json_response(_saliency_answer(rows))
+        response.force_close()  # answers with Connection: close, then closes
+        return response
+
+    async with _tiny_service(answer) as (base, seen):
+        report = await load_test.run_load(base, requests=6, concurrency=2, rows=2, warmup=2)
+    assert (report.ok, report.errors) == (6, {})
+    # A connection per request after Connection: close; two kept alive throughout otherwise.
+    assert len(seen["peers"]) == (8 if how == "Connection: close" else 2)
+
+
+RAW_ANSWERS = {
+    # what the server writes before it closes: (status, body, whether the client closed after
+    # the answer) read, or the error raised (then the connection is closed: it is not usable)
+    "chunked, extension, trailer": (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5\r\nhello\r\n6;name=value\r\n world\r\n0\r\nTrailer: x\r\n\r\n",
+        (200, b"hello world", False)),
+    "keep-alive, lower-case header": (
+        b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}", (200, b"{}", False)),
+    "HTTP/1.0, no length": (
+        b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\n\r\nbusy",
+        (503, b"busy", True)),
+    "Connection: close, no length": (
+        b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{}", (200, b"{}", True)),
+    "Connection: close, length": (
+        b"HTTP/1.1 422 Unprocessable Entity\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+        (422, b"{}", True)),
+    "no length": (b"HTTP/1.1 200 OK\r\n\r\n{}", "bad response (no Content-Length)"),
+    "not HTTP": (b"SMTP ready\r\n\r\n", "bad response (status line)"),
+    "bad length": (b"HTTP/1.1 200 OK\r\nContent-Length: two\r\n\r\n{}",
+                   "bad response (Content-Length)"),
+    "bad chunk size": (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                       "bad response (chunk size)"),
+    "short body": (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{}", asyncio.IncompleteReadError),
+    "no answer": (b"", asyncio.IncompleteReadError),
+}
+
+
+@pytest.mark.parametrize(("raw", "expected"), RAW_ANSWERS.values(), ids=RAW_ANSWERS)
+async def test_lean_client_reads_raw_answers(raw: bytes, expected):
+    async def answer_once(reader, writer):
+        await reader.readuntil(b"\r\n\r\n")  # the test's request has no body
+        writer.write(raw)
+        writer.close()
+
+    server = await asyncio.start_server(answer_once, "127.0.0.1", 0)
+    connection = load_test.Connection("127.0.0.1", server.sockets[0].getsockname()[1])
+    try:
+        request = b"GET / HTTP/1.1\r\nHost: test\r\n\r\n"
+        if isinstance(expected, tuple):
+            status, body, closed = expected
+            assert await connection.exchange(request) == (status, body)
+            assert connection.is_open is not closed
+        else:
+            with pytest.raises(BadHTTP if isinstance(expected, str) else expected) as info:
+                await connection.exchange(request)
+            if isinstance(expected, str):
+                assert str(info.value) == expected
+            assert not connection.is_open
+    finally:
+        connection.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_load_test_times_out_requests_and_goes_on():
+    release = asyncio.Event()
+
+    async def answer(n, request, rows):
+        if n == 0:
+            await release.wait()  # never answered in time
+        return aiohttp.web.json_response(_saliency_answer(rows))
+
+    async with _tiny_service(answer) as (base, seen):
+        try:
+            report = await load_test.run_load(base, requests=4, concurrency=1, rows=1, warmup=0,
+                                              timeout_s=0.5)
+        finally:
+            release.set()
+    assert (report.ok, report.errors) == (3, {"TimeoutError": 1})
+    assert len(seen["peers"]) == 2  # the timed-out connection was dropped, a new one opened
 
 
 # ------------------------------------------------------------------- clients that go away early
