@@ -41,8 +41,9 @@ API (JSON in and out):
   limits and the batching settings.
 - ``GET /stats``: the engine's ``aiograd.get_engine().statistics()``, the batcher's
   ``statistics()`` (``batching``: batches, items, mean and max batch size, queue waits,
-  rejections; null with ``--no-batching``), and the server's counters: ``status_<code>`` per
-  answer sent, ``rows``, ``in_flight``, ``max_in_flight``, and ``client_disconnected`` for
+  rejections; null with ``--no-batching``), and the server's counters (``pid``: of the process
+  that counted them): ``status_<code>`` per answer sent, ``rows``, ``in_flight``,
+  ``max_in_flight``, and ``client_disconnected`` for
   clients that went away before sending their whole body (a client event, logged at INFO: no
   answer, no status counted). With ``--workers``, each worker answers for itself (``worker``
   says which) and a connection goes to one worker.
@@ -439,7 +440,7 @@ async def handle_stats(request: web.Request) -> web.Response:
     engine = dataclasses.asdict(aiograd.get_engine().statistics())
     compute = request.app[COMPUTE]
     batching = dataclasses.asdict(compute.statistics()) if request.app[BATCHING].enabled else None
-    server = dict(request.app[COUNTERS])
+    server = {**request.app[COUNTERS], "pid": os.getpid()}  # which process counted them
     doc = {"engine": engine, "batching": batching, "server": server, **request.app[WORKER]}
     return web.json_response(doc, dumps=lambda o: json.dumps(o, default=str))
 
