@@ -255,7 +255,7 @@ def _grad_output_batch(grad_outputs: GradOutputs, outputs: list[Tensor], out: Te
     if grad_outputs is None:
         return _ones_like(out)
     if callable(grad_outputs):
-        pieces = [grad_outputs(o) for o in outputs]
+        pieces: list[Any] = [grad_outputs(o) for o in outputs]
     elif isinstance(grad_outputs, (Tensor, np.ndarray)) or not isinstance(grad_outputs, Sequence):
         raise TypeError(
             "per_request_grad: grad_outputs must be None, a sequence with one entry per request, "

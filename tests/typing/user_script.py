@@ -10,7 +10,7 @@ import numpy as np
 
 import aiograd as ag
 import aiograd.nn.functional as F
-from aiograd import Function, Tensor
+from aiograd import Function, Tensor, nn, serving
 from aiograd.function import FunctionCtx, once_differentiable
 from aiograd.testing import gradcheck
 
@@ -100,6 +100,25 @@ async def main() -> float:
     return float(loss.item())
 
 
+@serving.batch(max_batch_size=8)
+async def saliency(xs: list[np.ndarray]) -> list[np.ndarray]:
+    """A batched saliency: each request's gradient from one backward."""
+    model = nn.Sequential(nn.Linear(4, 2))
+    assert serving.batch_coupled_modules(model) == []
+    return [r.grad.numpy() for r in await serving.per_request_grad(model, xs)]
+
+
+async def serve() -> np.ndarray:
+    g: np.ndarray = await saliency(np.zeros((2, 4)))
+    joined = serving.concat_requests([np.zeros((2, 4)), np.ones((1, 4))])
+    pieces: list[Tensor] = joined.split(joined.tensor)
+    arrays: list[np.ndarray] = joined.split(np.zeros(3))
+    await serving.check_rows_independent(lambda t: t * 2, np.zeros((3, 4)))
+    stats: serving.BatchStatistics = saliency.statistics()
+    assert len(pieces) == len(arrays) == 2 and stats.items >= 1
+    return g
+
+
 def blocking() -> None:
     """Code without an event loop uses aiograd.sync."""
     w = ag.randn(2, requires_grad=True)
@@ -110,4 +129,5 @@ def blocking() -> None:
 
 if __name__ == "__main__":
     print(ag.run(main()))
+    print(ag.run(serve()))
     blocking()
