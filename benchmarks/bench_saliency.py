@@ -93,9 +93,13 @@ IMPLEMENTATIONS = (
     ("ag_offload", "aiograd concurrent, ThreadExecutor(2), all offloaded"),
     ("torch_seq", "torch sequential"),
     ("torch_pool", "torch, ThreadPoolExecutor(2)"),
+    ("ag_batched", "aiograd concurrent through aiograd.serving.batch"),
+    ("torch_batched", "torch batched by hand"),
     ("ag_coalesced", "ref: aiograd, coalesced into one batch"),
 )
-TORCH_KEYS = ("torch_seq", "torch_pool")
+TORCH_KEYS = ("torch_seq", "torch_pool", "torch_batched")
+#: The goal for the batched path: at least this many times faster than torch sequential.
+BATCHED_GOAL = 4.0
 #: What running an implementation gives: batch times, completion times per batch, the last
 #: batch's saliencies, notes.
 Result = tuple[list[float], list[list[float]], list[np.ndarray], dict[str, Any]]
@@ -140,6 +144,33 @@ def aiograd_request(params: list[np.ndarray], requires_grad: bool) -> Callable[[
         return g.data
 
     return request
+
+
+def aiograd_batched_request(params: list[np.ndarray], requires_grad: bool,
+                            args: argparse.Namespace,
+                            timeout_s: float | None = None) -> tuple[Any, Callable[..., Any]]:
+    """``(request, body)``: ``request(batch)`` is one caller of a function batched with
+    ``aiograd.serving.batch``, awaiting its own saliency (a numpy array); ``body(batches)`` is the
+    undecorated function (one forward and one backward for all the items it is given: the same
+    MLP as ``aiograd_request``'s, through ``serving.per_request_grad``)."""
+    from aiograd import serving
+
+    w1, b1, w2, b2, w3, b3 = (aiograd.tensor(p, requires_grad=requires_grad) for p in params)
+    linear = F.linear
+
+    def forward(x: Any) -> Any:
+        h = linear(x, w1, b1).tanh()
+        h = linear(h, w2, b2).tanh()
+        return linear(h, w3, b3)
+
+    async def saliencies(batches: list[np.ndarray]) -> list[np.ndarray]:
+        return [r.grad.data for r in await serving.per_request_grad(forward, batches)]
+
+    if timeout_s is None:
+        timeout_s = args.batch_wait_ms / 1e3
+    request = serving.batch(max_batch_size=args.max_batch_size,
+                            batch_wait_timeout_s=timeout_s)(saliencies)
+    return request, saliencies
 
 
 def configure_aiograd(key: str, args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
@@ -199,13 +230,19 @@ def run_aiograd(key: str, args: argparse.Namespace, params: list[np.ndarray], xs
                 batches: int, warmup: int) -> Result:
     async def main() -> Any:
         executor, notes = configure_aiograd(key, args)
-        request = aiograd_request(params, args.params_grad)
+        if key == "ag_batched":
+            request, _ = aiograd_batched_request(params, args.params_grad, args)
+        else:
+            request = aiograd_request(params, args.params_grad)
         engine = aiograd.get_engine()
         totals, dones, results = [], [], []
         executed = offloaded = 0
+        batched = key == "ag_batched"
+        calls = []  # the batcher's batches (calls of its function) in each timed batch
         for b in range(warmup + batches):
             done = [0.0] * len(xs)
             before = engine.statistics()
+            calls_before = request.statistics().batches if batched else 0
             with Timer() as t:
                 results = await aiograd_batch(key, request, xs, done, t.start)
             after = engine.statistics()
@@ -214,7 +251,20 @@ def run_aiograd(key: str, args: argparse.Namespace, params: list[np.ndarray], xs
             if b >= warmup:
                 totals.append(t.seconds)
                 dones.append(done)
+                if batched:
+                    calls.append(request.statistics().batches - calls_before)
         notes.update(nodes_per_batch=executed, offloaded_per_batch=offloaded)
+        if batched:
+            st = request.statistics()
+            notes["batcher"] = {
+                "calls_per_batch": sorted(set(calls)),
+                "mean_batch_size": st.mean_batch_size,
+                "max_batch_size": st.max_batch_size,
+                "mean_queue_wait_us": st.mean_queue_wait_s * 1e6,
+                "max_queue_wait_us": st.max_queue_wait_s * 1e6,
+                "config": f"max_batch_size={args.max_batch_size}, "
+                          f"batch_wait_timeout_s={args.batch_wait_ms / 1e3:g}",
+            }
         if executor is not None:
             aiograd.set_executor("cpu", None)
             executor.close()
@@ -241,12 +291,34 @@ def torch_request(params: list[np.ndarray], requires_grad: bool) -> Callable[[np
     return request
 
 
+def torch_batched(params: list[np.ndarray], requires_grad: bool
+                  ) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
+    """``saliencies(batches)``: all requests batched by hand, the best a torch user does: the
+    inputs concatenated (``torch.cat``), one forward, one ``torch.autograd.grad`` of the sum, the
+    gradient split back per request (``torch.split``)."""
+    import torch
+    import torch.nn.functional as TF
+
+    w1, b1, w2, b2, w3, b3 = (torch.tensor(p, requires_grad=requires_grad) for p in params)
+    linear, grad = TF.linear, torch.autograd.grad
+
+    def saliencies(batches: list[np.ndarray]) -> list[np.ndarray]:
+        x = torch.cat([torch.from_numpy(b) for b in batches]).requires_grad_()
+        h = linear(x, w1, b1).tanh()
+        h = linear(h, w2, b2).tanh()
+        (g,) = grad(linear(h, w3, b3).sum(), x)
+        return [piece.numpy() for piece in torch.split(g, [len(b) for b in batches])]
+
+    return saliencies
+
+
 def run_torch(key: str, args: argparse.Namespace, params: list[np.ndarray], xs: list[np.ndarray],
               batches: int, warmup: int) -> Result:
     import torch
 
     torch.set_num_threads(args.torch_threads)
     request = torch_request(params, args.params_grad)
+    batched = torch_batched(params, args.params_grad) if key == "torch_batched" else None
     pool = ThreadPoolExecutor(2) if key == "torch_pool" else None
     perf_counter = time.perf_counter
     totals, dones, results = [], [], []
@@ -254,7 +326,10 @@ def run_torch(key: str, args: argparse.Namespace, params: list[np.ndarray], xs: 
         done = [0.0] * len(xs)
         with Timer() as t:
             start = t.start
-            if pool is None:
+            if batched is not None:
+                results = batched(xs)
+                done[:] = [perf_counter() - start] * len(xs)
+            elif pool is None:
                 results = []
                 for i, x in enumerate(xs):
                     results.append(request(x))
@@ -541,6 +616,170 @@ def cprofile_aiograd(args: argparse.Namespace) -> str:
     return text[0]
 
 
+# ------------------------------------------------------------------------------------- latency
+#: The batcher's timeout in the low-load latency measurement: long next to a request (~0.3 ms),
+#: so a request that waited for it would show.
+LATENCY_TIMEOUT_S = 0.005
+
+
+def latency_aiograd(args: argparse.Namespace) -> dict[str, Any]:
+    """Latency at low load: requests one at a time (each caller alone, the batcher idle when it
+    calls) through ``serving.batch(batch_wait_timeout_s=LATENCY_TIMEOUT_S)``, against the same
+    body called directly and ``aiograd_request``, interleaved; then pairs of callers whose second
+    calls in the loop turn after the first's batch was dispatched (before it ran)."""
+    import gc
+
+    params, xs = make_data(args)
+    n = args.latency_requests
+    perf_counter = time.perf_counter
+
+    async def main() -> dict[str, Any]:
+        request, body = aiograd_batched_request(params, args.params_grad, args,
+                                                timeout_s=LATENCY_TIMEOUT_S)
+        plain = aiograd_request(params, args.params_grad)
+
+        async def direct(x: np.ndarray) -> np.ndarray:
+            return (await body([x]))[0]
+
+        ways = {"batcher": request, "direct": direct, "request": plain}
+        for i in range(30):  # warmup
+            for f in ways.values():
+                await f(xs[i % len(xs)])
+        lone: dict[str, list[float]] = {k: [] for k in ways}
+        before = request.statistics()
+        gc.collect()
+        gc.disable()
+        try:
+            for i in range(n):
+                x = xs[i % len(xs)]
+                for k, f in ways.items():
+                    t0 = perf_counter()
+                    await f(x)
+                    lone[k].append(perf_counter() - t0)
+        finally:
+            gc.enable()
+        after = request.statistics()
+
+        async def timed(x: np.ndarray) -> float:
+            t0 = perf_counter()
+            await request(x)
+            return perf_counter() - t0
+
+        pairs = max(n // 5, 1)
+        firsts, seconds = [], []
+        gc.collect()
+        gc.disable()
+        try:
+            for i in range(pairs):
+                first = asyncio.ensure_future(timed(xs[i % len(xs)]))
+                await asyncio.sleep(0)  # the first calls and finds the batcher idle
+                # This call runs in the turn after, behind the first's dispatch: not idle.
+                second = asyncio.ensure_future(timed(xs[(i + 1) % len(xs)]))
+                firsts.append(await first)
+                seconds.append(await second)
+        finally:
+            gc.enable()
+        end = request.statistics()
+
+        def summary(times: list[float]) -> dict[str, float]:
+            return {"p50_us": float(np.percentile(times, 50)) * 1e6,
+                    "p99_us": float(np.percentile(times, 99)) * 1e6}
+
+        return {
+            "requests": n,
+            "timeout_us": LATENCY_TIMEOUT_S * 1e6,
+            "lone": {k: summary(v) for k, v in lone.items()},
+            "lone_batches": after.batches - before.batches,
+            "lone_mean_queue_wait_us": (
+                (after.mean_queue_wait_s * after.items - before.mean_queue_wait_s * before.items)
+                / max(after.items - before.items, 1) * 1e6
+            ),
+            "pairs": pairs,
+            "pair_first": summary(firsts),
+            "pair_second": summary(seconds),
+            "pair_batches": (end.batches - after.batches) / pairs,
+        }
+
+    return aiograd.run(main())
+
+
+def batch_overhead(args: argparse.Namespace, repeats: int = 50) -> dict[str, float]:
+    """What the batched path adds to coalescing by hand, by probes in one process (us per batch
+    of all requests, median of ``repeats``, interleaved): ``ag_coalesced``'s batch, the batched
+    body (``per_request_grad``) called directly with all inputs, ``ag_batched``'s batch, and
+    its callers' own cost: ``asyncio.gather`` of no-op coroutines, and of callers through a
+    batcher whose function returns its items."""
+    from aiograd import serving
+
+    params, xs = make_data(args)
+
+    async def main() -> dict[str, float]:
+        request, body = aiograd_batched_request(params, args.params_grad, args)
+        plain = aiograd_request(params, args.params_grad)
+
+        @serving.batch(max_batch_size=args.max_batch_size,
+                       batch_wait_timeout_s=args.batch_wait_ms / 1e3)
+        async def echo(items: list[Any]) -> list[Any]:
+            return items
+
+        async def noop(x: np.ndarray) -> np.ndarray:
+            return x
+
+        async def coalesced() -> Any:
+            return np.split(await plain(np.concatenate(xs)), len(xs))
+
+        async def gather(f: Callable[[np.ndarray], Any]) -> Any:
+            return await asyncio.gather(*(f(x) for x in xs))
+
+        probes: dict[str, Callable[[], Any]] = {
+            "coalesced by hand (ag_coalesced)": coalesced,
+            "the body called directly with all inputs": lambda: body(xs),
+            "callers through serving.batch (ag_batched)": lambda: gather(request),
+            "  gather of no-op coroutines": lambda: gather(noop),
+            "  gather of callers of a batcher that returns its items": lambda: gather(echo),
+        }
+        times: dict[str, list[float]] = {k: [] for k in probes}
+        for r in range(5 + repeats):
+            for name, f in probes.items():
+                with Timer() as t:
+                    await f()
+                if r >= 5:
+                    times[name].append(t.seconds)
+        return {name: statistics.median(v) * 1e6 for name, v in times.items()}
+
+    return aiograd.run(main())
+
+
+def print_latency(out: dict[str, Any]) -> None:
+    lone, timeout = out["lone"], out["timeout_us"]
+    b, d, r = lone["batcher"], lone["direct"], lone["request"]
+    print(f"latency at low load: {out['requests']} requests one at a time, each alone (its caller "
+          f"awaits it before the next calls), interleaved; the batcher's timeout "
+          f"{timeout / 1e3:g} ms:")
+    print(f"  a lone request through the batcher: {b['p50_us']:.0f} us median, {b['p99_us']:.0f} us "
+          f"p99 ({out['lone_batches']} batches; mean queue wait {out['lone_mean_queue_wait_us']:.0f}"
+          f" us)")
+    print(f"  the same body called directly: {d['p50_us']:.0f} us median, {d['p99_us']:.0f} us p99; "
+          f"aiograd_request (no per_request_grad): {r['p50_us']:.0f} us median, {r['p99_us']:.0f} us "
+          f"p99")
+    extra = b["p50_us"] - d["p50_us"]
+    held = b["p50_us"] >= timeout
+    print(f"  the batcher adds {extra:.0f} us at the median "
+          f"({'** the lone request waited the timeout **' if held else 'not the timeout'}); the "
+          "policy: a call that finds the batcher idle is dispatched on the next loop turn, not "
+          "after the timeout")
+    f, s = out["pair_first"], out["pair_second"]
+    print(f"  two callers in consecutive loop turns ({out['pairs']} pairs; the second calls after "
+          f"the first's batch is dispatched): first {f['p50_us']:.0f} us median, second "
+          f"{s['p50_us']:.0f} us median, {s['p99_us']:.0f} us p99, {out['pair_batches']:g} batches "
+          "per pair")
+    if s["p50_us"] >= 0.9 * timeout:
+        print("  the second finds a batch in flight, so it is not dispatched at once: it waits for "
+              f"the timeout ({timeout / 1e3:g} ms from its call), not just for the first's batch")
+    else:
+        print("  the second waits for the first's batch, then goes at once (not the timeout)")
+
+
 # ------------------------------------------------------------------------------------- worker
 def worker(args: argparse.Namespace) -> None:
     """Time one implementation in this process (or run the breakdown); print JSON."""
@@ -560,6 +799,12 @@ def worker(args: argparse.Namespace) -> None:
     if key == "cprofile":
         print(json.dumps(cprofile_aiograd(args)))
         return
+    if key == "latency":
+        print(json.dumps(latency_aiograd(args)))
+        return
+    if key == "batch_overhead":
+        print(json.dumps(batch_overhead(args)))
+        return
     params, xs = make_data(args)
     totals, dones, _, notes = run_impl(key, args, params, xs, args.repeats, args.warmup)
     from bench_mlp import blas_threads
@@ -573,7 +818,9 @@ def worker_cmd(key: str, args: argparse.Namespace) -> list[str]:
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", key, "--dtype", args.dtype,
            "--requests", str(args.requests), "--batch", str(args.batch),
            "--warmup", str(args.warmup), "--repeats", str(args.repeats),
-           "--torch-threads", str(args.torch_threads)]
+           "--torch-threads", str(args.torch_threads),
+           "--max-batch-size", str(args.max_batch_size), "--batch-wait-ms", str(args.batch_wait_ms),
+           "--latency-requests", str(args.latency_requests)]
     if args.params_grad:
         cmd.append("--params-grad")
     if args.nodes_per_turn is not None:
@@ -627,6 +874,17 @@ def main() -> None:
                         help="OMP/OPENBLAS/MKL_NUM_THREADS for the workers (0: the environment's)")
     parser.add_argument("--retries", type=int, default=1,
                         help="reruns of a worker during which other processes were busy")
+    parser.add_argument("--max-batch-size", type=int, default=64,
+                        help="serving.batch's max_batch_size for ag_batched")
+    parser.add_argument("--batch-wait-ms", type=float, default=0.0,
+                        help="serving.batch's batch_wait_timeout_s for ag_batched, in ms")
+    parser.add_argument("--only", metavar="KEY[,KEY]",
+                        help="time only these implementations: "
+                             + ", ".join(k for k, _ in IMPLEMENTATIONS))
+    parser.add_argument("--latency-requests", type=int, default=500,
+                        help="requests one at a time in the low-load latency measurement")
+    parser.add_argument("--no-batcher-probes", action="store_true",
+                        help="skip the batched path's overhead probes and low-load latency")
     parser.add_argument("--no-breakdown", action="store_true", help="skip the per-request breakdown")
     parser.add_argument("--cprofile", action="store_true", help="also print cProfile's top functions")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -641,6 +899,12 @@ def main() -> None:
 
     keys = [k for k, _ in IMPLEMENTATIONS]
     labels = dict(IMPLEMENTATIONS)
+    if args.only:
+        only = [k.strip() for k in args.only.split(",") if k.strip()]
+        unknown = [k for k in only if k not in labels]
+        if unknown:
+            parser.error(f"--only: unknown {', '.join(unknown)} (choose from {', '.join(keys)})")
+        keys = [k for k in keys if k in only]
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -675,7 +939,8 @@ def main() -> None:
                 worst, discarded = max(worst, share), discarded + n
     load_after = os.getloadavg()
 
-    ag_notes = notes.get("ag_gather", {})
+    ag_notes = notes.get("ag_gather") or next(
+        (notes[k] for k in keys if k not in TORCH_KEYS), {"offload_threshold": 0.0})
     print(
         f"Python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs, "
         f"{ag_notes.get('loop', '?')} loop; numpy BLAS threads: "
@@ -721,17 +986,20 @@ def main() -> None:
               f"{ratio('torch_seq'):>9}{ratio('torch_pool'):>10}")
     print()
 
-    def verdict(name: str, faster: str, slower: str) -> None:
+    def verdict(name: str, faster: str, slower: str, factor: float = 1.0) -> None:
+        """``faster`` at least ``factor`` times as fast as ``slower``; for 1, only from MARGIN on
+        (less is a tie); for a factor, met at the factor, and within MARGIN below it said so."""
         if faster not in med or slower not in med:
             print(f"goal: {name}: not measured")
             return
         r = med[slower] / med[faster]
-        if r >= 1 + MARGIN:
+        if r >= factor * (1 + MARGIN) or (factor > 1 and r >= factor):
             word = "met"
-        elif r > 1 - MARGIN:
-            word = f"NOT met (a tie: within {MARGIN:.0%})"
+        elif r > factor * (1 - MARGIN):
+            word = (f"NOT met (within {MARGIN:.0%} of {factor:g}x)" if factor > 1
+                    else f"NOT met (a tie: within {MARGIN:.0%})")
         else:
-            word = "NOT met (slower)"
+            word = "NOT met (slower)" if factor == 1 else "NOT met"
         print(f"goal: {name}: {r:.2f}x {word}")
 
     if "ag_offload" in notes:
@@ -744,9 +1012,35 @@ def main() -> None:
     verdict("aiograd concurrent faster than torch with a 2-thread pool", "ag_gather", "torch_pool")
     if "ag_inline" in med and "torch_pool" in med:
         print(f"      (with InlineExecutor: {med['torch_pool'] / med['ag_inline']:.2f}x)")
-    if "ag_coalesced" in med:
+    verdict(f"aiograd batched (serving.batch) at least {BATCHED_GOAL:g}x faster than torch "
+            "sequential", "ag_batched", "torch_seq", BATCHED_GOAL)
+    if "ag_batched" in med:
+        b = med["ag_batched"]
+        for other, what in (("ag_seq", "aiograd sequential"),
+                            ("ag_coalesced", "aiograd coalesced by hand (the batcher's overhead: "
+                                             "{:+.1%})"),
+                            ("torch_batched", "torch batched by hand")):
+            if other in med:
+                print(f"      aiograd batched: {med[other] / b:.2f}x {what.format(b / med[other] - 1)}")
+        n = notes["ag_batched"]["batcher"]
+        calls = n["calls_per_batch"]
+        print(f"      the batcher ({n['config']}): {'/'.join(map(str, calls))} batch(es) per "
+              f"{args.requests} requests, mean batch size {n['mean_batch_size']:.1f} (max "
+              f"{n['max_batch_size']}), queue wait {n['mean_queue_wait_us']:.0f} us mean, "
+              f"{n['max_queue_wait_us']:.0f} us max")
+    if "ag_coalesced" in med and "ag_seq" in med:
         print(f"(reference: the same requests coalesced into one batch of {args.requests * args.batch} "
               f"rows: {med['ag_seq'] / med['ag_coalesced']:.1f}x aiograd sequential)")
+
+    if not args.no_batcher_probes:
+        print()
+        probes = run_worker("batch_overhead", args)
+        print(f"the batched path against coalescing by hand, by probes (us per {args.requests} "
+              "requests, median of 50, interleaved in one process):")
+        for name, us in probes.items():
+            print(f"  {name:<58}{us:>8.0f}")
+        print()
+        print_latency(run_worker("latency", args))
 
     if not args.no_breakdown:
         probes = run_worker("breakdown_aiograd", args)
