@@ -154,6 +154,16 @@ def numpy_saliency(params: list[np.ndarray], x: np.ndarray) -> tuple[np.ndarray,
     return out, g
 
 
+def minor_faults() -> int:
+    """This process's minor page faults so far (0 where ``resource`` is missing): a batch's
+    arrays that malloc took fresh from the OS fault their pages in as they are first written."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 # ------------------------------------------------------------------------------------- aiograd
 def aiograd_request(params: list[np.ndarray], requires_grad: bool) -> Callable[[np.ndarray], Any]:
     """``request(batch)``: a coroutine returning the saliency (a numpy array)."""
@@ -263,21 +273,26 @@ def run_aiograd(key: str, args: argparse.Namespace, params: list[np.ndarray], xs
         executed = offloaded = 0
         batched = key == "ag_batched"
         calls = []  # the batcher's batches (calls of its function) in each timed batch
+        faults = []
         for b in range(warmup + batches):
             done = [0.0] * len(xs)
             before = engine.statistics()
             calls_before = request.statistics().batches if batched else 0
+            faults_before = minor_faults()
             with Timer() as t:
                 results = await aiograd_batch(key, request, xs, done, t.start)
+            faults_after = minor_faults()
             after = engine.statistics()
             executed = after.nodes_executed - before.nodes_executed
             offloaded = after.nodes_offloaded - before.nodes_offloaded
             if b >= warmup:
                 totals.append(t.seconds)
                 dones.append(done)
+                faults.append(faults_after - faults_before)
                 if batched:
                     calls.append(request.statistics().batches - calls_before)
-        notes.update(nodes_per_batch=executed, offloaded_per_batch=offloaded)
+        notes.update(nodes_per_batch=executed, offloaded_per_batch=offloaded,
+                     faults_per_batch=statistics.median(faults) if faults else 0)
         if batched:
             st = request.statistics()
             notes["batcher"] = {
@@ -345,9 +360,10 @@ def run_torch(key: str, args: argparse.Namespace, params: list[np.ndarray], xs: 
     batched = torch_batched(params, args.params_grad) if key == "torch_batched" else None
     pool = ThreadPoolExecutor(2) if key == "torch_pool" else None
     perf_counter = time.perf_counter
-    totals, dones, results = [], [], []
+    totals, dones, results, faults = [], [], [], []
     for b in range(warmup + batches):
         done = [0.0] * len(xs)
+        faults_before = minor_faults()
         with Timer() as t:
             start = t.start
             if batched is not None:
@@ -365,13 +381,18 @@ def run_torch(key: str, args: argparse.Namespace, params: list[np.ndarray], xs: 
                     return g
 
                 results = list(pool.map(timed, range(len(xs))))
+        faults_after = minor_faults()
         if b >= warmup:
             totals.append(t.seconds)
             dones.append(done)
+            faults.append(faults_after - faults_before)
     if pool is not None:
         pool.shutdown()
     version = torch.__version__.split("+")[0]
-    return totals, dones, results, {"torch": version, "torch_threads": torch.get_num_threads()}
+    return totals, dones, results, {
+        "torch": version, "torch_threads": torch.get_num_threads(),
+        "faults_per_batch": statistics.median(faults) if faults else 0,
+    }
 
 
 def run_impl(key: str, args: argparse.Namespace, params: list[np.ndarray], xs: list[np.ndarray],
@@ -853,12 +874,20 @@ def worker_cmd(key: str, args: argparse.Namespace) -> list[str]:
 
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: ``--malloc-keep``: glibc's malloc with fixed thresholds (setting them turns its dynamic
+#: adjustment off): blocks up to 32 MiB come from the heap, not a fresh mmap, and the heap's top is
+#: returned to the OS only past 256 MiB free. By default a batch's arrays of 512 x 128 float32
+#: (256 KiB) are page-faulted in anew batch after batch (the heap's free top passes the trim
+#: threshold and is given back), which cost the batched paths 30-40% here.
+MALLOC_KEEP = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
 
 
 def run_worker(key: str, args: argparse.Namespace) -> Any:
     env = dict(os.environ)
     if args.blas_threads:
         env.update(dict.fromkeys(THREAD_VARS, str(args.blas_threads)))
+    if args.malloc_keep:
+        env.update(MALLOC_KEEP)
     proc = subprocess.run(worker_cmd(key, args), capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         sys.exit(f"worker {key} failed (exit {proc.returncode}):\n{proc.stderr}")
@@ -896,6 +925,10 @@ def main() -> None:
     parser.add_argument("--torch-threads", type=int, default=1, help="torch.set_num_threads")
     parser.add_argument("--blas-threads", type=int, default=1,
                         help="OMP/OPENBLAS/MKL_NUM_THREADS for the workers (0: the environment's)")
+    parser.add_argument("--malloc-keep", action="store_true",
+                        help="the workers' glibc malloc keeps freed memory (MALLOC_MMAP_THRESHOLD_ "
+                             "32 MiB, MALLOC_TRIM_THRESHOLD_ 256 MiB) instead of mmapping and "
+                             "returning large blocks")
     parser.add_argument("--retries", type=int, default=1,
                         help="reruns of a worker during which other processes were busy")
     parser.add_argument("--max-batch-size", type=int, default=64,
@@ -949,6 +982,7 @@ def main() -> None:
     totals: dict[str, list[float]] = {k: [] for k in keys}
     per_worker: dict[str, list[float]] = {k: [] for k in keys}  # each worker's median
     dones: dict[str, list[list[float]]] = {k: [] for k in keys}
+    faults_per_worker: dict[str, list[float]] = {k: [] for k in keys}
     notes: dict[str, dict[str, Any]] = {}
     worst, discarded = 0.0, 0
     load_before = os.getloadavg()
@@ -960,6 +994,7 @@ def main() -> None:
                 per_worker[key].append(statistics.median(out["totals"]))
                 dones[key] += out["dones"]
                 notes[key] = out["notes"]
+                faults_per_worker[key].append(out["notes"]["faults_per_batch"])
                 worst, discarded = max(worst, share), discarded + n
     load_after = os.getloadavg()
 
@@ -970,7 +1005,9 @@ def main() -> None:
         f"{ag_notes.get('loop', '?')} loop; numpy BLAS threads: "
         f"{ag_notes.get('blas_threads') or 'unknown'}"
         f"{f' (OMP/OPENBLAS/MKL_NUM_THREADS={args.blas_threads})' if args.blas_threads else ''}; "
-        f"{torch_note}"
+        f"{torch_note}; glibc malloc: "
+        + (" ".join(f"{k}={v}" for k, v in MALLOC_KEEP.items()) if args.malloc_keep
+           else "default thresholds (--malloc-keep to fix them)")
     )
     print(
         f"aiograd: default executor {ag_notes.get('executor')}, offload_threshold "
@@ -986,14 +1023,16 @@ def main() -> None:
           f"in the runs kept, at most {worst:.0%}"
           f"{'  ** the machine was busy: figures are unreliable **' if worst > BUSY else ''}")
     print("spread: (slowest - fastest) of the workers' medians, over the median; p50, p99: each "
-          "request's completion time from the batch start (median over batches); vs X: X's time / "
+          "request's completion time from the batch start (median over batches); faults: minor "
+          "page faults per batch (median; memory malloc took fresh from the OS); vs X: X's time / "
           "this one's (above 1: this one is faster)")
     print()
     med = {k: statistics.median(v) for k, v in totals.items()}
+    faults = {k: statistics.median(v) for k, v in faults_per_worker.items()}
     p50 = {k: statistics.median(float(np.percentile(d, 50)) for d in v) for k, v in dones.items()}
     p99 = {k: statistics.median(float(np.percentile(d, 99)) for d in v) for k, v in dones.items()}
     header = (f"{'implementation':<52}{'total ms':>9}{'spread':>8}{'us/req':>8}{'p50 ms':>8}"
-              f"{'p99 ms':>8}{'vs ag seq':>10}{'vs torch':>9}{'vs t pool':>10}")
+              f"{'p99 ms':>8}{'faults':>7}{'vs ag seq':>10}{'vs torch':>9}{'vs t pool':>10}")
     print(header)
     print("-" * len(header))
     for key in keys:
@@ -1006,7 +1045,7 @@ def main() -> None:
 
         spread = (max(per_worker[key]) - min(per_worker[key])) / med[key]
         print(f"{label:<52}{med[key] * 1e3:>9.2f}{spread:>8.0%}{med[key] / args.requests * 1e6:>8.1f}"
-              f"{p50[key] * 1e3:>8.2f}{p99[key] * 1e3:>8.2f}{ratio('ag_seq'):>10}"
+              f"{p50[key] * 1e3:>8.2f}{p99[key] * 1e3:>8.2f}{faults[key]:>7.0f}{ratio('ag_seq'):>10}"
               f"{ratio('torch_seq'):>9}{ratio('torch_pool'):>10}")
     print()
 
