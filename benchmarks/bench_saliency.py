@@ -748,7 +748,7 @@ def latency_aiograd(args: argparse.Namespace) -> dict[str, Any]:
     return aiograd.run(main())
 
 
-def batch_overhead(args: argparse.Namespace, repeats: int = 50) -> dict[str, float]:
+def batch_overhead(args: argparse.Namespace, repeats: int = 50) -> dict[str, tuple[float, float]]:
     """What the batched path adds to coalescing by hand, by probes in one process (us per batch
     of all requests, median of ``repeats``, interleaved): ``ag_coalesced``'s batch, the batched
     body (``per_request_grad``) called directly with all inputs, ``ag_batched``'s batch, and
@@ -758,7 +758,7 @@ def batch_overhead(args: argparse.Namespace, repeats: int = 50) -> dict[str, flo
 
     params, xs = make_data(args)
 
-    async def main() -> dict[str, float]:
+    async def main() -> dict[str, tuple[float, float]]:
         request, body = aiograd_batched_request(params, args.params_grad, args)
         plain = aiograd_request(params, args.params_grad)
 
@@ -784,13 +784,17 @@ def batch_overhead(args: argparse.Namespace, repeats: int = 50) -> dict[str, flo
             "  gather of callers of a batcher that returns its items": lambda: gather(echo),
         }
         times: dict[str, list[float]] = {k: [] for k in probes}
+        faults: dict[str, list[int]] = {k: [] for k in probes}
         for r in range(5 + repeats):
             for name, f in probes.items():
+                faults_before = minor_faults()
                 with Timer() as t:
                     await f()
                 if r >= 5:
                     times[name].append(t.seconds)
-        return {name: statistics.median(v) * 1e6 for name, v in times.items()}
+                    faults[name].append(minor_faults() - faults_before)
+        return {name: (statistics.median(v) * 1e6, statistics.median(faults[name]))
+                for name, v in times.items()}
 
     return aiograd.run(main())
 
@@ -1100,9 +1104,9 @@ def main() -> None:
         print()
         probes = run_worker("batch_overhead", args)
         print(f"the batched path against coalescing by hand, by probes (us per {args.requests} "
-              "requests, median of 50, interleaved in one process):")
-        for name, us in probes.items():
-            print(f"  {name:<58}{us:>8.0f}")
+              "requests, median of 50, interleaved in one process; and minor page faults):")
+        for name, (us, n) in probes.items():
+            print(f"  {name:<58}{us:>8.0f} us{n:>6.0f} faults")
         print()
         print_latency(run_worker("latency", args))
 
