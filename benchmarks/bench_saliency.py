@@ -41,6 +41,12 @@ The workers run with ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` and ``MKL_NUM
 requests, and a multithreaded OpenBLAS on a busy 2-core machine took 16 ms instead of 1 ms for the
 coalesced reference's forward (its threads spin waiting for a core).
 
+The table's ``faults`` column counts minor page faults per batch (median): memory that malloc
+took fresh from the OS. glibc's default thresholds give a batch of 512 rows (arrays of 256 KiB)
+fresh pages batch after batch, hundreds of faults, a third of the batched path's time;
+``--malloc-keep`` runs the workers with ``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_``
+fixed (``MALLOC_KEEP``), as a service would set them.
+
 Correctness first: in this process, before anything is timed, every implementation computes the
 saliencies of all requests, and they must agree with a hand-written numpy float64 backward and so
 with each other (rtol 1e-4 in float32, 1e-9 in float64).
@@ -78,7 +84,8 @@ against torch batched by hand.
                                         [--nodes-per-turn N] [--torch-threads 1] [--blas-threads 1]
                                         [--max-batch-size 64] [--batch-wait-ms 0]
                                         [--only KEY[,KEY]] [--latency-requests 500]
-                                        [--no-batcher-probes] [--no-breakdown] [--cprofile]
+                                        [--malloc-keep] [--no-batcher-probes] [--no-breakdown]
+                                        [--cprofile]
 """
 
 from __future__ import annotations
@@ -1084,8 +1091,8 @@ def main() -> None:
     if "ag_batched" in med:
         b = med["ag_batched"]
         for other, what in (("ag_seq", "aiograd sequential"),
-                            ("ag_coalesced", "aiograd coalesced by hand (the batcher's overhead: "
-                                             "{:+.1%})"),
+                            ("ag_coalesced", "aiograd coalesced by hand (what the callers and "
+                                             "the batcher add: {:+.1%})"),
                             ("torch_batched", "torch batched by hand")):
             if other in med:
                 print(f"      aiograd batched: {med[other] / b:.2f}x {what.format(b / med[other] - 1)}")
