@@ -23,6 +23,7 @@ import contextvars
 import functools
 import inspect
 import math
+from time import perf_counter as _perf_counter
 import typing
 import weakref
 from collections import deque as _deque
@@ -52,7 +53,8 @@ class BatchStatistics:
     ``batches``: calls of the decorated function; ``items``: items it was given;
     ``mean_batch_size`` (0.0 before the first batch) and ``max_batch_size``: of those batches;
     ``mean_queue_wait_s`` and ``max_queue_wait_s``: from a call to its item's dispatch, in the
-    loop's clock (``loop.time()``), over the dispatched items; ``rejected``: calls refused with
+    ``time.perf_counter()`` (uvloop's ``loop.time()`` counts whole milliseconds), over the
+    dispatched items; ``rejected``: calls refused with
     ``Overloaded``; ``cancelled``: callers cancelled before their result came (while queued, their
     item then never reaching the function, or while their batch ran); ``queued``: items waiting
     now; ``running``: whether a batch runs now.
@@ -73,10 +75,11 @@ class BatchStatistics:
 class _Request:
     """One caller's item, its future and when it was queued."""
 
-    __slots__ = ("item", "future", "queued_at", "dispatched")
+    __slots__ = ("item", "future", "queued_at", "called_at", "dispatched")
 
     def __init__(self, item: Any, future: asyncio.Future[Any], queued_at: float) -> None:
         self.item, self.future, self.queued_at, self.dispatched = item, future, queued_at, False
+        self.called_at = _perf_counter()  # for the statistics; queued_at (loop time) for timers
 
 
 class _Batcher:
@@ -158,10 +161,10 @@ class _Batcher:
     def _dispatch(self) -> None:
         size = min(len(self.queue), self.config.max_batch_size)
         requests = [self.queue.popleft() for _ in range(size)]
-        now = self.loop.time()
+        now = _perf_counter()
         for r in requests:
             r.dispatched = True
-            wait = now - r.queued_at
+            wait = now - r.called_at
             self.wait_total += wait
             self.wait_max = max(self.wait_max, wait)
         self.batches += 1
