@@ -23,12 +23,12 @@ import contextvars
 import functools
 import inspect
 import math
-from time import perf_counter as _perf_counter
 import typing
 import weakref
 from collections import deque as _deque
 from collections.abc import Sequence as _Sequence
 from dataclasses import dataclass as _dataclass
+from time import perf_counter as _perf_counter
 
 if typing.TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
