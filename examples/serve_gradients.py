@@ -532,6 +532,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              args.max_queue_size)
     if args.workers == 0:
         args.workers = os.cpu_count() or 1
+    if args.workers < 1:
+        parser.error(f"--workers must be 0 (one per core) or a positive number, got {args.workers}")
+    if args.workers > 1 and not hasattr(socket, "SO_REUSEPORT"):
+        parser.error("--workers needs SO_REUSEPORT (Linux, BSD, macOS), which this system lacks: "
+                     "run one process per port behind a proxy instead")
     return args
 
 

@@ -162,6 +162,17 @@ def test_command_line_batching_and_workers_options():
     assert serve.parse_args(["--no-batching"]).batching.enabled is False
 
 
+def test_bad_workers_options_are_refused(monkeypatch, capsys):
+    with pytest.raises(SystemExit):
+        serve.parse_args(["--workers", "-1"])
+    assert "--workers must be 0 (one per core) or a positive number, got -1" in capsys.readouterr().err
+    monkeypatch.delattr(serve.socket, "SO_REUSEPORT", raising=False)
+    assert serve.parse_args(["--workers", "1"]).workers == 1  # one process needs no port sharing
+    with pytest.raises(SystemExit):
+        serve.parse_args(["--workers", "2"])
+    assert "--workers needs SO_REUSEPORT" in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------------------------ --workers
 @contextlib.asynccontextmanager
 async def spawned(*args: str):
