@@ -43,10 +43,11 @@ API (JSON in and out):
   ``statistics()`` (``batching``: batches, items, mean and max batch size, queue waits,
   rejections; null with ``--no-batching``), and the server's counters (``pid``: of the process
   that counted them): ``status_<code>`` per answer sent, ``rows``, ``in_flight``,
-  ``max_in_flight``, and ``client_disconnected`` for
-  clients that went away before sending their whole body (a client event, logged at INFO: no
-  answer, no status counted). With ``--workers``, each worker answers for itself (``worker``
-  says which) and a connection goes to one worker.
+  ``max_in_flight``, and ``client_disconnected`` for clients that went away before their
+  answer (a client event, logged at INFO: no answer, no status counted; the request's handler
+  is cancelled, and with it its place in the batch queue, so it is never computed). With
+  ``--workers``, each worker answers for itself (``worker`` says which) and a connection goes
+  to one worker.
 
 Bad requests get ``{"error": "..."}`` naming the problem: 400 for a body that is not a JSON
 object (or not standard JSON: ``NaN``, ``Infinity`` and numbers that overflow a double are not),
@@ -365,6 +366,13 @@ async def json_errors(request: web.Request, handler: Any) -> web.StreamResponse:
     counters = request.app[COUNTERS]
     try:
         response = await handler(request)
+    except asyncio.CancelledError:
+        # aiohttp cancels the handler of a connection that is lost (handler_cancellation): a
+        # request still queued for a batch leaves the queue, so nothing is computed in vain.
+        if _client_gone(request):
+            counters["client_disconnected"] += 1
+            log.info("client disconnected during %s %s", request.method, request.path)
+        raise
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -483,7 +491,9 @@ async def start(
     """Serve ``app`` on ``host:port`` (0: a free port); return the runner (``await
     runner.cleanup()`` stops it) and the base URL. ``reuse_port``: share the port with other
     processes (``SO_REUSEPORT``), as the workers of ``--workers`` do."""
-    runner = web.AppRunner(app, access_log=None)
+    # handler_cancellation: a client that goes away cancels its handler, and so its place in
+    # the batcher's queue (aiohttp's default lets the handler run on for nobody).
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port, reuse_port=reuse_port or None).start()

@@ -222,3 +222,41 @@ async def test_a_worker_that_dies_stops_the_service_with_an_error():
             _, err = await proc.communicate()
         assert proc.returncode == 1
         assert f"exited with status -{int(signal.SIGKILL)}: stopped all" in err.decode()
+
+
+@once
+async def test_a_client_gone_while_queued_leaves_the_queue_and_is_never_computed(model, monkeypatch):
+    release, started = asyncio.Event(), asyncio.Event()
+    real, computed = serve.saliency, []
+
+    async def held(model, requests):
+        computed.append([len(r.x) for r in requests])
+        started.set()
+        await release.wait()
+        return await real(model, requests)
+
+    monkeypatch.setattr(serve, "saliency", held)
+    with anyio.fail_after(HANG):
+        async with served(model, max_batch_size=1) as (url, session):
+            try:
+                first = asyncio.ensure_future(post(session, url, inputs(1)[0]))  # 1 row
+                await started.wait()
+                host, port = url.removeprefix("http://").rsplit(":", 1)
+                reader, writer = await asyncio.open_connection(host, int(port))
+                body = json.dumps({"input": [[0.5] * serve.FEATURES] * 3}).encode()  # 3 rows
+                writer.write(b"POST /saliency HTTP/1.1\r\nHost: t\r\nContent-Length: "
+                             + str(len(body)).encode() + b"\r\n\r\n" + body)
+                await writer.drain()
+                while (await stats(session, url))["batching"]["queued"] < 1:
+                    await asyncio.sleep(0)
+                writer.close()  # the client gives up while its request waits for a batch
+                await writer.wait_closed()
+                while (await stats(session, url))["batching"]["queued"] > 0:
+                    await asyncio.sleep(0)
+            finally:
+                release.set()
+            assert (await first)[0] == 200
+            s = await stats(session, url)
+    assert computed == [[1]]  # the 3-row request never reached the batch function
+    assert s["batching"]["cancelled"] == 1 and s["batching"]["items"] == 1
+    assert s["server"]["client_disconnected"] == 1
