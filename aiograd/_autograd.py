@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 import numpy as np
@@ -167,6 +168,12 @@ def _input_edges(inputs: tuple[Any, ...]) -> list[Edge]:
     return edges
 
 
+#: Runs a backward for a caller in whose thread no asyncio loop runs (a trio task): set by
+#: ``aiograd.sync``, which owns the background asyncio loop it runs on (a hook set at import, so
+#: that this module need not import that one, which imports it).
+run_without_asyncio: Callable[[Callable[[], Coroutine[Any, Any, Any]]], Awaitable[Any]] | None = None
+
+
 async def _run_backward(
     outputs: tuple[Tensor, ...],
     grads: list[Tensor | None],
@@ -177,6 +184,15 @@ async def _run_backward(
     atomic: bool = False,
     batch_ndim: int = 0,
 ) -> list[Tensor | None]:
+    try:
+        engine = get_engine()
+    except RuntimeError:  # no asyncio loop in this thread: trio's, or none at all
+        if run_without_asyncio is None:
+            raise
+        return await run_without_asyncio(functools.partial(
+            _run_backward, outputs, grads, keep_graph, create_graph, inputs, accumulate_grad,
+            atomic, batch_ndim,
+        ))
     root_edges: list[Edge] = []
     root_grads: list[Tensor] = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
@@ -193,7 +209,7 @@ async def _run_backward(
             for t in inputs:
                 if isinstance(t, Tensor):  # (an edge has no tensor to hold a .grad)
                     t.retain_grad()  # how non-leaf inputs get their .grad (PyTorch does the same)
-    return await get_engine().execute(
+    return await engine.execute(
         root_edges,
         root_grads,
         keep_graph=keep_graph,
