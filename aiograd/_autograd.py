@@ -352,4 +352,46 @@ def tensor_backward(
     ``await loss.backward()`` is ``await aiograd.backward(loss, ...)``; see :func:`backward`
     (``atomic=True``: all-or-nothing accumulation).
     """
-    return backward(self, gradient, retain_graph, create_graph, inputs=inputs, atomic=atomic)
+    return _BackwardCall(
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs, atomic=atomic)
+    )
+
+
+class _BackwardCall(Coroutine[Any, Any, None]):
+    """What ``t.backward()`` returns: its coroutine, which warns with aiograd's own message
+    when it is dropped without ever being awaited (``loss.backward()`` written as in PyTorch,
+    inside async code or outside any loop), instead of Python's anonymous "coroutine 'backward'
+    was never awaited". Awaiting it, or handing it to ``asyncio.create_task``, runs it as is."""
+
+    __slots__ = ("_coro", "_started")
+
+    def __init__(self, coro: Coroutine[Any, Any, None]) -> None:
+        self._coro = coro
+        self._started = False
+
+    def __await__(self) -> Any:
+        self._started = True
+        return self._coro.__await__()
+
+    def send(self, value: Any) -> Any:
+        self._started = True
+        return self._coro.send(value)
+
+    def throw(self, *args: Any) -> Any:
+        self._started = True
+        return self._coro.throw(*args)
+
+    def close(self) -> None:
+        self._started = True
+        self._coro.close()
+
+    def __del__(self) -> None:
+        if not self._started:
+            self._coro.close()  # (no second warning from Python)
+            warnings.warn(
+                "Tensor.backward() was called but never awaited, so no gradient was computed: "
+                "write `await loss.backward()` in async code, or call "
+                "`aiograd.sync.backward(loss)` where no event loop runs",
+                RuntimeWarning,
+                stacklevel=2,
+            )
