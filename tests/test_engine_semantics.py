@@ -335,12 +335,12 @@ async def _one_backward(device: str) -> None:
 
 @pytest.mark.parametrize("device", ["cpu", "sim:0"])
 def test_no_event_loop_or_engine_is_kept_alive(device: str):
-    def alive() -> tuple[int, int]:
+    def alive() -> set[int]:
+        """The ids of the loops and engines alive now (an earlier test's may be freed meanwhile,
+        so what is checked is that none of the loops made here, or their engines, survives)."""
         gc.collect()
-        objects = gc.get_objects()
-        loops = sum(issubclass(type(o), asyncio.AbstractEventLoop) for o in objects)
-        engines = sum(type(o) is ag.Engine for o in objects)
-        return loops, engines
+        return {id(o) for o in gc.get_objects()
+                if issubclass(type(o), asyncio.AbstractEventLoop) or type(o) is ag.Engine}
 
     for _ in range(3):
         asyncio.run(_one_backward(device))
@@ -360,7 +360,7 @@ def test_no_event_loop_or_engine_is_kept_alive(device: str):
         growth = tracemalloc.get_traced_memory()[0] - start
     finally:
         tracemalloc.stop()
-    assert alive() == before
+    assert alive() <= before
     assert all(ref() is None for ref in loops)
     # a loop and its engine kept alive cost about 3.5 KiB each; the 200 weakrefs ~20 KiB
     assert growth < 200 * 512, f"{growth / 200:.0f} bytes per loop"
