@@ -166,6 +166,18 @@ if hasattr(_os, "register_at_fork"):
     _os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def _in_trio() -> _Any:
+    """The ``trio`` module when this thread runs a trio task, else None."""
+    trio = _sys.modules.get("trio")
+    if trio is None:
+        return None
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        return None
+    return trio
+
+
 def _check_no_running_loop(name: str) -> None:
     """Refuse to block a thread whose event loop is running: the call would stall that loop,
     and deadlock it when it is the background loop the call needs."""
@@ -174,12 +186,7 @@ def _check_no_running_loop(name: str) -> None:
     try:
         _asyncio.get_running_loop()
     except RuntimeError:
-        trio = _sys.modules.get("trio")
-        if trio is None:
-            return
-        try:
-            trio.lowlevel.current_task()
-        except RuntimeError:
+        if _in_trio() is None:
             return
     current = _current
     if current is not None and current.thread is _threading.current_thread():
@@ -270,18 +277,6 @@ def _call(name: str, function: _Callable[..., _Coroutine[_Any, _Any, _T]], *args
 
 
 # ------------------------------------------------------------------------------------ trio
-def _in_trio() -> _Any:
-    """The ``trio`` module when this thread runs a trio task, else None."""
-    trio = _sys.modules.get("trio")
-    if trio is None:
-        return None
-    try:
-        trio.lowlevel.current_task()
-    except RuntimeError:
-        return None
-    return trio
-
-
 async def _run_on_trio(make: _Callable[[], _Coroutine[_Any, _Any, _T]]) -> _T:
     """``await make()`` for a trio task: the backward runs on the background asyncio loop (the
     engine is asyncio's: its queues, futures and workers), and the trio task waits for it on
