@@ -378,3 +378,16 @@ async def test_batched_saliency_service_gives_each_caller_its_own_gradient():
         np.testing.assert_allclose(g, want_g, rtol=1e-12, atol=1e-14)
     stats = saliency.statistics()
     assert stats.items == 40 and stats.batches == 3 and stats.max_batch_size == 16
+
+
+@once
+async def test_on_another_device_the_answers_stay_there_and_equal_the_cpus():
+    model = mlp()
+    xs = inputs([2, 1, 3])
+    seeds = [np.ones((2, 3)), 2.0, None]
+    on_cpu = await serving.per_request_grad(model, xs, seeds)
+    on_sim = await serving.per_request_grad(model.to("sim:0"), xs, seeds, device="sim:0")
+    for (out, g), (want_out, want_g) in zip(on_sim, on_cpu):
+        assert out.device == g.device == ag.device("sim:0")
+        np.testing.assert_allclose(g.cpu().numpy(), want_g.numpy(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(out.cpu().numpy(), want_out.numpy(), rtol=1e-12, atol=1e-14)

@@ -270,45 +270,39 @@ def _grad_output_batch(grad_outputs: GradOutputs, outputs: list[Tensor], out: Te
         if len(pieces) != len(outputs):
             raise ValueError(f"per_request_grad: {len(pieces)} grad_outputs for {len(outputs)} "
                              "requests: give one per request (None for ones)")
+    resolved = [_resolve_grad_output(i, v, o) for i, (v, o) in enumerate(zip(pieces, outputs))]
     if out.device.type == "cpu":
-        return _grad_output_array(pieces, outputs, out)
+        # Written into one array: no tensor and no ``cat`` per request (a third of a lone
+        # request's overhead).
+        seed = np.empty(tuple(out.shape), dtype=out.dtype)
+        row = 0
+        for v, o in zip(resolved, outputs):
+            v = v.detach().cpu().numpy() if isinstance(v, Tensor) else np.asarray(v)
+            rows = o.shape[0] if o.ndim == out.ndim else 1
+            seed[row:row + rows] = v if o.ndim == out.ndim or v.ndim == 0 else v[None]
+            row += rows
+        return Tensor._wrap(seed)
     with _no_grad():
         seeds = []
-        for i, (v, o) in enumerate(zip(pieces, outputs)):
-            if callable(v):
-                v = v(o)
-            if v is None:
-                v = 1.0
-            v = _as_tensor(v, dtype=out.dtype, device=out.device)
-            if v.ndim == 0:
-                v = v.expand(o.shape)
-            elif v.shape != o.shape:
-                raise ValueError(f"per_request_grad: grad_output of request {i} has shape "
-                                 f"{tuple(v.shape)}, but its output has shape {tuple(o.shape)}")
-            seeds.append(v.unsqueeze(0) if o.ndim < out.ndim else v)
+        for v, o in zip(resolved, outputs):
+            t = _as_tensor(v, dtype=out.dtype, device=out.device)
+            t = t.expand(o.shape) if t.ndim == 0 else t
+            seeds.append(t.unsqueeze(0) if o.ndim < out.ndim else t)
         return _cat(seeds)
 
 
-def _grad_output_array(pieces: list[Any], outputs: list[Tensor], out: Tensor) -> Tensor:
-    """``_grad_output_batch`` on the CPU: the pieces written into one array (no tensor, no
-    ``cat`` per request: a third of a lone request's overhead)."""
-    seed = np.empty(tuple(out.shape), dtype=out.dtype)
-    row = 0
-    for i, (v, o) in enumerate(zip(pieces, outputs)):
-        if callable(v):
-            v = v(o)
-        if v is None:
-            v = 1.0
-        if isinstance(v, Tensor):
-            v = v.detach().cpu().numpy()
-        v = np.asarray(v)
-        if v.ndim and v.shape != o.shape:
-            raise ValueError(f"per_request_grad: grad_output of request {i} has shape "
-                             f"{tuple(v.shape)}, but its output has shape {tuple(o.shape)}")
-        rows = o.shape[0] if o.ndim == out.ndim else 1
-        seed[row:row + rows] = v if o.ndim == out.ndim else v[None]
-        row += rows
-    return Tensor._wrap(seed)
+def _resolve_grad_output(i: int, v: Any, o: Tensor) -> Any:
+    """Request ``i``'s grad_output for its output ``o``: a callable called, None as ones, and a
+    shape other than ``o``'s refused (a number stands for every element)."""
+    if callable(v):
+        v = v(o)
+    if v is None:
+        return 1.0
+    shape = tuple(v.shape) if isinstance(v, Tensor) else np.shape(v)
+    if shape and shape != tuple(o.shape):
+        raise ValueError(f"per_request_grad: grad_output of request {i} has shape {shape}, but "
+                         f"its output has shape {tuple(o.shape)}")
+    return v
 
 
 def batch_coupled_modules(module: Module) -> list[str]:
