@@ -19,6 +19,12 @@ sync ones included: pytest-asyncio issue #796). The anyio variant needs one thin
 loop: ``pytest_runtest_call`` below swaps the test function for one that runs it as anyio's root
 task.
 
+The public-API test modules (test_api, test_hooks, test_function, test_checkpoint,
+test_functional) are marked ``pytest.mark.aiograd`` instead: aiograd's own pytest plugin
+(``aiograd/pytest_plugin.py``) runs their async tests on asyncio, uvloop and trio, ``test_x[trio]``
+included. The plugin also checks every test for aiograd work left behind (``aiograd_leak_check``
+in pyproject.toml); ``no_leaked_tasks`` below checks for any asyncio task, aiograd's or not.
+
 A test that cannot run under some variant says so, with the reason in a comment, by naming the
 variants it runs under: ``@pytest.mark.asyncio(loop_factories=["asyncio"])`` (it then runs once,
 with its usual id). A test learns its variant from the ``loop_variant`` fixture.
@@ -34,8 +40,6 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-
-import aiograd as ag
 
 pytest_plugins = ["pytester"]  # tests/test_loop_matrix.py runs the matrix on a scratch suite
 
@@ -182,18 +186,3 @@ async def no_leaked_tasks():
     for t in pending:
         t.cancel()
     assert not pending, f"test leaked asyncio tasks: {pending}"
-
-
-# --------------------------------------------------------------------------------- engine modes
-
-@pytest.fixture
-def shuffle_seed(request: pytest.FixtureRequest) -> Any:
-    """Run the test with the engine's shuffle debug mode on (the parameter is the seed; None
-    leaves it off): the engine made for the test's loop picks it up. Parametrize with
-    ``@pytest.mark.parametrize("shuffle_seed", [...], indirect=True)``."""
-    seed = getattr(request, "param", None)
-    ag.set_shuffle_seed(seed)
-    try:
-        yield seed
-    finally:
-        ag.set_shuffle_seed(None)

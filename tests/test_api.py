@@ -9,6 +9,10 @@ import pytest
 
 import aiograd as ag
 
+# Public-API tests: each async test runs on asyncio, uvloop and trio through aiograd's pytest
+# plugin, which also fails a test that leaves aiograd work behind (docs/testing.md).
+pytestmark = pytest.mark.aiograd
+
 
 def leaf(*values: float) -> ag.Tensor:
     return ag.tensor(list(values), requires_grad=True)

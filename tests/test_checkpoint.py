@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import requires_torch, rng, to_torch, torch
+from helpers import gather, requires_torch, rng, to_torch, torch
 
 import aiograd as ag
 import aiograd.graph
@@ -33,6 +33,10 @@ from aiograd._checkpoint import (
 )
 from aiograd._checkpoint_non_reentrant import DEBUG_TIP
 from aiograd.utils import checkpoint as ckpt
+
+# Public-API tests: each async test runs on asyncio, uvloop and trio through aiograd's pytest
+# plugin, which also fails a test that leaves aiograd work behind (docs/testing.md).
+pytestmark = pytest.mark.aiograd
 
 checkpoint = functools.partial(ckpt.checkpoint, use_reentrant=True)
 checkpoint_sequential = functools.partial(ckpt.checkpoint_sequential, use_reentrant=True)
@@ -741,7 +745,7 @@ async def test_concurrent_backward_calls_through_checkpoints(reentrant):
     want = grads(leaves)
 
     leaves, l1, l2 = build()
-    await asyncio.gather(l1.backward(), l2.backward())
+    await gather(l1.backward(), l2.backward())
     assert_grads_equal(grads(leaves), want, atol=1e-12)
 
 

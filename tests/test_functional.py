@@ -17,7 +17,9 @@ import aiograd as ag
 import aiograd.functional as AF
 from aiograd import sync
 
-pytestmark = requires_torch
+# Public-API tests: each async test runs on asyncio, uvloop and trio through aiograd's pytest
+# plugin, which also fails a test that leaves aiograd work behind (docs/testing.md).
+pytestmark = [requires_torch, pytest.mark.aiograd]
 if torch is not None:
     import torch.autograd.functional as TF
 

@@ -9,7 +9,8 @@ import threading
 from pathlib import Path
 
 import anyio
-import numpy as np
+import hypothesis  # noqa: F401  (imported once here: pytester forgets what a scratch run imports,
+import numpy as np  # and Hypothesis's plugin would import it again, for seconds, every run)
 import pytest
 
 import aiograd as ag

@@ -20,8 +20,8 @@ import aiograd as ag
 # equal-priority ready nodes must not change any result beyond float rounding.
 pytestmark = [
     requires_torch,
-    pytest.mark.usefixtures("shuffle_seed"),
-    pytest.mark.parametrize("shuffle_seed", [None, 1, 2], indirect=True, ids=["ordered", "shuffle1", "shuffle2"]),
+    pytest.mark.usefixtures("aiograd_shuffle_seed"),
+    pytest.mark.parametrize("aiograd_shuffle_seed", [None, 1, 2], indirect=True, ids=["ordered", "shuffle1", "shuffle2"]),
 ]
 
 SHAPE = (3, 4)

@@ -50,7 +50,7 @@ def test_shuffling_is_random_but_reproducible_per_seed():
     assert len({tuple(order) for order in orders.values()}) > 1  # it does shuffle
 
 
-async def test_engine_takes_the_seed_it_is_given_and_reports_it(shuffle_seed):
+async def test_engine_takes_the_seed_it_is_given_and_reports_it(aiograd_shuffle_seed):
     engine = ag.Engine(shuffle_seed=42)
     assert engine.statistics().shuffle_seed == 42
     assert ag.Engine().statistics().shuffle_seed is None  # the process default: off

@@ -95,9 +95,9 @@ async def reference(plan: dict) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize(
-    ("seed", "shuffle_seed"), [(0, None), (1, None), (2, 20), (3, 30)], indirect=["shuffle_seed"]
+    ("seed", "aiograd_shuffle_seed"), [(0, None), (1, None), (2, 20), (3, 30)], indirect=["aiograd_shuffle_seed"]
 )
-async def test_stress_mix_of_calls_errors_and_cancellations(seed, shuffle_seed):
+async def test_stress_mix_of_calls_errors_and_cancellations(seed, aiograd_shuffle_seed):
     engine = ag.get_engine()
     engine.offload_threshold = 1_000  # small enough that matmul nodes go to the thread pool
     engine.stall_threshold = 1_000
