@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "optim",  # aiograd.optim (optimizers, lr_scheduler)
             "linalg",
             "serving",  # aiograd.serving (dynamic batching)
+            "pytest_plugin",  # aiograd.pytest_plugin (the pytest11 entry point)
         ),
     ),
 )

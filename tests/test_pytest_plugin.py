@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import threading
+from pathlib import Path
 
 import hypothesis  # noqa: F401  (see the docstring)
 import pytest
@@ -20,6 +21,7 @@ import uvloop  # noqa: F401
 
 import aiograd as ag
 from aiograd import pytest_plugin
+
 
 @pytest.fixture(autouse=True)
 def scratch_ini(pytester: pytest.Pytester) -> None:
@@ -270,3 +272,13 @@ def test_leaks_on_the_sync_loop_are_found() -> None:
         thread.join()
     assert pytest_plugin.leaks_on_sync_loop() == []
     assert x.grad is not None and x.grad.item() == 2.0
+
+
+def test_the_documented_example_passes_everywhere(pytester: pytest.Pytester) -> None:
+    """examples/test_concurrent_gradients.py, the example docs/testing.md walks through: 2 tests
+    x 3 backends x 3 shuffle seeds."""
+    example = Path(__file__).resolve().parent.parent / "examples" / "test_concurrent_gradients.py"
+    pytester.makepyfile(test_concurrent_gradients=example.read_text())
+    result = pytester.runpytest("-v", "-pno:randomly")
+    result.assert_outcomes(passed=18)
+    result.stdout.fnmatch_lines(["*::test_a_cancelled_request_leaves_the_others_and_the_model_alone[[]trio-shuffle2[]] PASSED*"])
