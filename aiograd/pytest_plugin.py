@@ -123,7 +123,8 @@ def _shuffle_seeds(config: pytest.Config, mark: pytest.Mark) -> list[int] | None
 
 # ------------------------------------------------------------------------------ collection
 def _is_coroutine_test(obj: object) -> bool:
-    target = obj.hypothesis.inner_test if hasattr(obj, "hypothesis") else obj  # @given's test
+    handle: Any = obj
+    target = handle.hypothesis.inner_test if hasattr(handle, "hypothesis") else obj  # @given's test
     return inspect.iscoroutinefunction(target)
 
 
@@ -144,9 +145,10 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
     if not (_is_coroutine_test(obj) and _marked(collector, obj)):
         return None
     if hasattr(obj, "hypothesis"):  # Hypothesis calls inner_test once per example
-        obj.hypothesis.inner_test = _stand_in(obj.hypothesis.inner_test)  # type: ignore[attr-defined]
-        obj._aiograd_stand_in = True  # type: ignore[attr-defined]
-        stand_in = obj
+        handle: Any = obj
+        handle.hypothesis.inner_test = _stand_in(handle.hypothesis.inner_test)
+        handle._aiograd_stand_in = True
+        stand_in = handle
     else:
         stand_in = _stand_in(obj)  # type: ignore[arg-type]
     setattr(collector.obj, name, stand_in)
@@ -282,10 +284,12 @@ def _loop_factory(backend: str) -> Callable[[], asyncio.AbstractEventLoop]:
         return uvloop.new_event_loop
     # asyncio.run's own default loop, named so that an installed policy (uvloop.install())
     # cannot turn the asyncio variant into another loop.
-    loop_class = getattr(asyncio, "EventLoop", None)  # Python 3.13+
-    if loop_class is None:
-        loop_class = asyncio.ProactorEventLoop if sys.platform == "win32" else asyncio.SelectorEventLoop
-    return loop_class  # type: ignore[no-any-return]
+    loop_class: Callable[[], asyncio.AbstractEventLoop] | None = getattr(asyncio, "EventLoop", None)  # 3.13+
+    if loop_class is not None:
+        return loop_class
+    if sys.platform == "win32":
+        return asyncio.ProactorEventLoop
+    return asyncio.SelectorEventLoop
 
 
 async def _then_check(test: Any, problems: list[str] | None) -> Any:
@@ -314,7 +318,7 @@ def _backend_of(item: pytest.Item) -> str | None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A marked async test cannot take async fixtures as arguments: pytest-asyncio would set
     them up on a loop of its own (autouse ones, which the test does not see, may run there)."""
-    if _backend_of(item) is None:
+    if _backend_of(item) is None or not isinstance(item, pytest.Function):
         return
     for name in item._fixtureinfo.argnames:
         defs = item._fixtureinfo.name2fixturedefs.get(name)
