@@ -20,7 +20,7 @@ _ROLE = re.compile(r":(?:func|class|meth|data|attr|mod|exc|obj):`~?([^`]+)`")
 _LITERAL_BLOCK = re.compile(r"(\S)::$", re.M)
 
 
-class DropTypeDocstrings(griffe.Extension):
+class InspectedDocstrings(griffe.Extension):
     def on_attribute_instance(self, *, node: Any, attr: griffe.Attribute, **kwargs: Any) -> None:
         obj = getattr(node, "obj", None)
         if attr.docstring is None or obj is None:
