@@ -1,5 +1,7 @@
 """The README and the guides stay true: every ``python`` block runs, and a ``print(...)  # out``
-line prints exactly ``out``."""
+line prints exactly ``out``; and the docs site (``mkdocs.yml``) stays whole: every page in the
+nav, links and anchors between pages resolve, the ``aiograd.*`` names and pip extras the pages
+mention exist, and every public name has an entry in the API reference (docs/reference/)."""
 
 from __future__ import annotations
 
