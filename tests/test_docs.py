@@ -160,3 +160,25 @@ def test_every_public_name_has_a_reference_entry() -> None:
         else:  # rendered as itself, or as a member of a rendered module (aiograd.function.Function)
             modules = [sys.modules.get(r) for r in rendered]
             assert f"aiograd.{name}" in rendered or any(getattr(m, name, None) is value for m in modules), name
+
+
+@pytest.mark.asyncio(loop_factories=["asyncio"])
+async def test_the_notebook_advice_quotes_what_a_running_loop_gets() -> None:
+    """Getting started tells notebook users (whose cells run on a running loop) to await, quoting
+    what the blocking forms raise there: the quotes must stay the errors actually raised."""
+    import asyncio
+
+    import aiograd
+    import aiograd.sync
+
+    guide = " ".join((ROOT / "docs" / "getting-started.md").read_text().split())
+    x = aiograd.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError) as blocking:
+        aiograd.sync.backward((x * x).sum())
+    main = asyncio.sleep(0)
+    with pytest.raises(RuntimeError) as nested_run:
+        asyncio.run(main)
+    main.close()
+    assert f"RuntimeError: {blocking.value}" in guide
+    assert f"RuntimeError: {nested_run.value}" in guide
+    assert x.grad is None
