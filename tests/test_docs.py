@@ -123,6 +123,19 @@ def test_every_aiograd_name_in_the_docs_exists() -> None:
     assert not missing, missing
 
 
+def test_repository_paths_in_the_docs_exist() -> None:
+    """Paths the pages cite (``aiograd/_cost.py``, ``_engine/offload.py``, ``tests/test_x.py``,
+    ``benchmarks/...``) name files that are there."""
+    cited = re.compile(r"\b((?:aiograd|tests|benchmarks|examples|_engine)/[\w/]+\.(?:py|md))\b")
+    missing = {
+        path: page.name
+        for page in [ROOT / "README.md", *SITE_PAGES]
+        for path in cited.findall(page.read_text())
+        if not (ROOT / (f"aiograd/{path}" if path.startswith("_engine/") else path)).is_file()
+    }
+    assert not missing, missing
+
+
 def test_extras_named_in_install_lines_exist() -> None:
     extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
     named = {
