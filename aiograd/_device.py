@@ -9,8 +9,9 @@ Device types are modules, loaded by name the first time a device of that type is
 anyio loads its backends): ``cpu`` is ``aiograd._devices.cpu``, ``sim`` is
 ``aiograd._devices.sim`` (numpy arrays, like the CPU, but scheduled by the engine as separate
 devices, each with its own queue and worker, so multi-device graphs are tested without a GPU).
-Other types plug in with :func:`register_device_type`; a ``cuda`` module would import CuPy only
-when the first CUDA device is made.
+``cuda`` is ``aiograd._devices.cuda`` (CuPy arrays, imported only when the first CUDA device is
+made) and ``simcuda`` its CPU double with simulated streams. Other types plug in with
+:func:`register_device_type`.
 
 The device-type interface: a module (or any object) with these attributes.
 
@@ -18,8 +19,8 @@ The device-type interface: a module (or any object) with these attributes.
     The array module of the type's data (``numpy``; CuPy for ``cuda``). Each device caches it as
     ``device.xp``: ops compute with ``x._device.xp``, never with numpy directly.
 ``indexed``
-    True if devices of the type are numbered (``sim:0``; a bare ``"sim"`` places tensors on
-    index 0, as ``"cuda"`` is the current CUDA device); False for ``cpu``.
+    True if devices of the type are numbered (``sim:0``; a bare ``"sim"`` or ``"cuda"`` places
+    tensors on index 0, where PyTorch's ``"cuda"`` is the current CUDA device); False for ``cpu``.
 ``default_executor``
     The executor type (``aiograd.executors``) the engine instantiates for the type's heavy
     nodes unless told otherwise (``set_executor``, ``Engine(executors=...)``).
@@ -284,8 +285,8 @@ CPU = device("cpu")
 
 def placement(spec: Any) -> device:
     """The device a tensor asked to live on ``spec`` lives on: ``cpu`` for any CPU device,
-    index 0 for an indexed type named without one (``"sim"`` is ``sim:0``, as ``"cuda"`` is the
-    current CUDA device)."""
+    index 0 for an indexed type named without one (``"sim"`` is ``sim:0`` and ``"cuda"`` is
+    ``cuda:0``, where PyTorch's ``"cuda"`` is the current CUDA device)."""
     dev = spec if type(spec) is device else device(spec)
     if dev.type == "cpu":
         return CPU

@@ -34,8 +34,8 @@ class save_on_cpu(saved_tensors_hooks):
     """Context manager under which saved tensors are kept on the CPU and moved back to their
     device when backward needs them (``torch.autograd.graph.save_on_cpu``).
 
-    A tensor already on the CPU is kept as it is (detached, no copy). One on another device (a
-    ``sim`` device, or a GPU once aiograd has one) is copied to the host when saved and copied
+    A tensor already on the CPU is kept as it is (detached, no copy). One on another device
+    (``cuda``, ``sim`` or ``simcuda``) is copied to the host when saved and copied
     back to its device on every unpack. ``pin_memory`` and ``device_type`` are accepted for
     PyTorch compatibility; aiograd has no pinned memory, so the copy is an ordinary one.
     """

@@ -1,6 +1,7 @@
 """Blocking ``backward()`` and ``grad()`` for code with no running event loop.
 
-Scripts, worker threads and notebooks can call these without ``async``/``await``::
+Scripts, worker threads and REPLs where no event loop runs call these without
+``async``/``await``::
 
     import aiograd
     import aiograd.sync
@@ -21,6 +22,9 @@ the caller's own context variables apply to it, as they would to an awaited call
 Called from a thread whose event loop is running (``async def`` code, or a hook or Function
 backward run by this module's own loop) they raise ``RuntimeError`` before doing anything,
 since blocking would stall that loop, or deadlock it: await the async functions there instead.
+A Jupyter notebook is such a place: its cells run in the thread of ipykernel's event loop, so
+there ``aiograd.sync.backward(loss)`` raises, and a top-level ``await loss.backward()`` in the
+cell is the way.
 
 An exception that interrupts the waiting caller (``KeyboardInterrupt``) cancels the call's
 GraphTask and waits for it to stop before propagating, so no ``.grad`` changes afterwards.
