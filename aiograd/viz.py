@@ -31,17 +31,17 @@ and no in-place check fires), and hooks, ``retain_grad`` and freed graphs are fi
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ._autograd import _input_edges
+from ._autograd import _as_tuple, _input_edges
 from ._device import CPU
 from ._engine.graph_task import ExecInfo, init_to_execute
 from ._graph import GradientEdge
 from ._node import AccumulateGrad, GraphRoot, Node, edge_of
 from ._saved import FREED, HookedSavedTensor, SavedTensor
 from ._tensor import Tensor
+from .function._ctx import FunctionCtx
 
 if TYPE_CHECKING:
     import graphviz  # type: ignore[import-untyped, import-not-found, unused-ignore]
@@ -104,8 +104,7 @@ def to_dot(
     names = _names(params)
     exec_info = _exec_info(named_roots, inputs) if inputs is not None else None
     drawing = _Drawing(names, exec_info, show_saved, show_attrs, max_attr_chars)
-    for name, root in named_roots:
-        drawing.draw_root(name, root)
+    drawing.draw(named_roots)
     lines = [f"digraph {_quote(graph_name)} {{", f"\t{_GRAPH_ATTRS}", f"\t{_NODE_ATTRS}"]
     if exec_info is not None:
         lines.append(f"\tlabel={_quote(_LEGEND)} labelloc=b fontname=monospace fontsize=10")
@@ -189,7 +188,9 @@ def _names(params: Params | None) -> dict[int, str]:
 def _exec_info(roots: list[tuple[str, Tensor]], inputs: Inputs) -> dict[Node, ExecInfo]:
     """What the engine would run for ``grad(roots, inputs)``: its own ``init_to_execute``, on the
     root it would make (the one root node, or a GraphRoot over several)."""
-    as_tuple = tuple(inputs) if isinstance(inputs, Sequence) else (inputs,)
+    as_tuple = _as_tuple(inputs)
+    if not as_tuple:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     output_edges = _input_edges(as_tuple)
     root_edges = [edge for _, tensor in roots if (edge := edge_of(tensor)) is not None]
     root: Node = root_edges[0][0] if len(root_edges) == 1 else GraphRoot(tuple(root_edges), [])
@@ -252,20 +253,29 @@ class _Drawing:
         return info is not None and bool(info.captures)
 
     # ----------------------------------------------------------------------------- walk
-    def draw_root(self, name: str, root: Tensor) -> None:
-        if root.grad_fn is not None:
-            self._outputs.setdefault((id(root.grad_fn), root.output_nr), root)
-        if self.first_time(root):
+    def draw(self, roots: list[tuple[str, Tensor]]) -> None:
+        """The roots' boxes first (so a root is drawn as one wherever else it appears), then
+        the graph from each root's ``grad_fn``."""
+        walked: list[Tensor] = []
+        for name, root in roots:
+            if not self.first_time(root):
+                continue  # given twice
+            walked.append(root)
+            if root.grad_fn is not None:
+                self._outputs.setdefault((id(root.grad_fn), root.output_nr), root)
             self.tensor_box(root, name or self.names.get(id(root), ""), _ROOT_COLOR)
             base = root._base
             if base is not None:
                 if self.first_time(base):
                     self.tensor_box(base, self.names.get(id(base), ""), _BASE_COLOR)
                 self.edge(self.dot_id(base), self.dot_id(root), "style=dotted")
-        fn = root.grad_fn
-        if fn is None:
-            return
-        self.edge(self.dot_id(fn), self.dot_id(root), _output_label(fn, root.output_nr))
+        for root in walked:
+            fn = root.grad_fn
+            if fn is not None:
+                self.edge(self.dot_id(fn), self.dot_id(root), _output_label(fn, root.output_nr))
+                self.walk(fn)
+
+    def walk(self, fn: Node) -> None:
         # Depth first, iteratively (a 100,000-node chain draws too), children in edge order.
         stack = [fn]
         while stack:
@@ -383,17 +393,11 @@ def _saved_fields(node: Node) -> list[tuple[str, Any]]:
     """(field, value) for what ``node`` saved for backward, read without unpacking anything
     (no unpack hook runs, no in-place check): its ``_saved`` fields, or a custom Function's
     ``save_for_backward`` tensors (``saved_tensors[i]``; ``FREED`` once released)."""
-    variables = inspect.getattr_static(node, "_saved_variables", None)
-    if isinstance(variables, tuple):  # a custom Function's node (its ctx)
-        if inspect.getattr_static(node, "_freed", False):
+    if isinstance(node, FunctionCtx):  # a custom Function's node: its ``saved_tensors`` unpacks
+        if node._freed:
             return [("saved_tensors", FREED)]
-        return [(f"saved_tensors[{i}]", v) for i, v in enumerate(variables) if v is not None]
-    fields: list[tuple[str, Any]] = []
-    for field in node._saved:
-        value = inspect.getattr_static(node, field, None)
-        if not isinstance(value, property):
-            fields.append((field, value))
-    return fields
+        return [(f"saved_tensors[{i}]", v) for i, v in enumerate(node._saved_variables) if v is not None]
+    return [(field, getattr(node, field, None)) for field in node._saved]
 
 
 def _find_tensor(packed: Any) -> Tensor | None:
@@ -428,8 +432,8 @@ def _describe_value(value: Any) -> str:
         return _describe(value)
     if isinstance(value, Node):
         return value.name()
-    if hasattr(value, "shape") and hasattr(value, "dtype") and hasattr(value, "ndim"):  # an array
-        return "array " + _describe_array(value, CPU if type(value).__module__ == "numpy" else None)
+    if hasattr(value, "shape") and hasattr(value, "dtype"):  # an array
+        return f"array {tuple(value.shape)} {value.dtype}"
     return repr(value)
 
 
