@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "optim",  # aiograd.optim (optimizers, lr_scheduler)
             "linalg",
             "serving",  # aiograd.serving (dynamic batching)
+            "viz",  # aiograd.viz (the backward graph as Graphviz DOT)
         ),
     ),
 )

@@ -19,6 +19,7 @@ import aiograd.serving
 import aiograd.sync
 import aiograd.testing
 import aiograd.utils.checkpoint
+import aiograd.viz
 
 PUBLIC_MODULES = (
     aiograd,
@@ -40,6 +41,7 @@ PUBLIC_MODULES = (
     aiograd.nn.init,
     aiograd.nn.utils,
     aiograd.serving,
+    aiograd.viz,
 )
 
 
@@ -62,6 +64,7 @@ def test_no_internal_module_leaks_into_the_top_level():
         "cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
         "linalg", "optim",
         "serving",
+        "viz",
     }, modules
 
 
