@@ -334,7 +334,7 @@ def test_errors_name_the_problem():
 
 
 def test_to_graphviz_wraps_the_dot_text(monkeypatch):
-    graphviz = pytest.importorskip("graphviz")  # the dev extra installs it
+    import graphviz  # the dev extra installs it (the viz extra for users)
     x = ag.tensor([1.0, 2.0], requires_grad=True)
     y = (x.exp() * x).sum()
     source = viz.to_graphviz(y, params={"x": x}, inputs=[x])
@@ -347,7 +347,6 @@ def test_to_graphviz_wraps_the_dot_text(monkeypatch):
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot program is not installed")
 def test_to_graphviz_renders(tmp_path):
-    pytest.importorskip("graphviz")
     x = ag.tensor([1.0, 2.0], requires_grad=True)
     path = viz.to_graphviz((x * x).sum()).render(tmp_path / "graph", format="svg")
     assert "MulBackward0" in open(path).read()
@@ -377,3 +376,33 @@ def test_node_names_and_order_are_torchs():
         names.append(type(fn).__name__)
         stack.extend(reversed([c for c, _ in fn.next_functions if c is not None]))
     assert drawn == names
+
+
+@requires_torch
+def test_inputs_marks_what_torchs_grad_would_not_run():
+    def expression(x, w, b):
+        h = x * w
+        s = w.sin()
+        return [(h.exp() + s).sum(), (s * b).mean()], {"x": x, "w": w, "b": b, "h": h, "s": s}
+
+    def torch_nodes(roots):
+        found, stack = [], [r.grad_fn for r in roots]
+        while stack:
+            fn = stack.pop()
+            if fn not in found:
+                found.append(fn)
+                stack.extend(c for c, _ in fn.next_functions if c is not None)
+        return found
+
+    arrays = [np.arange(1.0, 5.0) * k for k in (1, 2, 3)]
+    ours, our_tensors = expression(*(ag.tensor(a, requires_grad=True) for a in arrays))
+    theirs, their_tensors = expression(*(torch.tensor(a, requires_grad=True) for a in arrays))
+    ran: list[str] = []
+    for fn in torch_nodes(theirs):
+        fn.register_prehook(lambda grads, fn=fn: ran.append(type(fn).__name__))
+    for names in (["x"], ["w"], ["h"], ["s", "b"], ["h", "w"]):
+        ran.clear()
+        torch.autograd.grad(theirs, [their_tensors[n] for n in names], retain_graph=True)
+        dot = Dot(viz.to_dot(ours, inputs=[our_tensors[n] for n in names]))
+        drawn = [dot.label(n)[0] for n in dot.nodes if "fillcolor" not in dot.nodes[n][1]]
+        assert sorted(drawn) == sorted(ran), names
