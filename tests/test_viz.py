@@ -198,14 +198,24 @@ def test_saved_tensors_numbers_freed_modified_and_hooked():
     dot = Dot(viz.to_dot(z))
     assert dot.label(_match(dot, [z])[exp]) == ["ExpBackward0", "result: freed"]
 
-    # Modified in place after it was saved: the backward would fail; drawn in red.
+    # Modified in place after it was saved (an intermediate, and a leaf under no_grad, as an
+    # optimizer step before the backward does): the backward would fail; a red edge says so.
     c = x.clone()
-    s = c.sin()
+    s = (c.sin() * x).sum()
     c.mul_(2.0)
-    dot = Dot(viz.to_dot(s))
-    [(box, _)] = dot.into(_match(dot, [s])[s.grad_fn], functions_only=False)[:1]
-    assert dot.label(box) == ["(3,) float64", "modified in place: version 1, saved at 0"]
-    assert "fillcolor=red" in dot.nodes[box][1]
+    with ag.no_grad():
+        x.add_(1.0)
+    dot = Dot(viz.to_dot(s, params={"x": x}))
+    ids = _match(dot, [s])
+    sin, mul = s.grad_fn.next_functions[0][0].next_functions[0][0], s.grad_fn.next_functions[0][0]
+    [(box, attrs)] = [e for e in dot.into(ids[sin], functions_only=False) if "dir=none" in e[1]]
+    assert dot.label(box) == ["(3,) float64"] and "fillcolor=orange" in dot.nodes[box][1]
+    assert 'label="x: modified in place, version 1, saved at 0"' in attrs and "color=red" in attrs
+    saved_by_mul = [(dot.label(t), a) for t, a in dot.into(ids[mul], functions_only=False) if "dir=none" in a]
+    assert saved_by_mul == [
+        (["(3,) float64"], 'label="a" dir=none color=orange fontsize=8'),
+        (["x", "(3,) float64"], 'label="b: modified in place, version 1, saved at 0" dir=none color=red fontcolor=red fontsize=8'),
+    ]
 
     # Packed by saved-tensor hooks: drawn from what the pack hook returned, never unpacked.
     unpacked = []

@@ -18,7 +18,7 @@ What is drawn, as torchviz draws it (docs/visualizing.md shows a picture and eve
   undirected orange edge named after the saved field (a saved leaf or output shares its box),
   numbers the node saved by value in its label; a saved tensor freed by a backward without
   ``retain_graph`` is listed as ``freed``, one modified in place since (the backward would
-  fail) in red, one packed by saved-tensor hooks as ``packed``;
+  fail) joined by a red edge that says so, one saved through saved-tensor hooks as ``packed``;
 - with ``inputs``, what ``grad(roots, inputs)`` would do: nodes it would not run dashed and grey
   (as the engine decides it: its own ``init_to_execute``), nodes whose incoming gradient it
   returns with a double outline (they need not run themselves: a leaf's AccumulateGrad does

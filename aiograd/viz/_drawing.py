@@ -11,7 +11,7 @@ from ._labels import (
     BASE_COLOR,
     CAPTURED,
     LEAF_COLOR,
-    MODIFIED_COLOR,
+    MODIFIED_EDGE,
     NOT_RUN,
     NOT_RUN_EDGE,
     ROOT_COLOR,
@@ -183,15 +183,22 @@ class Drawing:
             lines = [describe_array(value.data, value.device)]
         # A leaf's box is blue wherever it is first drawn (its AccumulateGrad may come later).
         leaf = isinstance(box, Tensor) and box.grad_fn is None and box.requires_grad
-        color = LEAF_COLOR if leaf else SAVED_COLOR
-        if isinstance(value, SavedTensor) and value.version_counter[0] != value.version:
-            color = MODIFIED_COLOR
-            lines.append(f"modified in place: version {value.version_counter[0]}, saved at {value.version}")
         if self.first_time(box):
             name = self.name_of(box)
             body = ([name] if name else []) + lines
+            color = LEAF_COLOR if leaf else SAVED_COLOR
             self.statements.append(f"{self.dot_id(box)} [label={label(body)} fillcolor={color}]")
-        self.edge(self.dot_id(box), self.dot_id(node), f"label={quote(field)}", SAVED_EDGE)
+        edge_label, style = field, SAVED_EDGE
+        if (
+            isinstance(value, SavedTensor) and not isinstance(value, HookedSavedTensor)
+            and value.version_counter[0] != value.version
+        ):
+            # The backward's in-place check would fail on this save (a save through hooks is
+            # not checked). A mark of this edge: another node may have saved the same tensor
+            # at its current version.
+            edge_label += f": modified in place, version {value.version_counter[0]}, saved at {value.version}"
+            style = MODIFIED_EDGE
+        self.edge(self.dot_id(box), self.dot_id(node), f"label={quote(edge_label)}", style)
 
     def tensor_box(self, tensor: Tensor, name: str, color: str) -> None:
         """A root's, a base's or a leaf's box."""

@@ -21,11 +21,11 @@ ROOT_COLOR = "darkolivegreen1"
 BASE_COLOR = "darkolivegreen3"
 LEAF_COLOR = "lightblue"
 SAVED_COLOR = "orange"
-MODIFIED_COLOR = "red"
 NOT_RUN = 'style="filled,dashed" fillcolor=white color=gray50 fontcolor=gray50'
 NOT_RUN_EDGE = "style=dashed color=gray50"
 CAPTURED = "peripheries=2"
 SAVED_EDGE = f"dir=none color={SAVED_COLOR} fontsize=8"
+MODIFIED_EDGE = "dir=none color=red fontcolor=red fontsize=8"
 LEGEND = (
     "dashed grey: not run by grad(roots, inputs); "
     "double outline: its incoming gradient is what grad() returns"
