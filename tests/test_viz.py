@@ -25,7 +25,7 @@ from aiograd.graph import saved_tensors_hooks
 
 _NODE = re.compile(r'(n\d+) \[label="((?:[^"\\]|\\.)*)"(.*)\]')
 _EDGE = re.compile(r"(n\d+) -> (n\d+)(?: \[(.*)\])?")
-_HEADER = 3  # digraph line, graph and node defaults
+_HEADER = 4  # digraph line, graph, node and edge defaults
 
 
 def _lines(label: str) -> list[str]:
@@ -124,15 +124,16 @@ def test_a_small_graph_draws_exactly():
         'digraph "aiograd" {\n'
         '\tgraph [size="12,12"]\n'
         "\tnode [align=left fontname=monospace fontsize=10 height=0.2 ranksep=0.1 shape=box style=filled]\n"
+        "\tedge [fontname=monospace fontsize=8]\n"
         '\tn0 [label="loss\\n() float64 = 11" fillcolor=darkolivegreen1]\n'
         "\tn1 -> n0\n"
         '\tn1 [label="SumBackward0"]\n'
         "\tn2 -> n1\n"
         '\tn2 [label="MulBackward0"]\n'
         '\tn3 [label="x\\n(2,) float64" fillcolor=lightblue]\n'
-        '\tn3 -> n2 [label="a" dir=none color=orange fontsize=8]\n'
+        '\tn3 -> n2 [label="a" dir=none color=orange]\n'
         '\tn4 [label="w\\n(2,) float64" fillcolor=lightblue]\n'
-        '\tn4 -> n2 [label="b" dir=none color=orange fontsize=8]\n'
+        '\tn4 -> n2 [label="b" dir=none color=orange]\n'
         "\tn5 -> n2\n"
         "\tn6 -> n2\n"
         '\tn5 [label="AccumulateGrad"]\n'
@@ -213,8 +214,8 @@ def test_saved_tensors_numbers_freed_modified_and_hooked():
     assert 'label="x: modified in place, version 1, saved at 0"' in attrs and "color=red" in attrs
     saved_by_mul = [(dot.label(t), a) for t, a in dot.into(ids[mul], functions_only=False) if "dir=none" in a]
     assert saved_by_mul == [
-        (["(3,) float64"], 'label="a" dir=none color=orange fontsize=8'),
-        (["x", "(3,) float64"], 'label="b: modified in place, version 1, saved at 0" dir=none color=red fontcolor=red fontsize=8'),
+        (["(3,) float64"], 'label="a" dir=none color=orange'),
+        (["x", "(3,) float64"], 'label="b: modified in place, version 1, saved at 0" dir=none color=red fontcolor=red'),
     ]
 
     # Packed by saved-tensor hooks: drawn from what the pack hook returned, never unpacked.

@@ -11,7 +11,7 @@ from .._graph import GradientEdge
 from .._node import GraphRoot, Node, edge_of
 from .._tensor import Tensor
 from ._drawing import Drawing
-from ._labels import GRAPH_ATTRS, LEGEND, NODE_ATTRS, quote
+from ._labels import EDGE_ATTRS, GRAPH_ATTRS, LEGEND, NODE_ATTRS, quote
 
 if TYPE_CHECKING:
     import graphviz  # type: ignore[import-untyped, import-not-found, unused-ignore]
@@ -56,7 +56,7 @@ def to_dot(
     exec_info = _exec_info(named_roots, inputs) if inputs is not None else None
     drawing = Drawing(names, exec_info, show_saved, show_attrs, max_attr_chars)
     drawing.draw(named_roots)
-    lines = [f"digraph {quote(graph_name)} {{", f"\t{GRAPH_ATTRS}", f"\t{NODE_ATTRS}"]
+    lines = [f"digraph {quote(graph_name)} {{", f"\t{GRAPH_ATTRS}", f"\t{NODE_ATTRS}", f"\t{EDGE_ATTRS}"]
     if exec_info is not None:
         lines.append(f"\tlabel={quote(LEGEND)} labelloc=b fontname=monospace fontsize=10")
     lines.extend(f"\t{statement}" for statement in drawing.statements)

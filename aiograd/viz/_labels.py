@@ -14,6 +14,7 @@ from ..function._ctx import FunctionCtx
 
 # Colours and styles, torchviz's where it has one.
 GRAPH_ATTRS = 'graph [size="12,12"]'
+EDGE_ATTRS = "edge [fontname=monospace fontsize=8]"  # saved fields and output numbers
 NODE_ATTRS = (
     "node [align=left fontname=monospace fontsize=10 height=0.2 ranksep=0.1 shape=box style=filled]"
 )
@@ -24,8 +25,8 @@ SAVED_COLOR = "orange"
 NOT_RUN = 'style="filled,dashed" fillcolor=white color=gray50 fontcolor=gray50'
 NOT_RUN_EDGE = "style=dashed color=gray50"
 CAPTURED = "peripheries=2"
-SAVED_EDGE = f"dir=none color={SAVED_COLOR} fontsize=8"
-MODIFIED_EDGE = "dir=none color=red fontcolor=red fontsize=8"
+SAVED_EDGE = f"dir=none color={SAVED_COLOR}"
+MODIFIED_EDGE = "dir=none color=red fontcolor=red"
 LEGEND = (
     "dashed grey: not run by grad(roots, inputs); "
     "double outline: its incoming gradient is what grad() returns"
