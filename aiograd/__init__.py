@@ -25,7 +25,9 @@ module sets another module's globals:
    as methods and operators), ``sync``, ``testing``, ``utils``, ``_runner``, ``cuda`` (the public
    CUDA API, ``torch.cuda``'s) and this module.
    Also in this layer: ``optim`` (``torch.optim``'s optimizers and ``optim.lr_scheduler``),
-   ``linalg`` (``torch.linalg``'s namespace) and ``serving`` (dynamic batching).
+   ``linalg`` (``torch.linalg``'s namespace), ``serving`` (dynamic batching), ``viz`` (the
+   backward graph as Graphviz DOT) and ``pytest_plugin`` (pytest's entry point; ``import
+   aiograd`` does not import it).
 
 Public
 submodules: ``aiograd.nn`` (``Module``, layers, ``nn.functional``, ``nn.init``, ``nn.utils``),
@@ -33,7 +35,8 @@ submodules: ``aiograd.nn`` (``Module``, layers, ``nn.functional``, ``nn.init``, 
 ``aiograd.testing``, ``aiograd.cuda`` (CUDA devices, streams, events), ``aiograd.function``
 (custom Functions), ``aiograd.graph`` (``torch.autograd.graph``), ``aiograd.executors``,
 ``aiograd.sync`` (blocking backward/grad), ``aiograd.serving`` (dynamic batching of concurrent
-requests) and ``aiograd.utils.checkpoint``. Every public name is re-exported
+requests), ``aiograd.viz`` (graph pictures), ``aiograd.utils.checkpoint`` and
+``aiograd.pytest_plugin`` (loaded by pytest). Every public name is re-exported
 here explicitly and listed in ``__all__``; everything else is internal.
 """
 
@@ -51,6 +54,7 @@ from . import (
     sync,
     testing,
     utils,
+    viz,
 )
 from ._anomaly import (
     detect_anomaly,
@@ -241,6 +245,7 @@ __all__ = [
     "cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
     "optim",
     "serving",
+    "viz",
     # linear algebra
     "bmm", "dot", "einsum", "outer", "tensordot", "trace", "linalg",
     # shape and indexing

@@ -19,6 +19,7 @@ import aiograd.serving
 import aiograd.sync
 import aiograd.testing
 import aiograd.utils.checkpoint
+import aiograd.viz
 
 PUBLIC_MODULES = (
     aiograd,
@@ -40,6 +41,7 @@ PUBLIC_MODULES = (
     aiograd.nn.init,
     aiograd.nn.utils,
     aiograd.serving,
+    aiograd.viz,
 )
 
 
@@ -70,6 +72,7 @@ def test_no_internal_module_leaks_into_the_top_level():
         "linalg", "optim",
         "serving",
         "pytest_plugin",  # loaded by pytest (a pytest11 entry point); its hooks are pytest's API
+        "viz",
     }, modules
 
 
