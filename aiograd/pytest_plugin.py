@@ -338,6 +338,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     global _current
     checked = _leak_check_wanted(item)
     backend = _backend_of(item)
+    sync_uses = sync._uses
     restore: Callable[[], None] | None = None
     if backend is not None:
         _current = _Run(str(backend), checked, item.nodeid)
@@ -349,7 +350,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         _current = None
         if restore is not None:
             restore()
-    if checked:
+    if checked and sync._uses != sync_uses:  # the test used aiograd.sync's loop (or trio did)
         problems = leaks_on_sync_loop()
         if problems:
             pytest.fail(_report(item.nodeid, "aiograd.sync's background loop", problems), pytrace=False)

@@ -86,6 +86,9 @@ class _Portal:
 _lock = _threading.Lock()
 _current: _Portal | None = None
 _exiting = False  # set by the atexit handler: no new portal after it ran
+#: Calls that used the background loop so far (approximate across threads: only "has it changed"
+#: is read, by aiograd's pytest plugin, to check that loop after the tests that used it).
+_uses = 0
 
 
 def _backend_options() -> dict[str, _Any]:
@@ -230,7 +233,8 @@ def _spawn(
 
 def _running_portal(name: str) -> _Portal:
     """The background loop, started (or restarted, if its thread died) as needed."""
-    global _current
+    global _current, _uses
+    _uses += 1
     with _lock:
         if _exiting:
             raise RuntimeError(f"aiograd.sync.{name}() called during interpreter shutdown")
