@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .graph_task import GraphTask
 
 __all__ = [
-    "NodeRecord", "OffloadRecord", "Progress", "Watch", "add_session", "evaluate_watched",
+    "NodeRecord", "OffloadRecord", "Progress", "Watch", "add_session", "evaluate_counted", "evaluate_watched",
     "progress_callbacks", "progress_scope", "remove_session", "start", "watching",
 ]
 
@@ -134,7 +134,7 @@ class NodeRecord:
         self.start_ns: int = 0
         self.end_ns: int | None = None
         #: (thread ident, thread name, id of the asyncio task, its name) that ran it
-        self.worker: tuple[int, str, int, str] = worker_here()
+        self.worker: tuple[int, str, int, str] = worker_of_task()
         self.executed: bool = True  # False: reached by grad() only to capture its gradient
         self.offload: OffloadRecord | None = None
         self.error: str | None = None
@@ -145,6 +145,20 @@ def worker_here() -> tuple[int, str, int, str]:
     task = asyncio.current_task()
     thread = threading.current_thread()
     return (thread.ident or 0, thread.name, id(task), task.get_name() if task is not None else "event loop")
+
+
+_last_worker: list[Any] = [None, None]  # (task, its worker_here()): most nodes run where the last did
+
+
+def worker_of_task() -> tuple[int, str, int, str]:
+    """``worker_here()``, cached for the task that asked last (on a loop; each thread's loop has
+    its own tasks, so a task seen here is the same thread's)."""
+    task = asyncio.current_task()
+    last_task, worker = _last_worker
+    if task is None or task is not last_task:
+        worker = worker_here()
+        _last_worker[:] = [task, worker]
+    return worker
 
 
 class Watch:
@@ -189,8 +203,24 @@ class Watch:
         record.start_ns = now_ns()
         return record
 
+    def count(self, graph_task: GraphTask, node: Node) -> None:
+        """``node`` ran (or was passed over: grad() pruning): progress only, nothing recorded."""
+        exec_info = graph_task.exec_info
+        if exec_info is not None:
+            info = exec_info.get(node)
+            if info is None or not info.needed:
+                return
+        if graph_task.error is None:
+            self.done += 1
+            if not self.notify_pending:
+                self.notify_pending = True
+                self.loop.call_soon(self.notify)
+
     def finish(self, graph_task: GraphTask, node: Node) -> None:
         """``node`` ran (or was passed over: grad() pruning) and propagated its gradients."""
+        if self.nodes is None and not self.log:  # progress only
+            self.count(graph_task, node)
+            return
         end = now_ns()
         record = self.running.pop(node)
         record.end_ns = end
@@ -213,6 +243,8 @@ class Watch:
                 self.loop.call_soon(self.notify)
 
     def failed(self, node: Node, exc: BaseException) -> None:
+        if self.nodes is None and not self.log:  # progress only: nothing to record
+            return
         record = self.running.pop(node, None)
         if record is None:
             return
@@ -223,7 +255,9 @@ class Watch:
 
     def wrap_offloaded(self, node: Node, call: Callable[[], Any], executor: Executor) -> Callable[[], Any]:
         """``call`` (the node's apply), recording where and when it runs in ``executor``."""
-        record = self.running[node]
+        record = self.running.get(node)
+        if record is None:  # progress only
+            return call
         offload = record.offload = OffloadRecord(repr(executor), now_ns())
         if self.log:
             engine_log.debug(
@@ -320,7 +354,8 @@ def start(engine: Engine, graph_task: GraphTask, parent: GraphTask | None, kind:
         for session in active:
             session.watches.append(watch)
     graph_task.watch = watch
-    graph_task.evaluate = evaluate_watched
+    # Progress alone needs only a count: a lighter evaluate than recording every node.
+    graph_task.evaluate = evaluate_watched if active or log else evaluate_counted
     if log:
         engine_log.debug(
             "GraphTask #%d (%s, depth %d) started from %s: %d nodes to run, root %s",
@@ -352,6 +387,17 @@ def evaluate_watched(engine: Engine, graph_task: GraphTask, node: Node, buffer: 
     if pending is OFFLOADED:
         return pending
     return _finish_slow(watch, graph_task, node, pending)
+
+
+def evaluate_counted(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]) -> Any:
+    """``evaluate``, counting the nodes done: for a GraphTask watched only for its progress."""
+    pending = evaluate(engine, graph_task, node, buffer)
+    if pending is None:
+        graph_task.watch.count(graph_task, node)
+        return None
+    if pending is OFFLOADED:
+        return pending  # counted when its result is propagated (``finish``)
+    return _finish_slow(graph_task.watch, graph_task, node, pending)
 
 
 async def _finish_slow(watch: Watch, graph_task: GraphTask, node: Node, pending: Any) -> None:
