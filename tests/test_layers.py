@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "optim",  # aiograd.optim (optimizers, lr_scheduler)
             "linalg",
             "serving",  # aiograd.serving (dynamic batching)
+            "profiler",  # aiograd.profiler (traces, progress)
         ),
     ),
 )

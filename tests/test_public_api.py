@@ -15,6 +15,7 @@ import aiograd.nn.init
 import aiograd.nn.utils
 import aiograd.optim
 import aiograd.optim.lr_scheduler
+import aiograd.profiler
 import aiograd.serving
 import aiograd.sync
 import aiograd.testing
@@ -40,6 +41,7 @@ PUBLIC_MODULES = (
     aiograd.nn.init,
     aiograd.nn.utils,
     aiograd.serving,
+    aiograd.profiler,
 )
 
 
@@ -62,6 +64,7 @@ def test_no_internal_module_leaks_into_the_top_level():
         "cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
         "linalg", "optim",
         "serving",
+        "profiler",
     }, modules
 
 

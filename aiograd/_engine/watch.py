@@ -26,6 +26,7 @@ import dataclasses
 import itertools
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -147,17 +148,18 @@ def worker_here() -> tuple[int, str, int, str]:
     return (thread.ident or 0, thread.name, id(task), task.get_name() if task is not None else "event loop")
 
 
-_last_worker: list[Any] = [None, None]  # (task, its worker_here()): most nodes run where the last did
+#: (a weak reference to the task that asked last, its ``worker_here()``): most nodes run where
+#: the previous one did. Weak, so that no task outlives its work because it was profiled.
+_last_worker: list[Any] = [None, None]
 
 
 def worker_of_task() -> tuple[int, str, int, str]:
-    """``worker_here()``, cached for the task that asked last (on a loop; each thread's loop has
-    its own tasks, so a task seen here is the same thread's)."""
+    """``worker_here()``, cached for the task that asked last (a task runs in one thread)."""
     task = asyncio.current_task()
-    last_task, worker = _last_worker
-    if task is None or task is not last_task:
+    last, worker = _last_worker
+    if task is None or last is None or last() is not task:
         worker = worker_here()
-        _last_worker[:] = [task, worker]
+        _last_worker[:] = [weakref.ref(task) if task is not None else None, worker]
     return worker
 
 
@@ -186,7 +188,7 @@ class Watch:
         self.running: dict[Node, NodeRecord] = {}  # started and not finished (offloaded ones)
         self.ready: dict[Node, tuple[int, NodeRecord | None]] = {}  # ready, not started yet
         self.callbacks: tuple[Callable[[Progress], Any], ...] = ()
-        self.loop: asyncio.AbstractEventLoop = asyncio.get_running_loop()
+        self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         self.notify_pending = False
         self.log = False
         self.threshold: float | None = None
@@ -214,7 +216,7 @@ class Watch:
             self.done += 1
             if not self.notify_pending:
                 self.notify_pending = True
-                self.loop.call_soon(self.notify)
+                self.loop.call_soon(self.notify)  # type: ignore[union-attr]  (running: a loop)
 
     def finish(self, graph_task: GraphTask, node: Node) -> None:
         """``node`` ran (or was passed over: grad() pruning) and propagated its gradients."""
@@ -240,7 +242,7 @@ class Watch:
             self.done += 1
             if self.callbacks and not self.notify_pending:
                 self.notify_pending = True
-                self.loop.call_soon(self.notify)
+                self.loop.call_soon(self.notify)  # type: ignore[union-attr]  (running: a loop)
 
     def failed(self, node: Node, exc: BaseException) -> None:
         if self.nodes is None and not self.log:  # progress only: nothing to record
@@ -309,6 +311,7 @@ class Watch:
         if self.callbacks:
             self.notify()  # the last report, made now: before the caller's await returns
             self.reported = True
+        self.loop = None  # a profile kept after its loop closed must not keep the loop alive
 
     def notify(self) -> None:
         """Report progress to the callbacks (at most one report is pending at a time)."""
@@ -320,7 +323,7 @@ class Watch:
             try:
                 callback(progress)
             except Exception as exc:  # noqa: BLE001 - a callback's bug must not stop the engine
-                self.loop.call_exception_handler(
+                asyncio.get_running_loop().call_exception_handler(
                     {"message": "aiograd progress callback failed", "exception": exc}
                 )
 
