@@ -225,3 +225,20 @@ def test_a_profile_records_aiograd_sync_calls_on_its_background_loop():
     assert gt.outcome == "ok" and gt.thread != threading.current_thread().name
     assert {e.thread for e in prof.events()} == {gt.thread}
     assert w.grad.tolist() == [2.0, 4.0]
+
+
+def test_a_profile_records_calls_made_under_trio():
+    trio = pytest.importorskip("trio")
+    w = ag.tensor([1.0, 2.0], requires_grad=True)
+    reports = []
+
+    async def main():
+        with aiograd.profiler.on_progress(reports.append):
+            return await ag.grad((w * w).sum(), w)
+
+    with aiograd.profiler.profile() as prof:
+        (g,) = trio.run(main)
+    assert g.tolist() == [2.0, 4.0]
+    (gt,) = prof.graph_tasks()  # run on aiograd's background asyncio loop, in its thread
+    assert (gt.kind, gt.outcome) == ("grad", "ok") and gt.thread != threading.current_thread().name
+    assert reports[-1] == aiograd.profiler.Progress(2, 2)

@@ -156,7 +156,8 @@ _last_worker: list[Any] = [None, None]
 def worker_of_task() -> tuple[int, str, int, str]:
     """``worker_here()``, cached for the task that asked last (a task runs in one thread)."""
     task = asyncio.current_task()
-    last, worker = _last_worker
+    last, cached = _last_worker
+    worker: tuple[int, str, int, str] = cached
     if task is None or last is None or last() is not task:
         worker = worker_here()
         _last_worker[:] = [weakref.ref(task) if task is not None else None, worker]
@@ -216,7 +217,7 @@ class Watch:
             self.done += 1
             if not self.notify_pending:
                 self.notify_pending = True
-                self.loop.call_soon(self.notify)  # type: ignore[union-attr]  (running: a loop)
+                self.loop.call_soon(self.notify)  # type: ignore[union-attr]  # running: a loop
 
     def finish(self, graph_task: GraphTask, node: Node) -> None:
         """``node`` ran (or was passed over: grad() pruning) and propagated its gradients."""
@@ -242,7 +243,7 @@ class Watch:
             self.done += 1
             if self.callbacks and not self.notify_pending:
                 self.notify_pending = True
-                self.loop.call_soon(self.notify)  # type: ignore[union-attr]  (running: a loop)
+                self.loop.call_soon(self.notify)  # type: ignore[union-attr]  # running: a loop
 
     def failed(self, node: Node, exc: BaseException) -> None:
         if self.nodes is None and not self.log:  # progress only: nothing to record
