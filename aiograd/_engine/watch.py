@@ -77,8 +77,6 @@ class Progress:
         return self.done / self.total if self.total else 1.0
 
 
-Progress.__module__ = "aiograd.profiler"
-
 
 def add_session(session: Any) -> None:
     """Start recording every GraphTask started from now on into ``session.watches``."""
