@@ -242,3 +242,38 @@ def test_a_profile_records_calls_made_under_trio():
     (gt,) = prof.graph_tasks()  # run on aiograd's background asyncio loop, in its thread
     assert (gt.kind, gt.outcome) == ("grad", "ok") and gt.thread != threading.current_thread().name
     assert reports[-1] == aiograd.profiler.Progress(2, 2)
+
+
+class Blocks(Function):
+    """A backward that waits until cancelled."""
+
+    started: asyncio.Event
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1
+
+    @staticmethod
+    async def backward(ctx, grad):
+        Blocks.started.set()
+        await asyncio.Event().wait()
+        return grad
+
+
+@only_asyncio
+async def test_cancelled_graph_tasks_and_device_workers_are_recorded():
+    Blocks.started = asyncio.Event()
+    x = ag.tensor([1.0], requires_grad=True)
+    s = ag.tensor([1.0, 2.0], device="sim:0", requires_grad=True)
+    with aiograd.profiler.profile() as prof:
+        call = asyncio.create_task(Blocks.apply(x).sum().backward())
+        await Blocks.started.wait()
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await (s * s).sum().backward()
+    cancelled, on_device = prof.graph_tasks()
+    assert (cancelled.outcome, on_device.outcome) == ("cancelled", "ok")
+    assert [(e.name, e.error) for e in prof.events() if e.graph_task == cancelled.id][-1] == ("BlocksBackward", "CancelledError")
+    # Nodes whose gradients are on the device ran on its worker task, a track of its own.
+    assert "aiograd worker sim:0" in {e.task for e in prof.events() if e.graph_task == on_device.id}

@@ -183,3 +183,42 @@ async def test_cancelling_the_iterating_task_cancels_the_call():
         await consumer
     assert Blocks.cancelled == [True]  # the backward stopped before the consumer did
     assert x.grad is None
+
+
+class Nested(Function):
+    """A backward that runs a backward of its own (reentrant)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 1
+
+    @staticmethod
+    async def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        with ag.enable_grad():
+            y = x.detach().requires_grad_()
+            (g,) = await ag.grad((y * y * y).sum(), y)
+        return grad * g
+
+
+@only_asyncio
+async def test_a_reentrant_call_does_not_report_and_a_failing_callback_goes_to_the_loop():
+    caught = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda loop, context: caught.append(context))
+    reports: list[Progress] = []
+
+    def callback(p: Progress) -> None:
+        reports.append(p)
+        raise RuntimeError("callback bug")
+
+    x = ag.tensor([2.0], requires_grad=True)
+    try:
+        with aiograd.profiler.on_progress(callback):
+            await Nested.apply(x).sum().backward()
+    finally:
+        loop.set_exception_handler(None)
+    assert x.grad.tolist() == [12.0]
+    assert reports == [Progress(3, 3)]  # Sum, NestedBackward, AccumulateGrad: not the inner grad's
+    assert [(c["message"], str(c["exception"])) for c in caught] == [("aiograd progress callback failed", "callback bug")]
