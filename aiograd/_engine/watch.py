@@ -4,7 +4,8 @@ engine.
 Off, it costs the per-node path nothing. ``Engine.execute`` asks once per GraphTask whether
 anything watches (``watching``, a module global, then ``engine_log.isEnabledFor(DEBUG)``); only
 then does the GraphTask get a ``Watch`` and, in its ``evaluate`` slot, ``evaluate_watched``
-instead of the plain ``evaluate``, which ``Engine.handle`` calls for each of its nodes. Every
+(profiling, debug logs) or ``evaluate_counted`` (progress alone) instead of the plain
+``evaluate``, which ``Engine.handle`` calls for each of its nodes. Every
 other GraphTask runs the code it ran before; the offload path and the drive's end test
 ``graph_task.watch`` once per offloaded node and once per GraphTask.
 
