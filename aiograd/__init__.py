@@ -26,8 +26,8 @@ module sets another module's globals:
    CUDA API, ``torch.cuda``'s) and this module.
    Also in this layer: ``optim`` (``torch.optim``'s optimizers and ``optim.lr_scheduler``),
    ``linalg`` (``torch.linalg``'s namespace), ``serving`` (dynamic batching), ``viz`` (the
-   backward graph as Graphviz DOT) and ``pytest_plugin`` (pytest's entry point; ``import
-   aiograd`` does not import it).
+   backward graph as Graphviz DOT), ``profiler`` (traces and progress of backward calls) and
+   ``pytest_plugin`` (pytest's entry point; ``import aiograd`` does not import it).
 
 Public
 submodules: ``aiograd.nn`` (``Module``, layers, ``nn.functional``, ``nn.init``, ``nn.utils``),
@@ -35,7 +35,8 @@ submodules: ``aiograd.nn`` (``Module``, layers, ``nn.functional``, ``nn.init``, 
 ``aiograd.testing``, ``aiograd.cuda`` (CUDA devices, streams, events), ``aiograd.function``
 (custom Functions), ``aiograd.graph`` (``torch.autograd.graph``), ``aiograd.executors``,
 ``aiograd.sync`` (blocking backward/grad), ``aiograd.serving`` (dynamic batching of concurrent
-requests), ``aiograd.viz`` (graph pictures), ``aiograd.utils.checkpoint`` and
+requests), ``aiograd.viz`` (graph pictures), ``aiograd.profiler``
+(traces, progress), ``aiograd.utils.checkpoint`` and
 ``aiograd.pytest_plugin`` (loaded by pytest). Every public name is re-exported
 here explicitly and listed in ``__all__``; everything else is internal.
 """
@@ -53,6 +54,7 @@ from . import (
     serving,
     sync,
     testing,
+    profiler,
     utils,
     viz,
 )
@@ -246,6 +248,7 @@ __all__ = [
     "optim",
     "serving",
     "viz",
+    "profiler",
     # linear algebra
     "bmm", "dot", "einsum", "outer", "tensordot", "trace", "linalg",
     # shape and indexing

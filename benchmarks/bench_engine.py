@@ -7,6 +7,11 @@ cost of one small ``backward()`` call (argument checks, GraphTask, root gradient
 for the same call when torch is installed.
 
     python benchmarks/bench_engine.py
+    python benchmarks/bench_engine.py --watch   # the chain again, profiled, with progress, logged
+
+``--watch`` times the identity chain with nothing watching it, inside
+``aiograd.profiler.profile()``, inside ``aiograd.profiler.on_progress(...)``, and with the
+``aiograd`` logger at DEBUG (to a NullHandler), interleaved: what watching costs per node.
 """
 
 from __future__ import annotations
@@ -55,6 +60,43 @@ async def engine_us_per_node() -> float:
     return statistics.median(times)
 
 
+async def watched_us_per_node(mode: str) -> float:
+    import logging
+
+    import aiograd.profiler
+
+    root = identity_chain()
+    logger = logging.getLogger("aiograd")
+    if mode == "DEBUG logs":
+        logger.setLevel(logging.DEBUG)
+    try:
+        with Timer() as timer:
+            if mode == "profile()":
+                with aiograd.profiler.profile():
+                    await root.backward(ag.tensor([1.0]))
+            elif mode == "on_progress()":
+                with aiograd.profiler.on_progress(lambda progress: None):
+                    await root.backward(ag.tensor([1.0]))
+            else:
+                await root.backward(ag.tensor([1.0]))
+    finally:
+        logger.setLevel(logging.NOTSET)
+    return timer.seconds / (CHAIN + 1) * 1e6
+
+
+async def watch_costs() -> None:
+    modes = ["nothing", "profile()", "on_progress()", "DEBUG logs"]
+    times: dict[str, list[float]] = {mode: [] for mode in modes}
+    for _ in range(REPEATS):
+        for mode in modes:
+            times[mode].append(await watched_us_per_node(mode))
+    off = statistics.median(times["nothing"])
+    print(f"{CHAIN:,}-node identity chain, median of {REPEATS}, watched by:")
+    for mode in modes:
+        median = statistics.median(times[mode])
+        print(f"  {mode:14} {median:6.2f} us/node ({median - off:+.2f})")
+
+
 async def small_call_us() -> float:
     x = ag.tensor([1.0, 2.0], requires_grad=True)
     outputs = [x.sum() for _ in range(CALLS)]
@@ -89,4 +131,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    ag.run(main())
+    ag.run(watch_costs() if "--watch" in sys.argv[1:] else main())

@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "serving",  # aiograd.serving (dynamic batching)
             "pytest_plugin",  # aiograd.pytest_plugin (the pytest11 entry point)
             "viz",  # aiograd.viz (the backward graph as Graphviz DOT)
+            "profiler",  # aiograd.profiler (traces, progress)
         ),
     ),
 )

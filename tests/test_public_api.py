@@ -15,6 +15,7 @@ import aiograd.nn.init
 import aiograd.nn.utils
 import aiograd.optim
 import aiograd.optim.lr_scheduler
+import aiograd.profiler
 import aiograd.serving
 import aiograd.sync
 import aiograd.testing
@@ -42,6 +43,7 @@ PUBLIC_MODULES = (
     aiograd.nn.utils,
     aiograd.serving,
     aiograd.viz,
+    aiograd.profiler,
 )
 
 
@@ -73,6 +75,7 @@ def test_no_internal_module_leaks_into_the_top_level():
         "serving",
         "pytest_plugin",  # loaded by pytest (a pytest11 entry point); its hooks are pytest's API
         "viz",
+        "profiler",
     }, modules
 
 

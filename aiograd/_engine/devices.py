@@ -15,6 +15,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from .context import current_worker, yield_to_loop
+from .logs import engine_log
 from .node_task import NodeTask
 from .ready_queue import ReadyQueue
 
@@ -43,6 +44,7 @@ class DeviceQueue(ReadyQueue):
             self.worker = self.engine.loop.create_task(
                 self._serve(), name=f"aiograd worker {self.device}"
             )
+            engine_log.debug("device worker for %s started", self.device)
 
     async def _serve(self) -> None:
         """Drain the queue for every GraphTask, in turns, until it is empty."""
@@ -64,6 +66,7 @@ class DeviceQueue(ReadyQueue):
             # the queue must not keep the task.
             if self.worker is asyncio.current_task():
                 self.worker = None
+            engine_log.debug("device worker for %s stopped (its queue is empty)", self.device)
 
     async def _await_node(self, owner: GraphTask, pending: Any) -> None:
         worker = asyncio.current_task()

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._anomaly import anomaly_state
+from .evaluate import evaluate
 
 if TYPE_CHECKING:
     from .._node import Edge, Node
@@ -54,6 +55,8 @@ class GraphTask:
         "custom_add", "streams", "leaf_streams", "producer",
         # reentrancy and cancellation
         "children", "device_waits",
+        # what runs its nodes: ``evaluate``, or ``watch.evaluate_watched`` with a Watch
+        "evaluate", "watch",
         "__weakref__",
     )
 
@@ -123,6 +126,12 @@ class GraphTask:
         self.children: list[GraphTask] | None = None
         #: Its nodes being awaited on device workers (asyncio tasks), cancelled if it fails.
         self.device_waits: set[asyncio.Task[Any]] | None = None
+
+        #: What ``Engine.handle`` runs each of its nodes with: ``evaluate``, or, when the
+        #: GraphTask is watched (profiling, progress, debug logs), ``watch.evaluate_watched``,
+        #: chosen once here so that the per-node path never tests for it.
+        self.evaluate: Callable[..., Any] = evaluate
+        self.watch: Any = None  # its ``watch.Watch`` when watched
 
 
 def compute_dependencies(root: Node, min_topo_nr: int) -> dict[Node, int]:

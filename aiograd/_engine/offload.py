@@ -19,6 +19,7 @@ from .. import _device
 from ..executors import Executor
 from .completion import fail
 from .input_buffer import buffer_device
+from .logs import DEBUG, executor_log
 from .node_task import DONE, NodeTask
 
 if TYPE_CHECKING:
@@ -96,7 +97,16 @@ def offload(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]
     occupancy = engine.load.occupy(executor, "cpu" if dev is None else dev.type)
     # The math runs in a copy of this context: grad mode = create_graph, the user's variables.
     context = contextvars.copy_context()
-    future = executor.submit(functools.partial(context.run, node.apply, buffer))
+    call = functools.partial(context.run, node.apply, buffer)
+    if graph_task.watch is not None:  # profiling or debug logs: where and when it runs
+        call = graph_task.watch.wrap_offloaded(node, call, executor)
+    try:
+        future = executor.submit(call)
+    except Exception as exc:
+        # The node fails its GraphTask with this error (the caller sees it); logged for the
+        # executor's sake, at DEBUG for the reason given in ``logs``.
+        executor_log.debug("%r refused %s: %s: %s", executor, node.name(), type(exc).__name__, exc)
+        raise
     queue = graph_task.queue if dev is None else engine.device_queue(dev)
 
     def done(fut: asyncio.Future[Any]) -> None:
@@ -104,8 +114,10 @@ def offload(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]
         # result is dropped here (and its exception retrieved, so asyncio does not log it).
         engine.load.release(occupancy)
         if graph_task.future.done():
-            if not fut.cancelled():
-                fut.exception()
+            if not fut.cancelled() and fut.exception() is not None and executor_log.isEnabledFor(DEBUG):
+                executor_log.debug(
+                    "dropped the error of %s, whose GraphTask had already ended: %r", node.name(), fut.exception()
+                )
             return
         queue.push((DONE, 0, 0, engine.tie(), graph_task, node, buffer, fut))
 
@@ -118,6 +130,9 @@ def finish_offloaded(
     """Back on the loop: release the node's saved tensors, propagate its gradients, and start
     what waited for capacity."""
     graph_task.in_flight -= 1
+    watch = graph_task.watch
+    if watch is not None:
+        watch.came_back(node)
     if graph_task.error is None:
         try:
             outputs = future.result()
@@ -125,7 +140,12 @@ def finish_offloaded(
                 node.release_variables()
             engine.propagate(graph_task, node, outputs)
         except Exception as exc:  # noqa: BLE001 - the GraphTask reports it
+            if watch is not None:
+                watch.failed(node, exc)
             fail(graph_task, exc, node)
+        else:
+            if watch is not None:
+                watch.finish(graph_task, node)
     elif not future.cancelled():
         future.exception()  # retrieved, so asyncio does not log it: the task already failed
     deferred = graph_task.deferred

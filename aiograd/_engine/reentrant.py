@@ -17,6 +17,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from .logs import engine_log
+
 if TYPE_CHECKING:
     from .._tensor import Tensor
     from .engine import Engine
@@ -68,6 +70,11 @@ async def run_reentrant(engine: Engine, parent: GraphTask, child: GraphTask, nes
         if nesting < engine.max_reentrant_depth and stack_has_room():
             return await engine.drive(child, nesting + 1)
         engine.reentrant_workers_started += 1
+        engine_log.debug(
+            "reentrant backward at depth %d moved to a fresh worker task (%d nested drives on this "
+            "stack, max_reentrant_depth %d, or the stack is near the recursion limit)",
+            child.reentrant_depth, nesting, engine.max_reentrant_depth,
+        )
         # A task starts on an empty stack; awaiting it means cancelling the parent's node
         # cancels the worker, whose drive then cancels the child.
         worker = engine.loop.create_task(
