@@ -51,10 +51,10 @@ from . import (
     linalg,
     nn,
     optim,
+    profiler,
     serving,
     sync,
     testing,
-    profiler,
     utils,
     viz,
 )
