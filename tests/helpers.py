@@ -1,4 +1,5 @@
-"""Test helpers: the torch oracle (optional) and float64 input makers."""
+"""Test helpers: the torch oracle (optional), float64 input makers, a gather for any backend,
+and small graph pieces several test modules use."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+
+import aiograd as ag
 
 try:
     import torch
@@ -46,3 +49,25 @@ async def gather(*awaitables: Any, return_exceptions: bool = False) -> list[Any]
         for i, awaitable in enumerate(awaitables):
             group.start_soon(run, i, awaitable)
     return results
+
+
+class Fails(ag.Function):
+    """A custom Function whose backward raises ``ValueError("boom in backward")``."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: Any, grad: Any) -> Any:
+        raise ValueError("boom in backward")
+
+
+class Heavy(ag.Node):
+    """An identity node that claims to be expensive: the engine offloads it."""
+
+    def cost(self, grads: Any) -> float:
+        return 1e12
+
+    def apply(self, grads: Any) -> Any:
+        return [grads[0]] * len(self.next_edges)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import Fails, Heavy
 
 import aiograd as ag
 from aiograd.executors import ThreadExecutor
@@ -39,15 +40,6 @@ logging.getLogger("elsewhere").warning("control")
     assert [type(h) for h in logging.getLogger("aiograd").handlers] == [logging.NullHandler]
 
 
-class Fails(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, grad):
-        raise ValueError("boom in backward")
-
 
 def engine_messages(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name.startswith("aiograd") and r.levelno == logging.DEBUG]
@@ -71,13 +63,6 @@ def _task_name() -> str:
 
     return asyncio.current_task().get_name()
 
-
-class Heavy(ag.Node):
-    def cost(self, grads):
-        return 1e12
-
-    def apply(self, grads):
-        return [grads[0]] * len(self.next_edges)
 
 
 @only_asyncio

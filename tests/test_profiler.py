@@ -10,7 +10,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from helpers import requires_torch, torch
+from helpers import Fails, Heavy, requires_torch, torch
 
 import aiograd as ag
 import aiograd.profiler
@@ -90,15 +90,6 @@ async def test_trace_has_one_node_event_per_node_named_as_torch_in_dependency_or
     np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy())  # recording changes no result
 
 
-class Heavy(ag.Node):
-    """An identity node that claims to be expensive: the engine offloads it."""
-
-    def cost(self, grads):
-        return 1e12
-
-    def apply(self, grads):
-        return [grads[0]] * len(self.next_edges)
-
 
 @only_asyncio
 async def test_offloaded_nodes_carry_the_executor_thread():
@@ -146,15 +137,6 @@ async def test_concurrent_graph_tasks_are_told_apart():
     assert tracks[a.id] != tracks[b.id]  # one track per task
     assert sorted(e["id"] for e in trace if e["ph"] == "b") == sorted([a.id, b.id])
 
-
-class Fails(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, grad):
-        raise ValueError("boom in backward")
 
 
 @only_asyncio

@@ -9,7 +9,7 @@ import gc
 import warnings
 
 import pytest
-from helpers import requires_torch, torch
+from helpers import Fails, requires_torch, torch
 
 import aiograd as ag
 import aiograd.profiler
@@ -123,15 +123,6 @@ async def test_the_iterator_consumes_tensor_backward_without_the_never_awaited_w
     assert reports[-1] == Progress(8, 8)
     assert w.grad is not None
 
-
-class Fails(Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2
-
-    @staticmethod
-    def backward(ctx, grad):
-        raise ValueError("boom in backward")
 
 
 @only_asyncio
