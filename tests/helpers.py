@@ -71,3 +71,21 @@ class Heavy(ag.Node):
 
     def apply(self, grads: Any) -> Any:
         return [grads[0]] * len(self.next_edges)
+
+
+class Nested(ag.Function):
+    """A custom Function whose backward runs a backward of its own (reentrant): the gradient of
+    ``x * 1`` times d(sum(x * x))/dx, so ``x.grad`` is ``2 * x``."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        ctx.save_for_backward(x)
+        return x * 1
+
+    @staticmethod
+    async def backward(ctx: Any, grad: Any) -> Any:
+        (x,) = ctx.saved_tensors
+        with ag.enable_grad():
+            y = x.detach().requires_grad_()
+            (g,) = await ag.grad((y * y).sum(), y)
+        return grad * g

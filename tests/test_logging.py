@@ -10,11 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import Fails, Heavy
+from helpers import Fails, Heavy, Nested
 
 import aiograd as ag
 from aiograd.executors import ThreadExecutor
-from aiograd.function import Function
 
 ROOT = Path(__file__).resolve().parent.parent
 only_asyncio = pytest.mark.asyncio(loop_factories=["asyncio"])
@@ -89,20 +88,6 @@ def _graph_task_id(caplog) -> int:
     first = next(m for m in engine_messages(caplog) if m.startswith("GraphTask #"))
     return int(first.split()[1][1:])
 
-
-class Nested(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * 1
-
-    @staticmethod
-    async def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        with ag.enable_grad():
-            y = x.detach().requires_grad_()
-            (g,) = await ag.grad((y * y).sum(), y)
-        return grad * g
 
 
 @only_asyncio
