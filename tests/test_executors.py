@@ -112,6 +112,27 @@ async def test_offloaded_math_sees_the_callers_context_and_grad_mode():
     x.grad = None
 
 
+class Refuses(ThreadExecutor):
+    """An executor that takes no work (one that was shut down, say)."""
+
+    def submit(self, fn):
+        raise RuntimeError("cannot schedule new futures after shutdown")
+
+
+@pytest.mark.asyncio(loop_factories=["asyncio"])  # the engine's bookkeeping, not the loop's
+async def test_an_executor_that_refuses_a_node_fails_the_backward_and_counts_nothing_in_flight():
+    engine = use(Refuses(2))
+    x = ag.tensor([1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="cannot schedule new futures after shutdown") as info:
+        await heavy_branches(x, 2).backward(ag.ones(1))
+    assert "while running Heavy" in info.value.__notes__
+    stats = engine.statistics()
+    assert (stats.nodes_in_flight, stats.graph_tasks_in_flight, stats.executor_occupancy["cpu"][0]) == (0, 0, 0)
+    use(ThreadExecutor(2))  # the engine is usable: the next backward runs
+    await heavy_branches(x, 2).backward(ag.ones(1))
+    assert x.grad.tolist() == [2.0]
+
+
 async def test_an_error_in_the_executor_fails_the_backward_and_names_the_node():
     def probe():
         raise ArithmeticError("bad math in a thread")

@@ -103,8 +103,11 @@ def offload(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]
     try:
         future = executor.submit(call)
     except Exception as exc:
-        # The node fails its GraphTask with this error (the caller sees it); logged for the
-        # executor's sake, at DEBUG for the reason given in ``logs``.
+        # Nothing went out: uncount it, or statistics() and the GraphTask's own count would
+        # show a node in flight for good. The node fails its GraphTask with this error (the
+        # caller sees it); logged for the executor's sake, at DEBUG for the reason in ``logs``.
+        engine.load.release(occupancy)
+        graph_task.in_flight -= 1
         executor_log.debug("%r refused %s: %s: %s", executor, node.name(), type(exc).__name__, exc)
         raise
     queue = graph_task.queue if dev is None else engine.device_queue(dev)
