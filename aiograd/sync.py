@@ -216,19 +216,61 @@ def _forget_backward() -> None:
     _current_node.set(None)
 
 
+class _Handover:
+    """A call handed to the background loop: its task once started there, and whether the
+    caller gave up on it while handing it over (an interrupt inside ``_submit``)."""
+
+    __slots__ = ("abandoned", "task")
+
+    def __init__(self) -> None:
+        self.abandoned = False
+        self.task: _asyncio.Task[_Any] | None = None
+
+
 def _spawn(
     context: _contextvars.Context,
     function: _Callable[..., _Coroutine[_Any, _Any, _T]],
     args: tuple[_Any, ...],
     finished: _threading.Event,
-) -> _asyncio.Task[_T]:
+    handover: _Handover,
+) -> _asyncio.Task[_T] | None:
     """On the portal's loop: run ``function(*args)`` as a task in the caller's (copied) context.
     The portal's task awaits it, so cancelling that cancels this one; ``finished`` is set when it
     is done, however it ends (this is a plain function, so it runs even for a call cancelled
-    before it started)."""
+    before it started). A call its caller abandoned while handing it over never starts."""
+    if handover.abandoned:
+        finished.set()
+        return None
     task = _asyncio.get_running_loop().create_task(function(*args), context=context)
     task.add_done_callback(lambda _: finished.set())
+    handover.task = task
     return task
+
+
+def _cancel_handover(handover: _Handover, finished: _threading.Event) -> None:
+    """The caller was interrupted while handing a call over, so it has no future to cancel: mark
+    the call abandoned (so it never starts) and cancel it on the loop if it has started, then wait
+    until it has stopped, as for an interrupt during the wait."""
+    handover.abandoned = True
+    portal = _current
+    if portal is None or not portal.thread.is_alive():
+        return
+    checked = _threading.Event()
+
+    def cancel() -> None:  # on the loop: after _spawn if that ran first (the loop is one thread)
+        if handover.task is not None:
+            handover.task.cancel()
+        checked.set()
+
+    try:
+        portal.loop.call_soon_threadsafe(cancel)
+    except RuntimeError:  # its loop has closed: nothing runs there any more
+        return
+    while not checked.wait(0.1) and portal.thread.is_alive():
+        pass
+    if handover.task is not None:
+        while not finished.wait(0.1) and portal.thread.is_alive():
+            pass
 
 
 def _running_portal(name: str) -> _Portal:
@@ -261,7 +303,13 @@ def _call(name: str, function: _Callable[..., _Coroutine[_Any, _Any, _T]], *args
     context = _contextvars.copy_context()
     context.run(_forget_backward)
     finished = _threading.Event()
-    future, thread = _submit(name, _functools.partial(_spawn, context, function, args, finished))
+    handover = _Handover()
+    try:
+        future, thread = _submit(name, _functools.partial(_spawn, context, function, args, finished, handover))
+    except BaseException:
+        # Interrupted (KeyboardInterrupt) while handing the call over: it may have started.
+        _cancel_handover(handover, finished)
+        raise
     try:
         return _cast(_T, future.result())
     except _futures.CancelledError:

@@ -575,6 +575,59 @@ def test_an_interrupted_wait_cancels_the_backward():
     assert out.stdout.splitlines() == ["interrupted True None True", "[2.0, 2.0]"]
 
 
+def test_an_interrupt_while_the_call_is_handed_over_cancels_it(monkeypatch):
+    """A KeyboardInterrupt that lands inside ``_submit``, after the backward has started on the
+    background loop but before the caller holds its future: the backward is cancelled, and has
+    stopped when the exception propagates (the race the subprocess test above can hit)."""
+    started, cancelled = threading.Event(), threading.Event()
+
+    class Slow(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2.0
+
+        @staticmethod
+        async def backward(ctx, g):
+            started.set()
+            try:
+                await asyncio.Event().wait()  # until cancelled
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+            return g * 2.0
+
+    submit = sync._submit
+
+    def interrupted_submit(name, fn):
+        submit(name, fn)
+        started.wait()
+        raise KeyboardInterrupt
+
+    w = ag.ones(2, requires_grad=True)
+    monkeypatch.setattr(sync, "_submit", interrupted_submit)
+    with pytest.raises(KeyboardInterrupt):
+        sync.backward(Slow.apply(w).sum())
+    monkeypatch.undo()
+    assert cancelled.is_set() and w.grad is None
+    (g,) = sync.grad((w * w).sum(), w)  # the loop still serves calls
+    assert g.tolist() == [2.0, 2.0]
+
+
+def test_a_call_abandoned_before_it_started_never_starts():
+    finished, handover = threading.Event(), sync._Handover()
+    handover.abandoned = True
+    ran = []
+
+    async def call():
+        ran.append(True)
+
+    async def main():
+        return sync._spawn(contextvars.copy_context(), call, (), finished, handover)
+
+    assert asyncio.run(main()) is None
+    assert finished.is_set() and ran == [] and handover.task is None
+
+
 # ------------------------------------------------------------------------------ shutdown
 
 
