@@ -242,7 +242,14 @@ def _spawn(
         finished.set()
         return None
     task = _asyncio.get_running_loop().create_task(function(*args), context=context)
-    task.add_done_callback(lambda _: finished.set())
+
+    def done(_: object) -> None:
+        # Dropped once done: the task holds the call's error, whose traceback holds the
+        # caller's frame, which holds the handover: a cycle that would keep the failed graph.
+        handover.task = None
+        finished.set()
+
+    task.add_done_callback(done)
     handover.task = task
     return task
 
