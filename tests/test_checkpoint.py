@@ -312,6 +312,7 @@ async def test_input_not_requiring_grad_and_returned_input(reentrant):
 # What the forward keeps
 
 
+@pytest.mark.aiograd(backends=["asyncio"])  # reference cycles and gc: not the loop's business
 async def test_forward_keeps_no_graph_inside():
     params = ag_leaves(make_params())
     x = ag.tensor(X, requires_grad=True)

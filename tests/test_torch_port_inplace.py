@@ -670,6 +670,7 @@ async def test_reentrant_child_error():
         await d.sum().backward()
 
 
+@pytest.mark.asyncio(loop_factories=["asyncio"])  # reference cycles and gc: not the loop's business
 async def test_variable_traverse():
     def get_out_and_unrefed_cycle():
         inp = ag.randn(10, requires_grad=True)

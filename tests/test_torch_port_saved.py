@@ -587,6 +587,7 @@ def test_integer_outputs():
     assert not out.requires_grad
 
 
+@pytest.mark.asyncio(loop_factories=["asyncio"])  # reference cycles and gc: not the loop's business
 async def test_custom_function_cycle():
     class MyFn(ag.Function):
         @staticmethod
