@@ -223,6 +223,8 @@ def test_user_script_runs() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert isinstance(ag.run(module.main()), float)
+    assert ag.run(module.serve()).shape == (2, 4)
+    assert ag.run(module.observe()).startswith('digraph "aiograd" {')
     module.blocking()
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 import aiograd as ag
 import aiograd.nn.functional as F
-from aiograd import Function, Tensor, nn, serving
+from aiograd import Function, Tensor, nn, profiler, serving, viz
 from aiograd.function import FunctionCtx, once_differentiable
 from aiograd.testing import gradcheck
 
@@ -119,6 +119,25 @@ async def serve() -> np.ndarray:
     return g
 
 
+async def observe() -> str:
+    """The graph as DOT, a trace of one backward, and its progress."""
+    model = nn.Sequential(nn.Linear(4, 2))
+    loss = model(ag.randn(3, 4)).sum()
+    dot: str = viz.to_dot(loss, params=model.named_parameters(), inputs=[model[0].weight])
+    with profiler.profile() as prof:
+        await loss.backward(retain_graph=True)
+    events: list[profiler.NodeEvent] = prof.events()
+    (task,) = prof.graph_tasks()
+    reports: list[profiler.Progress] = []
+    it = profiler.progress(loss.backward(retain_graph=True))
+    async for report in it:
+        reports.append(report)
+    with profiler.on_progress(reports.append):
+        await loss.backward()
+    assert events and task.outcome == "ok" and reports[-1].done == reports[-1].total
+    return dot
+
+
 def blocking() -> None:
     """Code without an event loop uses aiograd.sync."""
     w = ag.randn(2, requires_grad=True)
@@ -130,4 +149,5 @@ def blocking() -> None:
 if __name__ == "__main__":
     print(ag.run(main()))
     print(ag.run(serve()))
+    print(ag.run(observe()).splitlines()[0])
     blocking()
