@@ -26,8 +26,8 @@ module sets another module's globals:
    CUDA API, ``torch.cuda``'s) and this module.
    Also in this layer: ``optim`` (``torch.optim``'s optimizers and ``optim.lr_scheduler``),
    ``linalg`` (``torch.linalg``'s namespace), ``serving`` (dynamic batching), ``viz`` (the
-   backward graph as Graphviz DOT), ``profiler`` (traces and progress of backward calls) and
-   ``pytest_plugin`` (pytest's entry point; ``import aiograd`` does not import it).
+   backward graph as Graphviz DOT), ``profiler`` (traces and progress of backward calls),
+   ``distributed`` (data-parallel gradients on a Dask cluster) and ``pytest_plugin`` (pytest's entry point; ``import aiograd`` does not import it).
 
 Public
 submodules: ``aiograd.nn`` (``Module``, layers, ``nn.functional``, ``nn.init``, ``nn.utils``),
@@ -36,7 +36,7 @@ submodules: ``aiograd.nn`` (``Module``, layers, ``nn.functional``, ``nn.init``, 
 (custom Functions), ``aiograd.graph`` (``torch.autograd.graph``), ``aiograd.executors``,
 ``aiograd.sync`` (blocking backward/grad), ``aiograd.serving`` (dynamic batching of concurrent
 requests), ``aiograd.viz`` (graph pictures), ``aiograd.profiler``
-(traces, progress), ``aiograd.utils.checkpoint`` and
+(traces, progress), ``aiograd.distributed`` (Dask), ``aiograd.utils.checkpoint`` and
 ``aiograd.pytest_plugin`` (loaded by pytest). Every public name is re-exported
 here explicitly and listed in ``__all__``; everything else is internal.
 """
@@ -44,6 +44,7 @@ here explicitly and listed in ``__all__``; everything else is internal.
 from . import (
     _tensor_methods,  # noqa: F401  (binds the ops as Tensor methods and operators)
     cuda,
+    distributed,
     executors,
     function,
     functional,
@@ -249,6 +250,7 @@ __all__ = [
     "serving",
     "viz",
     "profiler",
+    "distributed",
     # linear algebra
     "bmm", "dot", "einsum", "outer", "tensordot", "trace", "linalg",
     # shape and indexing

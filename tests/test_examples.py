@@ -1,5 +1,6 @@
 """The examples run and learn: the README's demo (train_mlp.py), the CNN on the digits (whose
-weights torch loads) and the character-level transformer."""
+weights torch loads), the character-level transformer, and data-parallel training on a Dask
+LocalCluster."""
 
 from __future__ import annotations
 
@@ -65,3 +66,16 @@ def test_train_transformer_example_lowers_its_loss_and_samples():
     losses = [float(a) for a in re.findall(r"  loss ([\d.]+)  held-out", result.stdout)]
     assert len(losses) == 2 and losses[1] < losses[0] < 7.0, result.stdout
     assert re.search(r"sample: 'The engine .{80}'", result.stdout), result.stdout
+
+
+def test_train_distributed_example_learns_and_matches_one_process():
+    pytest.importorskip("distributed", reason="distributed is not installed (pip install aiograd[distributed])")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "train_distributed.py"), "--epochs", "3"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )
+    losses = [float(v) for v in re.findall(r"epoch +\d+ +loss ([\d.]+)", result.stdout)]
+    assert len(losses) == 3 and losses[-1] < losses[0], result.stdout
+    assert "model shipped 1x, parameters 36x" in result.stdout  # once per step's changed parameters
+    diff = float(re.search(r"largest difference from one process's gradients: (\S+)", result.stdout).group(1))
+    assert diff < 1e-12, result.stdout

@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "serving",  # aiograd.serving (dynamic batching)
             "pytest_plugin",  # aiograd.pytest_plugin (the pytest11 entry point)
             "viz",  # aiograd.viz (the backward graph as Graphviz DOT)
+            "distributed",  # aiograd.distributed (data-parallel gradients on Dask)
             "profiler",  # aiograd.profiler (traces, progress)
         ),
     ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 
 import aiograd
+import aiograd.distributed
 import aiograd.executors
 import aiograd.function
 import aiograd.functional
@@ -44,6 +45,7 @@ PUBLIC_MODULES = (
     aiograd.serving,
     aiograd.viz,
     aiograd.profiler,
+    aiograd.distributed,
 )
 
 
@@ -76,6 +78,7 @@ def test_no_internal_module_leaks_into_the_top_level():
         "pytest_plugin",  # loaded by pytest (a pytest11 entry point); its hooks are pytest's API
         "viz",
         "profiler",
+        "distributed",
     }, modules
 
 
