@@ -11,7 +11,8 @@ measurement is the whole batch's loss and gradients with respect to every parame
   which is measured apart (``parameter shipment``: the same call after an in-place update).
 
 Also the round trip of a call on a 4-row batch (``overhead``): what DataParallel costs before
-any math. Every figure is the median of ``--repeats`` calls after ``--warmup``; the
+any math; and a call on a batch placed on the workers once (``DataParallel.scatter``), which
+sends no data. Every figure is the median of ``--repeats`` calls after ``--warmup``; the
 gradients are checked against one process's first (``rtol=1e-9``).
 
     python benchmarks/bench_distributed.py [--batch 4096] [--repeats 7] [--warmup 2]
@@ -78,6 +79,11 @@ async def on_cluster(
         async def small_call() -> None:
             await dp.grad(x[:4], y[:4])
 
+        scattered = await dp.scatter(x, y)
+
+        async def scattered_call() -> None:
+            await dp.grad(scattered)
+
         async def shipped_call() -> None:
             with ag.no_grad():
                 params[0].mul_(1.0)  # a new version: the parameters travel again
@@ -87,6 +93,7 @@ async def on_cluster(
         rows.append((f"DataParallel, {name}", await median_ms(grad_call, args.repeats, args.warmup)))
         if workers == 2:
             rows.append((f"overhead (4 rows, {name})", await median_ms(small_call, args.repeats, args.warmup)))
+            rows.append((f"batch scattered once, {name}", await median_ms(scattered_call, args.repeats, args.warmup)))
             rows.append((f"with parameter shipment, {name}", await median_ms(shipped_call, args.repeats, args.warmup)))
     return rows
 

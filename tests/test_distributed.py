@@ -132,3 +132,20 @@ async def test_bad_batches_and_models_are_refused(cluster_address: str) -> None:
             DataParallel(client, bn, F.cross_entropy)
         bn.eval()
         DataParallel(client, bn, F.cross_entropy)  # running statistics: rows are independent
+
+
+async def test_a_batch_scattered_once_serves_several_calls(cluster_address: str) -> None:
+    model = make_model()
+    x, y = batch()
+    async with distributed.Client(cluster_address, asynchronous=True) as client:
+        dp = DataParallel(client, model, F.cross_entropy)
+        scattered = await dp.scatter(x, y)
+        assert (scattered.rows, scattered.sizes, len(set(scattered.homes))) == (37, [18, 19], 2)  # a worker each
+        calls = [await dp.grad(scattered), await dp.grad(scattered)]
+        with pytest.raises(TypeError, match="^DataParallel: a scattered batch holds its targets; pass no target$"):
+            await dp.grad(scattered, y)
+    want_loss, want = await one_process(model, x, y, "mean")
+    for loss, grads in calls:
+        assert loss == pytest.approx(want_loss, rel=1e-12)
+        for g, w in zip(grads, want, strict=True):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12, atol=1e-14)

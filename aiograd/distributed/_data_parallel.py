@@ -15,7 +15,7 @@ from ._worker import add_gradients, shard_gradients
 if TYPE_CHECKING:
     from ..nn import Module
 
-__all__ = ["DataParallel"]
+__all__ = ["DataParallel", "ScatteredBatch"]
 
 _instances = itertools.count(1)
 
@@ -26,6 +26,24 @@ def _as_array(x: Any) -> np.ndarray:
             raise ValueError(f"DataParallel: the batch must be on the CPU, got a tensor on {x.device}")
         return np.asarray(x.detach().numpy())
     return np.asarray(x)
+
+
+class ScatteredBatch:
+    """A batch cut into shards that live on the cluster's workers (``DataParallel.scatter``):
+    ``inputs`` and ``targets`` are Dask futures, one per shard (``targets`` None without a
+    target), ``sizes`` the shards' rows, ``rows`` their sum and ``homes`` the workers holding
+    them. The shards stay on the workers while this object lives."""
+
+    __slots__ = ("inputs", "targets", "sizes", "rows", "homes")
+
+    def __init__(
+        self, inputs: list[Any], targets: list[Any], sizes: list[int], rows: int, homes: list[str]
+    ) -> None:
+        self.inputs = inputs
+        self.targets = targets
+        self.sizes = sizes
+        self.rows = rows
+        self.homes = homes
 
 
 class DataParallel:
@@ -106,7 +124,9 @@ class DataParallel:
             self._versions = versions
             self._token = (self._id, self.parameter_shipments)
 
-    def _split(self, inputs: Any, target: Any) -> tuple[list[list[np.ndarray]], list[np.ndarray | None], int]:
+    def _split(
+        self, inputs: Any, target: Any, count: int
+    ) -> tuple[list[list[np.ndarray]], list[np.ndarray | None], int]:
         xs = [_as_array(x) for x in (inputs if isinstance(inputs, (list, tuple)) else [inputs])]
         if not xs:
             raise ValueError("DataParallel: no inputs")
@@ -119,29 +139,54 @@ class DataParallel:
             raise ValueError(f"DataParallel: {n} inputs but {len(y)} targets")
         if n == 0:
             raise ValueError("DataParallel: an empty batch")
-        count = self.shards or max(1, len(self.client.scheduler_info()["workers"]))
         bounds = np.linspace(0, n, min(count, n) + 1).astype(int)
         pieces = list(itertools.pairwise(bounds))
         shard_inputs = [[x[a:b] for x in xs] for a, b in pieces]
         shard_targets = [None if y is None else y[a:b] for a, b in pieces]
         return shard_inputs, shard_targets, n
 
+    async def scatter(self, inputs: Any, target: Any = None) -> ScatteredBatch:
+        """Cut a batch into shards and place them on the workers once, for several calls:
+        ``grad(batch)`` and ``backward(batch)`` then send nothing but the parameters (when they
+        changed), where a batch of tensors or arrays travels again on every call."""
+        # One shard per worker, as the scheduler counts them now (the client's cached view of the
+        # cluster can lag behind its workers joining).
+        addresses = sorted(await self.client.nthreads())
+        if not addresses:
+            raise RuntimeError("DataParallel: the cluster has no workers")
+        shard_inputs, shard_targets, n = self._split(inputs, target, self.shards or len(addresses))
+        # Each shard travels as the cluster's own data to a worker of its own, round-robin:
+        # left to the scheduler, two shards can land on one worker and run one after the other.
+        homes = [addresses[i % len(addresses)] for i in range(len(shard_inputs))]
+        client = self.client
+        xs = [(await client.scatter([x], workers=[home], hash=False))[0] for x, home in zip(shard_inputs, homes)]
+        if target is None:
+            ys: list[Any] = shard_targets
+        else:
+            ys = [(await client.scatter([y], workers=[home], hash=False))[0] for y, home in zip(shard_targets, homes)]
+        return ScatteredBatch(xs, ys, [len(x[0]) for x in shard_inputs], n, homes)
+
     async def grad(self, inputs: Any, target: Any = None) -> tuple[float, list[Tensor | None]]:
         """The whole batch's loss and its gradients with respect to ``model.parameters()`` (in
         that order; None for a parameter the loss does not reach), as ``aiograd.grad`` would
-        give them in one process. ``.grad`` is not touched."""
-        shard_inputs, shard_targets, n = self._split(inputs, target)
+        give them in one process. ``.grad`` is not touched. ``inputs`` may be a batch already
+        on the cluster (``scatter``'s), with no ``target`` then."""
+        if isinstance(inputs, ScatteredBatch):
+            if target is not None:
+                raise TypeError("DataParallel: a scattered batch holds its targets; pass no target")
+            batch = inputs
+        else:
+            batch = await self.scatter(inputs, target)
         await self._ship()
         client = self.client
-        # The shards travel as the cluster's own data, to the workers that will use them.
-        scattered_x = await client.scatter(shard_inputs, hash=False)
-        scattered_y = await client.scatter(shard_targets, hash=False) if target is not None else shard_targets
+        n = batch.rows
         results = [
             client.submit(
                 shard_gradients, self._model_future, self._token, self._params_future, self.loss_fn,
-                xs, ys, (len(x[0]) / n) if self.reduction == "mean" else 1.0, pure=False,
+                xs, ys, (size / n) if self.reduction == "mean" else 1.0, pure=False,
+                workers=[home], allow_other_workers=True,  # where its shard is; elsewhere if it died
             )
-            for xs, ys, x in zip(scattered_x, scattered_y, shard_inputs, strict=True)
+            for xs, ys, size, home in zip(batch.inputs, batch.targets, batch.sizes, batch.homes, strict=True)
         ]
         while len(results) > 1:  # a tree: log2(shards) rounds, each pair summed where it lies
             paired = [client.submit(add_gradients, a, b, pure=False) for a, b in zip(results[::2], results[1::2])]
@@ -154,7 +199,8 @@ class DataParallel:
 
     async def backward(self, inputs: Any, target: Any = None) -> float:
         """``loss_fn(model(inputs), target).backward()`` for the whole batch, in shards: the
-        gradients are added into each parameter's ``.grad``. Returns the batch's loss."""
+        gradients are added into each parameter's ``.grad``. Returns the batch's loss.
+        ``inputs`` may be a batch already on the cluster (``scatter``'s)."""
         loss, grads = await self.grad(inputs, target)
         for p, g in zip(self.model.parameters(), grads, strict=True):
             if g is None:
