@@ -43,6 +43,17 @@ class Recorder:
         return [f"r{item}" for item in items]
 
 
+def recorded_batch(**options: object) -> tuple[Recorder, object]:
+    """A Recorder, and the function ``batch(**options)`` makes of it."""
+    rec = Recorder()
+
+    @batch(**options)
+    async def f(items):
+        return await rec(items)
+
+    return rec, f
+
+
 async def turns_until(condition, turns: int = 200) -> None:
     """Let the loop run, one turn at a time, until ``condition()`` holds (at most ``turns``)."""
     for _ in range(turns):
@@ -102,11 +113,7 @@ async def test_decorator_forms_and_argument_checks():
 
 # ------------------------------------------------------------------------------- policy
 async def test_full_batches_go_at_once_and_the_rest_follow_in_call_order():
-    rec = Recorder()
-
-    @batch(max_batch_size=2)
-    async def f(items):
-        return await rec(items)
+    rec, f = recorded_batch(max_batch_size=2)
 
     with anyio.fail_after(HANG):
         results = await asyncio.gather(*(f(i) for i in range(5)))
@@ -115,11 +122,7 @@ async def test_full_batches_go_at_once_and_the_rest_follow_in_call_order():
 
 
 async def test_a_lone_request_on_an_idle_batcher_is_not_held_for_the_timeout():
-    rec = Recorder()
-
-    @batch(max_batch_size=8, batch_wait_timeout_s=3600)
-    async def f(items):
-        return await rec(items)
+    rec, f = recorded_batch(max_batch_size=8, batch_wait_timeout_s=3600)
 
     with anyio.fail_after(HANG):  # held for the timeout, it would hang here
         assert await f("x") == "rx"
@@ -127,11 +130,7 @@ async def test_a_lone_request_on_an_idle_batcher_is_not_held_for_the_timeout():
 
 
 async def test_a_full_batch_does_not_wait_for_the_timeout():
-    rec = Recorder()
-
-    @batch(max_batch_size=3, batch_wait_timeout_s=3600)
-    async def f(items):
-        return await rec(items)
+    rec, f = recorded_batch(max_batch_size=3, batch_wait_timeout_s=3600)
 
     with anyio.fail_after(HANG):
         blocker = await start_blocking_batch(f, rec)
@@ -145,11 +144,7 @@ async def test_a_full_batch_does_not_wait_for_the_timeout():
 
 
 async def test_a_partial_batch_behind_a_running_one_waits_for_the_timeout():
-    rec = Recorder()
-
-    @batch(max_batch_size=3, batch_wait_timeout_s=3600)
-    async def f(items):
-        return await rec(items)
+    rec, f = recorded_batch(max_batch_size=3, batch_wait_timeout_s=3600)
 
     blocker = await start_blocking_batch(f, rec)
     waiting = [asyncio.ensure_future(f(i)) for i in range(2)]
@@ -169,11 +164,7 @@ async def test_a_partial_batch_behind_a_running_one_waits_for_the_timeout():
 
 async def test_a_partial_batch_goes_once_its_oldest_item_waited_the_timeout():
     timeout = 0.02
-    rec = Recorder()
-
-    @batch(max_batch_size=3, batch_wait_timeout_s=timeout)
-    async def f(items):
-        return await rec(items)
+    rec, f = recorded_batch(max_batch_size=3, batch_wait_timeout_s=timeout)
 
     with anyio.fail_after(HANG):
         blocker = await start_blocking_batch(f, rec)
@@ -246,11 +237,7 @@ async def test_a_result_of_the_wrong_length_fails_every_caller_clearly():
 
 
 async def test_a_caller_cancelled_while_queued_is_left_out_of_the_batch():
-    rec = Recorder()
-
-    @batch(max_batch_size=4)
-    async def f(items):
-        return await rec(items)
+    rec, f = recorded_batch(max_batch_size=4)
 
     with anyio.fail_after(HANG):
         blocker = await start_blocking_batch(f, rec)
@@ -267,11 +254,7 @@ async def test_a_caller_cancelled_while_queued_is_left_out_of_the_batch():
 
 
 async def test_a_caller_cancelled_while_its_batch_runs_does_not_cancel_the_batch():
-    rec = Recorder()
-
-    @batch(max_batch_size=4)
-    async def f(items):
-        return await rec(items)
+    rec, f = recorded_batch(max_batch_size=4)
 
     with anyio.fail_after(HANG):
         leaving = asyncio.ensure_future(f("block"))
@@ -289,11 +272,7 @@ async def test_a_caller_cancelled_while_its_batch_runs_does_not_cancel_the_batch
 
 
 async def test_a_batch_whose_callers_are_all_cancelled_is_cancelled_too():
-    rec = Recorder()
-
-    @batch(max_batch_size=4)
-    async def f(items):
-        return await rec(items)
+    rec, f = recorded_batch(max_batch_size=4)
 
     with anyio.fail_after(HANG):
         callers = [asyncio.ensure_future(f("block")), asyncio.ensure_future(f("x"))]
@@ -311,11 +290,7 @@ async def test_a_batch_whose_callers_are_all_cancelled_is_cancelled_too():
 
 
 async def test_an_anyio_cancel_scope_around_a_queued_caller_removes_its_item():
-    rec = Recorder()
-
-    @batch(max_batch_size=4)
-    async def f(items):
-        return await rec(items)
+    rec, f = recorded_batch(max_batch_size=4)
 
     with anyio.fail_after(HANG):
         blocker = await start_blocking_batch(f, rec)
@@ -333,7 +308,7 @@ async def test_an_anyio_cancel_scope_around_a_queued_caller_removes_its_item():
 async def test_past_max_queue_size_callers_are_refused_at_once():
     rec = Recorder()
 
-    @batch(max_batch_size=1, max_queue_size=2)
+    @batch(max_batch_size=1, max_queue_size=2)  # here, not recorded_batch: its name is in the message
     async def f(items):
         return await rec(items)
 
