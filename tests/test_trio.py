@@ -17,6 +17,7 @@ import threading
 
 import numpy as np
 import pytest
+from helpers import Fails
 
 import aiograd as ag
 from aiograd import sync
@@ -116,23 +117,13 @@ def test_many_backward_calls_in_one_nursery_each_get_their_own_gradients():
     assert out == {i: [3.0 * i * i, 3.0] for i in range(32)}
 
 
-class Failing(ag.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return x * 2.0
-
-    @staticmethod
-    def backward(ctx, g):
-        raise ValueError("boom in backward")
-
-
 @pytest.mark.parametrize(
     "make",
     [
         lambda: ag.backward(ag.tensor(1.0)),  # raised before the engine: on trio's thread
         lambda: ag.backward(leaf(1.0, 2.0) * 2.0),
         lambda: ag.grad((leaf(1.0) * 2).sum(), leaf(2.0)),  # unused input: in the engine
-        lambda: ag.backward(Failing.apply(leaf(1.0)).sum()),  # a Function's backward raises
+        lambda: ag.backward(Fails.apply(leaf(1.0)).sum()),  # a Function's backward raises
     ],
     ids=["no grad_fn", "not scalar", "unused input", "function raises"],
 )
