@@ -3,6 +3,7 @@ and small graph pieces several test modules use."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import numpy as np
@@ -89,3 +90,26 @@ class Nested(ag.Function):
             y = x.detach().requires_grad_()
             (g,) = await ag.grad((y * y).sum(), y)
         return grad * g
+
+
+class Blocks(ag.Function):
+    """A custom Function whose async backward waits until cancelled: it sets ``Blocks.started``
+    (an asyncio.Event the test provides) when it begins, and appends to ``Blocks.cancelled``
+    when it is cancelled."""
+
+    started: Any
+    cancelled: list[bool] = []
+
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return x * 1
+
+    @staticmethod
+    async def backward(ctx: Any, grad: Any) -> Any:
+        Blocks.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            Blocks.cancelled.append(True)
+            raise
+        return grad

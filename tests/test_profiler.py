@@ -10,7 +10,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from helpers import Fails, Heavy, requires_torch, torch
+from helpers import Blocks, Fails, Heavy, requires_torch, torch
 
 import aiograd as ag
 import aiograd.profiler
@@ -225,21 +225,6 @@ def test_a_profile_records_calls_made_under_trio():
     assert (gt.kind, gt.outcome) == ("grad", "ok") and gt.thread != threading.current_thread().name
     assert reports[-1] == aiograd.profiler.Progress(2, 2)
 
-
-class Blocks(Function):
-    """A backward that waits until cancelled."""
-
-    started: asyncio.Event
-
-    @staticmethod
-    def forward(ctx, x):
-        return x * 1
-
-    @staticmethod
-    async def backward(ctx, grad):
-        Blocks.started.set()
-        await asyncio.Event().wait()
-        return grad
 
 
 @only_asyncio

@@ -9,11 +9,10 @@ import gc
 import warnings
 
 import pytest
-from helpers import Fails, Nested, requires_torch, torch
+from helpers import Blocks, Fails, Nested, requires_torch, torch
 
 import aiograd as ag
 import aiograd.profiler
-from aiograd.function import Function
 from aiograd.profiler import Progress
 
 only_asyncio = pytest.mark.asyncio(loop_factories=["asyncio"])
@@ -135,26 +134,6 @@ async def test_the_iterator_raises_the_error_of_the_call_after_its_last_report()
             reports.append(p)
     assert reports[-1] == Progress(2, 4)  # Sum and Mul ran; FailsBackward failed
 
-
-class Blocks(Function):
-    """A backward that waits forever (until cancelled), and tells when it started and ended."""
-
-    started: asyncio.Event
-    cancelled: list[bool] = []
-
-    @staticmethod
-    def forward(ctx, x):
-        return x * 1
-
-    @staticmethod
-    async def backward(ctx, grad):
-        Blocks.started.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            Blocks.cancelled.append(True)
-            raise
-        return grad
 
 
 @only_asyncio
