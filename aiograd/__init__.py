@@ -22,12 +22,14 @@ module sets another module's globals:
 6. API: ``_autograd``, ``function``, ``functional`` (vjp, jvp, jacobian, hessian, hvp, vhp),
    ``graph`` (saved-tensor hooks, gradient edges, multi-grad hooks), ``_checkpoint`` and
    ``_checkpoint_non_reentrant``, ``_factories``, ``_tensor_methods`` (binds the ops onto Tensor
-   as methods and operators), ``sync``, ``testing``, ``utils``, ``_runner``, ``cuda`` (the public
-   CUDA API, ``torch.cuda``'s) and this module.
+   as methods and operators), ``sync``, ``_trio_bridge`` (backward calls in trio tasks),
+   ``testing``, ``utils``, ``_runner``, ``cuda`` (the public CUDA API, ``torch.cuda``'s) and
+   this module.
    Also in this layer: ``optim`` (``torch.optim``'s optimizers and ``optim.lr_scheduler``),
    ``linalg`` (``torch.linalg``'s namespace), ``serving`` (dynamic batching), ``viz`` (the
    backward graph as Graphviz DOT), ``profiler`` (traces and progress of backward calls),
-   ``distributed`` (data-parallel gradients on a Dask cluster) and ``pytest_plugin`` (pytest's entry point; ``import aiograd`` does not import it).
+   ``distributed`` (data-parallel gradients on a Dask cluster) and ``pytest_plugin`` (pytest's
+   entry point; ``import aiograd`` does not import it).
 
 Public
 submodules: ``aiograd.nn`` (``Module``, layers, ``nn.functional``, ``nn.init``, ``nn.utils``),
@@ -43,6 +45,7 @@ here explicitly and listed in ``__all__``; everything else is internal.
 
 from . import (
     _tensor_methods,  # noqa: F401  (binds the ops as Tensor methods and operators)
+    _trio_bridge,  # noqa: F401  (installs the backward path for trio tasks)
     cuda,
     distributed,
     executors,

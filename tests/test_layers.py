@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "API",
         (
             "_autograd", "function", "functional", "_checkpoint", "_factories", "_tensor_methods", "sync",
+            "_trio_bridge",
             "testing", "utils", "_graph", "graph", "_checkpoint_non_reentrant", "_runner", "cuda", "",  # "": the package's own __init__
             "optim",  # aiograd.optim (optimizers, lr_scheduler)
             "linalg",
