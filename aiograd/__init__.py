@@ -8,7 +8,7 @@ Layers, bottom up. A module imports only from its own layer and those below, nev
 module sets another module's globals:
 
 1. base: ``_dtypes``, ``_random`` (the default generator), ``_cost``, ``_grad_mode``, ``_graph_context`` (which GraphTask is running,
-   for the op rules that ask), ``_format``, ``executors``;
+   for the op rules that ask), ``_format``;
 2. devices: ``_device`` (interned device objects, the device-type registry), ``_devices`` (one
    module per device type, ``cpu``, ``sim``, ``cuda``, ``simcuda``, loaded by name when its first
    device is made) and ``_cuda_runtime`` (CuPy loaded on first use, CUDA streams and events);
@@ -18,8 +18,11 @@ module sets another module's globals:
    ``to``, ``clone``) it calls a Tensor method;
 4. ops: ``_ops`` (the op registry and one module per family of rules) and ``nn`` (its
    functional ops, ``Module`` and the layers, ``init``, ``utils``: weights in files);
-5. engine: ``_engine`` (a package; its ``__init__`` maps one gradient's way through it);
-6. API: ``_autograd``, ``function``, ``functional`` (vjp, jvp, jacobian, hessian, hvp, vhp),
+5. executors: ``executors`` (where heavy nodes' math runs: threads, or shipped to a Dask
+   cluster, which needs the nodes' classes; a device type names its default executor, which
+   the engine makes);
+6. engine: ``_engine`` (a package; its ``__init__`` maps one gradient's way through it);
+7. API: ``_autograd``, ``function``, ``functional`` (vjp, jvp, jacobian, hessian, hvp, vhp),
    ``graph`` (saved-tensor hooks, gradient edges, multi-grad hooks), ``_checkpoint`` and
    ``_checkpoint_non_reentrant``, ``_factories``, ``_tensor_methods`` (binds the ops onto Tensor
    as methods and operators), ``sync``, ``_trio_bridge`` (backward calls in trio tasks),

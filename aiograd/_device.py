@@ -22,8 +22,10 @@ The device-type interface: a module (or any object) with these attributes.
     True if devices of the type are numbered (``sim:0``; a bare ``"sim"`` or ``"cuda"`` places
     tensors on index 0, where PyTorch's ``"cuda"`` is the current CUDA device); False for ``cpu``.
 ``default_executor``
-    The executor type (``aiograd.executors``) the engine instantiates for the type's heavy
-    nodes unless told otherwise (``set_executor``, ``Engine(executors=...)``).
+    The executor the engine makes (once) for the type's heavy nodes unless told otherwise
+    (``set_executor``, ``Engine(executors=...)``): the name of a class of ``aiograd.executors``
+    (``"ThreadExecutor"``; a name, because executors lie in a layer above the devices), or any
+    callable that returns an ``Executor``.
 ``to_device(host_array, index)``
     A copy of a numpy array in the memory of device ``index`` (``index`` is None for an
     unindexed type).
@@ -79,8 +81,6 @@ from typing import Any
 
 import numpy as np
 
-from .executors import Executor
-
 __all__ = [
     "device", "DeviceType", "register_device_type", "device_type", "device_types",
     "set_default_device", "get_default_device", "use_stream", "stream_devices",
@@ -95,7 +95,7 @@ class DeviceType:
     name: str
     array_module: Any
     indexed: bool
-    default_executor: type[Executor]
+    default_executor: str | Callable[[], Any]
     to_device: Callable[[Any, int | None], Any]
     to_host: Callable[[Any], Any]
     synchronize: Callable[[int | None], None]

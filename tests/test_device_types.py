@@ -18,7 +18,7 @@ import pytest
 import aiograd as ag
 from aiograd import _device
 from aiograd._device import DeviceType
-from aiograd.executors import Executor, InlineExecutor, ThreadExecutor
+from aiograd.executors import InlineExecutor
 
 INTERFACE = (
     "array_module", "indexed", "default_executor", "to_device", "to_host", "synchronize",
@@ -51,8 +51,8 @@ def test_the_interface_fields_are_the_documented_ones() -> None:
         assert f"``{name}" in (_device.__doc__ or ""), f"{name} is not documented in aiograd._device"
 
 
-@pytest.mark.parametrize(("name", "indexed", "executor"), [("cpu", False, ThreadExecutor), ("sim", True, InlineExecutor)])
-def test_builtin_types_implement_the_interface(name: str, indexed: bool, executor: type[Executor]) -> None:
+@pytest.mark.parametrize(("name", "indexed", "executor"), [("cpu", False, "ThreadExecutor"), ("sim", True, "InlineExecutor")])
+def test_builtin_types_implement_the_interface(name: str, indexed: bool, executor: str) -> None:
     module = importlib.import_module(f"aiograd._devices.{name}")
     assert all(hasattr(module, attr) for attr in INTERFACE)
     loaded = _device.device_type(name)
@@ -118,7 +118,7 @@ def test_a_registered_module_is_imported_when_its_first_device_is_made(
     assert "lazy_device_type" not in sys.modules
     dev = ag.device("lazy:2")
     assert "lazy_device_type" in sys.modules
-    assert dev.xp is np and _device.device_type("lazy").default_executor is InlineExecutor
+    assert dev.xp is np and _device.device_type("lazy").default_executor == "InlineExecutor"
     t = ag.ones(2, device="lazy")  # indexed: a bare name is index 0
     assert t.device is ag.device("lazy:0") and str(t.device) == "lazy:0"
     assert (t * 2).device is t.device

@@ -264,3 +264,34 @@ def test_set_executor_checks_its_argument_and_restores_the_default():
     custom.close()
     with pytest.raises(ValueError, match="max_workers must be at least 1"):
         ThreadExecutor(0)
+
+
+async def test_a_cancelled_backward_cancels_the_calls_still_queued_in_its_executor():
+    """One thread: the first branch blocks it, the second waits in the pool's queue. Cancelling
+    the backward cancels that queued call (it never runs); the running one finishes, ignored."""
+    started, release = threading.Event(), threading.Event()
+    ran = []
+
+    def probe():
+        ran.append(threading.current_thread().name)
+        if len(ran) == 1:
+            started.set()
+            release.wait(timeout=30)  # bounded: released below
+
+    executor = ThreadExecutor(1)
+    engine = use(executor)
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    backward = asyncio.ensure_future(heavy_branches(x, 2, probe=probe).backward(ag.ones(2)))
+    await asyncio.to_thread(started.wait, 30)
+    assert engine.statistics().nodes_in_flight == 2  # one running, one queued in the pool
+    backward.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await backward
+    release.set()
+    await asyncio.to_thread(executor._pool.shutdown, wait=True)  # the running call ends
+    for _ in range(10):  # loop turns (not time) for its result to reach the loop and be dropped
+        if not engine.statistics().nodes_in_flight:
+            break
+        await asyncio.sleep(0)
+    assert len(ran) == 1 and x.grad is None
+    assert engine.statistics().nodes_in_flight == 0

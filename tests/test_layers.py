@@ -22,10 +22,11 @@ ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 #: Bottom up. A name covers the module of that name and, for a package, everything inside it.
 #: The graph core's names are in their import order (see the last test).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("_dtypes", "_random", "_cost", "_grad_mode", "_graph_context", "_format", "executors")),
+    ("base", ("_dtypes", "_random", "_cost", "_grad_mode", "_graph_context", "_format")),
     ("devices", ("_device", "_devices", "_cuda_runtime")),
     ("graph core", ("_tensor_api", "_anomaly", "_tensor", "_saved", "_node", "_hooks", "_views")),
     ("ops", ("_ops", "nn")),
+    ("executors", ("executors",)),
     ("engine", ("_engine",)),
     (
         "API",

@@ -12,15 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from ..executors import ThreadExecutor
-
 #: The array module holding this type's data.
 array_module = np
 #: ``device("cpu")`` has no index (``device("cpu:0")`` exists, as in PyTorch, but tensors live
 #: on the unindexed one).
 indexed = False
 #: numpy releases the GIL in its kernels: heavy nodes run in parallel in a thread pool.
-default_executor = ThreadExecutor
+default_executor = "ThreadExecutor"
 
 
 def to_device(host_array: np.ndarray[Any, Any], index: int | None) -> np.ndarray[Any, Any]:

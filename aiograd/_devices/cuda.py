@@ -39,7 +39,6 @@ import numpy as np
 
 from .._cuda_runtime import Event, Stream, import_cupy, require
 from .._dtypes import register_device_array_type
-from ..executors import InlineExecutor
 
 # CuPy or the RuntimeError that says what to install (this module is then not registered).
 cupy = import_cupy()
@@ -57,7 +56,7 @@ array_module = cupy
 indexed = True
 #: Kernel launches are asynchronous and cheap: a node runs on its device's worker task, on the
 #: event loop, and the GPU works while the loop goes on.
-default_executor = InlineExecutor
+default_executor = "InlineExecutor"
 #: Work is queued on CUDA streams.
 has_streams = True
 

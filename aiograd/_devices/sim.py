@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..executors import InlineExecutor
-
 # Host memory and no streams, as on the CPU.
 from .cpu import (
     call_when_done,
@@ -40,4 +38,4 @@ array_module = np
 #: current CUDA device.
 indexed = True
 #: A sim device's nodes run on its worker task, on the event loop (nothing to offload to).
-default_executor = InlineExecutor
+default_executor = "InlineExecutor"

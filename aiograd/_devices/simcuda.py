@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from ..executors import InlineExecutor
 from ._simstreams import (
     Event,
     Pause,
@@ -48,7 +47,7 @@ array_module = np
 indexed = True
 #: As on CUDA, a node's work is launched from its device's worker task, on the loop (a kernel
 #: launch returns at once); nothing is offloaded.
-default_executor = InlineExecutor
+default_executor = "InlineExecutor"
 #: Work is queued on streams.
 has_streams = True
 

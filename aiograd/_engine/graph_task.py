@@ -124,8 +124,9 @@ class GraphTask:
 
         #: Reentrant GraphTasks running inside this one's nodes; they stop if this one fails.
         self.children: list[GraphTask] | None = None
-        #: Its nodes being awaited on device workers (asyncio tasks), cancelled if it fails.
-        self.device_waits: set[asyncio.Task[Any]] | None = None
+        #: Its nodes being awaited on device workers (asyncio tasks) or in executors (their
+        #: futures), cancelled if it fails.
+        self.device_waits: set[asyncio.Future[Any]] | None = None
 
         #: What ``Engine.handle`` runs each of its nodes with: ``evaluate``, or, when the
         #: GraphTask is watched (profiling, progress, debug logs), ``watch.evaluate_watched``,

@@ -15,7 +15,7 @@ import contextvars
 import functools
 from typing import TYPE_CHECKING, Any
 
-from .. import _device
+from .. import _device, executors
 from ..executors import Executor
 from .completion import fail
 from .input_buffer import buffer_device
@@ -55,7 +55,10 @@ def get_executor(device_type: str) -> Executor:
         return executor
     executor = _defaults.get(device_type)
     if executor is None:
-        executor = _defaults[device_type] = _device.device_type(device_type).default_executor()
+        make = _device.device_type(device_type).default_executor
+        if isinstance(make, str):  # a class of aiograd.executors, by name
+            make = getattr(executors, make)
+        executor = _defaults[device_type] = make()
     return executor
 
 
@@ -101,7 +104,7 @@ def offload(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]
     if graph_task.watch is not None:  # profiling or debug logs: where and when it runs
         call = graph_task.watch.wrap_offloaded(node, call, executor)
     try:
-        future = executor.submit(call)
+        future = executor.submit_node(node, buffer, call)
     except Exception as exc:
         # Nothing went out: uncount it, or statistics() and the GraphTask's own count would
         # show a node in flight for good. The node fails its GraphTask with this error (the
@@ -111,11 +114,18 @@ def offload(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]
         executor_log.debug("%r refused %s: %s: %s", executor, node.name(), type(exc).__name__, exc)
         raise
     queue = graph_task.queue if dev is None else engine.device_queue(dev)
+    # Cancelled if the GraphTask fails or is cancelled (``completion.abandon``): a thread pool
+    # drops the call if it has not started, a cluster stops the task.
+    waits = graph_task.device_waits
+    if waits is None:
+        waits = graph_task.device_waits = set()
+    waits.add(future)
 
     def done(fut: asyncio.Future[Any]) -> None:
         # On the loop. A GraphTask that failed or was cancelled meanwhile is gone: its
         # result is dropped here (and its exception retrieved, so asyncio does not log it).
         engine.load.release(occupancy)
+        waits.discard(fut)
         if graph_task.future.done():
             if not fut.cancelled() and fut.exception() is not None and executor_log.isEnabledFor(DEBUG):
                 executor_log.debug(

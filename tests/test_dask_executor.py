@@ -1,0 +1,275 @@
+"""DaskExecutor on a real cluster: a LocalCluster of 2 worker processes (1 thread each), started
+once for the module and closed after it, whose scheduler gives a node up after its second
+worker death (``allowed-failures`` 1: one retry).
+
+Misbehaving workers come from tests/dask_sabotage.py, a worker plugin. Skipped, with the reason,
+where ``distributed`` is not installed (``pip install aiograd[distributed]``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import aiograd as ag
+from aiograd.executors import DaskExecutor, ThreadExecutor
+
+distributed = pytest.importorskip("distributed", reason="distributed is not installed (pip install aiograd[distributed])")
+dask = pytest.importorskip("dask")
+
+from dask_sabotage import RELEASE, STARTED, Sabotage, SabotagedOnTheWorker  # noqa: E402 - needs distributed
+
+# The cluster runs in its own processes; the loop matrix is tested elsewhere.
+once = pytest.mark.asyncio(loop_factories=["asyncio"])
+
+
+@pytest.fixture(scope="module")
+def cluster_address() -> Iterator[str]:
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 1}),
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=True
+        ) as cluster,
+    ):
+        yield cluster.scheduler_address
+
+
+@pytest.fixture
+async def client(cluster_address: str) -> AsyncIterator[Any]:
+    async with distributed.Client(cluster_address, asynchronous=True) as client:
+        await client.wait_for_workers(2, timeout=60)  # after a test that killed one
+        yield client
+        await client.wait_for_workers(2, timeout=60)
+
+
+def ship_everything(executor: DaskExecutor) -> ag.Engine:
+    """Every node with a cost goes to ``executor``, which ships every node it can."""
+    engine = ag.get_engine()
+    engine.executors["cpu"] = executor
+    engine.offload_threshold = engine.stall_threshold = 1e-9
+    return engine
+
+
+def wide(w: ag.Tensor, x: ag.Tensor, branches: int = 8) -> ag.Tensor:
+    """``branches`` independent matmul-tanh branches summed: they can run side by side."""
+    return sum((x.mm(w * (i + 1)).tanh().sum() for i in range(branches)), ag.tensor(0.0))
+
+
+def weights(seed: int = 0) -> tuple[ag.Tensor, ag.Tensor]:
+    rng = np.random.default_rng(seed)
+    w = ag.tensor(rng.standard_normal((64, 64)) / 8, requires_grad=True)
+    x = ag.tensor(rng.standard_normal((32, 64)))
+    return w, x
+
+
+def big() -> tuple[ag.Tensor, ag.Tensor]:
+    """Big enough for an engine with the default thresholds (aiograd.sync's) to offload the
+    weight's matrix product alone: over a millisecond of work, by its estimate."""
+    rng = np.random.default_rng(0)
+    return ag.tensor(rng.standard_normal((400, 400)) / 20, requires_grad=True), ag.tensor(rng.standard_normal((400, 400)))
+
+
+async def reference(w: ag.Tensor, x: ag.Tensor) -> np.ndarray:
+    engine = ag.get_engine()
+    saved = dict(engine.executors), engine.offload_threshold
+    engine.executors.clear()
+    engine.offload_threshold = None
+    try:
+        (g,) = await ag.grad(wide(w, x), [w])
+    finally:
+        engine.executors.update(saved[0])
+        engine.offload_threshold = saved[1]
+    return g.numpy()
+
+
+@once
+async def test_nodes_run_on_the_workers_and_give_one_processs_gradients(client: Any) -> None:
+    executor = DaskExecutor(client, ship_threshold=0)
+    engine = ship_everything(executor)
+    w, x = weights()
+    (g,) = await ag.grad(wide(w, x), [w])
+    np.testing.assert_allclose(g.numpy(), await reference(w, x), rtol=1e-13, atol=1e-15)
+    # 8 x (mm, tanh, sum, mul) and the 7 adds of the sum, plus the sum's start: all on the cluster.
+    assert executor.nodes_shipped >= 32 and executor.nodes_kept == 0
+    assert engine.statistics().nodes_in_flight == 0
+    # They ran in the worker processes, as Dask tasks named after the nodes.
+    prefixes = await client.run_on_scheduler(_task_prefixes)
+    assert {"MmBackward0", "TanhBackward0", "SumBackward0", "MulBackward0"} <= set(prefixes)
+    # Two tasks per worker thread, plus the local pool's.
+    assert executor.capacity == 2 * 2 + executor.local.capacity
+    executor.close()
+
+
+@once
+async def test_the_weights_travel_once_while_their_version_holds(client: Any) -> None:
+    executor = DaskExecutor(client, ship_threshold=0, cache_bytes=1024)
+    ship_everything(executor)
+    w, x = weights()
+    w2 = (w * 1).detach().requires_grad_()  # a leaf saved by every mm of the graph below
+    for _ in range(2):
+        (g,) = await ag.grad(sum((x.mm(w2).tanh() * i).sum() for i in range(1, 4)), [w2])
+    # x (saved by the mm for w2's gradient) went to the cluster once, for 6 nodes in 2 calls.
+    assert executor.arrays_scattered == 1
+    with ag.no_grad():
+        x.mul_(2)  # a new version: sent again
+    (g,) = await ag.grad(x.mm(w2).tanh().sum(), [w2])
+    assert executor.arrays_scattered == 2
+    want = (1 - np.tanh(x.numpy() @ w2.detach().numpy()) ** 2)
+    np.testing.assert_allclose(g.numpy(), x.numpy().T @ want, rtol=1e-12)
+    executor.close()
+
+
+@once
+async def test_nodes_below_the_threshold_or_unable_to_travel_run_here(client: Any) -> None:
+    executor = DaskExecutor(client)  # the default threshold: tens of milliseconds of work
+    ship_everything(executor)
+    w, x = weights()
+    (g,) = await ag.grad(wide(w, x), [w])
+    np.testing.assert_allclose(g.numpy(), await reference(w, x), rtol=1e-13, atol=1e-15)
+    assert executor.nodes_shipped == 0 and executor.nodes_kept > 0
+    # create_graph: every node stays (its gradients are graphs).
+    executor.ship_threshold = 0
+    kept = executor.nodes_kept
+    (g,) = await ag.grad(wide(w, x), [w], create_graph=True)
+    assert g.grad_fn is not None and executor.nodes_shipped == 0 and executor.nodes_kept > kept
+    executor.close()
+
+
+@once
+async def test_a_worker_error_fails_the_backward_with_its_type_and_message(client: Any, tmp_path: Path) -> None:
+    await client.register_plugin(Sabotage("raise", str(tmp_path)))
+    try:
+        executor = DaskExecutor(client, ship_threshold=0)
+        ship_everything(executor)
+        w, x = weights()
+        with pytest.raises(SabotagedOnTheWorker, match="sabotaged on the worker") as info:
+            await ag.grad(x.mm(w).sum(), [w])
+        assert any(note.startswith("while running") for note in info.value.__notes__)
+        # The engine is usable, and the next call (no claims left) is right.
+        (g,) = await ag.grad(x.mm(w).sum(), [w])
+        np.testing.assert_allclose(g.numpy(), x.numpy().T @ np.ones((32, 64)), rtol=1e-12)
+        stats = ag.get_engine().statistics()
+        assert stats.graph_tasks_in_flight == 0 and stats.nodes_in_flight == 0
+    finally:
+        await client.unregister_worker_plugin(Sabotage.name)
+
+
+@once
+async def test_a_node_whose_worker_died_is_retried_on_another(client: Any, tmp_path: Path) -> None:
+    await client.register_plugin(Sabotage("die", str(tmp_path), times=1))
+    try:
+        executor = DaskExecutor(client, ship_threshold=0)
+        ship_everything(executor)
+        w, x = weights()
+        (g,) = await ag.grad(x.mm(w).tanh().sum(), [w])
+        want = x.numpy().T @ (1 - np.tanh(x.numpy() @ w.detach().numpy()) ** 2)
+        np.testing.assert_allclose(g.numpy(), want, rtol=1e-12)
+        assert (tmp_path / "claim-0").exists()  # a worker did die
+    finally:
+        await client.unregister_worker_plugin(Sabotage.name)
+
+
+@once
+async def test_a_node_that_kills_every_worker_it_runs_on_fails_the_backward_clearly(client: Any, tmp_path: Path) -> None:
+    await client.register_plugin(Sabotage("die", str(tmp_path), times=2))
+    try:
+        executor = DaskExecutor(client, ship_threshold=0)
+        ship_everything(executor)
+        w, x = weights()
+        with pytest.raises(RuntimeError, match=r"could not run on the Dask cluster: every worker that ran it died \(2 tries") as info:
+            await ag.grad(x.mm(w).sum(), [w])
+        assert isinstance(info.value.__cause__, distributed.KilledWorker)
+        assert str(info.value).split(" ")[0].endswith("Backward0")  # it names the node
+    finally:
+        await client.unregister_worker_plugin(Sabotage.name)
+    # The cluster's nannies bring the workers back; the engine works on.
+    await client.wait_for_workers(2, timeout=60)
+    (g,) = await ag.grad(x.mm(w).sum(), [w])
+    np.testing.assert_allclose(g.numpy(), x.numpy().T @ np.ones((32, 64)), rtol=1e-12)
+
+
+@once
+async def test_cancelling_the_backward_cancels_the_dask_task(client: Any, tmp_path: Path) -> None:
+    await client.register_plugin(Sabotage("block", str(tmp_path)))
+    release = distributed.Event(RELEASE, client=client)
+    try:
+        executor = DaskExecutor(client, ship_threshold=0)
+        ship_everything(executor)
+        w, x = weights()
+        backward = asyncio.ensure_future(ag.grad(x.mm(w).sum(), [w]))
+        await distributed.Event(STARTED, client=client).wait(timeout=60)  # a node runs (blocked) on a worker
+        keys = [k for k in await client.run_on_scheduler(_task_keys) if "Backward0" in k]
+        assert keys
+        backward.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await backward
+        # The scheduler forgets the task (cancelled: no client wants it), though its worker thread
+        # is still blocked in it.
+        async def forgotten() -> bool:
+            return not set(keys) & set(await client.run_on_scheduler(_task_keys))
+
+        for _ in range(200):
+            if await forgotten():
+                break
+            await asyncio.sleep(0.05)  # polling the scheduler's state, bounded
+        assert await forgotten()
+        stats = ag.get_engine().statistics()
+        assert stats.graph_tasks_in_flight == 0 and stats.nodes_in_flight == 0
+    finally:
+        await release.set()
+        await client.unregister_worker_plugin(Sabotage.name)
+    (g,) = await ag.grad(x.mm(w).sum(), [w])  # usable after
+    np.testing.assert_allclose(g.numpy(), x.numpy().T @ np.ones((32, 64)), rtol=1e-12)
+
+
+def _task_keys(dask_scheduler: Any) -> list[str]:
+    return [str(k) for k in dask_scheduler.tasks]
+
+
+def _task_prefixes(dask_scheduler: Any) -> list[str]:
+    return list(dask_scheduler.task_prefixes)
+
+
+@once
+async def test_a_client_of_another_running_loop_serves_a_backward_on_aiograd_sync(client: Any) -> None:
+    """The client is this test's loop's; the backward runs on aiograd.sync's loop, from a thread
+    while this loop runs: Dask serves it as a synchronous client there."""
+    executor = DaskExecutor(client, ship_threshold=0)
+    ag.set_executor("cpu", executor)
+    try:
+        w, x = big()
+        (g,) = await asyncio.to_thread(ag.sync.grad, x.mm(w).sum(), [w])
+    finally:
+        ag.set_executor("cpu", None)
+        executor.close()
+    np.testing.assert_allclose(g.numpy(), x.numpy().T @ np.ones((400, 400)), rtol=1e-12, atol=1e-12)
+    assert executor.nodes_shipped == 1
+
+
+def test_a_synchronous_client_serves_any_loop(cluster_address: str) -> None:
+    """A synchronous client (its own thread): aiograd.sync's loop ships through it."""
+    with distributed.Client(cluster_address) as client:
+        client.wait_for_workers(2, timeout=60)
+        executor = DaskExecutor(client, ship_threshold=0, local=ThreadExecutor(1))
+        ag.set_executor("cpu", executor)
+        try:
+            w, x = big()
+            (g,) = ag.sync.grad(x.mm(w).tanh().sum(), [w])
+        finally:
+            ag.set_executor("cpu", None)
+            executor.close()
+    want = x.numpy().T @ (1 - np.tanh(x.numpy() @ w.detach().numpy()) ** 2)
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-12, atol=1e-12)
+    assert executor.nodes_shipped >= 1
+
+
+def test_bad_arguments_are_refused() -> None:
+    with pytest.raises(ValueError, match="ship_threshold must be >= 0, got -1"):
+        DaskExecutor(object(), ship_threshold=-1)
+    with pytest.raises(ValueError, match="local must run nodes in this process off the loop"):
+        DaskExecutor(object(), local=ag.executors.InlineExecutor())
