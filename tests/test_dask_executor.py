@@ -89,7 +89,7 @@ async def reference(w: ag.Tensor, x: ag.Tensor) -> np.ndarray:
 
 @once
 async def test_nodes_run_on_the_workers_and_give_one_processs_gradients(client: Any) -> None:
-    executor = DaskExecutor(client, ship_threshold=0)
+    executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0)
     engine = ship_everything(executor)
     w, x = weights()
     (g,) = await ag.grad(wide(w, x), [w])
@@ -107,7 +107,7 @@ async def test_nodes_run_on_the_workers_and_give_one_processs_gradients(client: 
 
 @once
 async def test_the_weights_travel_once_while_their_version_holds(client: Any) -> None:
-    executor = DaskExecutor(client, ship_threshold=0, cache_bytes=1024)
+    executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0, cache_bytes=1024)
     ship_everything(executor)
     w, x = weights()
     w2 = (w * 1).detach().requires_grad_()  # a leaf saved by every mm of the graph below
@@ -133,7 +133,7 @@ async def test_nodes_below_the_threshold_or_unable_to_travel_run_here(client: An
     np.testing.assert_allclose(g.numpy(), await reference(w, x), rtol=1e-13, atol=1e-15)
     assert executor.nodes_shipped == 0 and executor.nodes_kept > 0
     # create_graph: every node stays (its gradients are graphs).
-    executor.ship_threshold = 0
+    executor.ship_threshold = executor.ns_per_byte = 0
     kept = executor.nodes_kept
     (g,) = await ag.grad(wide(w, x), [w], create_graph=True)
     assert g.grad_fn is not None and executor.nodes_shipped == 0 and executor.nodes_kept > kept
@@ -141,10 +141,31 @@ async def test_nodes_below_the_threshold_or_unable_to_travel_run_here(client: An
 
 
 @once
+async def test_a_node_ships_only_if_its_math_outweighs_the_bytes_it_moves(client: Any) -> None:
+    """With no threshold but the bytes' cost: small and elementwise nodes (16 bytes moved per
+    element for a nanosecond of math) stay; a weight gradient of (16, 2048) rows, 2 ms of math
+    estimated for 0.5 MB of gradients in and out (the rows go once, kept on the cluster), ships."""
+    executor = DaskExecutor(client, ship_threshold=0)
+    ship_everything(executor)
+    w, x = weights()
+    await ag.grad(wide(w, x), [w])
+    assert executor.nodes_shipped == 0 and executor.nodes_kept > 0
+    rng = np.random.default_rng(0)
+    x = ag.tensor(rng.standard_normal((16, 2048)))
+    w = ag.tensor(rng.standard_normal((2048, 2048)) / 50, requires_grad=True)
+    out = x.mm(w)
+    kept = executor.nodes_kept
+    (g,) = await ag.grad(out, [w], ag.ones(16, 2048))
+    assert executor.nodes_shipped == 1 and executor.nodes_kept == kept
+    np.testing.assert_allclose(g.numpy(), x.numpy().T @ np.ones((16, 2048)), rtol=1e-12, atol=1e-12)
+    executor.close()
+
+
+@once
 async def test_a_worker_error_fails_the_backward_with_its_type_and_message(client: Any, tmp_path: Path) -> None:
     await client.register_plugin(Sabotage("raise", str(tmp_path)))
     try:
-        executor = DaskExecutor(client, ship_threshold=0)
+        executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0)
         ship_everything(executor)
         w, x = weights()
         with pytest.raises(SabotagedOnTheWorker, match="sabotaged on the worker") as info:
@@ -163,7 +184,7 @@ async def test_a_worker_error_fails_the_backward_with_its_type_and_message(clien
 async def test_a_node_whose_worker_died_is_retried_on_another(client: Any, tmp_path: Path) -> None:
     await client.register_plugin(Sabotage("die", str(tmp_path), times=1))
     try:
-        executor = DaskExecutor(client, ship_threshold=0)
+        executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0)
         ship_everything(executor)
         w, x = weights()
         (g,) = await ag.grad(x.mm(w).tanh().sum(), [w])
@@ -178,7 +199,7 @@ async def test_a_node_whose_worker_died_is_retried_on_another(client: Any, tmp_p
 async def test_a_node_that_kills_every_worker_it_runs_on_fails_the_backward_clearly(client: Any, tmp_path: Path) -> None:
     await client.register_plugin(Sabotage("die", str(tmp_path), times=2))
     try:
-        executor = DaskExecutor(client, ship_threshold=0)
+        executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0)
         ship_everything(executor)
         w, x = weights()
         with pytest.raises(RuntimeError, match=r"could not run on the Dask cluster: every worker that ran it died \(2 tries") as info:
@@ -198,7 +219,7 @@ async def test_cancelling_the_backward_cancels_the_dask_task(client: Any, tmp_pa
     await client.register_plugin(Sabotage("block", str(tmp_path)))
     release = distributed.Event(RELEASE, client=client)
     try:
-        executor = DaskExecutor(client, ship_threshold=0)
+        executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0)
         ship_everything(executor)
         w, x = weights()
         backward = asyncio.ensure_future(ag.grad(x.mm(w).sum(), [w]))
@@ -239,7 +260,7 @@ def _task_prefixes(dask_scheduler: Any) -> list[str]:
 async def test_a_client_of_another_running_loop_serves_a_backward_on_aiograd_sync(client: Any) -> None:
     """The client is this test's loop's; the backward runs on aiograd.sync's loop, from a thread
     while this loop runs: Dask serves it as a synchronous client there."""
-    executor = DaskExecutor(client, ship_threshold=0)
+    executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0)
     ag.set_executor("cpu", executor)
     try:
         w, x = big()
@@ -255,7 +276,7 @@ def test_a_synchronous_client_serves_any_loop(cluster_address: str) -> None:
     """A synchronous client (its own thread): aiograd.sync's loop ships through it."""
     with distributed.Client(cluster_address) as client:
         client.wait_for_workers(2, timeout=60)
-        executor = DaskExecutor(client, ship_threshold=0, local=ThreadExecutor(1))
+        executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0, local=ThreadExecutor(1))
         ag.set_executor("cpu", executor)
         try:
             w, x = big()

@@ -212,9 +212,10 @@ def test_a_shipment_carries_arrays_not_the_graph() -> None:
     assert packed is not None
     shipment = packed.shipment
     assert shipment.node == ("aiograd._ops.linalg", "MmBackward0")
-    assert shipment.state == {"a": _shipping.ArrayRef(0, True), "b": _shipping.ArrayRef(1, True)}
-    assert [x.shape for x in packed.arrays] == [(2, 3), (3, 4)]
-    assert packed.leaves[0] is None and packed.leaves[1] is not None  # h is not a leaf, b is
+    assert shipment.grads == (0,)  # the incoming gradient is the first array
+    assert shipment.state == {"a": _shipping.ArrayRef(1, True), "b": _shipping.ArrayRef(2, True)}
+    assert [x.shape for x in packed.arrays] == [(2, 4), (2, 3), (3, 4)]
+    assert packed.leaves[:2] == [None, None] and packed.leaves[2] is not None  # h is not a leaf, b is
     assert shipment.needed == (True, True)
 
     def walk(obj: Any) -> None:

@@ -18,16 +18,26 @@ if TYPE_CHECKING:
     from .._node import Node
     from .._tensor import Tensor
 
-__all__ = ["DEFAULT_SHIP_THRESHOLD_NS", "DaskExecutor"]
+__all__ = ["DEFAULT_NS_PER_BYTE", "DEFAULT_SHIP_THRESHOLD_NS", "DaskExecutor"]
 
-#: A node ships to the cluster from this estimated cost (ns, ``Node.cost``): about ten times the
-#: round trip of an empty node to a LocalCluster worker process on the reference machine
-#: (benchmarks/bench_distributed.py measures both; docs/distributed.md has the figures), so that
-#: the trip costs at most a tenth of the work it moves. Cheaper heavy nodes run in ``local``.
-DEFAULT_SHIP_THRESHOLD_NS = 20_000_000.0
+#: A node ships to the cluster from this estimated cost (ns, ``Node.cost``): three times the round
+#: trip of an empty task (about 10 ms: Dask's client batches its messages every 10 ms), and where
+#: benchmarks/bench_distributed.py finds a square weight gradient's trip (latency and data) no
+#: longer costs more than its math (n = 1024, 32 ms estimated). docs/distributed.md has the
+#: figures. Cheaper heavy nodes run in ``local``.
+DEFAULT_SHIP_THRESHOLD_NS = 30_000_000.0
+#: What moving a byte to a worker and back costs, about (ns): the same benchmark's 8 MB gradient
+#: in and 8 MB gradient out add about 35 ms to the trip. A node ships only if its estimated cost
+#: is at least its bytes' (so an elementwise node, 16 bytes moved per element for 1 ns of math,
+#: never does).
+DEFAULT_NS_PER_BYTE = 2.0
 #: Saved leaf tensors (parameters, inputs) from this size go to the cluster once, as Dask's own
 #: data, and are passed to later tasks by reference while their version holds.
 DEFAULT_CACHE_BYTES = 1 << 16
+#: Other arrays (gradients, saved activations) from this size go straight to a worker as Dask
+#: data before the task that reads them, rather than inside the task through the scheduler
+#: (which warns about tasks over 10 MB).
+DIRECT_BYTES = 1 << 20
 
 _keys = itertools.count()
 
@@ -48,8 +58,9 @@ class DaskExecutor(Executor):
     handed to the backward's loop.
 
     What does not ship runs here, in ``local`` (a ThreadExecutor of its own by default): nodes
-    estimated below ``ship_threshold`` ns (the trip would cost more than it saves), and nodes
-    that cannot travel: custom Functions, nodes with hooks, a ``create_graph`` backward (its
+    estimated below ``ship_threshold`` ns or below ``ns_per_byte`` times the bytes they would
+    move (their gradients in and out, their saved arrays not already on the cluster): the trip
+    would cost more than the math; and nodes that cannot travel: custom Functions, nodes with hooks, a ``create_graph`` backward (its
     gradients are graphs, recorded here), saved tensors packed by saved-tensor hooks, anything
     not on the CPU. Saved leaf tensors of ``cache_bytes`` or more (parameters, inputs) are
     scattered to the cluster once and passed by reference while their version holds.
@@ -69,15 +80,19 @@ class DaskExecutor(Executor):
         client: Any,
         *,
         ship_threshold: float = DEFAULT_SHIP_THRESHOLD_NS,
+        ns_per_byte: float = DEFAULT_NS_PER_BYTE,
         local: Executor | None = None,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         if ship_threshold < 0:
             raise ValueError(f"ship_threshold must be >= 0, got {ship_threshold}")
+        if ns_per_byte < 0:
+            raise ValueError(f"ns_per_byte must be >= 0, got {ns_per_byte}")
         if local is not None and (local.inline or isinstance(local, DaskExecutor)):
             raise ValueError(f"local must run nodes in this process off the loop, got {local!r}")
         self.client = client
         self.ship_threshold = ship_threshold
+        self.ns_per_byte = ns_per_byte
         self.cache_bytes = cache_bytes
         self._own_local = local is None
         self.local: Executor = local if local is not None else ThreadExecutor()
@@ -114,13 +129,26 @@ class DaskExecutor(Executor):
     def submit_node(self, node: Node, buffer: list[Any], call: Callable[[], Any]) -> asyncio.Future[Any]:
         """Ship ``node`` to the cluster when it is worth it and can travel, else run ``call``
         in ``local``."""
-        packed = pack(node, buffer) if node.cost(buffer) >= self.ship_threshold else None
+        cost = node.cost(buffer)
+        packed = pack(node, buffer) if cost >= self.ship_threshold else None
+        if packed is not None and self.ns_per_byte and cost < self._bytes_moved(packed) * self.ns_per_byte:
+            packed = None
         if packed is None:
             self.nodes_kept += 1
             return self.local.submit(call)
         loop = asyncio.get_running_loop()
         self.nodes_shipped += 1
         return loop.create_task(self._ship(packed), name=f"aiograd-dask:{packed.shipment.name}")
+
+    def _bytes_moved(self, packed: Packed) -> int:
+        """What a shipment moves, about: its arrays not kept on the cluster (a large leaf's goes
+        once), and as many bytes of gradients out as came in."""
+        arrays = packed.arrays
+        moved = sum(arrays[i].nbytes for i in packed.shipment.grads if i is not None)
+        for array, leaf in zip(arrays, packed.leaves, strict=True):
+            if leaf is None or array.nbytes < self.cache_bytes:
+                moved += array.nbytes
+        return moved
 
     async def _ship(self, packed: Packed) -> tuple[Tensor | None, ...]:
         client = self.client
@@ -150,11 +178,14 @@ class DaskExecutor(Executor):
         return unpack_result(outputs)
 
     async def _arrays(self, packed: Packed) -> list[Any]:
-        """The shipment's arrays as they travel: inline, or for a large leaf, a reference to
-        its copy on the cluster (scattered at its first use, again when its version changed)."""
+        """The shipment's arrays as they travel: inline; for a large leaf, a reference to its
+        copy on the cluster (scattered at its first use, again when its version changed); for
+        another large array, a reference to a copy sent straight to a worker for this task."""
         arrays: list[Any] = list(packed.arrays)
         for i, leaf in enumerate(packed.leaves):
             if leaf is None or arrays[i].nbytes < self.cache_bytes:
+                if arrays[i].nbytes >= DIRECT_BYTES:
+                    arrays[i] = await self._scatter(arrays[i], direct=True)
                 continue
             key = id(leaf)
             stamp = (leaf._version, id(leaf.data))
@@ -175,12 +206,14 @@ class DaskExecutor(Executor):
                 raise
         return arrays
 
-    async def _scatter(self, array: Any) -> Any:
+    async def _scatter(self, array: Any, direct: bool = False) -> Any:
         client = self.client
-        self.arrays_scattered += 1
+        if not direct:
+            self.arrays_scattered += 1
+        scatter = functools.partial(client.scatter, array, hash=False, direct=direct or None)
         if client.asynchronous:
-            return await client.scatter(array, hash=False)
-        return await asyncio.get_running_loop().run_in_executor(None, functools.partial(client.scatter, array, hash=False))
+            return await scatter()
+        return await asyncio.get_running_loop().run_in_executor(None, scatter)
 
     def _cancel(self, future: Any) -> None:
         """Cancel a Dask task without waiting for the scheduler's answer."""
@@ -203,7 +236,7 @@ class DaskExecutor(Executor):
             self.local.close()
 
     def __repr__(self) -> str:
-        return f"DaskExecutor({self.client!r}, ship_threshold={self.ship_threshold:g})"
+        return f"DaskExecutor({self.client!r}, ship_threshold={self.ship_threshold:g}, ns_per_byte={self.ns_per_byte:g})"
 
 
 def _killed_worker() -> type[BaseException] | None:

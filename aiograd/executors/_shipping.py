@@ -14,8 +14,8 @@ backward that records a graph (``create_graph``), a saved tensor packed by saved
 unpack hook must run here, when the node unpacks it), or one that raises when unpacked (freed,
 modified in place: running it here raises PyTorch's error, as it would have without shipping).
 
-The arrays of a node's tensors (saved or not) travel beside the shipment, which refers to them by
-index, so that an executor can send each one as it likes (inline, or as a reference to data
+The arrays (incoming gradients, the node's tensors, saved or not) travel beside the shipment,
+which refers to them by index, so that an executor can send each one as it likes (inline, or as a reference to data
 already on the other side) before ``run_shipped`` gets them.
 """
 
@@ -71,17 +71,19 @@ class Shipment(NamedTuple):
     name: str
     #: Its attributes, tensors replaced by ``ArrayRef``.
     state: dict[str, Any]
-    #: One per output of its forward op: the incoming gradient's array, or None.
-    grads: tuple[np.ndarray | None, ...]
+    #: One per output of its forward op: the index of the incoming gradient's array among the
+    #: arrays (as ``ArrayRef``'s), or None for an undefined gradient.
+    grads: tuple[int | None, ...]
     #: One per next edge: whether the backward needs that gradient.
     needed: tuple[bool, ...]
 
 
 class Packed(NamedTuple):
-    """``pack``'s result: the shipment, the arrays its ``ArrayRef``s index (sent beside it, so
-    that an executor may send each inline or as data already on the other side), and for each
-    array the leaf tensor it belongs to (a parameter or an input, which other backward calls
-    will save again: worth keeping on the other side), or None."""
+    """``pack``'s result: the shipment, the arrays it refers to by index (the incoming
+    gradients first, then the node's tensors; sent beside it, so that an executor may send each
+    inline or as data already on the other side), and for each array the leaf tensor it belongs
+    to (a parameter or an input, which other backward calls will save again: worth keeping on
+    the other side), or None."""
 
     shipment: Shipment
     arrays: list[np.ndarray]
@@ -184,16 +186,18 @@ def pack(node: Node, buffer: list[Any]) -> Packed | None:
     key = shippable(cls)
     if key is None:
         return None
-    grads: list[np.ndarray | None] = []
+    arrays: list[np.ndarray] = []
+    leaves: list[Tensor | None] = []
+    grads: list[int | None] = []
     for g in buffer:
         if g is None:
             grads.append(None)
         elif type(g.data) is np.ndarray and g._device is CPU:
-            grads.append(g.data)
+            grads.append(len(arrays))
+            arrays.append(g.data)
+            leaves.append(None)
         else:
             return None
-    arrays: list[np.ndarray] = []
-    leaves: list[Tensor | None] = []
     try:
         state = {k: _pack_value(v, arrays, leaves) for k, v in vars(node).items()}
     except _Unshippable:
@@ -253,7 +257,7 @@ def run_shipped(shipment: Shipment, *arrays: np.ndarray) -> tuple[np.ndarray | N
     """Run a shipped node (in the other process): its input gradients, as arrays. ``arrays``
     are the shipment's arrays as they arrived (each either inline or fetched by the executor)."""
     node = rebuild(shipment, arrays)
-    grads = [None if a is None else _wrap(a) for a in shipment.grads]
+    grads = [None if i is None else _wrap(arrays[i]) for i in shipment.grads]
     # No GraphTask here, even in a worker that shares this process (Dask's threads, a test's
     # loopback): the stand-in edges already say what is needed.
     token = current_graph_task.set(None)
