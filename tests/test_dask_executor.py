@@ -106,6 +106,22 @@ async def test_nodes_run_on_the_workers_and_give_one_processs_gradients(client: 
 
 
 @once
+async def test_a_profile_records_shipped_nodes(client: Any, tmp_path: Path) -> None:
+    """A shipped node shows in a profile as offloaded to the DaskExecutor (one span from its
+    submission to its result: its run on the worker is the cluster's to trace)."""
+    executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0)
+    ship_everything(executor)
+    w, x = weights()
+    with ag.profiler.profile() as prof:
+        await ag.grad(x.mm(w).sum(), [w])
+    (mm,) = [e for e in prof.events() if e.name == "MmBackward0"]
+    assert mm.offload is not None and mm.offload.executor.startswith("DaskExecutor(")
+    prof.export_chrome_trace(tmp_path / "trace.json")
+    assert "MmBackward0" in (tmp_path / "trace.json").read_text()
+    executor.close()
+
+
+@once
 async def test_the_weights_travel_once_while_their_version_holds(client: Any) -> None:
     executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0, cache_bytes=1024)
     ship_everything(executor)

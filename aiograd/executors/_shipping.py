@@ -170,8 +170,10 @@ def _pack_value(value: Any, arrays: list[np.ndarray], leaves: list[Tensor | None
         if key is None:
             raise _Unshippable
         return ClassRef(*key)
-    if type(value) in (tuple, list):
-        return type(value)(_pack_value(v, arrays, leaves) for v in value)
+    if type(value) is tuple:
+        return tuple(_pack_value(v, arrays, leaves) for v in value)
+    if type(value) is list:
+        return [_pack_value(v, arrays, leaves) for v in value]
     if type(value) is dict:
         return {k: _pack_value(v, arrays, leaves) for k, v in value.items()}
     return value
@@ -229,8 +231,10 @@ def _restore_value(value: Any, arrays: Sequence[np.ndarray]) -> Any:
         return saved
     if type(value) is ClassRef:
         return node_class((value.module, value.name))
-    if type(value) in (tuple, list):
-        return type(value)(_restore_value(v, arrays) for v in value)
+    if type(value) is tuple:
+        return tuple(_restore_value(v, arrays) for v in value)
+    if type(value) is list:
+        return [_restore_value(v, arrays) for v in value]
     if type(value) is dict:
         return {k: _restore_value(v, arrays) for k, v in value.items()}
     return value
