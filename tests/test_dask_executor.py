@@ -9,6 +9,7 @@ where ``distributed`` is not installed (``pip install aiograd[distributed]``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,23 @@ async def client(cluster_address: str) -> AsyncIterator[Any]:
         await client.wait_for_workers(2, timeout=60)  # after a test that killed one
         yield client
         await client.wait_for_workers(2, timeout=60)
+
+
+@contextlib.asynccontextmanager
+async def sabotage(client: Any, mode: str, markers: Path, times: int = 1) -> AsyncIterator[None]:
+    """Shipped nodes misbehave on the workers (``mode``, see dask_sabotage.py) while inside."""
+    await client.register_plugin(Sabotage(mode, str(markers), times))
+    try:
+        yield
+    finally:
+        await client.unregister_worker_plugin(Sabotage.name)
+
+
+def shipping(client: Any) -> DaskExecutor:
+    """A DaskExecutor that ships every node it can, used by this loop's engine for all."""
+    executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0)
+    ship_everything(executor)
+    return executor
 
 
 def ship_everything(executor: DaskExecutor) -> ag.Engine:
@@ -179,10 +197,8 @@ async def test_a_node_ships_only_if_its_math_outweighs_the_bytes_it_moves(client
 
 @once
 async def test_a_worker_error_fails_the_backward_with_its_type_and_message(client: Any, tmp_path: Path) -> None:
-    await client.register_plugin(Sabotage("raise", str(tmp_path)))
-    try:
-        executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0)
-        ship_everything(executor)
+    async with sabotage(client, "raise", tmp_path):
+        shipping(client)
         w, x = weights()
         with pytest.raises(SabotagedOnTheWorker, match="sabotaged on the worker") as info:
             await ag.grad(x.mm(w).sum(), [w])
@@ -192,38 +208,28 @@ async def test_a_worker_error_fails_the_backward_with_its_type_and_message(clien
         np.testing.assert_allclose(g.numpy(), x.numpy().T @ np.ones((32, 64)), rtol=1e-12)
         stats = ag.get_engine().statistics()
         assert stats.graph_tasks_in_flight == 0 and stats.nodes_in_flight == 0
-    finally:
-        await client.unregister_worker_plugin(Sabotage.name)
 
 
 @once
 async def test_a_node_whose_worker_died_is_retried_on_another(client: Any, tmp_path: Path) -> None:
-    await client.register_plugin(Sabotage("die", str(tmp_path), times=1))
-    try:
-        executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0)
-        ship_everything(executor)
+    async with sabotage(client, "die", tmp_path, times=1):
+        shipping(client)
         w, x = weights()
         (g,) = await ag.grad(x.mm(w).tanh().sum(), [w])
         want = x.numpy().T @ (1 - np.tanh(x.numpy() @ w.detach().numpy()) ** 2)
         np.testing.assert_allclose(g.numpy(), want, rtol=1e-12)
         assert (tmp_path / "claim-0").exists()  # a worker did die
-    finally:
-        await client.unregister_worker_plugin(Sabotage.name)
 
 
 @once
 async def test_a_node_that_kills_every_worker_it_runs_on_fails_the_backward_clearly(client: Any, tmp_path: Path) -> None:
-    await client.register_plugin(Sabotage("die", str(tmp_path), times=2))
-    try:
-        executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0)
-        ship_everything(executor)
+    async with sabotage(client, "die", tmp_path, times=2):
+        shipping(client)
         w, x = weights()
         with pytest.raises(RuntimeError, match=r"could not run on the Dask cluster: every worker that ran it died \(2 tries") as info:
             await ag.grad(x.mm(w).sum(), [w])
         assert isinstance(info.value.__cause__, distributed.KilledWorker)
         assert str(info.value).split(" ")[0].endswith("Backward0")  # it names the node
-    finally:
-        await client.unregister_worker_plugin(Sabotage.name)
     # The cluster's nannies bring the workers back; the engine works on.
     await client.wait_for_workers(2, timeout=60)
     (g,) = await ag.grad(x.mm(w).sum(), [w])
@@ -232,34 +238,33 @@ async def test_a_node_that_kills_every_worker_it_runs_on_fails_the_backward_clea
 
 @once
 async def test_cancelling_the_backward_cancels_the_dask_task(client: Any, tmp_path: Path) -> None:
-    await client.register_plugin(Sabotage("block", str(tmp_path)))
     release = distributed.Event(RELEASE, client=client)
-    try:
-        executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0)
-        ship_everything(executor)
-        w, x = weights()
-        backward = asyncio.ensure_future(ag.grad(x.mm(w).sum(), [w]))
-        await distributed.Event(STARTED, client=client).wait(timeout=60)  # a node runs (blocked) on a worker
-        keys = [k for k in await client.run_on_scheduler(_task_keys) if "Backward0" in k]
-        assert keys
-        backward.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await backward
-        # The scheduler forgets the task (cancelled: no client wants it), though its worker thread
-        # is still blocked in it.
-        async def forgotten() -> bool:
-            return not set(keys) & set(await client.run_on_scheduler(_task_keys))
+    shipping(client)
+    w, x = weights()
+    async with sabotage(client, "block", tmp_path):
+        try:
+            backward = asyncio.ensure_future(ag.grad(x.mm(w).sum(), [w]))
+            await distributed.Event(STARTED, client=client).wait(timeout=60)  # a node runs (blocked) on a worker
+            keys = [k for k in await client.run_on_scheduler(_task_keys) if "Backward0" in k]
+            assert keys
+            backward.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await backward
 
-        for _ in range(200):
-            if await forgotten():
-                break
-            await asyncio.sleep(0.05)  # polling the scheduler's state, bounded
-        assert await forgotten()
-        stats = ag.get_engine().statistics()
-        assert stats.graph_tasks_in_flight == 0 and stats.nodes_in_flight == 0
-    finally:
-        await release.set()
-        await client.unregister_worker_plugin(Sabotage.name)
+            # The scheduler forgets the task (cancelled: no client wants it), though its worker
+            # thread is still blocked in it.
+            async def forgotten() -> bool:
+                return not set(keys) & set(await client.run_on_scheduler(_task_keys))
+
+            for _ in range(200):
+                if await forgotten():
+                    break
+                await asyncio.sleep(0.05)  # polling the scheduler's state, bounded
+            assert await forgotten()
+            stats = ag.get_engine().statistics()
+            assert stats.graph_tasks_in_flight == 0 and stats.nodes_in_flight == 0
+        finally:
+            await release.set()  # the blocked worker thread goes on (and its result is dropped)
     (g,) = await ag.grad(x.mm(w).sum(), [w])  # usable after
     np.testing.assert_allclose(g.numpy(), x.numpy().T @ np.ones((32, 64)), rtol=1e-12)
 

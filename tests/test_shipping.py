@@ -21,14 +21,17 @@ import pytest
 from op_factory import _seed_like
 
 import aiograd as ag
-from aiograd.executors import Executor, _shipping
+from aiograd.executors import Executor, InlineExecutor, _shipping
 
 # The event loop plays no part in what a node computes: once, on asyncio's.
 once = pytest.mark.asyncio(loop_factories=["asyncio"])
 
 
-class Loopback(Executor):
-    """Offloaded nodes run at once, shipped through pickle (``ship=True``) or as themselves."""
+class Loopback(InlineExecutor):
+    """Offloaded nodes run at once, shipped through pickle (``ship=True``) or as themselves: an
+    InlineExecutor's ``submit``, but the engine offloads to it (``inline`` False)."""
+
+    inline = False
 
     def __init__(self, ship: bool = True) -> None:
         self.ship = ship
@@ -38,14 +41,6 @@ class Loopback(Executor):
     @property
     def capacity(self) -> int:
         return 4
-
-    def submit(self, fn: Callable[[], Any]) -> asyncio.Future[Any]:
-        future = asyncio.get_running_loop().create_future()
-        try:
-            future.set_result(fn())
-        except Exception as exc:  # noqa: BLE001 - delivered through the future
-            future.set_exception(exc)
-        return future
 
     def submit_node(self, node: ag.Node, buffer: list[Any], call: Callable[[], Any]) -> asyncio.Future[Any]:
         packed = _shipping.pack(node, buffer) if self.ship else None
