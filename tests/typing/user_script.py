@@ -10,7 +10,7 @@ import numpy as np
 
 import aiograd as ag
 import aiograd.nn.functional as F
-from aiograd import Function, Tensor, nn, profiler, serving, viz
+from aiograd import Function, Tensor, executors, nn, profiler, serving, viz
 from aiograd.function import FunctionCtx, once_differentiable
 from aiograd.testing import gradcheck
 
@@ -138,6 +138,15 @@ async def observe() -> str:
     return dot
 
 
+def cluster_executor(client: object) -> int:
+    """A DaskExecutor's settings and counters (``client``: a distributed.Client; nothing is sent
+    until a backward ships a node, so any object will do to make one)."""
+    executor = executors.DaskExecutor(client, ship_threshold=50e6, ns_per_byte=1.0, local=executors.ThreadExecutor(2))
+    shipped: int = executor.nodes_shipped + executor.nodes_kept + executor.arrays_scattered
+    executor.close()
+    return shipped
+
+
 def blocking() -> None:
     """Code without an event loop uses aiograd.sync."""
     w = ag.randn(2, requires_grad=True)
@@ -151,3 +160,4 @@ if __name__ == "__main__":
     print(ag.run(serve()))
     print(ag.run(observe()).splitlines()[0])
     blocking()
+    print(cluster_executor(object()))
