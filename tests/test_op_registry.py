@@ -194,5 +194,5 @@ def test_generated_nodes_keep_saved_fields_and_costs() -> None:
     assert elementwise.AddBackward0._saved == ()
     # matmul's cost estimate is kept (the engine offloads big products); elementwise uses the default
     assert not linalg.MmBackward0.cost_scales_with_grads
-    assert not linalg.LinearBackward0.cost_scales_with_grads
+    assert not linalg.AddmmBackward0.cost_scales_with_grads
     assert elementwise.MulBackward0.cost_scales_with_grads

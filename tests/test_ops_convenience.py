@@ -12,6 +12,8 @@ from aiograd.testing import gradcheck
 
 SPECS = [
     OpSpec("t", lambda lib, x: x.t() * 1.0, ((2, 3),)),
+    OpSpec("t_names_its_node", lambda lib, x: x.t(), ((2, 3),), grad_fn="TBackward0", op="t"),
+    OpSpec("t_of_a_vector", lambda lib, x: x.t(), ((3,),), grad_fn="TBackward0", op="t"),
     OpSpec("t_1d", lambda lib, x: x.t() * 2.0, ((3,),)),
     OpSpec("expand_as", lambda lib, x, y: x.expand_as(y) * y, ((3, 1), (2, 3, 4))),
     OpSpec("view_as", lambda lib, x, y: x.view_as(y) * y, ((2, 6), (3, 4))),

@@ -31,8 +31,8 @@ M34 = np.array([[1.0, -0.5, 2.0, 0.0], [0.5, 1.5, -1.0, 2.0], [-2.0, 0.25, 1.0, 
 
 SPECS = [
     # ---------------------------------------------------------------- every rank combination
-    OpSpec("dot", lambda lib, x, y: x @ y, ((3,), (3,)), op="matmul"),
-    OpSpec("mv", lambda lib, x, y: x @ y, ((2, 3), (3,)), op="matmul"),
+    OpSpec("dot", lambda lib, x, y: x @ y, ((3,), (3,)), op="matmul", grad_fn="DotBackward0"),
+    OpSpec("mv", lambda lib, x, y: x @ y, ((2, 3), (3,)), op="matmul", grad_fn="MvBackward0"),
     OpSpec("vm", lambda lib, x, y: x @ y, ((3,), (3, 4)), op="matmul"),
     OpSpec("mm", lambda lib, x, y: x @ y, ((2, 3), (3, 4)), grad_fn="MmBackward0"),
     OpSpec("batched", lambda lib, x, y: x @ y, ((2, 3, 4), (2, 4, 2)), op="matmul"),
@@ -60,8 +60,8 @@ SPECS = [
     OpSpec("quadratic_form", lambda lib, x, a: x @ a @ x, ((3,), (3, 3)), op=None),
     OpSpec("mlp", lambda lib, x, w1, w2: (x @ w1).tanh() @ w2, ((2, 3), (3, 4), (4,)), op=None),
     # ---------------------------------------------------------------- linear
-    OpSpec("linear", lambda lib, x, w, b: linear(lib, x, w, b), ((2, 3), (4, 3), (4,))),
-    OpSpec("linear_no_bias", lambda lib, x, w: linear(lib, x, w), ((2, 3), (4, 3))),
+    OpSpec("linear", lambda lib, x, w, b: linear(lib, x, w, b), ((2, 3), (4, 3), (4,)), grad_fn="AddmmBackward0"),
+    OpSpec("linear_no_bias", lambda lib, x, w: linear(lib, x, w), ((2, 3), (4, 3)), grad_fn="MmBackward0"),
     # batch dims fold into rows (one 2-D product) and the result is viewed back, as in PyTorch
     OpSpec("linear_3d", lambda lib, x, w, b: linear(lib, x, w, b), ((2, 2, 3), (4, 3), (4,)),
            grad_fn="ViewBackward0"),
@@ -204,3 +204,21 @@ async def test_float32_second_order(op: Any) -> None:
     assert gx.dtype == np.float32 and gw.dtype == np.float32
     ggx, ggw = await ag.grad(gx.sum() + gw.sum(), [x, w])
     assert ggx.dtype == np.float32 and ggw.dtype == np.float32
+
+
+def test_linear_records_torchs_nodes_in_torchs_order() -> None:
+    """``linear`` with a bias records AddmmBackward0 whose edges go to the bias, the input and
+    the weight, as torch's ``addmm(bias, input, weight.t())``; without one, MmBackward0 over
+    the weight's TBackward0. The weight's gradient comes out contiguous (no copy in .grad)."""
+    x = ag.tensor(np.ones((2, 3)), requires_grad=True)
+    w = ag.tensor(np.arange(12.0).reshape(4, 3), requires_grad=True)
+    b = ag.tensor(np.zeros(4), requires_grad=True)
+    out = ag.nn.functional.linear(x, w, b)
+    edges = out.grad_fn.next_functions
+    assert len(edges) == 3 and all(fn.variable is t for (fn, _), t in zip(edges, (b, x, w), strict=True))
+    bare = ag.nn.functional.linear(x, w)
+    (mm_x, mm_w) = bare.grad_fn.next_functions
+    assert bare.grad_fn.name() == "MmBackward0" and mm_w[0].name() == "TBackward0"
+    assert mm_w[0].next_functions[0][0].variable is w
+    ag.sync.backward(bare.sum())
+    assert w.grad.data.flags.c_contiguous and w.grad.tolist() == [[2.0] * 3] * 4

@@ -15,18 +15,20 @@ from .casting import ToCopyBackward0
 from .elementwise import PowBackward0, clone, sign, where
 from .quiet import quietly
 from .reduction import _dtype_name, axes_of, expand_reduced, var_grad, variance
-from .shape import ExpandBackward0, TransposeBackward0, ViewBackward0, expand, reshape, transpose
+from .shape import ExpandBackward0, TBackward0, ViewBackward0, expand, reshape, swapped
 
 __all__ = ["t", "square", "std", "norm"]
 
 
 
-@op(TransposeBackward0)
+@op(TBackward0)
 def t(input: Tensor) -> Tensor:
-    """Transpose a tensor of at most 2 dimensions (``input.t()``)."""
-    if input.data.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.data.ndim}D")
-    return transpose(input, 0, 1) if input.data.ndim == 2 else input
+    """Transpose a tensor of at most 2 dimensions (``input.t()``): a view, recorded as
+    ``TBackward0`` (a 0-D or 1-D tensor's is a view of it unchanged, as PyTorch's)."""
+    ndim = input.data.ndim
+    if ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {ndim}D")
+    return swapped(input, 0, 1 if ndim == 2 else 0, TBackward0)
 
 
 @op(ExpandBackward0)

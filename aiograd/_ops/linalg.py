@@ -8,7 +8,7 @@ from .._cost import matmul_cost
 from .._device import CPU
 from .._dtypes import cpp_type_name, scalar_type_name
 from .._graph_context import should_compute
-from ._registry import backward, op
+from ._registry import backward, op, variant
 from ._util import (
     Tensor,
     attach,
@@ -22,7 +22,7 @@ from ._util import (
     wrap,
 )
 from .batching import batch_ndim
-from .shape import _sum_to, reduce_grad
+from .shape import TBackward0, _sum_to, reduce_grad, swapped
 
 __all__ = ["matmul", "mm", "linear"]
 
@@ -45,7 +45,7 @@ def _mm_cost(self: Any, grads: list[Any]) -> float:
     return matmul_cost(m, k, n, products)
 
 
-@backward(saved=("a", "b"), cost=_mm_cost)
+@backward(saved=("a", "b"), cost=_mm_cost, b_transposed=False)
 def MmBackward0(self: Any, grads: list[Any]) -> Any:
     """Backward of a product of two 2-D matrices."""
     g = grads[0]
@@ -54,7 +54,13 @@ def MmBackward0(self: Any, grads: list[Any]) -> Any:
     if not grad_enabled():
         gd = g.data
         ga = wrap(gd @ self.b.unpack(self).data.T) if want_a else None
-        gb = wrap(self.a.unpack(self).data.T @ gd) if want_b else None
+        gb = None
+        if want_b:
+            a = self.a.unpack(self).data
+            # A transposed operand (``linear``'s ``weight.t()``, which TBackward0 transposes
+            # back): its gradient is made transposed too, so that the weight's is contiguous and
+            # AccumulateGrad takes it without a copy (PyTorch's mm_mat2_backward does the same).
+            gb = wrap((gd.swapaxes(-1, -2) @ a).swapaxes(-1, -2) if self.b_transposed else a.T @ gd)
         if g._device is not CPU:
             for r in (ga, gb):
                 if r is not None:
@@ -108,6 +114,11 @@ def MatmulBackward0(self: Any, grads: list[Any]) -> Any:
     return (ga, gb)
 
 
+#: PyTorch's names for two cases of the general product (its kernels: ``mv``, ``dot``); same rule.
+MvBackward0 = variant("MvBackward0", MatmulBackward0, doc="Backward of a matrix-vector product.")
+DotBackward0 = variant("DotBackward0", MatmulBackward0, doc="Backward of a dot product of two vectors.")
+
+
 def _dtype_mismatch(a: Any, b: Any) -> str:
     """PyTorch's message for operands of different dtypes, from the kernel its matmul picks
     (at::matmul: dot, mv, mm on folded batches, or bmm)."""
@@ -134,7 +145,7 @@ def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
     return f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, a))} and {'x'.join(map(str, b))})"
 
 
-@op(MmBackward0, MatmulBackward0)
+@op(MmBackward0, MatmulBackward0, MvBackward0, DotBackward0)
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with numpy's ``matmul`` rules (dot, mv, mm, batched mm)."""
     # An array operand (``x @ array``) is a constant: a tensor that needs no grad, so it can be saved.
@@ -153,12 +164,22 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     if input._device is not CPU or other._device is not CPU:
         on(out, common_device(input, other))
     if needs_grad(input, other):
-        cls = MmBackward0 if a.ndim == 2 and b.ndim == 2 else MatmulBackward0
+        if b.ndim == 2:
+            cls = MmBackward0 if a.ndim == 2 else MatmulBackward0
+        elif b.ndim == 1 and a.ndim <= 2:
+            cls = MvBackward0 if a.ndim == 2 else DotBackward0
+        else:
+            cls = MatmulBackward0
         node = attach(cls((edge_of(input), edge_of(other))), out)
         ea, eb = node.next_edges
         # Each operand is needed only for the other's gradient (the general case needs both shapes).
-        node.a = save(input) if eb is not None or cls is MatmulBackward0 else None
-        node.b = save(other) if ea is not None or cls is MatmulBackward0 else None
+        general = cls is not MmBackward0
+        node.a = save(input) if eb is not None or general else None
+        node.b = save(other) if ea is not None or general else None
+        if not general and eb is not None:
+            flags = b.flags  # (a CuPy array's too)
+            if flags.f_contiguous and not flags.c_contiguous:  # a transposed matrix (see MmBackward0)
+                node.b_transposed = True
     return out
 
 
@@ -176,15 +197,17 @@ def _linear_cost(self: Any, grads: list[Any]) -> float:
         return 0.0
     batch, out = g.data.shape
     fan_in = (_saved_shape(self.weight) or _saved_shape(self.x) or (0, 0))[-1]
-    products = sum(e is not None for e in self.next_edges[:2])
+    products = sum(e is not None for e in self.next_edges[1:])
     return matmul_cost(batch, fan_in, out, products)
 
 
 @backward(saved=("x", "weight"), cost=_linear_cost)
-def LinearBackward0(self: Any, grads: list[Any]) -> Any:
-    """Fused ``x @ W.T + b`` for 2-D ``x``: one node instead of three."""
+def AddmmBackward0(self: Any, grads: list[Any]) -> Any:
+    """``linear(x, W, b)`` for 2-D ``x``, ``b + x @ W.T``: PyTorch records ``addmm(b, x, W.t())``,
+    and so its edges go to the bias, the input and the weight, in that order. One node where
+    PyTorch has two (its ``TBackward0`` of the weight is folded in)."""
     g = grads[0]
-    ex, ew, eb = self.next_edges
+    eb, ex, ew = self.next_edges
     want_x, want_w = should_compute(ex), should_compute(ew)
     if not grad_enabled():
         gd = g.data
@@ -194,17 +217,17 @@ def LinearBackward0(self: Any, grads: list[Any]) -> Any:
         if eb is not None:
             gb = wrap(_sum_to(gd, self.bias_shape))
         if g._device is not CPU:
-            for r in (gx, gw, gb):
+            for r in (gb, gx, gw):
                 if r is not None:
                     r._device = g._device
-        return (gx, gw, gb)
+        return (gb, gx, gw)
     gx = matmul(g, self.weight.unpack(self)) if want_x else None
     gw = matmul(g.mT, self.x.unpack(self)) if want_w else None
     gb = reduce_grad(g, self.bias_shape) if eb is not None else None
-    return (gx, gw, gb)
+    return (gb, gx, gw)
 
 
-@op(LinearBackward0, MmBackward0, MatmulBackward0)
+@op(AddmmBackward0, MmBackward0, TBackward0, MatmulBackward0)
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``, as ``torch.nn.functional.linear``."""
     if bias is not None and bias.data.dtype != weight.data.dtype:  # addmm's check, made first
@@ -232,6 +255,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             return out if bias is None or fused else out + bias
         out = matmul(input, weight.mT)
         return out if bias is None else out + bias
+    if bias is None:  # as PyTorch: mm(input, weight.t()), recorded as MmBackward0 and TBackward0
+        return matmul(input, swapped(weight, 0, 1, TBackward0))
     x, w = input.data, weight.data
     if x.shape[1] != w.shape[-1]:
         raise RuntimeError(
@@ -239,17 +264,16 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             f"{w.shape[-1]}x{w.shape[0]})"
         )
     data = x @ w.T
-    if bias is not None:
-        data += bias.data
+    data += bias.data
     out = wrap(data)
-    if input._device is not CPU or weight._device is not CPU or (bias is not None and bias._device is not CPU):
+    if input._device is not CPU or weight._device is not CPU or bias._device is not CPU:
         on(out, common_device(input, weight, bias))
     if needs_grad(input, weight, bias):
-        node = attach(LinearBackward0((edge_of(input), edge_of(weight), edge_of(bias))), out)
-        ex, ew, _ = node.next_edges
+        node = attach(AddmmBackward0((edge_of(bias), edge_of(input), edge_of(weight))), out)
+        _, ex, ew = node.next_edges
         node.x = save(input) if ew is not None else None
         node.weight = save(weight) if ex is not None else None
-        node.bias_shape = None if bias is None else bias.data.shape
+        node.bias_shape = bias.data.shape
     return out
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._node import Node
 from .._views import make_view
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, batch_ndim, batched_shape, edge_of, like, needs_grad
@@ -140,14 +141,23 @@ def TransposeBackward0(self: Any, grads: list[Any]) -> Any:
     return (grads[0].transpose(self.dim0 + nb, self.dim1 + nb),)
 
 
+#: ``t()``'s node: PyTorch names it apart from ``transpose``'s (same rule).
+TBackward0 = variant("TBackward0", TransposeBackward0, doc="Backward of ``t()``: the transpose back.")
+
+
 @op(TransposeBackward0)
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dimensions."""
+    return swapped(input, dim0, dim1, TransposeBackward0)
+
+
+def swapped(input: Tensor, dim0: int, dim1: int, cls: type[Node]) -> Tensor:
+    """``transpose``, recorded as ``cls`` (``TransposeBackward0``, or ``t()``'s ``TBackward0``)."""
     ndim = input.data.ndim
     d0, d1 = _dim(dim0, ndim), _dim(dim1, ndim)
     out = make_view(input, input.data.swapaxes(d0, d1) if ndim else input.data.view())
     if needs_grad(input):
-        node = attach(TransposeBackward0((edge_of(input),)), out)
+        node = attach(cls((edge_of(input),)), out)
         node.dim0, node.dim1 = d0, d1
     return out
 
