@@ -9,6 +9,7 @@ Error messages are pinned word for word and, where torch is installed, checked t
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,13 @@ pytestmark = pytest.mark.filterwarnings("error")
 
 X = ((2, 3, 4),)  # the default input: 24 elements
 ONES = ((2, 1, 3, 1),)  # with size-1 dims to squeeze
+
+def quiet_T(x: Any) -> Any:
+    """``x.T`` without its deprecation warning (off two dimensions; tested on its own below)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return x.T
+
 
 SPECS = [
     # ---------------------------------------------------------------- reshape / view
@@ -51,8 +59,8 @@ SPECS = [
     OpSpec("transpose_fn", lambda lib, x: lib.transpose(x, 1, 2), X),
     OpSpec("T_2d", lambda lib, x: x.T, ((3, 4),), grad_fn="PermuteBackward0"),
     # torch deprecates .T on other ranks (a warning): aiograd reverses all dims, as it still does
-    OpSpec("T_3d", lambda lib, x: x.T * 1.0, X, torch=False, why="torch warns (deprecated .T on 3-D)"),
-    OpSpec("T_1d", lambda lib, x: x.T * 1.0, ((4,),), torch=False, why="torch warns (deprecated .T on 1-D)"),
+    OpSpec("T_3d", lambda lib, x: quiet_T(x) * 1.0, X, torch=False, why="torch warns (deprecated .T on 3-D)"),
+    OpSpec("T_1d", lambda lib, x: quiet_T(x) * 1.0, ((4,),), torch=False, why="torch warns (deprecated .T on 1-D)"),
     OpSpec("mT", lambda lib, x: x.mT, X, grad_fn="TransposeBackward0"),
     OpSpec("mT_2d", lambda lib, x: x.mT, ((3, 4),)),
     OpSpec("permute", lambda lib, x: x.permute(2, 0, 1), X, grad_fn="PermuteBackward0"),
@@ -192,7 +200,7 @@ def test_error_messages(op: Any, shape: Any, exc: Any, message: str, same_in_tor
     "op",
     [
         lambda x: x.reshape(6, 4), lambda x: x.view(-1), lambda x: x.flatten(1),
-        lambda x: x.transpose(0, 2), lambda x: x.T, lambda x: x.mT, lambda x: x.permute(1, 2, 0),
+        lambda x: x.transpose(0, 2), quiet_T, lambda x: x.mT, lambda x: x.permute(1, 2, 0),
         lambda x: x.unsqueeze(1), lambda x: x.unsqueeze(1).squeeze(1), lambda x: x.squeeze(),
         lambda x: x.unsqueeze(0).expand(5, -1, -1, -1), lambda x: x.broadcast_to((2, 2, 3, 4)),
     ],
@@ -208,7 +216,8 @@ def test_identity_cases_return_or_keep_the_input() -> None:
     x = ag.tensor(np.ones((3, 4)), requires_grad=True)
     assert x.sum_to_size(3, 4) is x
     v = ag.tensor([1.0, 2.0], requires_grad=True)
-    assert v.T is v  # no dims to reverse
+    vt = quiet_T(v)  # no dims to reverse: a view of it unchanged, as torch's
+    assert vt is not v and vt._base is v and vt.tolist() == [1.0, 2.0]
     assert ag.tensor(5.0).flatten().shape == (1,)
     assert x.squeeze().shape == (3, 4) and x.squeeze().grad_fn.name() == "SqueezeBackward0"
 
@@ -220,8 +229,8 @@ def test_shapes_and_values() -> None:
     assert x.reshape(np.int64(2), -1).shape == (2, 12)
     assert x.flatten(1).shape == (2, 12) and x.flatten(0, 1).shape == (6, 4)
     assert x.flatten(-2).shape == (2, 12)
-    assert x.transpose(0, 2).shape == (4, 3, 2) and x.T.shape == (4, 3, 2) and x.mT.shape == (2, 4, 3)
-    np.testing.assert_array_equal(x.T.data, x.data.T)
+    assert x.transpose(0, 2).shape == (4, 3, 2) and quiet_T(x).shape == (4, 3, 2) and x.mT.shape == (2, 4, 3)
+    np.testing.assert_array_equal(quiet_T(x).data, x.data.T)
     assert x.permute(2, 0, 1).shape == (4, 2, 3)
     assert x.unsqueeze(-1).shape == (2, 3, 4, 1) and x.unsqueeze(-4).shape == (1, 2, 3, 4)
     y = ag.tensor(np.zeros((1, 3, 1, 2)))
@@ -254,3 +263,26 @@ async def test_float32_through_a_chain_of_views() -> None:
     await out.sum().backward()
     assert x.grad.dtype == np.float32 and x.grad.shape == (2, 3, 4)
     np.testing.assert_array_equal(x.grad.data, np.full((2, 3, 4), 6.0, dtype=np.float32))
+
+
+@pytest.mark.parametrize(
+    ("shape", "message"),
+    [((), "Tensor.T is deprecated on 0-D tensors"), ((3,), "The use of `x.T` on tensors of dimension other than 2"),
+     ((2, 3, 4), "The use of `x.T` on tensors of dimension other than 2")],
+)
+def test_T_off_two_dimensions_warns_as_torch_and_is_still_a_view(shape: tuple[int, ...], message: str) -> None:
+    x = ag.tensor(np.ones(shape), requires_grad=True)
+    with pytest.warns(UserWarning, match=re.escape(message)) as record:
+        y = x.T
+    assert record[0].filename == __file__  # pointed at the caller's line
+    assert y is not x and y.grad_fn.name() == "PermuteBackward0" and y.shape == shape[::-1]
+    if torch is not None:  # (torch warns once a process: not checked here)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert torch.ones(shape, requires_grad=True).T.grad_fn.name() == "PermuteBackward0"
+
+
+def test_T_of_a_matrix_does_not_warn() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ag.ones(2, 3).T.shape == (3, 2)

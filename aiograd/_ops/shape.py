@@ -6,6 +6,7 @@ The view ops (all but ``sum_to_size`` and ``repeat``; ``reshape`` when numpy can
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -162,12 +163,23 @@ def swapped(input: Tensor, dim0: int, dim1: int, cls: type[Node]) -> Tensor:
     return out
 
 
+#: PyTorch 2.13's deprecation warnings for ``Tensor.T`` on other than 2 dimensions.
+T_OF_0D = "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases."
+T_OF_ND = (
+    "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
+    "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
+    "matrices or `x.permute(*aiograd.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a "
+    "tensor."
+)
+
+
 @op(PermuteBackward0, name="T")
 def t_property(input: Tensor) -> Tensor:
-    """``Tensor.T``: all dimensions reversed (the transpose, for a matrix)."""
+    """``Tensor.T``: all dimensions reversed (the transpose, for a matrix); a view recorded as
+    ``PermuteBackward0``. On other than 2 dimensions it warns, as PyTorch does (deprecated)."""
     ndim = input.data.ndim
-    if ndim < 2:
-        return input
+    if ndim != 2:
+        warnings.warn(T_OF_0D if ndim == 0 else T_OF_ND, UserWarning, stacklevel=2)
     return permute(input, *range(ndim - 1, -1, -1))
 
 
