@@ -140,6 +140,22 @@ async def test_a_profile_records_shipped_nodes(client: Any, tmp_path: Path) -> N
 
 
 @once
+async def test_concurrent_backward_calls_share_the_cluster_and_each_gets_its_own_gradients(client: Any) -> None:
+    """Eight backward calls in flight on one loop, their nodes interleaved on the workers: each
+    call's gradients are its own (as one at a time), and nothing is left in flight."""
+    shipping(client)
+    rng = np.random.default_rng(3)
+    w = ag.tensor(rng.standard_normal((64, 64)) / 8, requires_grad=True)
+    xs = [ag.tensor(rng.standard_normal((32, 64))) for _ in range(8)]
+    got = await asyncio.gather(*(ag.grad(x.mm(w).tanh().sum(), [w]) for x in xs))
+    for (g,), x in zip(got, xs, strict=True):
+        want = x.numpy().T @ (1 - np.tanh(x.numpy() @ w.detach().numpy()) ** 2)
+        np.testing.assert_allclose(g.numpy(), want, rtol=1e-12, atol=1e-14)
+    stats = ag.get_engine().statistics()
+    assert stats.graph_tasks_in_flight == 0 and stats.nodes_in_flight == 0
+
+
+@once
 async def test_the_weights_travel_once_while_their_version_holds(client: Any) -> None:
     executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0, cache_bytes=1024)
     ship_everything(executor)
