@@ -57,13 +57,18 @@ class DaskExecutor(Executor):
     one of another loop that is running) is used from any loop, as Dask allows, its results
     handed to the backward's loop.
 
-    What does not ship runs here, in ``local`` (a ThreadExecutor of its own by default): nodes
-    estimated below ``ship_threshold`` ns or below ``ns_per_byte`` times the bytes they would
-    move (their gradients in and out, their saved arrays not already on the cluster): the trip
-    would cost more than the math; and nodes that cannot travel: custom Functions, nodes with hooks, a ``create_graph`` backward (its
-    gradients are graphs, recorded here), saved tensors packed by saved-tensor hooks, anything
-    not on the CPU. Saved leaf tensors of ``cache_bytes`` or more (parameters, inputs) are
-    scattered to the cluster once and passed by reference while their version holds.
+    What does not ship runs here, in ``local`` (a ThreadExecutor of its own by default):
+
+    - nodes estimated below ``ship_threshold`` ns, or below ``ns_per_byte`` times the bytes
+      they would move (their gradients in and out, their saved arrays not already on the
+      cluster): the trip would cost more than the math;
+    - nodes that cannot travel: custom Functions, nodes with hooks, a ``create_graph`` backward
+      (its gradients are graphs, recorded here), saved tensors packed by saved-tensor hooks,
+      anything not on the CPU.
+
+    Saved leaf tensors of ``cache_bytes`` or more (parameters, inputs) are scattered to the
+    cluster once and passed by reference while their version holds; other arrays of a MiB or
+    more go straight to a worker, not through the scheduler.
 
     Errors raised on a worker fail the GraphTask with their own type and message. Cancelling
     the backward (or its failing) cancels the Dask tasks in flight. A worker that dies while

@@ -15,8 +15,8 @@ unpack hook must run here, when the node unpacks it), or one that raises when un
 modified in place: running it here raises PyTorch's error, as it would have without shipping).
 
 The arrays (incoming gradients, the node's tensors, saved or not) travel beside the shipment,
-which refers to them by index, so that an executor can send each one as it likes (inline, or as a reference to data
-already on the other side) before ``run_shipped`` gets them.
+which refers to them by index, so that an executor can send each one as it likes (inline, or as
+a reference to data already on the other side) before ``run_shipped`` gets them.
 """
 
 from __future__ import annotations
