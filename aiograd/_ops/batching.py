@@ -120,6 +120,7 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "ToCopyBackward0",
     "TransposeBackward0",
     "TBackward0",
+    "UnsafeViewBackward0",
     "UnbindBackward0",
     "UnsqueezeBackward0",
     "VarBackward0",

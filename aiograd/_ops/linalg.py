@@ -22,7 +22,16 @@ from ._util import (
     wrap,
 )
 from .batching import batch_ndim
-from .shape import TBackward0, _sum_to, reduce_grad, swapped
+from .shape import (
+    TBackward0,
+    UnsafeViewBackward0,
+    ViewBackward0,
+    _sum_to,
+    reduce_grad,
+    reshape,
+    swapped,
+    unsafe_view,
+)
 
 __all__ = ["matmul", "mm", "linear"]
 
@@ -145,7 +154,7 @@ def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
     return f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, a))} and {'x'.join(map(str, b))})"
 
 
-@op(MmBackward0, MatmulBackward0, MvBackward0, DotBackward0)
+@op(MmBackward0, MatmulBackward0, MvBackward0, DotBackward0, UnsafeViewBackward0, ViewBackward0)
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with numpy's ``matmul`` rules (dot, mv, mm, batched mm)."""
     # An array operand (``x @ array``) is a constant: a tensor that needs no grad, so it can be saved.
@@ -157,6 +166,12 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         )
     if a.dtype != b.dtype:  # PyTorch does not promote in matrix products
         raise RuntimeError(_dtype_mismatch(a, b))
+    if a.ndim >= 3 and b.ndim == 2 and _folds(input, other):
+        # As PyTorch's at::matmul: the batch dims fold into rows, one 2-D product (one BLAS call;
+        # the weight's gradient one product too, not one per batch element and a sum), viewed
+        # back: UnsafeViewBackward0 over MmBackward0 over the rows' ViewBackward0.
+        rows = matmul(reshape(input, -1, a.shape[-1]), other)
+        return unsafe_view(rows, (*a.shape[:-1], b.shape[1]))
     try:
         out = wrap(a @ b)  # the arrays' own matmul: any array module
     except ValueError:
@@ -181,6 +196,19 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             if flags.f_contiguous and not flags.c_contiguous:  # a transposed matrix (see MmBackward0)
                 node.b_transposed = True
     return out
+
+
+def _folds(input: Tensor, other: Tensor) -> bool:
+    """PyTorch's ``should_fold`` for a batch of matrices times a matrix: fold when the matrix
+    needs a gradient (a product per batch element would make a batch of its gradients), else
+    when the batch dims fold without a copy."""
+    if other._requires_grad:
+        return True
+    a = input.data
+    if a.size == 0:
+        return True
+    shape, strides = a.shape, a.strides
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(a.ndim - 2))
 
 
 @op(MmBackward0)
@@ -251,8 +279,11 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             *batch, fan_in = input.data.shape
             fused = bias is not None and input.data.ndim == 3 and input.is_contiguous()
             folded = linear(input.reshape(-1, fan_in), weight, bias if fused else None)
-            out = folded.reshape(*batch, folded.data.shape[-1])
-            return out if bias is None or fused else out + bias
+            shape = (*batch, folded.data.shape[-1])
+            if fused:  # addmm's result viewed (ViewBackward0); mm's, matmul's fold (UnsafeView)
+                return folded.reshape(*shape)
+            out = unsafe_view(folded, shape)
+            return out if bias is None else out + bias
         out = matmul(input, weight.mT)
         return out if bias is None else out + bias
     if bias is None:  # as PyTorch: mm(input, weight.t()), recorded as MmBackward0 and TBackward0

@@ -55,6 +55,11 @@ def ViewBackward0(self: Any, grads: list[Any]) -> Any:
     return (grads[0].reshape(batched_shape(grads[0], self.shape)),)
 
 
+#: PyTorch's name for a reshape that had to copy, and for the view ``matmul`` puts on a product
+#: of folded batch dims (``_unsafe_view``); the same rule.
+UnsafeViewBackward0 = variant("UnsafeViewBackward0", ViewBackward0, doc="Backward of a reshape that copied.")
+
+
 def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Tensor:
     new_shape = _shape_arg(shape)
     if new_shape.count(-1) > 1:
@@ -68,6 +73,7 @@ def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Ten
         ) from None
     # numpy collapses ``.base`` to the array owning the memory: a view has data's owner.
     owner = out_data.base
+    cls: type[Node] = ViewBackward0
     if owner is not None and (owner is data or owner is data.base):
         out = make_view(input, out_data)
     elif must_view:
@@ -77,13 +83,26 @@ def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Ten
         )
     else:
         out = like(out_data, input)
+        cls = UnsafeViewBackward0  # a copy: PyTorch's reshape records _unsafe_view (of a clone)
     if needs_grad(input):
-        node = attach(ViewBackward0((edge_of(input),)), out)
+        node = attach(cls((edge_of(input),)), out)
         node.shape = input.data.shape
     return out
 
 
-@op(ViewBackward0)
+def unsafe_view(input: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """``input`` (an op's fresh result) reshaped, recorded as ``UnsafeViewBackward0``, as
+    PyTorch's ``matmul`` records the product of folded batch dims viewed back. Not a view for
+    autograd (that is the "unsafe"): an in-place op on it is an in-place op on a tensor of its
+    own, since nothing else sees ``input``."""
+    out = like(input.data.reshape(shape), input)
+    if needs_grad(input):
+        node = attach(UnsafeViewBackward0((edge_of(input),)), out)
+        node.shape = input.data.shape
+    return out
+
+
+@op(ViewBackward0, UnsafeViewBackward0)
 def reshape(input: Tensor, *shape: Any) -> Tensor:
     """The same data with a new shape (one dim may be -1): a view when numpy can make one,
     else a copy."""
@@ -96,7 +115,7 @@ def view(input: Tensor, *shape: Any) -> Tensor:
     return _view_or_copy(input, shape, True)
 
 
-@op(ViewBackward0)
+@op(ViewBackward0, UnsafeViewBackward0)
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims ``start_dim`` to ``end_dim`` into one."""
     shape = input.data.shape
