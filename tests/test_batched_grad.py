@@ -30,7 +30,8 @@ BATCH = 3
 #: Rows with a matrix-vector product whose vector operand gets a gradient: batched, the vectors
 #: form a matrix and one matrix product (BLAS gemm) replaces a matrix-vector product per sample
 #: (gemv), which rounds differently in the last bit (docs/functional.md). Checked to 1e-14 there.
-MATVEC_SPECS = frozenset({"vm", "quadratic_form", "mlp", "linear_1d"})
+#: (``batched_vec``, a batch of matrices times a vector, folds into one matrix times the vector.)
+MATVEC_SPECS = frozenset({"vm", "quadratic_form", "mlp", "linear_1d", "batched_vec"})
 GRAD_SPECS = [s for s in all_specs() if s.grad]
 once = pytest.mark.asyncio(loop_factories=["asyncio"])  # op math: the loop variant is irrelevant
 

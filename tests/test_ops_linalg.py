@@ -85,6 +85,7 @@ ERRORS = [
     ("mv", (3, 4), (3,), "size mismatch, got input (3), mat (3x4), vec (3)"),
     ("vm", (3,), (4, 3), "mat1 and mat2 shapes cannot be multiplied (1x3 and 4x3)"),
     ("batch_mat", (2, 3, 4), (5, 6), "mat1 and mat2 shapes cannot be multiplied (6x4 and 5x6)"),  # folded
+    ("batch_vec", (2, 3, 4), (5,), "size mismatch, got input (6), mat (6x4), vec (5)"),  # folded
     ("0d_left", (), (3,), "both arguments to matmul need to be at least 1D, but they are 0D and 1D"),
     ("0d_right", (2, 3), (), "both arguments to matmul need to be at least 1D, but they are 2D and 0D"),
 ]
@@ -244,6 +245,10 @@ STRUCTURES = [
     ("linear_3d_no_bias", lambda lib, a, b: lib.nn.functional.linear(a, b), (2, 3, 4), (5, 4), True, True),
     ("linear_2d_no_bias", lambda lib, a, b: lib.nn.functional.linear(a, b), (3, 4), (5, 4), True, True),
     ("mat_at_vec", lambda lib, a, b: a @ b, (3, 4), (4,), True, True),
+    ("vec_at_mat", lambda lib, a, b: a @ b, (4,), (4, 5), True, True),
+    ("vec_at_constant_mat", lambda lib, a, b: a @ b, (4,), (4, 5), True, False),
+    ("batch_at_vec", lambda lib, a, b: a @ b, (2, 3, 4), (4,), True, True),
+    ("constant_batch_at_vec", lambda lib, a, b: a @ b, (2, 3, 4), (4,), False, True),
     # (torch records a CloneBackward0 under the UnsafeViewBackward0 of a copying reshape; aiograd
     # one node: compared two levels down)
     ("copying_reshape", lambda lib, a, b: (a.transpose(0, 1).reshape(-1) * b.sum()), (3, 4), (2,), True, True),

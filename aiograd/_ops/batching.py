@@ -110,6 +110,7 @@ BATCHED_RULES: frozenset[str] = frozenset({
     "SqueezeBackward0",
     "SqueezeBackward1",
     "SqueezeBackward2",
+    "SqueezeBackward4",
     "StackBackward0",
     "StdBackward0",
     "SubBackward0",

@@ -23,6 +23,7 @@ from ._util import (
 )
 from .batching import batch_ndim
 from .shape import (
+    SqueezeBackward4,
     TBackward0,
     UnsafeViewBackward0,
     ViewBackward0,
@@ -31,6 +32,7 @@ from .shape import (
     reshape,
     swapped,
     unsafe_view,
+    unsqueeze,
 )
 
 __all__ = ["matmul", "mm", "linear"]
@@ -154,7 +156,10 @@ def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
     return f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, a))} and {'x'.join(map(str, b))})"
 
 
-@op(MmBackward0, MatmulBackward0, MvBackward0, DotBackward0, UnsafeViewBackward0, ViewBackward0)
+@op(
+    MmBackward0, MatmulBackward0, MvBackward0, DotBackward0, UnsafeViewBackward0, ViewBackward0,
+    SqueezeBackward4,
+)
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with numpy's ``matmul`` rules (dot, mv, mm, batched mm)."""
     # An array operand (``x @ array``) is a constant: a tensor that needs no grad, so it can be saved.
@@ -166,12 +171,17 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         )
     if a.dtype != b.dtype:  # PyTorch does not promote in matrix products
         raise RuntimeError(_dtype_mismatch(a, b))
-    if a.ndim >= 3 and b.ndim == 2 and _folds(input, other):
+    if a.ndim >= 3 and b.ndim <= 2 and _folds(input, other):
         # As PyTorch's at::matmul: the batch dims fold into rows, one 2-D product (one BLAS call;
         # the weight's gradient one product too, not one per batch element and a sum), viewed
-        # back: UnsafeViewBackward0 over MmBackward0 over the rows' ViewBackward0.
+        # back: UnsafeViewBackward0 over MmBackward0 (MvBackward0) over the rows' ViewBackward0.
         rows = matmul(reshape(input, -1, a.shape[-1]), other)
-        return unsafe_view(rows, (*a.shape[:-1], b.shape[1]))
+        return unsafe_view(rows, a.shape[:-1] + b.shape[1:])
+    if a.ndim == 1 and b.ndim == 2:
+        # As PyTorch: the vector as a 1-row matrix, mm, the row squeezed away in place
+        # (SqueezeBackward4 over MmBackward0 over UnsqueezeBackward0).
+        row = matmul(unsqueeze(input, 0), other)
+        return unsafe_view(row, b.shape[1:], SqueezeBackward4)
     try:
         out = wrap(a @ b)  # the arrays' own matmul: any array module
     except ValueError:
@@ -199,9 +209,9 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 
 
 def _folds(input: Tensor, other: Tensor) -> bool:
-    """PyTorch's ``should_fold`` for a batch of matrices times a matrix: fold when the matrix
-    needs a gradient (a product per batch element would make a batch of its gradients), else
-    when the batch dims fold without a copy."""
+    """PyTorch's ``should_fold`` for a batch of matrices times a matrix or a vector: fold when
+    that needs a gradient (a product per batch element would make a batch of its gradients),
+    else when the batch dims fold without a copy."""
     if other._requires_grad:
         return True
     a = input.data

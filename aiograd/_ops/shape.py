@@ -90,14 +90,15 @@ def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Ten
     return out
 
 
-def unsafe_view(input: Tensor, shape: tuple[int, ...]) -> Tensor:
-    """``input`` (an op's fresh result) reshaped, recorded as ``UnsafeViewBackward0``, as
-    PyTorch's ``matmul`` records the product of folded batch dims viewed back. Not a view for
-    autograd (that is the "unsafe"): an in-place op on it is an in-place op on a tensor of its
-    own, since nothing else sees ``input``."""
+def unsafe_view(input: Tensor, shape: tuple[int, ...], cls: type[Node] | None = None) -> Tensor:
+    """``input`` (an op's fresh result) reshaped, recorded as ``UnsafeViewBackward0`` (or
+    ``cls``), as PyTorch's ``matmul`` records the product of folded batch dims viewed back (or a
+    vector-matrix product squeezed in place, ``SqueezeBackward4``). Not a view for autograd (that
+    is the "unsafe"): an in-place op on it is an in-place op on a tensor of its own, since
+    nothing else sees ``input``."""
     out = like(input.data.reshape(shape), input)
     if needs_grad(input):
-        node = attach(UnsafeViewBackward0((edge_of(input),)), out)
+        node = attach((cls or UnsafeViewBackward0)((edge_of(input),)), out)
         node.shape = input.data.shape
     return out
 
@@ -223,6 +224,9 @@ SqueezeBackward1 = variant("SqueezeBackward1", SqueezeBackward0)
 
 
 SqueezeBackward2 = variant("SqueezeBackward2", SqueezeBackward0)
+
+#: The in-place ``squeeze_(dim)`` of a fresh result, as ``matmul`` of a vector and a matrix ends.
+SqueezeBackward4 = variant("SqueezeBackward4", SqueezeBackward0)
 
 
 @op(SqueezeBackward0, SqueezeBackward1, SqueezeBackward2)
