@@ -86,6 +86,12 @@ ERRORS = [
     ("vm", (3,), (4, 3), "mat1 and mat2 shapes cannot be multiplied (1x3 and 4x3)"),
     ("batch_mat", (2, 3, 4), (5, 6), "mat1 and mat2 shapes cannot be multiplied (6x4 and 5x6)"),  # folded
     ("batch_vec", (2, 3, 4), (5,), "size mismatch, got input (6), mat (6x4), vec (5)"),  # folded
+    # batches (torch's bmm path): the batch dims broadcast, then bmm checks the inner sizes
+    ("batch_batch", (2, 3, 4), (2, 5, 6), "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 5]."),
+    ("broadcast_batch", (4, 2, 3, 4), (2, 5, 6), "Expected size for first two dimensions of batch2 tensor to be: [8, 4] but got: [8, 5]."),
+    ("vec_batch", (3,), (2, 4, 5), "Expected size for first two dimensions of batch2 tensor to be: [2, 3] but got: [2, 4]."),
+    ("mat_batch", (3, 4), (2, 5, 6), "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 5]."),
+    ("batch_dims", (7, 2, 3, 4), (3, 4, 5), "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 1"),
     ("0d_left", (), (3,), "both arguments to matmul need to be at least 1D, but they are 0D and 1D"),
     ("0d_right", (2, 3), (), "both arguments to matmul need to be at least 1D, but they are 2D and 0D"),
 ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .._cost import matmul_cost
 from .._device import CPU
 from .._dtypes import cpp_type_name, scalar_type_name
@@ -152,6 +154,23 @@ def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
         )
     if len(a) == 2 and len(b) == 1:
         return f"size mismatch, got input ({a[0]}), mat ({a[0]}x{a[1]}), vec ({b[0]})"
+    if len(b) >= 3:
+        # PyTorch's batched path: the batch dims broadcast (infer_size's words), then bmm over
+        # their product checks the inner sizes (a vector on the left is a 1-row matrix).
+        a = (1, *a) if len(a) == 1 else a
+        batch_a, batch_b = a[:-2], b[:-2]
+        for i in range(1, min(len(batch_a), len(batch_b)) + 1):
+            x, y = batch_a[-i], batch_b[-i]
+            if x != y and x != 1 and y != 1:
+                return (
+                    f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                    f"non-singleton dimension {max(len(batch_a), len(batch_b)) - i}"
+                )
+        batch = int(np.prod(np.broadcast_shapes(batch_a, batch_b), dtype=np.int64))
+        return (
+            f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {a[-1]}] "
+            f"but got: [{batch}, {b[-2]}]."
+        )
     a = (1, *a) if len(a) == 1 else a  # a vector multiplies as a 1-row matrix
     return f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, a))} and {'x'.join(map(str, b))})"
 
