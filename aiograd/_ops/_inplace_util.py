@@ -12,7 +12,7 @@ import numpy as np
 from .._device import CPU, mixed_devices_error
 from .._dtypes import is_array, type_name
 from .._views import View, view_rebase_error
-from ._util import Node, Tensor, grad_enabled, like
+from ._util import Node, Tensor, grad_enabled, infer_size, like
 from .casting import result_type
 from .elementwise import (
     to,
@@ -67,14 +67,10 @@ def _overlapping(data: np.ndarray[Any, Any]) -> bool:
 
 def _broadcast_message(out_shape: tuple[int, ...], shape: tuple[int, ...]) -> str | None:
     """PyTorch's message when ``shape`` cannot be written into ``out_shape``; None if it can."""
-    for i in range(1, min(len(out_shape), len(shape)) + 1):
-        a, b = out_shape[-i], shape[-i]
-        if a != b and a != 1 and b != 1:
-            return (
-                f"The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton "
-                f"dimension {max(len(out_shape), len(shape)) - i}"
-            )
-    full = np.broadcast_shapes(out_shape, shape)
+    try:
+        full = infer_size(out_shape, shape)
+    except RuntimeError as exc:
+        return str(exc)
     if full != out_shape:
         return f"output with shape {list(out_shape)} doesn't match the broadcast shape {list(full)}"
     return None

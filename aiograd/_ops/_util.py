@@ -51,6 +51,7 @@ __all__ = [
     "common_device",
     "data_of",
     "edge_of",
+    "infer_size",
     "grad_enabled",
     "like",
     "needs_grad",
@@ -62,6 +63,20 @@ __all__ = [
 ]
 
 wrap = Tensor._wrap
+
+
+def infer_size(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """The broadcast of two shapes, or PyTorch's ``infer_size`` error naming the first
+    mismatching dim from the right (its index in the broadcast shape)."""
+    n = max(len(a), len(b))
+    for i in range(1, min(len(a), len(b)) + 1):
+        x, y = a[-i], b[-i]
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                f"non-singleton dimension {n - i}"
+            )
+    return tuple(np.broadcast_shapes(a, b))
 
 
 def data_of(x: Any) -> Any:

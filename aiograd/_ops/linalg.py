@@ -17,6 +17,7 @@ from ._util import (
     common_device,
     edge_of,
     grad_enabled,
+    infer_size,
     needs_grad,
     on,
     save,
@@ -158,15 +159,10 @@ def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
         # PyTorch's batched path: the batch dims broadcast (infer_size's words), then bmm over
         # their product checks the inner sizes (a vector on the left is a 1-row matrix).
         a = (1, *a) if len(a) == 1 else a
-        batch_a, batch_b = a[:-2], b[:-2]
-        for i in range(1, min(len(batch_a), len(batch_b)) + 1):
-            x, y = batch_a[-i], batch_b[-i]
-            if x != y and x != 1 and y != 1:
-                return (
-                    f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
-                    f"non-singleton dimension {max(len(batch_a), len(batch_b)) - i}"
-                )
-        batch = int(np.prod(np.broadcast_shapes(batch_a, batch_b), dtype=np.int64))
+        try:
+            batch = int(np.prod(infer_size(a[:-2], b[:-2]), dtype=np.int64))
+        except RuntimeError as exc:
+            return str(exc)
         return (
             f"Expected size for first two dimensions of batch2 tensor to be: [{batch}, {a[-1]}] "
             f"but got: [{batch}, {b[-2]}]."

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, common_device, edge_of, like, needs_grad, save, wrap
+from ._util import Tensor, attach, common_device, edge_of, infer_size, like, needs_grad, save, wrap
 from .batching import batch_ndim
 from .indexing import (
     _FULL,
@@ -325,21 +325,6 @@ def MaskedSelectBackward0(self: Any, grads: list[Any]) -> Any:
     return (reduce_grad(full, getattr(self, "input_shape", self.shape)),)
 
 
-def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """PyTorch's ``infer_size``, with its message."""
-    n = max(len(a), len(b))
-    out = []
-    for i in range(n):
-        x = a[i - n + len(a)] if i - n + len(a) >= 0 else 1
-        y = b[i - n + len(b)] if i - n + len(b) >= 0 else 1
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(
-                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton dimension {i}"
-            )
-        out.append(y if x == 1 else x)
-    return tuple(out)
-
-
 @op(MaskedSelectBackward0)
 def masked_select(input: Tensor, mask: Any) -> Tensor:
     """The entries of ``input`` where the boolean ``mask`` (broadcast with it) is true, as a
@@ -348,7 +333,7 @@ def masked_select(input: Tensor, mask: Any) -> Tensor:
     m = _index_array(mask)
     if m.dtype.kind != "b":
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    shape = _broadcast_shape(m.shape, input.data.shape)  # (in this order in torch's message)
+    shape = infer_size(m.shape, input.data.shape)  # (in this order in torch's message)
     xp = input._device.xp
     data = input.data if input.data.shape == shape else xp.broadcast_to(input.data, shape)
     m = np.broadcast_to(m, shape)
@@ -386,10 +371,10 @@ def take_along_dim(input: Tensor, indices: Any, dim: int | None = None) -> Tenso
     d = _dim(dim, ndim)
     sizes = list(input.data.shape)
     sizes[d] = idx.shape[d]
-    idx = np.broadcast_to(idx, _broadcast_shape(tuple(sizes), idx.shape))
+    idx = np.broadcast_to(idx, infer_size(tuple(sizes), idx.shape))
     sizes = list(idx.shape)
     sizes[d] = input.data.shape[d]
-    target = _broadcast_shape(tuple(sizes), input.data.shape)
+    target = infer_size(tuple(sizes), input.data.shape)
     return gather(input if input.data.shape == target else expand(input, target), d, idx)
 
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 from .._dtypes import scalar_type_name
 from .._grad_mode import no_grad
 from .._ops._registry import register
-from .._ops._util import Tensor
+from .._ops._util import Tensor, infer_size
 from .._ops.casting import result_type, to
 from .._ops.convenience import LinalgVectorNormBackward0, norm
 from .._ops.elementwise import ClampBackward1, CloneBackward0, DivBackward0, MulBackward0, clone
 from .._ops.reduction import SumBackward1
 from .._ops.shape import ExpandBackward0, broadcast_to
-from ._losses import broadcast_shape  # (expand_outplace with its message: one implementation)
 
 __all__ = ["cosine_similarity", "normalize"]
 
@@ -49,7 +48,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
         )
     # (integer operands go to the common dtype; floating ones keep theirs, as PyTorch's)
     x1, x2 = (x if x.data.dtype.kind == "f" else to(x, dtype) for x in (x1, x2))
-    shape = broadcast_shape(x1.data.shape, x2.data.shape)
+    shape = infer_size(x1.data.shape, x2.data.shape)
     if x1.data.shape != shape:
         x1 = broadcast_to(x1, shape)
     if x2.data.shape != shape:

@@ -19,7 +19,17 @@ import numpy as np
 
 from .._dtypes import scalar_type_name
 from .._ops._registry import backward, register
-from .._ops._util import Tensor, attach, common_device, edge_of, like, needs_grad, save, to_tensor
+from .._ops._util import (
+    Tensor,
+    attach,
+    common_device,
+    edge_of,
+    infer_size,
+    like,
+    needs_grad,
+    save,
+    to_tensor,
+)
 from .._ops.batching import per_sample_scalar
 from .._ops.binary_math import xlogy
 from .._ops.elementwise import (
@@ -98,21 +108,8 @@ def _broadcast_pair(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
     """``torch.broadcast_tensors(input, target)`` (expanded views; nothing when equal)."""
     if input.data.shape == target.data.shape:
         return input, target
-    shape = broadcast_shape(input.data.shape, target.data.shape)
+    shape = infer_size(input.data.shape, target.data.shape)
     return broadcast_to(input, shape), broadcast_to(target, shape)
-
-
-def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """The broadcast of two shapes (``expand_outplace``'s), or PyTorch's error naming the first
-    mismatching dim from the right (also nn/_distance.py's)."""
-    n = max(len(a), len(b))
-    for i in range(1, min(len(a), len(b)) + 1):
-        if a[-i] != b[-i] and a[-i] != 1 and b[-i] != 1:
-            raise RuntimeError(
-                f"The size of tensor a ({a[-i]}) must match the size of tensor b ({b[-i]}) at "
-                f"non-singleton dimension {n - i}"
-            )
-    return tuple(np.broadcast_shapes(a, b))
 
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
@@ -442,11 +439,11 @@ def binary_cross_entropy_with_logits(
     with np.errstate(all="ignore"):
         log_sig = xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
         if p is not None:
-            broadcast_shape(p.shape, shape)  # ((pos_weight - 1) * target)
+            infer_size(p.shape, shape)  # ((pos_weight - 1) * target)
             log_sig = log_sig * ((p - 1) * y + 1)
         losses = (1 - y) * x - log_sig
         if w is not None:
-            broadcast_shape(losses.shape, w.shape)
+            infer_size(losses.shape, w.shape)
             losses = losses * w
     losses = losses.astype(x.dtype, copy=False)
     return _loss_output(
