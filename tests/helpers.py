@@ -29,6 +29,68 @@ def to_torch(x: Any, requires_grad: bool = True) -> Any:
     return torch.tensor(np.asarray(data), requires_grad=requires_grad)
 
 
+#: How many units in the last place two correct implementations of one function may differ by.
+#: Which kernel computes exp, tanh, erf or a sum depends on the CPU and the build (AVX-512, AVX2,
+#: or none: torch picks one at run time, numpy too): torch's vectorised kernels (SLEEF) are
+#: within 1 to 3.5 ulp of the exact result, numpy's SIMD and SVML ones within about 4, so two
+#: correct answers can be their sum apart, and neither side's last bit is a promise. A wrong
+#: formula, a lost term or a float32 intermediate in a float64 result is much further off.
+ULPS = 8
+
+
+def assert_matches_torch(actual: Any, expected: Any, what: str = "", *, ulps: float = ULPS,
+                         zero_signs: Any = True, scale: float = 0.0) -> None:
+    """``actual`` (aiograd's) equals ``expected`` (torch's or numpy's) up to what a kernel may
+    choose, and exactly in what is semantics: the same dtype and shape, NaNs at the same
+    positions, infinities equal (signs included), finite values within ``ulps`` units in the
+    last place of the larger magnitude, and the same sign where both are zero (a signed zero is
+    semantics, not rounding).
+
+    - Below the smallest normal number the unit is that number: whether a subnormal result is
+      kept, flushed to zero or computed with subnormal operands that lost their bits is the
+      kernel's choice (torch's vectorised log1p flushes, its scalar loop does not), sign
+      included. Above it, values of opposite signs are always many units apart.
+    - ``scale``: a result computed by cancellation (a gradient that is 0 in exact arithmetic,
+      ``g - softmax * sum(g)``) is off by units of its terms, not of itself; ``scale`` is the
+      magnitude of those terms, and the unit is never below its ulp.
+    - ``zero_signs``: False where the sign of a zero is a rounding (an underflowed product) or
+      no fixed choice, or a boolean array saying where it counts.
+    - ``ulps=0`` asks for equality, signs of zeros included: where both sides are correctly
+      rounded IEEE arithmetic."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    where = f"{what}: " if what else ""
+    assert actual.dtype == expected.dtype, f"{where}dtype {actual.dtype} != {expected.dtype}"
+    assert actual.shape == expected.shape, f"{where}shape {actual.shape} != {expected.shape}"
+    if np.issubdtype(expected.dtype, np.complexfloating):
+        for part in ("real", "imag"):
+            assert_matches_torch(getattr(actual, part), getattr(expected, part), f"{where}{part}",
+                                 ulps=ulps, zero_signs=zero_signs, scale=scale)
+        return
+    if not np.issubdtype(expected.dtype, np.floating):  # integers and booleans are exact
+        np.testing.assert_array_equal(actual, expected, err_msg=what)
+        return
+    nan = np.isnan(expected)
+    np.testing.assert_array_equal(np.isnan(actual), nan, err_msg=f"{where}NaNs")
+    inf = np.isinf(actual) | np.isinf(expected)
+    np.testing.assert_array_equal(actual[inf], expected[inf], err_msg=f"{where}infinities")
+    finite = ~nan & ~inf
+    a, e = actual[finite], expected[finite]
+    magnitude = np.maximum(np.maximum(np.abs(a), np.abs(e)), np.asarray(scale, e.dtype))
+    unit = np.maximum(np.spacing(magnitude), np.finfo(e.dtype).tiny).astype(np.float64)
+    with np.errstate(all="ignore"):  # (an overflow is inf: apart)
+        apart = np.abs(a.astype(np.float64) - e.astype(np.float64)) / unit
+    if ulps == 0:
+        apart = np.where(a == e, 0.0, np.maximum(apart, 1.0))  # (two subnormals apart are apart)
+    if not (apart <= ulps).all():
+        i = int(np.argmax(apart))
+        raise AssertionError(
+            f"{where}{int((apart > ulps).sum())} of {apart.size} finite values more than {ulps} ulp "
+            f"apart; the furthest, {apart[i]:.3g} ulp: {a[i]!r} (actual) != {e[i]!r} (expected)\n"
+            f"actual: {actual!r}\nexpected: {expected!r}")
+    zeros = (actual == 0) & (expected == 0) & np.broadcast_to(np.asarray(zero_signs, bool), actual.shape)
+    np.testing.assert_array_equal(np.signbit(actual[zeros]), np.signbit(expected[zeros]),
+                                  err_msg=f"{where}signs of zeros")
+
 
 async def gather(*awaitables: Any, return_exceptions: bool = False) -> list[Any]:
     """``asyncio.gather`` for any backend (asyncio, uvloop, trio): the awaitables run

@@ -73,7 +73,7 @@ async def test_edge_values_and_gradients_match_torchs_formula(name: str, dtype: 
         warnings.simplefilter("error")  # no numpy warning escapes
         out = CALLS[name](F, x)
         (g,) = await ag.grad(out.sum(), [x])
-    # torch one element at a time: its scalar loop, PyTorch's formula (its vectorised loops
+    # torch one element at a time: its scalar loop, PyTorch's formula (its vectorised loops may
     # disagree with it at NaN for ELU's and Hardtanh's gradients and at inf for float32 GELU)
     touts = [CALLS[name](torch.nn.functional, t) for t in tx.unbind()]
     tout = torch.stack(touts)
@@ -146,21 +146,32 @@ async def test_inplace_negative_slope_backward_error_matches_torch(name: str) ->
 def test_torchs_vectorised_loops_differ_from_its_formula_where_aiograd_follows_the_formula() -> None:
     """The cases tests/test_edge_values.py lists as exceptions: torch's answer at NaN (ELU's and
     Hardtanh's gradients) and at +inf (float32 GELU) depends on whether the element falls in its
-    vectorised loop (a long tensor) or its scalar loop (the formula, one element); aiograd gives
-    the formula's everywhere. If torch makes its loops agree, this test says so."""
+    vectorised loop (a long tensor) or its scalar loop (the formula, one element), and the
+    vectorised loop's answer on the CPU's kernel (float32 ``gelu(inf)`` is NaN with AVX-512,
+    inf on some AVX2 machines). What holds on every kernel is asserted of torch: its scalar loop gives the
+    formula's answer, its vectorised loop the formula's or the documented exception's; aiograd
+    gives the formula's everywhere, whatever the length."""
     f = torch.nn.functional
 
-    def grad_at(fn: Any, value: float, n: int, dtype: Any) -> float:
-        x = torch.full((n,), value, dtype=dtype, requires_grad=True)
-        return float(torch.autograd.grad(fn(x).sum(), [x])[0][0])
+    def grad_at(lib: Any, fn: Any, value: float, n: int, dtype: Any) -> float:
+        x = lib.full((n,), value, dtype=dtype, requires_grad=True)
+        (g,) = (torch.autograd.grad if lib is torch else ag.sync.grad)(fn(x).sum(), [x])
+        return float(g[0])
 
-    for dtype in (torch.float64, torch.float32):
-        assert grad_at(f.hardtanh, np.nan, 1, dtype) == 1.0 and grad_at(f.hardtanh, np.nan, 64, dtype) == 0.0
-        assert grad_at(f.elu, np.nan, 1, dtype) == 1.0 and np.isnan(grad_at(f.elu, np.nan, 64, dtype))
-        assert float(ag.sync.grad(F.hardtanh(x := ag.full((64,), np.nan, dtype=ag.float64, requires_grad=True)).sum(), [x])[0][0]) == 1.0
-    assert float(f.gelu(torch.full((1,), np.inf))[0]) == np.inf
-    assert np.isnan(float(f.gelu(torch.full((64,), np.inf))[0]))
-    assert float(F.gelu(ag.full((64,), np.inf, dtype=ag.float32))[0]) == np.inf
+    def same(value: float, expected: float) -> bool:  # (NaN is NaN)
+        return value == expected or (np.isnan(value) and np.isnan(expected))
+
+    # (function, the formula's gradient at NaN, the vectorised loop's exception)
+    for fn, tfn, formula, exception in ((F.hardtanh, f.hardtanh, 1.0, 0.0), (F.elu, f.elu, 1.0, np.nan)):
+        for dtype, tdtype in ((ag.float64, torch.float64), (ag.float32, torch.float32)):
+            assert grad_at(torch, tfn, np.nan, 1, tdtype) == formula
+            assert any(same(grad_at(torch, tfn, np.nan, 64, tdtype), v) for v in (formula, exception))
+            assert grad_at(ag, fn, np.nan, 1, dtype) == grad_at(ag, fn, np.nan, 64, dtype) == formula
+    for n in (1, 64):
+        theirs = float(f.gelu(torch.full((n,), np.inf))[0])  # (float32)
+        assert theirs == np.inf if n == 1 else theirs == np.inf or np.isnan(theirs)
+        assert float(F.gelu(ag.full((n,), np.inf, dtype=ag.float32))[0]) == np.inf
+        assert float(F.gelu(ag.full((n,), np.inf, dtype=ag.float64))[0]) == np.inf
 
 
 # Exact GELU computes its cdf once: the forward keeps it, a first-order backward reuses it.
@@ -175,18 +186,18 @@ def _gelu_input(dtype: Any) -> np.ndarray:
 async def test_gelu_saves_torchs_cdf_and_its_first_order_backward_matches_torch(dtype: Any) -> None:
     """The saved cdf is torch's ``0.5 * (1 + erf(x * M_SQRT1_2))`` to an ulp; values and
     gradients are within ``eps * |x|`` of the exact ones (torch in float64), what ``1 + erf``
-    loses where it cancels (x < 0), and no further than torch's."""
+    loses where it cancels (x < 0). (torch's own float32 results are not compared: how close
+    they come depends on the CPU's kernel, up to 2.7 times this bound with AVX-512.)"""
     data = _gelu_input(dtype)
     g = np.random.default_rng(9).standard_normal(data.shape).astype(dtype)
-    x, tx = ag.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
-    out, tout = F.gelu(x), torch.nn.functional.gelu(tx)
+    x, tx = ag.tensor(data, requires_grad=True), torch.tensor(data)
+    out = F.gelu(x)
     # torch's GeluBackwardKernelImpl recomputes the same cdf from its saved self
-    tcdf = (0.5 * (1.0 + torch.erf(tx.detach() * 0.7071067811865476))).numpy()
+    tcdf = (0.5 * (1.0 + torch.erf(tx * 0.7071067811865476))).numpy()
     assert out.grad_fn.cdf.dtype == dtype
     eps = np.finfo(dtype).eps
     np.testing.assert_allclose(out.grad_fn.cdf, tcdf, rtol=0, atol=eps)
     (grad,) = await ag.grad(out, [x], ag.tensor(g))
-    (tgrad,) = torch.autograd.grad(tout, [tx], torch.tensor(g))
     assert out.dtype == grad.dtype == dtype
     assert out.grad_fn.cdf is None  # freed with the saved input (no retain_graph)
     x64 = torch.tensor(data, dtype=torch.float64, requires_grad=True)
@@ -195,11 +206,8 @@ async def test_gelu_saves_torchs_cdf_and_its_first_order_backward_matches_torch(
     value_bound = eps * (np.abs(data) + np.abs(exact.detach().numpy()))
     grad_bound = eps * np.abs(g) * (np.abs(data) + 2.0)
     ours = (np.abs(out.detach().numpy() - exact.detach().numpy()), np.abs(grad.numpy() - exact_grad.numpy()))
-    theirs = (np.abs(tout.detach().numpy() - exact.detach().numpy()), np.abs(tgrad.numpy() - exact_grad.numpy()))
-    for error, their_error, bound in zip(ours, theirs, (value_bound, grad_bound)):
-        assert (error <= bound).all()
-        # torch's float32 vectorised kernel is up to 2.7x over this bound; float64 is within it
-        assert error.max() <= their_error.max() if dtype == np.float32 else (their_error <= bound).all()
+    for error, bound in zip(ours, (value_bound, grad_bound)):
+        assert (error <= bound).all(), f"{np.max(error / bound):.3g} times the bound"
 
 
 async def test_gelu_first_order_backward_evaluates_no_erf_and_create_graph_does(monkeypatch: Any) -> None:
