@@ -19,7 +19,8 @@ from ._util import Tensor, batch_ndim
 __all__ = ["BATCHED_RULES", "PER_SAMPLE_RULES", "batch_ndim", "per_sample_scalar", "batched_sum_to", "has_batched_rule", "shift_axes", "sum_to_array", "sum_to_axes"]
 
 #: Node names (PyTorch's) whose rules are written for leading batch dims; tests/
-#: test_batched_grad.py checks each against the per-sample loop, bit for bit.
+#: test_batched_grad.py checks each against the per-sample loop, bit for bit where the same
+#: kernel runs on the same numbers (docs/functional.md, "Equal to the loop").
 BATCHED_RULES: frozenset[str] = frozenset({
     # elementwise math (aiograd/_ops/unary_math.py, binary_math.py): broadcasting from the right
     "Expm1Backward0",
