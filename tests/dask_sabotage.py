@@ -52,7 +52,8 @@ class Sabotage(WorkerPlugin):
                 if self.mode == "die":
                     os._exit(1)
                 Event(STARTED).set()
-                Event(RELEASE).wait(timeout=60)  # bounded: the test releases it when done
+                # bounded (generously: a loaded machine is slow); the test releases it when done
+                Event(RELEASE).wait(timeout=600)
             return original(shipment, arrays)
 
         _shipping.rebuild = rebuild

@@ -127,11 +127,20 @@ async def test_create_graph_backward_warns_once():
     x.grad = None
 
 
-async def test_grad_does_not_warn_with_create_graph():
-    x = leaf(1.0)
+async def test_grad_with_create_graph_no_warning(monkeypatch):
+    import aiograd._autograd as api
+
+    # backward(create_graph=True) would warn here (its once-per-process warning not yet given):
+    # grad() does not, and does not use that warning up.
+    monkeypatch.setattr(api, "_warned_create_graph", False)
+    x = leaf(3.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        await ag.grad(x * x, x, create_graph=True)
+        (g,) = await ag.grad(x * x, x, create_graph=True)
+    assert not api._warned_create_graph
+    assert g.tolist() == [6.0] and g.requires_grad  # 2x, differentiable
+    (gg,) = await ag.grad(g, x)
+    assert gg.tolist() == [2.0]
 
 
 async def test_grad_with_grad_outputs_and_several_outputs():

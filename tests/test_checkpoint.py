@@ -728,25 +728,43 @@ async def test_concurrent_backward_calls_through_checkpoints(reentrant):
     r = rng(8)
     x0, w0, v0 = r.standard_normal((6, 4)), r.standard_normal((4, 5)), r.standard_normal((4, 5))
 
-    async def slow(grad: Any) -> None:
-        await asyncio.sleep(0.001)
-
-    def build() -> tuple[list[ag.Tensor], ag.Tensor, ag.Tensor]:
+    def build() -> tuple[list[ag.Tensor], ag.Tensor, ag.Tensor, ag.Tensor, ag.Tensor]:
         x, w, v = ag_leaves([x0, w0, v0])
         ag.manual_seed(1)
         y1 = checkpoint(dropout_block(w), x, use_reentrant=reentrant)
         y2 = checkpoint(dropout_block(v), x * 1.0, use_reentrant=reentrant)
-        y1.register_hook(slow)  # make the two backward calls interleave
-        y2.register_hook(slow)
-        return [x, w, v], y1.sum(), y2.sum()
+        return [x, w, v], y1, y2, y1.sum(), y2.sum()
 
-    leaves, l1, l2 = build()
+    leaves, _, _, l1, l2 = build()
     await l1.backward()
     await l2.backward()
     want = grads(leaves)
 
-    leaves, l1, l2 = build()
+    # Each call's hook on its checkpoint's output (which runs before that checkpoint's
+    # recomputation) waits until the other call has reached its own: both calls are in flight
+    # at once, each about to recompute its forward, whatever the order the loop runs them in.
+    # The hooks run on the loop that runs the backward (aiograd.sync's under trio), where the
+    # events are made (an asyncio.Event binds to the loop it is first awaited on).
+    log: list[str] = []
+    arrived: list[asyncio.Event] = []
+
+    def meet(i: int) -> Callable[[Any], Any]:
+        async def hook(grad: Any) -> None:
+            if not arrived:
+                arrived.extend((asyncio.Event(), asyncio.Event()))
+            log.append(f"in {i}")
+            arrived[i].set()
+            # bounds a hang: one call at a time would never get the other here
+            await asyncio.wait_for(arrived[1 - i].wait(), 60)
+            log.append(f"out {i}")
+
+        return hook
+
+    leaves, y1, y2, l1, l2 = build()
+    y1.register_hook(meet(0))
+    y2.register_hook(meet(1))
     await gather(l1.backward(), l2.backward())
+    assert sorted(log[:2]) == ["in 0", "in 1"] and sorted(log[2:]) == ["out 0", "out 1"], log
     assert_grads_equal(grads(leaves), want, atol=1e-12)
 
 

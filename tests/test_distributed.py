@@ -2,11 +2,13 @@
 for the module (in about a second) and closed after it.
 
 Skipped, with the reason, where ``distributed`` is not installed (``pip install
-aiograd[distributed]``; the dev extra installs it).
+aiograd[distributed]``; the dev extra installs it), or where the cluster cannot start within
+``AIOGRAD_TEST_CLUSTER_TIMEOUT`` seconds.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,12 +27,32 @@ distributed = pytest.importorskip("distributed", reason="distributed is not inst
 pytestmark = pytest.mark.asyncio(loop_factories=["asyncio"])
 
 
+#: How long the cluster may take to start its worker processes: generous, as a loaded machine can
+#: take minutes to start Python processes. It bounds a hang; it is not a speed check.
+CLUSTER_TIMEOUT = float(os.environ.get("AIOGRAD_TEST_CLUSTER_TIMEOUT", "600"))
+
+
 @pytest.fixture(scope="module")
-def cluster_address() -> Iterator[str]:
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=True
-    ) as cluster:
-        yield cluster.scheduler_address
+def cluster_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    # Every port is picked by the system (the scheduler's HTTP server would take 8787 by
+    # default), and the workers' scratch space is this module's own: parallel test processes
+    # share neither. The tests count on both workers being up (a shard each).
+    import dask
+
+    with dask.config.set({"distributed.comm.timeouts.connect": f"{CLUSTER_TIMEOUT}s"}):
+        try:
+            cluster = distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0",
+                silence_logs=True, local_directory=str(tmp_path_factory.mktemp("dask")),
+            )
+        except Exception as exc:  # noqa: BLE001 - any way of not starting: the reason is shown
+            pytest.skip(f"a Dask LocalCluster could not start here: {type(exc).__name__}: {exc}")
+        with cluster:
+            try:
+                cluster.wait_for_workers(2, timeout=CLUSTER_TIMEOUT)
+            except TimeoutError as exc:
+                pytest.skip(f"the Dask LocalCluster's workers did not start here: {exc}")
+            yield cluster.scheduler_address
 
 
 def make_model() -> nn.Module:

@@ -5,6 +5,7 @@ LocalCluster."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -14,12 +15,17 @@ import pytest
 from helpers import torch
 
 ROOT = Path(__file__).resolve().parent.parent
+#: A bound on each example's run: generous (a loaded machine runs them many times slower than an
+#: idle one); it stops a hang, it is not a speed check.
+TIMEOUT = float(os.environ.get("AIOGRAD_TEST_EXAMPLE_TIMEOUT", "900"))
+#: How long a Dask LocalCluster's worker processes may take to start and connect.
+CLUSTER_TIMEOUT = float(os.environ.get("AIOGRAD_TEST_CLUSTER_TIMEOUT", "600"))
 
 
 def test_train_mlp_example_reaches_high_accuracy():
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "train_mlp.py")],
-        capture_output=True, text=True, timeout=120, check=True,
+        capture_output=True, text=True, timeout=TIMEOUT, check=True,
     )
     assert result.stdout.count("loss") == 40
     held_out = float(re.search(r"held-out accuracy ([\d.]+)%", result.stdout).group(1))
@@ -31,7 +37,7 @@ def test_train_cnn_example_learns_the_digits_and_torch_loads_its_weights(tmp_pat
     weights = tmp_path / "cnn.safetensors"
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "train_cnn.py"), "--epochs", "4", "--save", str(weights)],
-        capture_output=True, text=True, timeout=300, check=True,
+        capture_output=True, text=True, timeout=TIMEOUT, check=True,
     )
     accuracies = [float(a) for a in re.findall(r"held-out accuracy ([\d.]+)%", result.stdout)]
     assert len(accuracies) == 4 and accuracies[-1] > 90.0, result.stdout
@@ -61,7 +67,7 @@ def test_train_transformer_example_lowers_its_loss_and_samples():
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "train_transformer.py"), "--steps", "40", "--every", "20",
          "--width", "32", "--heads", "2", "--context", "32", "--lr", "1e-2"],
-        capture_output=True, text=True, timeout=300, check=True,
+        capture_output=True, text=True, timeout=TIMEOUT, check=True,
     )
     losses = [float(a) for a in re.findall(r"  loss ([\d.]+)  held-out", result.stdout)]
     assert len(losses) == 2 and losses[1] < losses[0] < 7.0, result.stdout
@@ -70,10 +76,17 @@ def test_train_transformer_example_lowers_its_loss_and_samples():
 
 def test_train_distributed_example_learns_and_matches_one_process():
     pytest.importorskip("distributed", reason="distributed is not installed (pip install aiograd[distributed])")
+    # The example starts its own LocalCluster: its workers get the time a loaded machine needs
+    # to connect (dask reads DASK_* variables as its configuration), and a cluster that cannot
+    # start here skips the test, with the reason, rather than failing it.
+    env = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": f"{CLUSTER_TIMEOUT}s"}
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "train_distributed.py"), "--epochs", "3"],
-        capture_output=True, text=True, timeout=120, check=True,
+        capture_output=True, text=True, timeout=TIMEOUT, env=env,
     )
+    if result.returncode and re.search(r"(Cluster|Nanny|Worker) failed to start|WorkerStartTimeoutError", result.stderr):
+        pytest.skip("the example's Dask LocalCluster could not start here:\n" + result.stderr[-2000:])
+    assert result.returncode == 0, result.stderr
     losses = [float(v) for v in re.findall(r"epoch +\d+ +loss ([\d.]+)", result.stdout)]
     assert len(losses) == 3 and losses[-1] < losses[0], result.stdout
     assert "model shipped 1x, parameters 36x" in result.stdout  # once per step's changed parameters

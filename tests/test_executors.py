@@ -52,7 +52,7 @@ def use(executor: Executor, **engine_options) -> ag.Engine:
 
 async def test_independent_heavy_branches_run_at_the_same_time():
     # Each branch waits until the other is running too: a serial engine would time out.
-    both_running = threading.Barrier(2, timeout=10)
+    both_running = threading.Barrier(2, timeout=60)  # bounds a hang
     engine = use(ThreadExecutor(2))
     x = ag.tensor([1.0, 2.0], requires_grad=True)
     await heavy_branches(x, 2, probe=both_running.wait).backward(ag.ones(2))
@@ -62,25 +62,59 @@ async def test_independent_heavy_branches_run_at_the_same_time():
     assert stats.nodes_in_flight == 0 and stats.graph_tasks_in_flight == 0
 
 
+class CountsInFlight(ThreadExecutor):
+    """A ThreadExecutor that counts its calls in flight (on the loop, as the engine does) and
+    sets ``full`` once ``capacity`` of them are."""
+
+    def __init__(self, max_workers: int) -> None:
+        super().__init__(max_workers)
+        self.in_flight = self.peak = 0
+        self.full = threading.Event()
+
+    def submit(self, fn):
+        future = super().submit(fn)
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        if self.in_flight >= self.capacity:
+            self.full.set()
+        future.add_done_callback(self._came_back)
+        return future
+
+    def _came_back(self, future) -> None:
+        self.in_flight -= 1
+
+
 async def test_capacity_bounds_the_nodes_in_flight():
+    # The first two branches (one per thread) meet at a barrier, so two run at once, and stay
+    # running until the engine has filled the executor's capacity (the other two queued in the
+    # pool behind them, four more waiting in the engine): the bound is reached, whatever the
+    # threads' timing, and must hold.
     running, peak, lock = [0], [0], threading.Lock()
+    held = [0]
+    both_running = threading.Barrier(2, timeout=60)  # bounds a hang
+    executor = CountsInFlight(2)
+    assert executor.capacity == 4  # two threads, each with one node queued behind it
 
     def probe():
         with lock:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
-        time.sleep(0.005)
+            hold = held[0] < 2
+            held[0] += hold
+        if hold:
+            both_running.wait()
+            assert executor.full.wait(60), "the engine never filled the executor's capacity"
         with lock:
             running[0] -= 1
 
-    executor = ThreadExecutor(2)
-    assert executor.capacity == 4  # two threads, each with one node queued behind it
     engine = use(executor)
     x = ag.tensor([1.0], requires_grad=True)
     await heavy_branches(x, 8, probe=probe).backward(ag.ones(1))
-    assert x.grad.tolist() == [8.0]
-    # At most two run at once (the threads); the engine keeps at most capacity in flight.
-    assert peak[0] <= 2 and engine.statistics().max_nodes_in_flight == 4
+    assert x.grad.tolist() == [8.0] and held == [2]
+    # Two ran at once (the threads, no more); the engine kept capacity in flight, no more.
+    assert peak[0] == 2
+    assert executor.peak == engine.statistics().max_nodes_in_flight == 4
+    assert executor.in_flight == engine.statistics().nodes_in_flight == 0
 
 
 async def test_inline_executor_and_no_threshold_keep_everything_on_the_loop():
@@ -144,9 +178,8 @@ async def test_an_error_in_the_executor_fails_the_backward_and_names_the_node():
     assert "while running Heavy" in info.value.__notes__
     assert x.grad is None
     # The other branch may still be running in its thread; its result is dropped on arrival.
-    for _ in range(2000):
-        if engine.statistics().nodes_in_flight == 0:
-            break
+    deadline = time.monotonic() + 60  # a bounded poll: bounds a hang, not a speed check
+    while engine.statistics().nodes_in_flight and time.monotonic() < deadline:
         await asyncio.sleep(0.001)
     assert engine.statistics().nodes_in_flight == 0
     await heavy_branches(x, 2).backward(ag.ones(1))  # the engine keeps serving

@@ -18,6 +18,7 @@ import threading
 import time
 import traceback
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -57,11 +58,13 @@ def assert_close(a, b) -> None:
 
 class Started(ag.Function):
     """Doubles; its backward signals ``started`` (a threading.Event on ctx's class) and then
-    sleeps ``delay`` seconds on the loop before returning."""
+    sleeps ``delay`` seconds on the loop before returning, or, given ``until``, returns once
+    ``until()`` is true (polled on the loop; a TimeoutError after ``delay`` seconds)."""
 
     started: threading.Event
     cancelled: threading.Event
     delay = 30.0
+    until: Callable[[], bool] | None = None
 
     @staticmethod
     def forward(ctx, x):
@@ -71,7 +74,15 @@ class Started(ag.Function):
     async def backward(ctx, g):
         Started.started.set()
         try:
-            await asyncio.sleep(Started.delay)
+            if Started.until is None:
+                await asyncio.sleep(Started.delay)
+            else:
+                # What it waits for happens in another thread: polled, bounded by ``delay``.
+                deadline = time.monotonic() + Started.delay
+                while not Started.until():
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"Started.until() still false after {Started.delay} s")
+                    await asyncio.sleep(0.001)
         except asyncio.CancelledError:
             Started.cancelled.set()
             raise
@@ -83,6 +94,7 @@ def slow_function():
     Started.started = threading.Event()
     Started.cancelled = threading.Event()
     Started.delay = 30.0
+    Started.until = None
     return Started
 
 
@@ -527,10 +539,13 @@ def test_concurrent_grad_calls_from_threads_get_their_own_results():
 
 def test_an_interrupted_wait_cancels_the_backward():
     # A KeyboardInterrupt (SIGINT) reaches the main thread while it waits: the GraphTask is
-    # cancelled and has stopped when the exception propagates.
+    # cancelled and has stopped when the exception propagates. The signal is sent once the main
+    # thread is seen blocked in that wait (its stack, polled): the backward having started says
+    # only that the call was handed over, and an interrupt during the hand-over is the next
+    # test's case.
     script = textwrap.dedent(
         """
-        import asyncio, os, signal, threading, time
+        import asyncio, os, signal, sys, threading, time
         import aiograd, aiograd.sync
 
         started, cancelled = threading.Event(), threading.Event()
@@ -544,7 +559,7 @@ def test_an_interrupted_wait_cancels_the_backward():
             async def backward(ctx, g):
                 started.set()
                 try:
-                    await asyncio.sleep(60)
+                    await asyncio.sleep(3600)  # only the interrupt ends it
                 except asyncio.CancelledError:
                     cancelled.set()
                     raise
@@ -552,24 +567,45 @@ def test_an_interrupted_wait_cancels_the_backward():
 
         w = aiograd.ones(2, requires_grad=True)
         y = Slow.apply(w).sum() + (w * 3.0).sum()
+        main = threading.main_thread()
+        WAITING = [
+            ("wait", "threading"), ("result", "concurrent.futures._base"), ("_call", "aiograd.sync"),
+        ]
+
+        def waiting_for_the_result():
+            # The main thread's innermost frames: aiograd.sync's _call blocked in the call's
+            # Future.result, on its condition's lock.
+            frame, frames = sys._current_frames().get(main.ident), []
+            while frame is not None and len(frames) < len(WAITING):
+                frames.append((frame.f_code.co_name, frame.f_globals.get("__name__")))
+                frame = frame.f_back
+            return frames == WAITING
+
+        sent = []
 
         def interrupt():
             started.wait()
-            time.sleep(0.1)
-            os.kill(os.getpid(), signal.SIGINT)
+            deadline = time.monotonic() + 120  # bounds a hang, not a speed check
+            while not waiting_for_the_result():
+                if time.monotonic() > deadline:
+                    print("the main thread never waited for the result", file=sys.stderr, flush=True)
+                    os._exit(3)
+                time.sleep(0.001)
+            sent.append(time.monotonic())
+            signal.pthread_kill(main.ident, signal.SIGINT)  # to the waiting thread itself
 
         threading.Thread(target=interrupt).start()
-        t0 = time.monotonic()
         try:
             aiograd.sync.backward(y)
         except KeyboardInterrupt:
-            print("interrupted", cancelled.is_set(), w.grad, time.monotonic() - t0 < 10)
+            # prompt: well within the backward's hour of sleep
+            print("interrupted", cancelled.is_set(), w.grad, time.monotonic() - sent[0] < 60)
         (g,) = aiograd.sync.grad((w * w).sum(), w)  # the loop still serves calls
         print(g.tolist())
         """
     )
     out = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["interrupted True None True", "[2.0, 2.0]"]
@@ -636,15 +672,19 @@ def test_shutdown_joins_the_thread_and_the_next_call_starts_a_fresh_loop():
 
 
 def test_shutdown_waits_for_calls_in_flight(slow_function):
-    slow_function.delay = 0.2
+    # The backward returns only once shutdown() has begun (it takes the loop out of
+    # ``sync._current`` first), so the call is in flight, whatever the threads' timing, when
+    # shutdown() starts waiting for it.
+    slow_function.until = lambda: sync._current is None
+    slow_function.delay = 120.0  # bounds a hang
     x = leaf(1.0)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         call = pool.submit(sync.backward, slow_function.apply(x).sum())
-        assert slow_function.started.wait(10)
+        assert slow_function.started.wait(60)  # bounds a hang
         sync.shutdown()
         # the backward completed before shutdown returned (its caller may still be waking up)
         assert x.grad.tolist() == [2.0] and not slow_function.cancelled.is_set()
-        assert call.result(10) is None
+        assert call.result(60) is None
     assert not portal_threads()
 
 
@@ -652,12 +692,12 @@ def test_shutdown_cancel_stops_calls_in_flight(slow_function):
     x = leaf(1.0)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         call = pool.submit(sync.backward, slow_function.apply(x).sum())
-        assert slow_function.started.wait(10)
+        assert slow_function.started.wait(60)  # bounds a hang
         t0 = time.monotonic()
         sync.shutdown(cancel=True)
         assert time.monotonic() - t0 < 10
         with pytest.raises(RuntimeError, match=r"^aiograd\.sync\.backward\(\) was cancelled"):
-            call.result(10)
+            call.result(60)
     assert slow_function.cancelled.is_set() and x.grad is None
     assert not portal_threads()
     assert sync.grad((x * 2.0).sum(), x)[0].tolist() == [2.0]  # and a fresh loop serves again

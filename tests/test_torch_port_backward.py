@@ -6,9 +6,13 @@ How the ports are written, and what differs by design: ``tests/torch_port_helper
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import sys
 import warnings
 import weakref
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -114,13 +118,56 @@ async def test_save_output_nr():
     assert seen == [1]
 
 
+@contextlib.contextmanager
+def nothing_unraisable() -> Iterator[None]:
+    """Fails if an exception is raised where nothing can catch it (a ``__del__``, a weakref
+    callback, a finalizer) inside the block or in the garbage collection at its end: Python
+    hands such an exception to ``sys.unraisablehook``, which pytest turns into a mere warning."""
+    gc.collect()  # garbage left by earlier tests is theirs
+    seen: list[str] = []
+
+    def record(unraisable: Any) -> None:
+        try:
+            seen.append(f"{unraisable.err_msg or 'Exception ignored in'} {unraisable.object!r}: "
+                        f"{unraisable.exc_type.__name__}: {unraisable.exc_value}")
+        except Exception as exc:  # noqa: BLE001 - a repr that fails: still recorded
+            seen.append(f"{unraisable.exc_type.__name__} (and {type(exc).__name__} describing it)")
+
+    previous, sys.unraisablehook = sys.unraisablehook, record
+    try:
+        yield
+        gc.collect()
+    finally:
+        sys.unraisablehook = previous
+    assert not seen, "raised while freeing:\n" + "\n".join(seen)
+
+
+def test_the_freeing_check_fails_when_freeing_raises():
+    """The check the two tests below rely on fails when freeing a graph raises."""
+
+    class RaisesWhenFreed:
+        def __del__(self) -> None:
+            raise RuntimeError("freeing failed")
+
+    y = ag.randn(1, requires_grad=True).clone()
+    y.grad_fn.metadata["freed with"] = RaisesWhenFreed()
+    with pytest.raises(AssertionError, match="RuntimeError: freeing failed"), nothing_unraisable():
+        del y
+
+
 def test_free_deep_graph():
-    # torch builds 150000 nodes; aiograd frees its graph without recursion the same way
+    # torch builds 150000 nodes; aiograd frees its graph without recursion the same way: all of
+    # it, and nothing raised on the way (not even where only sys.unraisablehook would see it)
     x = ag.randn(1, requires_grad=True)
     y = x.clone()
+    deepest = weakref.ref(y.grad_fn)
     for _ in range(20000):
         y = y + y * 0.000001
-    del y
+    top = weakref.ref(y.grad_fn)
+    with nothing_unraisable():
+        del y
+    assert deepest() is None and top() is None
+    assert x.grad is None and x.requires_grad  # the leaf outlives its graph, untouched
 
 
 # the deep graph's sums overflow to inf, as in torch; numpy says so for add (see docs/gradients-at-edges.md)
@@ -137,12 +184,20 @@ def test_free_deep_graph_pyfunction():
 
     x = ag.randn(1, requires_grad=True)
     y = x.clone()
+    deepest = weakref.ref(y.grad_fn)
     for _ in range(20000):
         y = MyOp.apply(y, y)
-    del y
+    top = weakref.ref(y.grad_fn)
+    assert type(top()).__name__ == "MyOpBackward"
+    with nothing_unraisable():
+        del y
+    assert deepest() is None and top() is None
+    assert x.grad is None and x.requires_grad
 
 
-async def test_no_unnecessary_save():
+async def test_no_unnecessary_save_backward_does_not_raise():
+    # x is modified in place after each product: had its product saved x, the backward would
+    # raise (a saved tensor modified in place)
     mu = ag.ones(1, requires_grad=True)
     x = ag.empty(1)
     loss = 0
@@ -154,6 +209,7 @@ async def test_no_unnecessary_save():
         s = multiplied.sum()
         loss += s
     await loss.backward()
+    assert mu.grad.tolist() == [0.0 + 1.0 + 2.0]
 
 
 async def test_duplicate_backward_root():
@@ -182,19 +238,21 @@ async def test_backward_twice_with_saved_values():
         await c.backward(ag.tensor([1, 1, 1], dtype=ag.double))
 
 
-async def test_backward_twice_retained_graph_with_saved_values():
+async def test_backward_twice_retained_graph_with_saved_values_does_not_raise():
     b = ag.randn(3, requires_grad=True, dtype=ag.double)
     c = ag.zeros(3, dtype=ag.double)
     c[[1, 2]] = b[[1, 1]]
     await c.backward(ag.tensor([1, 1, 1], dtype=ag.double), retain_graph=True)
     await c.backward(ag.tensor([1, 1, 1], dtype=ag.double))
+    assert b.grad.tolist() == [0.0, 4.0, 0.0]  # b[1] feeds two elements, in each of two calls
 
 
-async def test_backward_twice_without_saved_values():
+async def test_backward_twice_without_saved_values_does_not_raise():
     b = ag.randn(3, requires_grad=True, dtype=ag.double)
     c = b + 1
     await c.backward(ag.tensor([1, 1, 1], dtype=ag.double))
     await c.backward(ag.tensor([1, 1, 1], dtype=ag.double))
+    assert b.grad.tolist() == [2.0, 2.0, 2.0]  # accumulated over the two calls
 
 
 @pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")  # its first half
