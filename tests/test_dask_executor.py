@@ -26,7 +26,7 @@ dask = pytest.importorskip("dask")
 from dask_sabotage import RELEASE, STARTED, Sabotage, SabotagedOnTheWorker  # noqa: E402 - needs distributed
 
 # The cluster runs in its own processes; the loop matrix is tested elsewhere.
-once = pytest.mark.asyncio(loop_factories=["asyncio"])
+once = pytest.mark.aiograd(backends=["asyncio"])
 
 
 @pytest.fixture(scope="module")

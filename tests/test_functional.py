@@ -19,7 +19,7 @@ from aiograd import sync
 
 # Public-API tests: each async test runs on asyncio, uvloop and trio through aiograd's pytest
 # plugin, which also fails a test that leaves aiograd work behind (docs/testing.md).
-pytestmark = [requires_torch, pytest.mark.aiograd]
+pytestmark = [requires_torch, pytest.mark.aiograd(backends=["asyncio", "uvloop", "trio"])]  # the public API: trio too
 if torch is not None:
     import torch.autograd.functional as TF
 

@@ -42,7 +42,7 @@ def _load(name: str):
 
 
 serve = _load("serve_gradients")
-once = pytest.mark.asyncio(loop_factories=["asyncio"])  # HTTP plumbing: one loop is enough
+once = pytest.mark.aiograd(backends=["asyncio"])  # HTTP plumbing: one loop is enough
 
 
 @pytest.fixture(scope="module")
