@@ -201,6 +201,7 @@ async def test_nodes_run_with_grad_mode_equal_to_create_graph():
 
 # Not under the anyio variant: asyncio's own loop again, at seconds a run.
 @pytest.mark.aiograd(backends=["asyncio", "uvloop"])
+@pytest.mark.slow
 async def test_long_chain_of_100000_nodes():
     x = leaf(0.5)
     y = x

@@ -186,6 +186,7 @@ def test_frames_per_level_match_the_default_limit():
 
 # Not under the anyio variant: asyncio's own loop again, at seconds a run.
 @pytest.mark.aiograd(backends=["asyncio", "uvloop"])
+@pytest.mark.slow
 async def test_deep_reentrant_twice():
     """test_deep_reentrant, 10,000 levels instead of 2,000: past the limit each level moves to a
     fresh worker task, so no depth overflows the stack; a second run works the same."""

@@ -378,6 +378,7 @@ async def test_load_test_sweeps_the_levels(url):
     assert load_test.default_requests(1) == 500 and load_test.default_requests(256) == 5120
 
 
+@pytest.mark.slow  # the example's processes
 def test_command_lines_spawn_serve_and_stop(tmp_path):
     """load_test.py --spawn starts serve_gradients.py --port 0 in a subprocess, sweeps it, and
     stops it with SIGTERM; a server that did not exit cleanly makes it fail."""
