@@ -147,7 +147,7 @@ async def test_an_anyio_cancel_scope_deadline_cancels_a_backward_stuck_on_a_devi
             Stuck.entered = [scope]
             await ag.grad(loss, x)
         assert scope.cancelled_caught
-        with anyio.move_on_after(0.25) as hang:
+        with anyio.move_on_after(60) as hang:  # bounds a hang: not a speed check
             await (x.to("sim:0") * 3.0).to("cpu").sum().backward()
         assert not hang.cancelled_caught, "the next backward through sim:0 hangs"
         np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
