@@ -5,14 +5,18 @@ aiograd installed; it changes nothing until a test or the configuration asks for
 
 - ``@pytest.mark.aiograd`` on an ``async def`` test (or in a module's ``pytestmark``) runs it once
   per backend, ``test_x[asyncio]``, ``test_x[uvloop]``, ``test_x[trio]`` (the ``aiograd_backends``
-  ini option or ``--aiograd-backends`` picks them; a backend whose package is missing is skipped
-  with the reason), and fails it if it leaves aiograd work behind (see below). The plugin runs
-  these tests itself: on asyncio and uvloop in a fresh ``asyncio.Runner``, on trio with
-  ``trio.run``. A sync test with the mark gets the leak check and the shuffle only.
-- The leak check: after the test, no task of aiograd's is pending (engine workers, reentrant
-  workers, backward calls started as tasks and never awaited), no GraphTask is in flight, no
-  NodeTask is queued or running in an executor, on the test's loop and on ``aiograd.sync``'s
-  background loop (where trio's backward calls run). ``aiograd_leak_check = true`` in the ini
+  ini option or ``--aiograd-backends`` picks them, among asyncio, uvloop, anyio and trio; a
+  backend whose package is missing is skipped with the reason), and fails it if it leaves work
+  behind (see below). The plugin runs these tests itself: on asyncio and uvloop in a fresh
+  ``asyncio.Runner``, on anyio with ``anyio.run(backend="asyncio")`` (the test is anyio's root
+  task), on trio with ``trio.run``. A sync test with the mark gets the leak check and the shuffle
+  only. ``aiograd_mode = auto`` in the ini file takes every ``async def`` test as if it were
+  marked (as pytest-asyncio's ``asyncio_mode = auto`` does), so a suite needs no marks at all.
+- The leak check: after the test, no task is pending on the loop the plugin ran it on (aiograd's
+  engine workers, reentrant workers, backward calls started as tasks and never awaited, and the
+  test's own tasks: asyncio's runner would cancel them unseen), no GraphTask is in flight, no
+  NodeTask is queued or running in an executor; and on ``aiograd.sync``'s background loop (where
+  trio's backward calls run) no aiograd work is left. ``aiograd_leak_check = true`` in the ini
   file applies it to every test, the async tests pytest-asyncio runs included.
 - The shuffle debug mode (``aiograd.set_shuffle_seed``): ready NodeTasks of equal priority run in
   a seeded random order, so a test that passes under many seeds does not depend on one schedule.
@@ -45,10 +49,18 @@ from . import sync
 from ._engine import set_shuffle_seed
 from ._engine.engine import _engines
 
-__all__ = ["BACKENDS", "leaks_on_running_loop", "leaks_on_sync_loop"]
+__all__ = ["BACKENDS", "DEFAULT_BACKENDS", "MODES", "leaks_on_running_loop", "leaks_on_sync_loop"]
 
-#: The backends a marked async test can run on, in the order its variants run.
-BACKENDS: tuple[str, ...] = ("asyncio", "uvloop", "trio")
+#: The backends a marked async test can run on, in the order its variants run. ``anyio`` is
+#: ``anyio.run(test, backend="asyncio")``: asyncio's default loop, the test as anyio's root task.
+BACKENDS: tuple[str, ...] = ("asyncio", "uvloop", "anyio", "trio")
+
+#: The backends a marked test runs on unless the mark, the ini file or the command line says
+#: otherwise: one per kind of loop (anyio on asyncio is asyncio's loop again).
+DEFAULT_BACKENDS: tuple[str, ...] = ("asyncio", "uvloop", "trio")
+
+#: ``aiograd_mode``: ``strict`` runs only marked tests; ``auto`` every ``async def`` test.
+MODES: tuple[str, ...] = ("strict", "auto")
 
 _MARK = "aiograd"
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
@@ -60,8 +72,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("aiograd", "aiograd: graph-task tests on several loops")
     group.addoption(
         "--aiograd-backends", metavar="LIST", default=None,
-        help="comma-separated backends for @pytest.mark.aiograd tests (default: the "
-        "aiograd_backends ini option, else asyncio,uvloop,trio)",
+        help="comma-separated backends for @pytest.mark.aiograd tests, among asyncio, uvloop, "
+        "anyio, trio (default: the aiograd_backends ini option, else asyncio,uvloop,trio)",
     )
     group.addoption(
         "--aiograd-shuffle-seeds", metavar="N", type=int, default=None,
@@ -73,7 +85,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini(
         "aiograd_backends", "backends for @pytest.mark.aiograd async tests", type="args",
-        default=list(BACKENDS),
+        default=list(DEFAULT_BACKENDS),
+    )
+    parser.addini(
+        "aiograd_mode", "auto: run every async def test as if marked @pytest.mark.aiograd; "
+        "strict (the default): only marked ones", default="strict",
     )
     parser.addini(
         "aiograd_leak_check", "check every test (not only @pytest.mark.aiograd ones) for "
@@ -94,6 +110,22 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             f"aiograd: unknown backend(s) {', '.join(map(repr, unknown))}; choose from {', '.join(BACKENDS)}"
         )
+    mode = _mode(config)
+    if mode not in MODES:
+        raise pytest.UsageError(f"aiograd: aiograd_mode must be one of {', '.join(MODES)}, got {mode!r}")
+
+
+def _mode(config: pytest.Config) -> str:
+    return str(config.getini("aiograd_mode")).strip()
+
+
+def _mark_of(node: pytest.Item | pytest.Collector, config: pytest.Config) -> pytest.Mark | None:
+    """The aiograd mark that applies to ``node`` (its own or an enclosing one); in auto mode, an
+    unmarked async test's is the mark without arguments."""
+    mark = node.get_closest_marker(_MARK)
+    if mark is None and _mode(config) == "auto" and getattr(getattr(node, "function", None), "_aiograd_stand_in", False):
+        mark = pytest.mark.aiograd.mark
+    return mark
 
 
 def _configured_backends(config: pytest.Config) -> list[str]:
@@ -129,6 +161,8 @@ def _is_coroutine_test(obj: object) -> bool:
 
 
 def _marked(collector: pytest.Collector, obj: object) -> bool:
+    if _mode(collector.config) == "auto":
+        return True
     own = getattr(obj, "pytestmark", ())
     return collector.get_closest_marker(_MARK) is not None or any(m.name == _MARK for m in own)
 
@@ -171,7 +205,7 @@ def _stand_in(test: Callable[..., Any]) -> Callable[..., None]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    mark = metafunc.definition.get_closest_marker(_MARK)
+    mark = _mark_of(metafunc.definition, metafunc.config)
     if mark is None:
         return
     if getattr(metafunc.function, "_aiograd_stand_in", False):
@@ -197,7 +231,7 @@ def _parametrized_names(metafunc: pytest.Metafunc) -> set[str]:
 def _backend_param(backend: str) -> Any:
     if backend not in BACKENDS:
         raise pytest.UsageError(f"aiograd mark: unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
-    missing = {"uvloop": "uvloop", "trio": "trio"}.get(backend)
+    missing = {"uvloop": "uvloop", "anyio": "anyio", "trio": "trio"}.get(backend)
     if missing is not None and not _importable(missing):
         return pytest.param(backend, id=backend, marks=pytest.mark.skip(reason=f"{missing} is not installed"))
     return pytest.param(backend, id=backend)
@@ -214,7 +248,8 @@ def _importable(module: str) -> bool:
 # ------------------------------------------------------------------------------ fixtures
 @pytest.fixture
 def aiograd_backend(request: pytest.FixtureRequest) -> str:
-    """The backend this ``@pytest.mark.aiograd`` test runs on: "asyncio", "uvloop" or "trio"."""
+    """The backend this ``@pytest.mark.aiograd`` test runs on: "asyncio", "uvloop", "anyio" or
+    "trio"."""
     backend = getattr(request, "param", None)
     if backend is None:
         pytest.fail(f"{request.node.nodeid}: aiograd_backend is for @pytest.mark.aiograd async tests", pytrace=False)
@@ -268,8 +303,20 @@ class _Run:
             trio.run(functools.partial(test, *args, **kwargs))
             return
         problems: list[str] = []
-        with asyncio.Runner(loop_factory=_loop_factory(self.backend)) as runner:
-            runner.run(_then_check(test(*args, **kwargs), problems if self.leak_check else None))
+        check = problems if self.leak_check else None
+        if self.backend == "anyio":
+            import anyio
+
+            # anyio.run names its root task after the function it runs: the test's name, as in
+            # an anyio program whose main is the test.
+            @functools.wraps(test)
+            async def main() -> Any:
+                return await _then_check(test(*args, **kwargs), check)
+
+            anyio.run(main, backend="asyncio")
+        else:
+            with asyncio.Runner(loop_factory=_loop_factory(self.backend)) as runner:
+                runner.run(_then_check(test(*args, **kwargs), check))
         if problems:
             pytest.fail(_report(self.nodeid, f"its {self.backend} loop", problems), pytrace=False)
 
@@ -292,16 +339,17 @@ def _loop_factory(backend: str) -> Callable[[], asyncio.AbstractEventLoop]:
     return asyncio.SelectorEventLoop
 
 
-async def _then_check(test: Any, problems: list[str] | None) -> Any:
-    """Await the test, then (``problems`` given) add what it left behind on this loop."""
+async def _then_check(test: Any, problems: list[str] | None, *, any_task: bool = True) -> Any:
+    """Await the test, then (``problems`` given) add what it left behind on this loop: with
+    ``any_task``, every pending task (the plugin's own loop: nothing else runs there)."""
     result = await test
     if problems is not None:
-        problems.extend(await leaks_on_running_loop(cancel=True))
+        problems.extend(await leaks_on_running_loop(cancel=True, any_task=any_task))
     return result
 
 
 def _leak_check_wanted(item: pytest.Item) -> bool:
-    mark = item.get_closest_marker(_MARK)
+    mark = _mark_of(item, item.config)
     if mark is not None:
         return bool(mark.kwargs.get("leak_check", True))
     return bool(item.config.getini("aiograd_leak_check"))
@@ -374,7 +422,8 @@ def _check_pytest_asyncio_test(item: pytest.Item) -> Callable[[], None] | None:
     @functools.wraps(test)
     async def checked(*args: Any, **kwargs: Any) -> Any:
         problems: list[str] = []
-        result = await _then_check(test(*args, **kwargs), problems)
+        # pytest-asyncio's loop: its fixtures may keep tasks across tests, so aiograd's only
+        result = await _then_check(test(*args, **kwargs), problems, any_task=False)
         if problems:
             pytest.fail(_report(nodeid, "its loop", problems), pytrace=False)
         return result
@@ -393,9 +442,11 @@ def _is_aiograd_task(task: asyncio.Task[Any]) -> bool:
     return type(coro).__module__.startswith("aiograd.")  # a coroutine object of aiograd's own class
 
 
-async def leaks_on_running_loop(*, cancel: bool = False) -> list[str]:
+async def leaks_on_running_loop(*, cancel: bool = False, any_task: bool = False) -> list[str]:
     """What aiograd has left on the running loop: its pending tasks (other than the caller's),
     GraphTasks in flight, NodeTasks queued or running in an executor. Empty when nothing is left.
+    ``any_task`` reports every pending task, not only aiograd's (for a loop that belongs to the
+    test alone).
 
     A task that finishes on the loop's next turns (a worker that has just run out of work) is
     not left behind: the check lets a few turns pass first. ``cancel`` cancels the pending tasks
@@ -404,7 +455,10 @@ async def leaks_on_running_loop(*, cancel: bool = False) -> list[str]:
     pending: list[asyncio.Task[Any]] = []
     for _ in range(3):  # turns, not time: each lets just-woken tasks run to their end
         await asyncio.sleep(0)
-        pending = [t for t in asyncio.all_tasks() if t is not me and not t.done() and _is_aiograd_task(t)]
+        pending = [
+            t for t in asyncio.all_tasks()
+            if t is not me and not t.done() and (any_task or _is_aiograd_task(t))
+        ]
         if not pending:
             break
     problems = [f"task {t.get_name()!r} is still pending: {t.get_coro()!r}" for t in pending]
@@ -443,4 +497,4 @@ def _on_sync_loop(loop: asyncio.AbstractEventLoop, coro: Any) -> Any:
 
 def _report(nodeid: str, where: str, problems: list[str]) -> str:
     lines = "\n".join(f"  - {p}" for p in problems)
-    return f"{nodeid} left aiograd work behind on {where}:\n{lines}"
+    return f"{nodeid} left work behind on {where}:\n{lines}"

@@ -139,10 +139,8 @@ def _check_close(actual: Any, expected: Any, rtol: float, what: str) -> None:
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=1e-10, err_msg=what)
 
 
-def make_op_tests(specs: Sequence[OpSpec], *, plugin_module: bool = False) -> dict[str, Any]:
-    """The per-op tests for ``specs``; a test module does ``globals().update(make_op_tests(...))``.
-    ``plugin_module``: the module is marked ``pytest.mark.aiograd`` (aiograd's pytest plugin runs
-    its async tests), so "once" is said to the plugin rather than to pytest-asyncio."""
+def make_op_tests(specs: Sequence[OpSpec]) -> dict[str, Any]:
+    """The per-op tests for ``specs``; a test module does ``globals().update(make_op_tests(...))``."""
     specs = list(specs)
     names = [s.name for s in specs]
     assert len(set(names)) == len(names), "spec names must be unique"
@@ -152,8 +150,8 @@ def make_op_tests(specs: Sequence[OpSpec], *, plugin_module: bool = False) -> di
         return pytest.mark.parametrize("spec", chosen, ids=[s.name for s in chosen])
 
     # An op's numbers do not depend on the event loop that awaits its backward: these run once,
-    # on asyncio's loop (the engine's tests and tests/test_loop_matrix.py cover the loop matrix).
-    once = pytest.mark.aiograd(backends=["asyncio"]) if plugin_module else pytest.mark.asyncio(loop_factories=["asyncio"])
+    # on asyncio's loop (the engine's tests cover the other backends).
+    once = pytest.mark.aiograd(backends=["asyncio"])
 
     @over(lambda s: s.grad)
     @once

@@ -11,7 +11,7 @@ import aiograd as ag
 
 # Public-API tests: each async test runs on asyncio, uvloop and trio through aiograd's pytest
 # plugin, which also fails a test that leaves aiograd work behind (docs/testing.md).
-pytestmark = pytest.mark.aiograd
+pytestmark = pytest.mark.aiograd(backends=["asyncio", "uvloop", "trio"])  # the public API: trio too
 
 
 def leaf(*values: float) -> ag.Tensor:

@@ -37,7 +37,7 @@ BATCH = 3
 #: matrix times the vector.)
 MATVEC_SPECS = frozenset({"mv", "vm", "quadratic_form", "mlp", "linear_1d", "batched_vec"})
 GRAD_SPECS = [s for s in all_specs() if s.grad]
-once = pytest.mark.asyncio(loop_factories=["asyncio"])  # op math: the loop variant is irrelevant
+once = pytest.mark.aiograd(backends=["asyncio"])  # op math: the loop variant is irrelevant
 
 
 def _batch_of(spec: OpSpec, shape: tuple[int, ...], salt: int = 7) -> np.ndarray:

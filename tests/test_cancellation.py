@@ -40,7 +40,8 @@ class Gate(Function):
 
 
 @pytest.fixture
-async def gate():
+def gate():
+    # (asyncio.Event binds to a loop when first awaited, not when made: the test's loop)
     Gate.event = asyncio.Event()
     Gate.reached = asyncio.Event()
     Gate.graph_tasks = []

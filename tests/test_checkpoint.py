@@ -36,7 +36,7 @@ from aiograd.utils import checkpoint as ckpt
 
 # Public-API tests: each async test runs on asyncio, uvloop and trio through aiograd's pytest
 # plugin, which also fails a test that leaves aiograd work behind (docs/testing.md).
-pytestmark = pytest.mark.aiograd
+pytestmark = pytest.mark.aiograd(backends=["asyncio", "uvloop", "trio"])  # the public API: trio too
 
 checkpoint = functools.partial(ckpt.checkpoint, use_reentrant=True)
 checkpoint_sequential = functools.partial(ckpt.checkpoint_sequential, use_reentrant=True)

@@ -29,7 +29,7 @@ dask = pytest.importorskip("dask")
 from dask_sabotage import RELEASE, STARTED, Sabotage, SabotagedOnTheWorker  # noqa: E402 - needs distributed
 
 # The cluster runs in its own processes; the loop matrix is tested elsewhere.
-once = pytest.mark.asyncio(loop_factories=["asyncio"])
+once = pytest.mark.aiograd(backends=["asyncio"])
 
 #: How long the cluster may take to start its worker processes, or to get back one that a test
 #: killed: generous, as a loaded machine can take minutes to start Python processes. It bounds a

@@ -30,6 +30,8 @@ import aiograd as ag
 import aiograd.nn.functional as F
 from aiograd import _device
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
 NAME = "fakecupy"
 
 
@@ -84,7 +86,7 @@ def test_the_stand_in_behaves_as_cupy() -> None:
     assert type(np.exp(a)) is fake_cupy.FakeArray and a[np.array([1])].shape == (1, 3)
 
 
-@pytest.mark.asyncio(loop_factories=["asyncio"])  # op math: the loop variant is irrelevant
+@pytest.mark.aiograd(backends=["asyncio"])  # op math: the loop variant is irrelevant
 @pytest.mark.parametrize("spec", test_devices.SPECS)
 async def test_op_specs(spec: Any) -> None:
     await parity(lambda *xs: spec.fn(ag, *xs), spec.arrays(), second=spec.gradgrad)

@@ -24,7 +24,7 @@ distributed = pytest.importorskip("distributed", reason="distributed is not inst
 
 # One loop is enough: the cluster runs in its own processes, and each test's client is the
 # test's own; the loop matrix is tested elsewhere.
-pytestmark = pytest.mark.asyncio(loop_factories=["asyncio"])
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])
 
 
 #: How long the cluster may take to start its worker processes: generous, as a loaded machine can

@@ -175,7 +175,7 @@ def test_every_public_name_has_a_reference_entry() -> None:
             assert f"aiograd.{name}" in rendered or any(getattr(m, name, None) is value for m in modules), name
 
 
-@pytest.mark.asyncio(loop_factories=["asyncio"])
+@pytest.mark.aiograd(backends=["asyncio"])
 async def test_the_notebook_advice_quotes_what_a_running_loop_gets() -> None:
     """Getting started tells notebook users (whose cells run on a running loop) to await, quoting
     what the blocking forms raise there: the quotes must stay the errors actually raised."""

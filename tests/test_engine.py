@@ -200,7 +200,8 @@ async def test_nodes_run_with_grad_mode_equal_to_create_graph():
 
 
 # Not under the anyio variant: asyncio's own loop again, at seconds a run.
-@pytest.mark.asyncio(loop_factories=["asyncio", "uvloop"])
+@pytest.mark.aiograd(backends=["asyncio", "uvloop"])
+@pytest.mark.slow
 async def test_long_chain_of_100000_nodes():
     x = leaf(0.5)
     y = x
@@ -278,7 +279,7 @@ async def test_many_concurrent_grad_calls_are_independent():
     await asyncio.gather(*(one(i) for i in range(200)))
 
 
-@pytest.mark.asyncio(loop_factories=["asyncio"])  # reference cycles and gc: not the loop's business
+@pytest.mark.aiograd(backends=["asyncio"])  # reference cycles and gc: not the loop's business
 async def test_graph_memory_is_released_after_backward():
     x = leaf(1.0, 2.0)
     y = x.exp()
@@ -290,7 +291,7 @@ async def test_graph_memory_is_released_after_backward():
     assert node() is None
 
 
-@pytest.mark.asyncio(loop_factories=["asyncio"])  # reference cycles and gc: not the loop's business
+@pytest.mark.aiograd(backends=["asyncio"])  # reference cycles and gc: not the loop's business
 async def test_accumulate_grad_is_one_per_leaf_and_does_not_keep_it_alive():
     x = leaf(1.0)
     y1, y2 = x * 2.0, x * 3.0

@@ -333,6 +333,7 @@ async def _one_backward(device: str) -> None:
     assert x.grad.tolist() == [2.0, 4.0]
 
 
+@pytest.mark.slow  # a subprocess per device
 @pytest.mark.parametrize("device", ["cpu", "sim:0"])
 def test_no_event_loop_or_engine_is_kept_alive(device: str):
     def alive() -> set[int]:

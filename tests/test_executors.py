@@ -153,7 +153,7 @@ class Refuses(ThreadExecutor):
         raise RuntimeError("cannot schedule new futures after shutdown")
 
 
-@pytest.mark.asyncio(loop_factories=["asyncio"])  # the engine's bookkeeping, not the loop's
+@pytest.mark.aiograd(backends=["asyncio"])  # the engine's bookkeeping, not the loop's
 async def test_an_executor_that_refuses_a_node_fails_the_backward_and_counts_nothing_in_flight():
     engine = use(Refuses(2))
     x = ag.tensor([1.0], requires_grad=True)

@@ -24,7 +24,7 @@ from aiograd.testing import gradcheck, gradgradcheck
 
 # Public-API tests: each async test runs on asyncio, uvloop and trio through aiograd's pytest
 # plugin, which also fails a test that leaves aiograd work behind (docs/testing.md).
-pytestmark = pytest.mark.aiograd
+pytestmark = pytest.mark.aiograd(backends=["asyncio", "uvloop", "trio"])  # the public API: trio too
 
 
 @contextlib.contextmanager
@@ -361,7 +361,7 @@ SPECS = [
     OpSpec("composed", lambda lib, x: (EXP[lib].apply(x.sin()) * 2.0) * EXP[lib].apply(x.sin())),
 ]
 
-globals().update(make_op_tests(SPECS, plugin_module=True))
+globals().update(make_op_tests(SPECS))
 
 
 # ---------------------------------------------------------------------------------------------

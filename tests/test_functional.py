@@ -19,7 +19,7 @@ from aiograd import sync
 
 # Public-API tests: each async test runs on asyncio, uvloop and trio through aiograd's pytest
 # plugin, which also fails a test that leaves aiograd work behind (docs/testing.md).
-pytestmark = [requires_torch, pytest.mark.aiograd]
+pytestmark = [requires_torch, pytest.mark.aiograd(backends=["asyncio", "uvloop", "trio"])]  # the public API: trio too
 if torch is not None:
     import torch.autograd.functional as TF
 
@@ -123,7 +123,9 @@ def two_out_v(lib: Any) -> Any:
         ("vhp", scalar_of_one, one, (y_vec,)),
         ("vhp", scalar_of_two, two, (xy_vecs,)),
     ],
-    ids=lambda v: getattr(v, "__name__", str(v)),
+    # names, not reprs: a tuple of functions shows their addresses, which differ between the
+    # processes of a parallel run (pytest-xdist requires every worker to collect the same ids)
+    ids=lambda v: "-".join(f.__name__ for f in v) if isinstance(v, tuple) else getattr(v, "__name__", str(v)),
 )
 def test_products_match_torch(name: str, make: Any, inputs: Any, extra: tuple[Any, ...], create_graph: bool) -> None:
     mine, theirs = run_both(name, make, inputs, *extra, create_graph=create_graph)

@@ -29,7 +29,7 @@ from aiograd._ops.inplace import CopySlices, rebase_inplace
 from aiograd._views import View, view_index
 from aiograd.testing import gradcheck, gradgradcheck
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = [pytest.mark.filterwarnings("error"), pytest.mark.aiograd(backends=["asyncio"])]  # op math: one loop is enough
 
 LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."

@@ -16,7 +16,7 @@ import aiograd as ag
 from aiograd.executors import ThreadExecutor
 
 ROOT = Path(__file__).resolve().parent.parent
-only_asyncio = pytest.mark.asyncio(loop_factories=["asyncio"])
+only_asyncio = pytest.mark.aiograd(backends=["asyncio"])
 
 
 def test_silent_without_logging_configuration():

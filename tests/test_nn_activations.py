@@ -16,6 +16,8 @@ from op_factory import OpSpec, away_from, make_op_tests
 import aiograd as ag
 import aiograd.nn.functional as F
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
 
 def nnf(lib: Any) -> Any:
     """``aiograd.nn.functional`` or ``torch.nn.functional``."""

@@ -22,7 +22,9 @@ from op_factory import OpSpec, const, make_op_tests
 import aiograd as ag
 import aiograd.nn.functional as F
 
-once = pytest.mark.asyncio(loop_factories=["asyncio"])  # op math: the loop variant is irrelevant
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
+once = pytest.mark.aiograd(backends=["asyncio"])  # op math: the loop variant is irrelevant
 
 RNG = np.random.default_rng(13)
 BOOL_MASK = RNG.random((3, 4)) > 0.4

@@ -16,6 +16,8 @@ import aiograd.nn.functional as F
 from aiograd import _random
 from aiograd.utils.checkpoint import checkpoint
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
 
 def _seeded_dropout(lib: Any, x: Any) -> Any:
     """Dropout with p = 0 (exactly the input) times a fixed op, so the row is deterministic on

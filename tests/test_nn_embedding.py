@@ -14,6 +14,8 @@ from op_factory import OpSpec, make_op_tests
 import aiograd as ag
 import aiograd.nn.functional as F
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
 INDICES = np.array([[1, 4, 1], [0, 4, 2]])
 
 

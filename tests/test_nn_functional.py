@@ -21,6 +21,8 @@ from aiograd._ops import elementwise, linalg
 from aiograd._ops import softmax as S
 from aiograd.testing import gradcheck, gradgradcheck
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
 TF = torch.nn.functional if torch is not None else None
 
 

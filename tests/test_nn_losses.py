@@ -18,6 +18,8 @@ from op_factory import OpSpec, const, make_op_tests
 import aiograd as ag
 import aiograd.nn.functional as F
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
 REDUCTIONS = ("none", "mean", "sum")
 W = np.array([0.5, 2.0, 1.5])  # a weight broadcast along the last dim of a (2, 3) input
 W23 = np.array([[0.5, 2.0, 1.5], [1.0, 0.25, 3.0]])  # an elementwise weight of a (2, 3) input

@@ -16,6 +16,8 @@ from op_factory import OpSpec, make_op_tests
 import aiograd as ag
 import aiograd.nn.functional as F
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
 
 def nnf(lib: Any) -> Any:
     return F if lib is ag else torch.nn.functional

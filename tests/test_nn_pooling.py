@@ -20,7 +20,7 @@ from op_factory import OpSpec, make_op_tests
 import aiograd as ag
 import aiograd.nn.functional as F
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = [pytest.mark.filterwarnings("error"), pytest.mark.aiograd(backends=["asyncio"])]  # op math: one loop is enough
 
 
 def nnf(lib: Any) -> Any:

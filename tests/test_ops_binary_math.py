@@ -15,6 +15,8 @@ from op_factory import OpSpec, make_op_tests
 
 import aiograd as ag
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
 
 def quotients(shape: tuple[int, ...]) -> Any:
     """Operands whose quotient stays away from the integers (where fmod and remainder jump),

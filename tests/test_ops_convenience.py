@@ -10,6 +10,8 @@ from op_factory import OpSpec, make_op_tests
 import aiograd as ag
 from aiograd.testing import gradcheck
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
 SPECS = [
     OpSpec("t", lambda lib, x: x.t() * 1.0, ((2, 3),)),
     OpSpec("t_names_its_node", lambda lib, x: x.t(), ((2, 3),), grad_fn="TBackward0", op="t"),

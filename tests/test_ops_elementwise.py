@@ -30,7 +30,7 @@ import aiograd as ag
 from aiograd.testing import gradcheck
 
 # numpy's overflow / divide / invalid warnings are bugs here; so is any warning from an op.
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = [pytest.mark.filterwarnings("error"), pytest.mark.aiograd(backends=["asyncio"])]  # op math: one loop is enough
 
 
 # ================================================================================ the table

@@ -19,7 +19,7 @@ from aiograd.testing import gradcheck, gradgradcheck
 
 # The "list-2d" index (a list of lists) is read as a tuple with PyTorch 2.13's deprecation
 # warning, by torch and by aiograd alike (test_sequence_index_is_a_tuple_with_torch_warning, in test_torch_port_inplace.py, checks it).
-pytestmark = pytest.mark.filterwarnings("ignore:Using a non-tuple sequence for multidimensional indexing")
+pytestmark = [pytest.mark.filterwarnings("ignore:Using a non-tuple sequence for multidimensional indexing"), pytest.mark.aiograd(backends=["asyncio"])]  # op math: one loop is enough
 
 MASK3 = np.array([True, False, True])
 MASK34 = np.array([[True, False, False, True], [False, False, False, False], [True, True, False, True]])

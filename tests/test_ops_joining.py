@@ -16,6 +16,8 @@ import aiograd as ag
 from aiograd._ops.joining import cat, chunk, concat, split, stack, unbind
 from aiograd.testing import gradcheck, gradgradcheck
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
 
 def _t(shape, seed=0, requires_grad=True, dtype=np.float64):
     return ag.tensor(rng(seed).standard_normal(shape).astype(dtype), requires_grad=requires_grad)

@@ -19,7 +19,7 @@ from op_factory import OpSpec, const, make_op_tests
 import aiograd as ag
 from aiograd._ops.linalg import linear as ag_linear
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = [pytest.mark.filterwarnings("error"), pytest.mark.aiograd(backends=["asyncio"])]  # op math: one loop is enough
 
 
 def linear(lib: Any, *args: Any) -> Any:

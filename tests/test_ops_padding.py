@@ -20,7 +20,7 @@ from op_factory import OpSpec, make_op_tests
 import aiograd as ag
 import aiograd.nn.functional as F
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = [pytest.mark.filterwarnings("error"), pytest.mark.aiograd(backends=["asyncio"])]  # op math: one loop is enough
 
 X3 = ((2, 3, 5),)
 X4 = ((2, 3, 4, 5),)

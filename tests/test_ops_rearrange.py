@@ -19,7 +19,7 @@ from op_factory import OpSpec, make_op_tests
 
 import aiograd as ag
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = [pytest.mark.filterwarnings("error"), pytest.mark.aiograd(backends=["asyncio"])]  # op math: one loop is enough
 
 X = ((3, 4, 5),)
 M = ((3, 4),)

@@ -24,6 +24,8 @@ from aiograd._ops import reduction as R
 from aiograd._ops import softmax as S
 from aiograd.testing import gradcheck, gradgradcheck
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
 
 def first(out: Any) -> Any:
     """The differentiable output: ``values`` of a ``(values, indices)`` pair."""

@@ -15,6 +15,8 @@ from op_factory import OpSpec, make_op_tests
 
 import aiograd as ag
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
 
 def _ag(data: np.ndarray) -> ag.Tensor:
     return ag.tensor(data, requires_grad=True)

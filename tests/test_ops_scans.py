@@ -17,6 +17,8 @@ from op_factory import OpSpec, make_op_tests
 import aiograd as ag
 from aiograd.testing import gradcheck, gradgradcheck
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
 #: Exact zeros among the factors: one per row, two in a row, a leading and a trailing one.
 ZEROS = np.array([[1.5, 0.0, -2.0, 0.7], [0.0, 0.8, 0.0, -1.2], [0.9, -1.1, 1.3, 0.0]])
 

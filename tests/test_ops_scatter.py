@@ -19,7 +19,7 @@ from op_factory import OpSpec, const, make_op_tests
 
 import aiograd as ag
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = [pytest.mark.filterwarnings("error"), pytest.mark.aiograd(backends=["asyncio"])]  # op math: one loop is enough
 
 M = (3, 4)
 UNIQUE = np.array([[0, 1, 2, 0], [1, 2, 0, 2]])  # along dim 0 of a (3, 4): no position twice

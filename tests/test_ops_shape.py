@@ -20,7 +20,7 @@ from op_factory import OpSpec, make_op_tests
 
 import aiograd as ag
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = [pytest.mark.filterwarnings("error"), pytest.mark.aiograd(backends=["asyncio"])]  # op math: one loop is enough
 
 X = ((2, 3, 4),)  # the default input: 24 elements
 ONES = ((2, 1, 3, 1),)  # with size-1 dims to squeeze

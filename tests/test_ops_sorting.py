@@ -19,6 +19,8 @@ import aiograd as ag
 from aiograd import _device
 from aiograd._ops import torch_selection as T
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
 SPECS = [
     OpSpec("sort", lambda lib, x: x.sort().values, ((3, 4),), grad_fn="SortBackward0"),
     OpSpec("sort_dim0_descending", lambda lib, x: x.sort(0, descending=True).values, ((3, 4),)),

@@ -16,6 +16,8 @@ from op_factory import OpSpec, make_op_tests
 import aiograd as ag
 from aiograd._ops.special import erf, erfc
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
 try:
     import scipy.special as scipy_special
 except ImportError:  # pragma: no cover - scipy is optional

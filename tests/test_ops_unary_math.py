@@ -15,6 +15,8 @@ from op_factory import OpSpec, away_from, make_op_tests
 
 import aiograd as ag
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
+
 positive = (0.3, 2.0)
 INTEGERS = tuple(float(k) for k in range(-3, 4))
 HALVES = tuple(k + 0.5 for k in range(-3, 3))

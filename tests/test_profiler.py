@@ -20,7 +20,7 @@ from aiograd._engine.evaluate import evaluate
 from aiograd.executors import ThreadExecutor
 from aiograd.function import Function
 
-only_asyncio = pytest.mark.asyncio(loop_factories=["asyncio"])
+only_asyncio = pytest.mark.aiograd(backends=["asyncio"])
 
 
 def graph(lib):

@@ -15,7 +15,7 @@ import aiograd as ag
 import aiograd.profiler
 from aiograd.profiler import Progress
 
-only_asyncio = pytest.mark.asyncio(loop_factories=["asyncio"])
+only_asyncio = pytest.mark.aiograd(backends=["asyncio"])
 
 
 def graph(lib):

@@ -93,7 +93,83 @@ def test_the_backends_option_and_an_unknown_backend(pytester: pytest.Pytester) -
     result.stdout.fnmatch_lines(["*::test_backward[[]trio[]] PASSED*"])
     result = pytester.runpytest("--aiograd-backends=asyncio,curio")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*aiograd: unknown backend(s) 'curio'; choose from asyncio, uvloop, trio"])
+    result.stderr.fnmatch_lines(["*aiograd: unknown backend(s) 'curio'; choose from asyncio, uvloop, anyio, trio"])
+
+
+def test_the_anyio_backend_runs_the_test_as_anyio_s_root_task(pytester: pytest.Pytester) -> None:
+    """``anyio``: anyio.run(backend="asyncio") runs the test, on asyncio's loop, as its root task
+    named after the test, so anyio's cancel scopes and task groups work as in an anyio program."""
+    pytester.makepyfile(BACKENDS_SEEN + '''
+
+async def test_anyio_root_task():
+    import anyio
+
+    assert anyio.get_current_task().name == f"{__name__}.test_anyio_root_task"
+    with anyio.move_on_after(0.01) as scope:
+        await anyio.sleep(3600)
+    assert scope.cancelled_caught
+''')
+    result = pytester.runpytest("-v", "-pno:randomly", "--aiograd-backends=anyio")
+    result.assert_outcomes(passed=5)
+    for test in ("test_backward", "TestInAClass::test_method", "test_hypothesis", "test_anyio_root_task"):
+        result.stdout.fnmatch_lines([f"*::{test}[[]anyio[]] PASSED*"])
+
+
+AUTO = '''
+import pytest
+import sniffio
+
+
+async def test_unmarked(aiograd_backend):
+    assert sniffio.current_async_library() == ("trio" if aiograd_backend == "trio" else "asyncio")
+
+
+@pytest.mark.aiograd(backends=["uvloop"])
+async def test_names_its_backend(aiograd_backend):
+    assert aiograd_backend == "uvloop"
+
+
+def test_sync():
+    pass
+'''
+
+
+@pytest.mark.parametrize("asyncio_mode", ["-oasyncio_mode=auto", "-oasyncio_mode=strict", "-pno:asyncio"])
+def test_auto_mode_runs_every_async_test_as_if_marked(pytester: pytest.Pytester, asyncio_mode: str) -> None:
+    """``aiograd_mode = auto``: unmarked async tests run on the configured backends, a mark still
+    picks its own, sync tests run once; pytest-asyncio, whatever its mode, runs none of them."""
+    pytester.makepyfile(AUTO)
+    result = pytester.runpytest("-v", "-pno:randomly", asyncio_mode, "-oaiograd_mode=auto",
+                                "-oaiograd_backends=asyncio anyio trio")
+    result.assert_outcomes(passed=5)
+    for backend in ("asyncio", "anyio", "trio"):
+        result.stdout.fnmatch_lines([f"*::test_unmarked[[]{backend}[]] PASSED*"])
+    result.stdout.fnmatch_lines(["*::test_names_its_backend[[]uvloop[]] PASSED*", "*::test_sync PASSED*"])
+    result = pytester.runpytest("-oaiograd_mode=sometimes")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*aiograd: aiograd_mode must be one of strict, auto, got 'sometimes'"])
+
+
+def test_a_task_of_the_test_s_own_left_pending_fails_it(pytester: pytest.Pytester) -> None:
+    """On a loop the plugin made for the test, any task left pending is reported and cancelled
+    (asyncio.Runner would cancel it unseen), not only aiograd's."""
+    pytester.makepyfile('''
+import asyncio
+
+import pytest
+
+
+@pytest.mark.aiograd(backends=["asyncio", "uvloop", "anyio"])
+async def test_leaves_a_task():
+    asyncio.get_running_loop().create_task(asyncio.sleep(3600), name="forgotten")
+''')
+    result = pytester.runpytest("-v", "-pno:randomly")
+    result.assert_outcomes(failed=3)
+    for backend in ("asyncio", "uvloop", "anyio"):
+        result.stdout.fnmatch_lines([
+            f"*::test_leaves_a_task[[]{backend}[]] left work behind on its {backend} loop:",
+            "  - task 'forgotten' is still pending: <coroutine object sleep at *>",
+        ])
 
 
 def test_without_a_mark_or_the_ini_option_the_plugin_does_nothing(pytester: pytest.Pytester) -> None:
@@ -107,7 +183,7 @@ def test_without_a_mark_or_the_ini_option_the_plugin_does_nothing(pytester: pyte
     result = pytester.runpytest("-v", "-pno:randomly", "-oasyncio_mode=auto", "-oaiograd_leak_check=true")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
-        "*::test_leaves_a_backward_running left aiograd work behind on its loop:",
+        "*::test_leaves_a_backward_running left work behind on its loop:",
         "  - task 'Task-*' is still pending: <aiograd._autograd._BackwardCall object at *>",
         "  - 1 GraphTask(s) still in flight",
     ])
@@ -157,7 +233,7 @@ def test_a_marked_test_that_leaves_work_behind_fails_naming_it(pytester: pytest.
     result.assert_outcomes(passed=2, failed=2)
     for backend in ("asyncio", "uvloop"):
         result.stdout.fnmatch_lines([
-            f"*::test_leaves_a_backward_running[[]{backend}[]] left aiograd work behind on its {backend} loop:",
+            f"*::test_leaves_a_backward_running[[]{backend}[]] left work behind on its {backend} loop:",
             "  - task 'Task-*' is still pending: <aiograd._autograd._BackwardCall object at *>",
             "  - 1 GraphTask(s) still in flight",
         ])

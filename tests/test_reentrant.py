@@ -19,10 +19,16 @@ from aiograd._engine.reentrant import DEFAULT_MAX_REENTRANT_DEPTH, FRAMES_PER_LE
 
 
 @pytest.fixture(params=["nested", "overflow"])
-async def engine(request):
-    """The loop's engine, nesting as usual or with every reentrant call on a fresh worker."""
+def nesting(request):
+    """How the test's engine runs reentrant calls: nested as usual, or each on a fresh worker
+    ("overflow"); the test gets the engine from ``loop_engine`` (the loop exists only then)."""
+    return request.param
+
+
+def loop_engine(nesting: str) -> ag.Engine:
+    """The running loop's engine, set up for ``nesting``."""
     engine = ag.get_engine()
-    if request.param == "overflow":
+    if nesting == "overflow":
         engine.max_reentrant_depth = 0
     return engine
 
@@ -51,8 +57,9 @@ class Reentrant(Function):
 
 
 # ------------------------------------------------------------------------------------ basics
-async def test_simple_reentrant(engine):
+async def test_simple_reentrant(nesting):
     """test_simple_reentrant: the child's backward fills ctx.x.grad, used by the parent."""
+    engine = loop_engine(nesting)
     y_data = ag.randn(2, 2, dtype=ag.float64)
 
     class Reenter(Function):
@@ -178,7 +185,8 @@ def test_frames_per_level_match_the_default_limit():
 
 
 # Not under the anyio variant: asyncio's own loop again, at seconds a run.
-@pytest.mark.asyncio(loop_factories=["asyncio", "uvloop"])
+@pytest.mark.aiograd(backends=["asyncio", "uvloop"])
+@pytest.mark.slow
 async def test_deep_reentrant_twice():
     """test_deep_reentrant, 10,000 levels instead of 2,000: past the limit each level moves to a
     fresh worker task, so no depth overflows the stack; a second run works the same."""
@@ -216,9 +224,10 @@ def test_max_reentrant_depth_must_not_be_negative():
 
 
 # ------------------------------------------------------------------------------------ priority
-async def test_reentrant_priority(engine):
+async def test_reentrant_priority(nesting):
     """test_reentrant_priority: the reentrant children's NodeTasks all run before the parent's
     remaining node, whatever the sequence numbers."""
+    engine = loop_engine(nesting)
     order: list[str] = []
 
     class MyFunction(Function):
@@ -241,9 +250,10 @@ async def test_reentrant_priority(engine):
     assert order == ["Reentrant"] * 10 + ["MyFunction"]
 
 
-async def test_reentrant_priority_beats_sequence_numbers(engine):
+async def test_reentrant_priority_beats_sequence_numbers(nesting):
     """The child's nodes were recorded before the ordinary node (smaller sequence numbers), yet
     they run first: reentrant depth outranks sequence number."""
+    engine = loop_engine(nesting)
     order: list[str] = []
     leaf = ag.tensor([1.0, 2.0], requires_grad=True)
     doubled = leaf * 2  # recorded first: the smallest sequence numbers
@@ -393,9 +403,10 @@ def reentrant_with_callbacks(depths: set[int], log: list[str]):
         ({0, 1}, ["inner callback", "nested backward returned", "outer callback"]),
     ],
 )
-async def test_reentrant_with_callbacks(engine, depths, expected):
+async def test_reentrant_with_callbacks(nesting, depths, expected):
     """test_reentrant_with_callbacks_depth_*: a callback queued in the child runs when the
     child completes, one queued in the parent when the parent does; each exactly once."""
+    engine = loop_engine(nesting)
     log: list[str] = []
     t1 = ag.rand(3, 3, requires_grad=True)
     await ag.backward([reentrant_with_callbacks(depths, log).apply(t1).sum()])
@@ -462,9 +473,10 @@ def backward_inside(root, caught: list) -> type[Function]:
     return ReentrantFunc
 
 
-async def test_reentrant_child_error(engine):
+async def test_reentrant_child_error(nesting):
     """test_reentrant_child_error: the child's error raises inside the parent's node, which
     then fails the parent; both nodes are named in the error's notes."""
+    engine = loop_engine(nesting)
     a = ag.rand(3, 3, requires_grad=True)
     c = a * a
     b = ag.rand(3, 3, requires_grad=True)
@@ -486,10 +498,11 @@ async def test_reentrant_child_error(engine):
     np.testing.assert_allclose(a.grad.numpy(), 2 * a.detach().numpy())
 
 
-async def test_reentrant_parent_error_while_the_child_runs(engine):
+async def test_reentrant_parent_error_while_the_child_runs(nesting):
     """test_reentrant_parent_error_on_cpu: the parent fails (on its sim:0 branch) while a child
     is suspended mid-way; the child stops, nothing is accumulated anywhere, the parent's error is
     raised, and no task, GraphTask or graph memory is left."""
+    engine = loop_engine(nesting)
     gate = asyncio.Event()
     child_started = asyncio.Event()
     child_tasks = []
@@ -600,7 +613,8 @@ async def test_parent_failing_stops_every_level_below_it():
 
 
 # ------------------------------------------------------------------------------------ cancellation
-async def test_cancelling_the_caller_cancels_every_level(engine):
+async def test_cancelling_the_caller_cancels_every_level(nesting):
+    engine = loop_engine(nesting)
     gate = asyncio.Event()
     reached = asyncio.Event()
 
@@ -625,9 +639,10 @@ async def test_cancelling_the_caller_cancels_every_level(engine):
 
 
 # ------------------------------------------------------------------------------------ concurrency
-async def test_concurrent_reentrant_graph_tasks(engine):
+async def test_concurrent_reentrant_graph_tasks(nesting):
     """Many backward calls with reentrant nodes interleave on one loop (each child yields to the
     loop) and each gets its own gradient."""
+    engine = loop_engine(nesting)
 
     class Yielding(Function):
         @staticmethod
@@ -700,9 +715,10 @@ class ExpViaNestedGrad(Function):
         return inner
 
 
-async def test_reentrant_nodes_on_several_devices(engine):
+async def test_reentrant_nodes_on_several_devices(nesting):
     """Reentrant nodes on the CPU, sim:0 and sim:1 in one graph (a diamond across devices) give
     the gradient of the same graph built from plain ops."""
+    engine = loop_engine(nesting)
 
     def build(x, exp):
         a = exp(x.to("sim:0") * 0.5)

@@ -42,7 +42,7 @@ def _load(name: str):
 
 
 serve = _load("serve_gradients")
-once = pytest.mark.asyncio(loop_factories=["asyncio"])  # HTTP plumbing: one loop is enough
+once = pytest.mark.aiograd(backends=["asyncio"])  # HTTP plumbing: one loop is enough
 
 
 @pytest.fixture(scope="module")
@@ -194,6 +194,7 @@ async def spawned(*args: str):
             await proc.wait()
 
 
+@pytest.mark.slow  # worker processes
 @once
 async def test_workers_share_the_port_and_stop_together():
     async with spawned("--workers", "2") as (proc, url):
@@ -212,6 +213,7 @@ async def test_workers_share_the_port_and_stop_together():
         assert proc.returncode == 0 and out.decode().rstrip().endswith("stopped")
 
 
+@pytest.mark.slow  # worker processes
 @once
 async def test_a_worker_that_dies_stops_the_service_with_an_error():
     async with spawned("--workers", "2") as (proc, url):

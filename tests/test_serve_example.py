@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import importlib.util
+import inspect
 import json
 import logging
 import re
@@ -53,20 +55,30 @@ def model():
     return aiograd.run(serve.train_model(0, epochs=4))
 
 
-@pytest.fixture
-async def url(model):
-    app = serve.make_app(model, max_rows=MAX_ROWS, max_body_bytes=MAX_BODY)
-    runner, base = await serve.start(app)
-    try:
-        yield base
-    finally:
-        await runner.cleanup()
+def with_service(test):
+    """Runs the async ``test`` with ``url`` (the service on a free loopback port, on the test's
+    own loop) and ``session`` (an aiohttp client session), those of the two it names, made and
+    closed around it. (Not fixtures: an async fixture would run on another loop than the test's,
+    the one aiograd's pytest plugin makes for each test.)"""
+    wanted = inspect.signature(test).parameters
+    outer = [p for name, p in wanted.items() if name not in ("url", "session")]
+    if "model" not in wanted:
+        outer.append(inspect.Parameter("model", inspect.Parameter.KEYWORD_ONLY))
 
+    @functools.wraps(test)
+    async def run(*args, **kwargs):
+        model = kwargs["model"] if "model" in wanted else kwargs.pop("model")
+        async with contextlib.AsyncExitStack() as stack:
+            if "url" in wanted:
+                app = serve.make_app(model, max_rows=MAX_ROWS, max_body_bytes=MAX_BODY)
+                runner, kwargs["url"] = await serve.start(app)
+                stack.push_async_callback(runner.cleanup)
+            if "session" in wanted:
+                kwargs["session"] = await stack.enter_async_context(aiohttp.ClientSession())
+            return await test(*args, **kwargs)
 
-@pytest.fixture
-async def session():
-    async with aiohttp.ClientSession() as s:
-        yield s
+    run.__signature__ = inspect.signature(test).replace(parameters=outer)  # the fixtures pytest gives
+    return run
 
 
 def _inputs(seed: int, rows: int, features: int = serve.FEATURES) -> np.ndarray:
@@ -120,6 +132,7 @@ def test_training_is_deterministic_and_learns(model):
 
 
 # ------------------------------------------------------------------------------- good requests
+@with_service
 async def test_health_and_stats(url, session):
     async with session.get(f"{url}/health") as r:
         assert r.status == 200
@@ -138,6 +151,7 @@ async def test_health_and_stats(url, session):
     assert stats["server"]["in_flight"] == 0 and stats["server"]["max_in_flight"] >= 1
 
 
+@with_service
 async def test_saliency_matches_direct_computation(url, session, model):
     x = _inputs(1, 5)
     target = np.array([0, 1, 2, 3, 1])
@@ -152,6 +166,7 @@ async def test_saliency_matches_direct_computation(url, session, model):
     assert body["predicted"] == logits.argmax(1).tolist() and body["target"] == target.tolist()
 
 
+@with_service
 async def test_target_defaults_to_the_predicted_class_and_broadcasts(url, session, model):
     x = _inputs(2, 4)
     status, default = await _post(session, url, {"input": x.tolist()})
@@ -167,6 +182,7 @@ async def test_target_defaults_to_the_predicted_class_and_broadcasts(url, sessio
 
 
 @requires_torch
+@with_service
 async def test_saliency_matches_torch(url, session, model):
     x = _inputs(3, MAX_ROWS)
     target = np.arange(MAX_ROWS) % serve.CLASSES
@@ -179,6 +195,7 @@ async def test_saliency_matches_torch(url, session, model):
 
 @requires_torch
 @pytest.mark.parametrize("suffix", [".safetensors", ".npz"])
+@with_service
 async def test_weights_trained_with_torch_are_served_with_torchs_gradients(tmp_path, session, suffix):
     """A torch model saved with safetensors.torch.save_file (or as an .npz) is served: the
     answers are torch's logits and input gradients, in the file's float32."""
@@ -220,6 +237,7 @@ def test_weights_of_another_architecture_are_refused(tmp_path):
         serve.load_model(str(path))
 
 
+@with_service
 async def test_many_concurrent_requests_each_get_their_own_answer(url, model):
     n = 100
     xs = [_inputs(100 + i, 1 + i % 7) for i in range(n)]
@@ -283,6 +301,7 @@ BAD_REQUESTS = [
 ]
 
 
+@with_service
 async def test_bad_requests_get_a_4xx_naming_the_problem(url, session):
     for payload, status, pattern in BAD_REQUESTS:
         got, body = await _post(session, url, payload)
@@ -294,6 +313,7 @@ async def test_bad_requests_get_a_4xx_naming_the_problem(url, session):
     assert server["in_flight"] == 0 and server["rows"] == 0
 
 
+@with_service
 async def test_exactly_max_body_bytes_is_accepted(url, session):
     body = json.dumps({"input": [_row()]})
     body = body[:-1] + " " * (MAX_BODY - len(body)) + "}"
@@ -302,6 +322,7 @@ async def test_exactly_max_body_bytes_is_accepted(url, session):
     assert status == 200, answer
 
 
+@with_service
 async def test_chunked_body_too_large_is_413(url, session):
     async def chunks():  # no Content-Length: aiohttp's client_max_size stops it while reading
         yield b'{"input": [['
@@ -314,6 +335,7 @@ async def test_chunked_body_too_large_is_413(url, session):
     assert re.search(rf"request body too large: more than the limit of {MAX_BODY}", error)
 
 
+@with_service
 async def test_wrong_path_and_method_are_json_errors(url, session):
     async with session.get(f"{url}/saliency") as r:
         assert r.status == 405
@@ -323,6 +345,7 @@ async def test_wrong_path_and_method_are_json_errors(url, session):
 
 
 # ---------------------------------------------------------------------------------- load test
+@with_service
 async def test_load_test_against_the_service(url):
     report = await load_test.run_load(url, requests=50, concurrency=16, rows=4)
     assert (report.requests, report.concurrency, report.rows) == (50, 16, 4)
@@ -335,6 +358,7 @@ async def test_load_test_against_the_service(url):
     assert "50 ok, 0 errors" in summary and "requests/s" in summary and "p99" in summary
 
 
+@with_service
 async def test_load_test_counts_errors(url):
     # More rows than the server takes: every request is refused, and the report says how.
     report = await load_test.run_load(url, requests=6, concurrency=3, rows=MAX_ROWS + 1)
@@ -342,6 +366,7 @@ async def test_load_test_counts_errors(url):
     assert "0 ok, 6 errors (HTTP 413: 6)" in report.summary()
 
 
+@with_service
 async def test_load_test_sweeps_the_levels(url):
     reports = await load_test.run_sweep(url, [1, 3], requests=12, rows=2)
     assert [(r.concurrency, r.requests, r.ok, r.errors) for r in reports] == [
@@ -353,6 +378,7 @@ async def test_load_test_sweeps_the_levels(url):
     assert load_test.default_requests(1) == 500 and load_test.default_requests(256) == 5120
 
 
+@pytest.mark.slow  # the example's processes
 def test_command_lines_spawn_serve_and_stop(tmp_path):
     """load_test.py --spawn starts serve_gradients.py --port 0 in a subprocess, sweeps it, and
     stops it with SIGTERM; a server that did not exit cleanly makes it fail."""

@@ -18,7 +18,7 @@ from helpers import requires_torch, torch
 import aiograd as ag
 from aiograd import nn, serving
 
-once = pytest.mark.asyncio(loop_factories=["asyncio"])
+once = pytest.mark.aiograd(backends=["asyncio"])
 
 
 def mlp(seed: int = 0, features: int = 6, classes: int = 3) -> nn.Sequential:

@@ -24,7 +24,7 @@ import aiograd as ag
 from aiograd.executors import Executor, InlineExecutor, _shipping
 
 # The event loop plays no part in what a node computes: once, on asyncio's.
-once = pytest.mark.asyncio(loop_factories=["asyncio"])
+once = pytest.mark.aiograd(backends=["asyncio"])
 
 
 class Loopback(InlineExecutor):

@@ -99,7 +99,8 @@ async def reference(plan: dict) -> tuple[np.ndarray, np.ndarray]:
 )
 # Not under the anyio variant: asyncio's own loop again (the stress uses asyncio's tasks), at
 # seconds a run.
-@pytest.mark.asyncio(loop_factories=["asyncio", "uvloop"])
+@pytest.mark.aiograd(backends=["asyncio", "uvloop"])
+@pytest.mark.slow
 async def test_stress_mix_of_calls_errors_and_cancellations(seed, aiograd_shuffle_seed):
     engine = ag.get_engine()
     engine.offload_threshold = 1_000  # small enough that matmul nodes go to the thread pool

@@ -316,7 +316,7 @@ async def test_accumulate_grad_posthooks_can_observe_tensor_prehook():
 
 @pytest.mark.parametrize("use_custom_function", [False, True])
 @pytest.mark.parametrize("use_tensor_hook", [False, True])
-@pytest.mark.asyncio(loop_factories=["asyncio"])  # reference cycles and gc: not the loop's business
+@pytest.mark.aiograd(backends=["asyncio"])  # reference cycles and gc: not the loop's business
 async def test_hook_closure_cycle(use_custom_function, use_tensor_hook):
     # A hook whose closure holds its node forms a cycle; the graph must still be freed
     class Test:

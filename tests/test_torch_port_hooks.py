@@ -155,7 +155,7 @@ async def test_retain_grad_inplace_over_view():
     assert close(view.grad, ag.tensor([1.0]))
 
 
-@pytest.mark.asyncio(loop_factories=["asyncio"])  # reference cycles and gc: not the loop's business
+@pytest.mark.aiograd(backends=["asyncio"])  # reference cycles and gc: not the loop's business
 async def test_retain_grad_cycle():
     x = ag.ones(5, 5, requires_grad=True)
 
@@ -359,7 +359,7 @@ async def test_post_accumulate_grad_hook_multiple_tensors():
     assert close(tensor2_ref - 1.0, tensor2)
 
 
-@pytest.mark.asyncio(loop_factories=["asyncio"])  # reference cycles and gc: not the loop's business
+@pytest.mark.aiograd(backends=["asyncio"])  # reference cycles and gc: not the loop's business
 async def test_post_accumulate_grad_hook_gets_cleaned_up():
     async def fun_stuff_with_hook():
         thing_to_put_in_hook = ag.rand(3)

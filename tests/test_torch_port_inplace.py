@@ -670,7 +670,7 @@ async def test_reentrant_child_error():
         await d.sum().backward()
 
 
-@pytest.mark.asyncio(loop_factories=["asyncio"])  # reference cycles and gc: not the loop's business
+@pytest.mark.aiograd(backends=["asyncio"])  # reference cycles and gc: not the loop's business
 async def test_variable_traverse():
     def get_out_and_unrefed_cycle():
         inp = ag.randn(10, requires_grad=True)
@@ -1508,7 +1508,7 @@ _NO_TLS_RESTORE = (
 
 
 @pytest.mark.xfail(strict=True, reason=_NO_TLS_RESTORE, raises=IndexError)
-@pytest.mark.asyncio(loop_factories=["asyncio"])  # its context changes stay in this test's task
+@pytest.mark.aiograd(backends=["asyncio"])  # its context changes stay in this test's task
 async def test_saved_tensor_hooks_extra_exit_during_bw_no_crash():
     # This usage of saved tensor is not supported, but should not crash
     def unpack(x):
@@ -1528,7 +1528,7 @@ async def test_saved_tensor_hooks_extra_exit_during_bw_no_crash():
 
 
 @pytest.mark.xfail(strict=True, reason=_NO_TLS_RESTORE)
-@pytest.mark.asyncio(loop_factories=["asyncio"])
+@pytest.mark.aiograd(backends=["asyncio"])
 async def test_saved_tensor_hooks_extra_enter_during_bw_no_leak():
     # This usage of saved tensor is not supported, but should not leak
     async def scope():

@@ -44,7 +44,7 @@ class _DeepReentrant(ag.Function):
         return x
 
 
-@pytest.mark.asyncio(loop_factories=["asyncio"])  # deep: once is enough
+@pytest.mark.aiograd(backends=["asyncio"])  # deep: once is enough
 async def test_deep_reentrant_does_not_raise():
     # Test stack overflow escape mechanism (torch: 2000 levels): no RecursionError
     v = ag.tensor(2000.0, requires_grad=True)
@@ -622,7 +622,7 @@ def test_integer_outputs():
     assert not out.requires_grad
 
 
-@pytest.mark.asyncio(loop_factories=["asyncio"])  # reference cycles and gc: not the loop's business
+@pytest.mark.aiograd(backends=["asyncio"])  # reference cycles and gc: not the loop's business
 async def test_custom_function_cycle():
     class MyFn(ag.Function):
         @staticmethod

@@ -52,7 +52,7 @@ def test_inplace_on_view_leaf_errors():
         y.add_(1)
 
 
-@pytest.mark.asyncio(loop_factories=["asyncio"])  # reference cycles and gc: not the loop's business
+@pytest.mark.aiograd(backends=["asyncio"])  # reference cycles and gc: not the loop's business
 async def test_inplace_on_view_weak_grad_fn():
     a = ag.arange(10.0, requires_grad=True)
     b = a[0:2].clone().view(-1)  # torch: a.narrow(0, 0, 2)

@@ -34,6 +34,8 @@ import aiograd as ag
 from aiograd import _tensor_methods
 from aiograd._tensor import Tensor
 
+pytestmark = pytest.mark.slow  # mypy and pyright, a few seconds each
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "aiograd"
 DECLARATIONS = PACKAGE / "_tensor_api.py"
