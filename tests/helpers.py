@@ -4,6 +4,10 @@ and small graph pieces several test modules use."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import numpy as np
@@ -175,3 +179,31 @@ class Blocks(ag.Function):
             Blocks.cancelled.append(True)
             raise
         return grad
+
+
+def entering(name: str, factory: Callable[..., AbstractAsyncContextManager[Any]]) -> Callable[[Any], Any]:
+    """Decorates an async test that takes ``name``: the test runs inside ``async with
+    factory(...) as value``, on its own loop, and gets ``value`` as ``name``. ``factory``'s
+    parameters are fixtures, which pytest provides. (An async fixture would be set up on
+    another loop than the test's: aiograd's pytest plugin makes the test's loop when it runs it.)
+    Decorators stack: ``@entering("url", service)`` over ``@entering("session", session)``."""
+    made_of = list(inspect.signature(factory).parameters)
+
+    def decorate(test: Any) -> Any:
+        signature = inspect.signature(test)
+        wanted = [p for n, p in signature.parameters.items() if n != name]
+        extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY)
+                 for n in made_of if n not in signature.parameters]
+
+        @functools.wraps(test)
+        async def run(*args: Any, **kwargs: Any) -> Any:
+            inputs = {n: kwargs[n] for n in made_of}
+            for parameter in extra:
+                del kwargs[parameter.name]
+            async with factory(**inputs) as value:
+                return await test(*args, **kwargs, **{name: value})
+
+        run.__signature__ = signature.replace(parameters=wanted + extra)  # type: ignore[attr-defined]
+        return run
+
+    return decorate

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import entering
 
 import aiograd as ag
 from aiograd.executors import DaskExecutor, ThreadExecutor
@@ -30,6 +31,8 @@ from dask_sabotage import RELEASE, STARTED, Sabotage, SabotagedOnTheWorker  # no
 
 # The cluster runs in its own processes; the loop matrix is tested elsewhere.
 once = pytest.mark.aiograd(backends=["asyncio"])
+# A cluster of processes per module: seconds a test; one worker of a parallel run holds it.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dask")]
 
 #: How long the cluster may take to start its worker processes, or to get back one that a test
 #: killed: generous, as a loaded machine can take minutes to start Python processes. It bounds a
@@ -71,13 +74,18 @@ async def all_workers(client: Any) -> None:
         pytest.skip(f"the Dask LocalCluster did not get its workers back: {exc}")
 
 
-@pytest.fixture
-async def client(cluster_address: str) -> AsyncIterator[Any]:
+@contextlib.asynccontextmanager
+async def connected(cluster_address: str) -> AsyncIterator[Any]:
+    """An asynchronous client of the module's cluster, on the test's loop (see ``with_client``)."""
     async with distributed.Client(cluster_address, asynchronous=True) as client:
         await all_workers(client)  # after a test that killed one
         yield client
         with contextlib.suppress(TimeoutError):  # if not, the next test's setup says so
             await client.wait_for_workers(WORKERS, timeout=CLUSTER_TIMEOUT)
+
+
+#: The test gets ``client``, connected around it.
+with_client = entering("client", connected)
 
 
 @contextlib.asynccontextmanager
@@ -138,6 +146,7 @@ async def reference(w: ag.Tensor, x: ag.Tensor) -> np.ndarray:
 
 
 @once
+@with_client
 async def test_nodes_run_on_the_workers_and_give_one_processs_gradients(client: Any) -> None:
     executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0)
     engine = ship_everything(executor)
@@ -163,13 +172,7 @@ async def test_nodes_run_on_the_workers_and_give_one_processs_gradients(client: 
 
 
 @once
-@pytest.mark.xfail(
-    strict=True,
-    reason="DaskExecutor.capacity sums the per-worker 'nthreads' of client.scheduler_info(); an "
-    "asynchronous client's periodic refresh of that view carries only the cluster's totals "
-    "(distributed 2026.8), so capacity falls to one thread's worth a few seconds after the client "
-    "connects (aiograd/executors/_dask.py); drop this mark once that is fixed",
-)
+@with_client
 async def test_the_capacity_counts_the_clusters_threads_after_the_clients_view_refreshes(client: Any) -> None:
     threads = sum((await client.nthreads()).values())
     interval = dask.utils.parse_timedelta(dask.config.get("distributed.client.scheduler-info-interval"))
@@ -183,6 +186,7 @@ async def test_the_capacity_counts_the_clusters_threads_after_the_clients_view_r
 
 
 @once
+@with_client
 async def test_a_profile_records_shipped_nodes(client: Any, tmp_path: Path) -> None:
     """A shipped node shows in a profile as offloaded to the DaskExecutor (one span from its
     submission to its result: its run on the worker is the cluster's to trace)."""
@@ -199,6 +203,7 @@ async def test_a_profile_records_shipped_nodes(client: Any, tmp_path: Path) -> N
 
 
 @once
+@with_client
 async def test_concurrent_backward_calls_share_the_cluster_and_each_gets_its_own_gradients(client: Any) -> None:
     """Eight backward calls in flight on one loop, their nodes interleaved on the workers: each
     call's gradients are its own (as one at a time), and nothing is left in flight."""
@@ -215,6 +220,7 @@ async def test_concurrent_backward_calls_share_the_cluster_and_each_gets_its_own
 
 
 @once
+@with_client
 async def test_the_weights_travel_once_while_their_version_holds(client: Any) -> None:
     executor = DaskExecutor(client, ship_threshold=0, ns_per_byte=0, cache_bytes=1024)
     ship_everything(executor)
@@ -234,6 +240,7 @@ async def test_the_weights_travel_once_while_their_version_holds(client: Any) ->
 
 
 @once
+@with_client
 async def test_nodes_below_the_threshold_or_unable_to_travel_run_here(client: Any) -> None:
     executor = DaskExecutor(client)  # the default threshold: tens of milliseconds of work
     ship_everything(executor)
@@ -250,6 +257,7 @@ async def test_nodes_below_the_threshold_or_unable_to_travel_run_here(client: An
 
 
 @once
+@with_client
 async def test_a_node_ships_only_if_its_math_outweighs_the_bytes_it_moves(client: Any) -> None:
     """With no threshold but the bytes' cost: small and elementwise nodes (16 bytes moved per
     element for a nanosecond of math) stay; a weight gradient of (16, 2048) rows, 2 ms of math
@@ -271,6 +279,7 @@ async def test_a_node_ships_only_if_its_math_outweighs_the_bytes_it_moves(client
 
 
 @once
+@with_client
 async def test_a_worker_error_fails_the_backward_with_its_type_and_message(client: Any, tmp_path: Path) -> None:
     async with sabotage(client, "raise", tmp_path):
         shipping(client)
@@ -286,6 +295,7 @@ async def test_a_worker_error_fails_the_backward_with_its_type_and_message(clien
 
 
 @once
+@with_client
 async def test_a_node_whose_worker_died_is_retried_on_another(client: Any, tmp_path: Path) -> None:
     async with sabotage(client, "die", tmp_path, times=1):
         shipping(client)
@@ -297,6 +307,7 @@ async def test_a_node_whose_worker_died_is_retried_on_another(client: Any, tmp_p
 
 
 @once
+@with_client
 async def test_a_node_that_kills_every_worker_it_runs_on_fails_the_backward_clearly(client: Any, tmp_path: Path) -> None:
     async with sabotage(client, "die", tmp_path, times=2):
         shipping(client)
@@ -312,6 +323,7 @@ async def test_a_node_that_kills_every_worker_it_runs_on_fails_the_backward_clea
 
 
 @once
+@with_client
 async def test_cancelling_the_backward_cancels_the_dask_task(client: Any, tmp_path: Path) -> None:
     release = distributed.Event(RELEASE, client=client)
     shipping(client)
@@ -353,6 +365,7 @@ def _task_prefixes(dask_scheduler: Any) -> list[str]:
 
 
 @once
+@with_client
 async def test_a_client_of_another_running_loop_serves_a_backward_on_aiograd_sync(client: Any) -> None:
     """The client is this test's loop's; the backward runs on aiograd.sync's loop, from a thread
     while this loop runs: Dask serves it as a synchronous client there."""

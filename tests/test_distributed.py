@@ -24,7 +24,8 @@ distributed = pytest.importorskip("distributed", reason="distributed is not inst
 
 # One loop is enough: the cluster runs in its own processes, and each test's client is the
 # test's own; the loop matrix is tested elsewhere.
-pytestmark = pytest.mark.aiograd(backends=["asyncio"])
+# A cluster of processes per module: seconds a test; one worker of a parallel run holds it.
+pytestmark = [pytest.mark.aiograd(backends=["asyncio"]), pytest.mark.slow, pytest.mark.xdist_group("dask")]
 
 
 #: How long the cluster may take to start its worker processes: generous, as a loaded machine can

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from helpers import torch
 
+pytestmark = pytest.mark.slow  # each example trains a model in a process of its own
+
 ROOT = Path(__file__).resolve().parent.parent
 #: A bound on each example's run: generous (a loaded machine runs them many times slower than an
 #: idle one); it stops a hang, it is not a speed check.

@@ -227,7 +227,7 @@ def test_max_reentrant_depth_must_not_be_negative():
 async def test_reentrant_priority(nesting):
     """test_reentrant_priority: the reentrant children's NodeTasks all run before the parent's
     remaining node, whatever the sequence numbers."""
-    engine = loop_engine(nesting)
+    loop_engine(nesting)  # the loop's engine, set up for the nesting
     order: list[str] = []
 
     class MyFunction(Function):
@@ -253,7 +253,7 @@ async def test_reentrant_priority(nesting):
 async def test_reentrant_priority_beats_sequence_numbers(nesting):
     """The child's nodes were recorded before the ordinary node (smaller sequence numbers), yet
     they run first: reentrant depth outranks sequence number."""
-    engine = loop_engine(nesting)
+    loop_engine(nesting)  # the loop's engine, set up for the nesting
     order: list[str] = []
     leaf = ag.tensor([1.0, 2.0], requires_grad=True)
     doubled = leaf * 2  # recorded first: the smallest sequence numbers
@@ -406,7 +406,7 @@ def reentrant_with_callbacks(depths: set[int], log: list[str]):
 async def test_reentrant_with_callbacks(nesting, depths, expected):
     """test_reentrant_with_callbacks_depth_*: a callback queued in the child runs when the
     child completes, one queued in the parent when the parent does; each exactly once."""
-    engine = loop_engine(nesting)
+    loop_engine(nesting)  # the loop's engine, set up for the nesting
     log: list[str] = []
     t1 = ag.rand(3, 3, requires_grad=True)
     await ag.backward([reentrant_with_callbacks(depths, log).apply(t1).sum()])

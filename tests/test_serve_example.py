@@ -9,9 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import importlib.util
-import inspect
 import json
 import logging
 import re
@@ -22,7 +20,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from helpers import requires_torch, torch
+from helpers import entering, requires_torch, torch
 
 import aiograd
 
@@ -55,30 +53,24 @@ def model():
     return aiograd.run(serve.train_model(0, epochs=4))
 
 
-def with_service(test):
-    """Runs the async ``test`` with ``url`` (the service on a free loopback port, on the test's
-    own loop) and ``session`` (an aiohttp client session), those of the two it names, made and
-    closed around it. (Not fixtures: an async fixture would run on another loop than the test's,
-    the one aiograd's pytest plugin makes for each test.)"""
-    wanted = inspect.signature(test).parameters
-    outer = [p for name, p in wanted.items() if name not in ("url", "session")]
-    if "model" not in wanted:
-        outer.append(inspect.Parameter("model", inspect.Parameter.KEYWORD_ONLY))
+@contextlib.asynccontextmanager
+async def service(model):
+    """The service on a free loopback port, on the test's own loop: its base URL."""
+    app = serve.make_app(model, max_rows=MAX_ROWS, max_body_bytes=MAX_BODY)
+    runner, base = await serve.start(app)
+    try:
+        yield base
+    finally:
+        await runner.cleanup()
 
-    @functools.wraps(test)
-    async def run(*args, **kwargs):
-        model = kwargs["model"] if "model" in wanted else kwargs.pop("model")
-        async with contextlib.AsyncExitStack() as stack:
-            if "url" in wanted:
-                app = serve.make_app(model, max_rows=MAX_ROWS, max_body_bytes=MAX_BODY)
-                runner, kwargs["url"] = await serve.start(app)
-                stack.push_async_callback(runner.cleanup)
-            if "session" in wanted:
-                kwargs["session"] = await stack.enter_async_context(aiohttp.ClientSession())
-            return await test(*args, **kwargs)
 
-    run.__signature__ = inspect.signature(test).replace(parameters=outer)  # the fixtures pytest gives
-    return run
+def client_session():
+    return aiohttp.ClientSession()
+
+
+#: The test gets ``url`` (the service) and ``session`` (an aiohttp client session).
+with_service = entering("url", service)
+with_session = entering("session", client_session)
 
 
 def _inputs(seed: int, rows: int, features: int = serve.FEATURES) -> np.ndarray:
@@ -133,6 +125,7 @@ def test_training_is_deterministic_and_learns(model):
 
 # ------------------------------------------------------------------------------- good requests
 @with_service
+@with_session
 async def test_health_and_stats(url, session):
     async with session.get(f"{url}/health") as r:
         assert r.status == 200
@@ -152,6 +145,7 @@ async def test_health_and_stats(url, session):
 
 
 @with_service
+@with_session
 async def test_saliency_matches_direct_computation(url, session, model):
     x = _inputs(1, 5)
     target = np.array([0, 1, 2, 3, 1])
@@ -167,6 +161,7 @@ async def test_saliency_matches_direct_computation(url, session, model):
 
 
 @with_service
+@with_session
 async def test_target_defaults_to_the_predicted_class_and_broadcasts(url, session, model):
     x = _inputs(2, 4)
     status, default = await _post(session, url, {"input": x.tolist()})
@@ -183,6 +178,7 @@ async def test_target_defaults_to_the_predicted_class_and_broadcasts(url, sessio
 
 @requires_torch
 @with_service
+@with_session
 async def test_saliency_matches_torch(url, session, model):
     x = _inputs(3, MAX_ROWS)
     target = np.arange(MAX_ROWS) % serve.CLASSES
@@ -195,7 +191,7 @@ async def test_saliency_matches_torch(url, session, model):
 
 @requires_torch
 @pytest.mark.parametrize("suffix", [".safetensors", ".npz"])
-@with_service
+@with_session
 async def test_weights_trained_with_torch_are_served_with_torchs_gradients(tmp_path, session, suffix):
     """A torch model saved with safetensors.torch.save_file (or as an .npz) is served: the
     answers are torch's logits and input gradients, in the file's float32."""
@@ -302,6 +298,7 @@ BAD_REQUESTS = [
 
 
 @with_service
+@with_session
 async def test_bad_requests_get_a_4xx_naming_the_problem(url, session):
     for payload, status, pattern in BAD_REQUESTS:
         got, body = await _post(session, url, payload)
@@ -314,6 +311,7 @@ async def test_bad_requests_get_a_4xx_naming_the_problem(url, session):
 
 
 @with_service
+@with_session
 async def test_exactly_max_body_bytes_is_accepted(url, session):
     body = json.dumps({"input": [_row()]})
     body = body[:-1] + " " * (MAX_BODY - len(body)) + "}"
@@ -323,6 +321,7 @@ async def test_exactly_max_body_bytes_is_accepted(url, session):
 
 
 @with_service
+@with_session
 async def test_chunked_body_too_large_is_413(url, session):
     async def chunks():  # no Content-Length: aiohttp's client_max_size stops it while reading
         yield b'{"input": [['
@@ -336,6 +335,7 @@ async def test_chunked_body_too_large_is_413(url, session):
 
 
 @with_service
+@with_session
 async def test_wrong_path_and_method_are_json_errors(url, session):
     async with session.get(f"{url}/saliency") as r:
         assert r.status == 405

@@ -120,8 +120,12 @@ class DaskExecutor(Executor):
         if now - self._threads_read > 1.0:
             self._threads_read = now
             try:
-                workers = self.client.scheduler_info().get("workers", {})
-                self._threads = sum(w.get("nthreads", 1) for w in workers.values())
+                info = self.client.scheduler_info()
+                # The cluster's total, where the scheduler reports it: an asynchronous client's
+                # cached view, refreshed every few seconds, carries totals but no workers.
+                workers = info.get("workers") or {}
+                listed = sum(w.get("nthreads", 1) for w in workers.values())
+                self._threads = max(int(info.get("total_threads") or 0), listed)
             except Exception:  # noqa: BLE001 - a closed client: no remote capacity
                 self._threads = 0
         return 2 * max(self._threads, 1) + self.local.capacity
