@@ -31,26 +31,6 @@ CHECKING_CALLS = frozenset({
     "raises", "warns", "fail", "deprecated_call", "gradcheck", "gradgradcheck", "check_rows_independent",
 })
 
-#: Tests that check nothing yet, each with the reason it is let through. An entry whose test
-#: has gained a check (or is gone) fails the suite too, so the list only shrinks.
-ALLOWED: dict[str, str] = {
-    # PyTorch's own tests ported as they are, whose only point is that the call does not raise
-    # (the torch test asserts nothing either); their modules were outside the change that added
-    # this check. Each is to get a result check (a gradient) and a `_does_not_raise` name, and
-    # leave this list.
-    "test_torch_port_functions.py::test_hook_with_no_name": "torch port: a hook without __name__ does not raise",
-    "test_torch_port_inplace.py::test_mark_non_differentiable_none": "torch port: backward returning None does not raise",
-    "test_torch_port_inplace.py::test_isolated_node": "torch port: a backward through an isolated node does not raise",
-    "test_torch_port_inplace.py::test_variable_traverse": "torch port: gc during a graph with a cycle does not crash",
-    "test_torch_port_inplace.py::test_index_backward_does_not_save_tensor": "torch port: no saved-tensor error",
-    "test_torch_port_inplace.py::test_saved_tensor_hooks_extra_exit_during_bw_no_crash": "torch port: no crash",
-    "test_torch_port_inplace.py::test_backward_to_node": "torch port: backward to gradient edges does not raise",
-    "test_torch_port_inplace.py::test_gradient_edge_graph_ownership": "torch port: an edge keeps its node alive",
-    "test_torch_port_modes.py::test_nested_checkpoint_reentrant_backwards": "torch port: nested backward does not raise",
-    "test_torch_port_modes.py::test_inplace_on_view_then_no_grad": "torch port: a graph update under no_grad does not raise",
-}
-
-
 def _named(node: ast.AST) -> tuple[str | None, str | None]:
     """(base, name) of a name (``f``: ``(None, "f")``) or an attribute (``m.f``: ``("m", "f")``;
     a base that is not a plain name: ``"?"``); (None, None) for anything else."""
@@ -172,19 +152,12 @@ def suite() -> Suite:
 
 
 def test_every_test_checks_something(suite: Suite) -> None:
-    unchecked = [test_id for test_id in suite.unchecked() if test_id not in ALLOWED]
+    unchecked = suite.unchecked()
     assert not unchecked, (
         "these tests check nothing (no assert, no pytest.raises/warns/fail, no helper that checks); "
         "a test that shows something does not raise says so in its name and checks a result too:\n"
         + "\n".join(unchecked)
     )
-
-
-def test_the_allowed_list_holds_only_tests_that_still_check_nothing(suite: Suite) -> None:
-    unchecked = set(suite.unchecked())
-    stale = [test_id for test_id in ALLOWED if test_id not in unchecked]
-    assert not stale, "in ALLOWED but gone, or checking something now (remove them from ALLOWED):\n" + "\n".join(stale)
-    assert all(reason.strip() for reason in ALLOWED.values())
 
 
 def test_the_scan_sees_tests_that_check_nothing() -> None:
@@ -262,4 +235,4 @@ class TestThings:
 
 def test_a_new_empty_test_in_the_suite_would_fail_it() -> None:
     with_new = Suite({**_parsed(), "test_new": "from helpers import rng\n\ndef test_new_feature():\n    rng(0)\n"})
-    assert [test_id for test_id in with_new.unchecked() if test_id not in ALLOWED] == ["test_new.py::test_new_feature"]
+    assert with_new.unchecked() == ["test_new.py::test_new_feature"]

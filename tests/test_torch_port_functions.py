@@ -344,14 +344,20 @@ async def test_grad_nonleaf_register_hook():
             assert x_list[i].grad is None
 
 
-async def test_hook_with_no_name():
+async def test_hook_with_no_name_does_not_raise():
+    # Create a hook that does not have a __name__ attribute
     class MyHookClass:
         def __call__(self, grad):
-            return grad.clone()
+            # (torch's returns grad.clone(); doubling it shows that what the hook returns is used)
+            return grad * 2
 
-    x = ag.randn(5, requires_grad=True).clone()
-    x.register_hook(MyHookClass())
+    hook = MyHookClass()
+    assert not hasattr(hook, "__name__")
+    leaf = ag.randn(5, requires_grad=True)
+    x = leaf.clone()
+    x.register_hook(hook)
     await x.sum().backward()
+    assert leaf.grad.tolist() == [2.0] * 5
 
 
 async def test_sharded_grad():

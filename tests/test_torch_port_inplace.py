@@ -129,7 +129,8 @@ async def test_mark_non_differentiable_mixed():
     assert seen == [(True, True)]
 
 
-async def test_mark_non_differentiable_none():
+async def test_mark_non_differentiable_none_does_not_raise():
+    # This used to segfault in torch: MyFunction's backward sends back a null gradient
     class MyFunction(ag.Function):
         @staticmethod
         def forward(ctx, input):
@@ -143,7 +144,10 @@ async def test_mark_non_differentiable_none():
 
     x = ag.randn(5, 5, requires_grad=True)
     r = MyFunction.apply(x * x)
+    assert not r.requires_grad
     await (r * x).sum().backward()
+    # r is a constant to autograd: the gradient of r * x is r, nothing comes back through r
+    assert close(x.grad, x * x)
 
 
 async def test_return_duplicate():
@@ -396,13 +400,16 @@ async def test_type_conversion_backward():
     assert dvar.grad.dtype == dvar.dtype
 
 
-async def test_isolated_node():
+async def test_isolated_node_does_not_raise():
     x = ag.randn(5, 5, requires_grad=True)
     y = ag.randn(5, 5, requires_grad=True)
     a = x + y
     b = ag.max(a, 1, True)[1].repeat(1, 5).double()
     o = (b + a).sum()
     await o.backward()
+    # b (the indices of the max) is not differentiable: the gradient only takes a's path
+    assert not b.requires_grad
+    assert close(x.grad, ag.ones(5, 5)) and close(y.grad, ag.ones(5, 5))
 
 
 def test_shape():
@@ -671,19 +678,24 @@ async def test_reentrant_child_error():
 
 
 @pytest.mark.aiograd(backends=["asyncio"])  # reference cycles and gc: not the loop's business
-async def test_variable_traverse():
+async def test_variable_traverse_does_not_raise():
     def get_out_and_unrefed_cycle():
         inp = ag.randn(10, requires_grad=True)
         tmp = inp.view(10, 1)
         out = tmp.view(10)
+        # Create a reference cycle that contains an intermediary Variable in the graph
         my_list = []
         my_list.append(tmp)
         my_list.append(my_list)
-        return out
+        return out, inp, weakref.ref(tmp)
 
-    out = get_out_and_unrefed_cycle()
+    out, inp, tmp = get_out_and_unrefed_cycle()
     gc.collect()
-    await out.backward(ag.randn(*out.size()))
+    assert tmp() is None  # the cycle, and the intermediary in it, are gone
+    # This would crash (in torch: segfault) if things had been erroneously released
+    grad = ag.randn(*out.size())
+    await out.backward(grad)
+    assert close(inp.grad, grad)
 
 
 async def test_norm_subgradient():
@@ -1222,11 +1234,21 @@ async def test_indexing_duplicates():
 
 
 async def test_index_backward_does_not_save_tensor():
+    # If `index(tensor, indices)` saved `tensor` for backward, the backward would fail the
+    # version check, since `tensor` is modified by the indexing line
     a = ag.tensor([1.0, 0, 0])
     b = ag.zeros(3, requires_grad=True)
     tensor = b + 0
     tensor[a != 0] = tensor[a != 0]
+    assert tensor._version == 1
     await tensor.backward(ag.zeros_like(tensor))
+    assert b.grad.tolist() == [0.0, 0.0, 0.0]
+    # with a gradient that shows its way: the put value's part goes back through the index
+    b = ag.zeros(3, requires_grad=True)
+    tensor = b + 0
+    tensor[a != 0] = tensor[a != 0]
+    await tensor.backward(ag.tensor([1.0, 2.0, 3.0]))
+    assert b.grad.tolist() == [1.0, 2.0, 3.0]
 
 
 @pytest.mark.xfail(
@@ -1522,9 +1544,14 @@ async def test_saved_tensor_hooks_extra_exit_during_bw_no_crash():
             ctx_1.__enter__()
             x = ag.randn(3, 3, requires_grad=True)
             await x.sin().sum().backward()
+        assert close(x.grad, x.cos())
     # Clean up: in torch the ten entries of ctx_1 are still on the stack
     for _ in range(10):
         ctx_1.__exit__()
+    # Validate there are no more hooks on the stack: disabling them raises at once if there are
+    # (torch registers hooks on a saved result, which raises if it was saved with default hooks)
+    with ag.graph.disable_saved_tensors_hooks("hooks left on the stack"):
+        pass
 
 
 @pytest.mark.xfail(strict=True, reason=_NO_TLS_RESTORE)
@@ -1693,16 +1720,27 @@ async def test_grad_to_node_materialize():
         await ag.grad(out.sum(), (x, edge_y), allow_unused=True, materialize_grads=True)
 
 
-async def test_backward_to_node():
-    x = ag.rand(2, requires_grad=True).clone()
+async def test_backward_to_node_does_not_raise():
+    x_leaf = ag.rand(2, requires_grad=True)
+    x = x_leaf.clone()
     edge_x = ag.graph.GradientEdge(x.grad_fn, x.output_nr)
-    y = ag.rand(2, requires_grad=True).clone()
+    y_leaf = ag.rand(2, requires_grad=True)
+    y = y_leaf.clone()
     edge_y = ag.graph.GradientEdge(y.grad_fn, y.output_nr)
+    # All the following should work; the values are torch's
     out = x.clone()
     await ag.backward(out.sum(), inputs=(edge_x, y))
+    # an edge gets no .grad; a tensor input retains its grad (y's stays None: out does not use y)
+    assert not x.retains_grad and y.retains_grad and y.grad is None
     await ag.backward(out.sum(), inputs=(x, y))
+    assert x.grad.tolist() == [1.0, 1.0]
     await ag.backward(out.sum(), inputs=(x, edge_y))
+    assert x.grad.tolist() == [2.0, 2.0]
     await ag.backward(out.sum(), inputs=(edge_x, edge_y))
+    # x retains its grad by now, so what reaches its edge accumulates there too
+    assert x.grad.tolist() == [3.0, 3.0] and y.grad is None
+    # each backward stopped at its inputs: the leaves behind them got nothing
+    assert x_leaf.grad is None and y_leaf.grad is None
 
 
 async def test_gradient_edge_output():
@@ -1776,18 +1814,24 @@ async def test_gradient_edge_graph_ownership():
         def backward(ctx, gX):
             return gX.clone()
 
-    inp = ag.rand(1, requires_grad=True).clone()
+    leaf = ag.rand(1, requires_grad=True)
+    inp = leaf.clone()
+    # each backward from the edge reaches the leaf, the tensor the edge was taken from gone or not
     out = inp.clone()
     edge = ag.graph.get_gradient_edge(out)
     await ag.backward(edge)
+    assert leaf.grad.tolist() == [1.0]
     del out
     await ag.backward(edge)
+    assert leaf.grad.tolist() == [2.0]
 
     out = Clone.apply(inp)
     edge = ag.graph.get_gradient_edge(out)
     await ag.backward(edge)
+    assert leaf.grad.tolist() == [3.0]
     del out
     await ag.backward(edge)
+    assert leaf.grad.tolist() == [4.0]
 
 
 def test_tensor_grad_warnings():
