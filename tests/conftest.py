@@ -2,10 +2,11 @@
 
 Every ``async def`` test is run by ``aiograd/pytest_plugin.py`` (``aiograd_mode = auto`` in
 pyproject.toml), once per backend, with the backend in its id: ``test_x[asyncio]`` (asyncio's
-default loop), ``test_x[uvloop]`` and ``test_x[anyio]`` (``anyio.run(backend="asyncio")``: the
-test is anyio's root task), the ``aiograd_backends`` of pyproject.toml. The public-API modules
-(test_api, test_hooks, test_function, test_checkpoint, test_functional) name their backends,
-asyncio, uvloop and trio, since their tests are written for any loop.
+default loop) and ``test_x[uvloop]``, the ``aiograd_backends`` of pyproject.toml. Modules name
+others: the public-API ones (test_api, test_hooks, test_function, test_checkpoint,
+test_functional) trio too, since their tests are written for any loop; the ones about anyio's
+cancel scopes (test_anyio, test_cancellation, test_serving) ``anyio`` too
+(``anyio.run(backend="asyncio")``: the test is anyio's root task); op-math modules asyncio alone.
 
 After every test the plugin fails it if it left anything behind: a pending task on the loop it
 ran on (the test's own included), a GraphTask in flight, NodeTasks queued or in an executor

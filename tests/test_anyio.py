@@ -15,6 +15,8 @@ import pytest
 import aiograd as ag
 from aiograd import Function
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio", "uvloop", "anyio"])  # and as anyio's root task: its cancel scopes
+
 sniffio = pytest.importorskip("sniffio")
 
 

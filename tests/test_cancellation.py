@@ -18,6 +18,8 @@ import aiograd as ag
 from aiograd import Function
 from aiograd._engine import GraphTask, current_graph_task
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio", "uvloop", "anyio"])  # and as anyio's root task: its cancel scopes
+
 
 class Gate(Function):
     """Identity whose backward waits for ``Gate.event`` (set per test) and records its

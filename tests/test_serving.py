@@ -21,6 +21,8 @@ import pytest
 import aiograd as ag
 from aiograd.serving import BatchStatistics, Overloaded, batch
 
+pytestmark = pytest.mark.aiograd(backends=["asyncio", "uvloop", "anyio"])  # and as anyio's root task: its cancel scopes
+
 HANG = 30  # seconds before a test that should finish at once is failed as hung
 
 
