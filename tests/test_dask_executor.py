@@ -29,7 +29,7 @@ dask = pytest.importorskip("dask")
 
 from dask_sabotage import RELEASE, STARTED, Sabotage, SabotagedOnTheWorker  # noqa: E402 - needs distributed
 
-# The cluster runs in its own processes; the loop matrix is tested elsewhere.
+# The cluster runs in its own processes; the engine's tests cover the backends.
 once = pytest.mark.aiograd(backends=["asyncio"])
 # A cluster of processes per module: seconds a test; one worker of a parallel run holds it.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dask")]

@@ -718,7 +718,7 @@ SPECS = [pytest.param(s, id=f"{family}-{s.name}") for family, table in SPEC_TABL
 
 
 # Op math on a device does not depend on the loop awaiting it: once, on asyncio's loop (the
-# multi-device engine runs the loop matrix in tests/test_engine_devices.py).
+# multi-device engine runs on every backend in tests/test_engine_devices.py).
 @pytest.mark.aiograd(backends=["asyncio"])
 @pytest.mark.parametrize("spec", SPECS)
 async def test_op_specs_on_sim(spec: Any) -> None:

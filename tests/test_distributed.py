@@ -23,7 +23,7 @@ from aiograd.distributed import DataParallel
 distributed = pytest.importorskip("distributed", reason="distributed is not installed (pip install aiograd[distributed])")
 
 # One loop is enough: the cluster runs in its own processes, and each test's client is the
-# test's own; the loop matrix is tested elsewhere.
+# test's own; the engine's tests cover the backends.
 # A cluster of processes per module: seconds a test; one worker of a parallel run holds it.
 pytestmark = [pytest.mark.aiograd(backends=["asyncio"]), pytest.mark.slow, pytest.mark.xdist_group("dask")]
 
