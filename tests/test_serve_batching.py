@@ -262,3 +262,35 @@ async def test_a_client_gone_while_queued_leaves_the_queue_and_is_never_computed
     assert computed == [[1]]  # the 3-row request never reached the batch function
     assert s["batching"]["cancelled"] == 1 and s["batching"]["items"] == 1
     assert s["server"]["client_disconnected"] == 1
+
+
+async def _send_and_hang_up(url: str, body: bytes) -> None:
+    """A client that sends a whole request and closes at once (any client timeout does this)."""
+    host, port = url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(
+        b"POST /saliency HTTP/1.1\r\nHost: %b\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%b" % (host.encode(), len(body), body)
+    )
+    await writer.drain()
+    writer.close()
+    await writer.wait_closed()
+
+
+@once
+@pytest.mark.parametrize("burst", [1, 2, 8, 64])
+async def test_clients_that_hang_up_at_once_never_wedge_the_batcher(model, burst):
+    """Bursts of clients that send a full request and close at once, each followed by an
+    ordinary request, which must be answered: one such burst stopped /saliency for good (the
+    batch of hung-up callers was cancelled before it started, and the batcher stayed
+    "running"), while /health still said ok."""
+    body = json.dumps({"input": inputs(1)[0].tolist()}).encode()
+    (x,) = inputs(1, seed=1)
+    async with served(model, max_batch_size=8) as (url, session):
+        with anyio.fail_after(HANG):
+            for _ in range(10 if burst == 1 else 3):
+                await asyncio.gather(*(_send_and_hang_up(url, body) for _ in range(burst)))
+                status, answer, _ = await post(session, url, x)
+                assert status == 200, answer
+            batching = (await stats(session, url))["batching"]
+    assert batching["queued"] == 0 and not batching["running"]

@@ -375,3 +375,58 @@ async def test_the_batch_runs_with_grad_mode_at_its_default_not_the_callers():
 
     with ag.no_grad():
         assert await f(None) is True
+
+
+@pytest.mark.parametrize("max_batch_size", [1, 10])
+@pytest.mark.parametrize("turns", [0, 1, 2])
+async def test_callers_all_cancelled_around_the_batchs_start_never_wedge_the_batcher(turns, max_batch_size):
+    """A caller cancelled 0, 1 or 2 loop turns after its call (a client that disconnects at
+    once): whether its item was still queued, its batch just dispatched (the batch's task then
+    cancelled before its first step: the batcher stayed "running" for good) or running, the
+    batcher serves the next caller and counts the cancellation. Hundreds of times, since the
+    window is one loop turn wide, and where it falls depends on the loop."""
+    rec, f = recorded_batch(max_batch_size=max_batch_size)
+    entered: list[int] = []
+
+    async def call(i: int) -> object:
+        entered.append(i)
+        return await f(i)
+
+    rounds = 200
+    with anyio.fail_after(HANG):
+        for i in range(rounds):
+            caller = asyncio.ensure_future(call(i))
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            caller.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await caller
+            assert await f(f"next{i}") == f"rnext{i}"  # it never returned: the wedge
+    stats = f.statistics()
+    # A caller cancelled before its first step never calls f (at 0 turns, none does); one
+    # whose result came first is not counted as cancelled (its result is lost, not its item).
+    assert len(entered) == (0 if turns == 0 else rounds) and stats.cancelled <= len(entered)
+    assert stats.queued == 0 and not stats.running
+    computed = [item for batch in rec.batches for item in batch]
+    assert [x for x in computed if isinstance(x, str)] == [f"next{i}" for i in range(rounds)]
+
+
+async def test_a_batch_task_cancelled_before_its_first_step_leaves_the_batcher_idle():
+    """The wedge itself, step by step: a just-dispatched batch's task is cancelled before it has
+    run (as ``submit`` does when its callers all leave in that window), so the task's own code
+    never runs; the batcher is idle again, the caller gets the cancellation, and f never saw
+    the item."""
+    rec, f = recorded_batch()
+    with anyio.fail_after(HANG):
+        caller = asyncio.ensure_future(f("gone"))
+        await turns_until(lambda: f.statistics().running)  # dispatched: its task is made
+        task = f._slot.batcher.running  # (white-box: the window is narrower than a loop turn)
+        if rec.batches:  # pragma: no cover - a loop that runs a task in the turn that makes it
+            pytest.skip("this loop ran the batch's task in the turn that made it")
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert task.cancelled() and rec.batches == []
+        assert not f.statistics().running
+        assert await f("next") == "rnext"
+    assert rec.batches == [["next"]]

@@ -173,7 +173,24 @@ class _Batcher:
         # A fresh context: the batch runs with the context variables' defaults (grad mode on),
         # not with whatever the caller that happened to trigger the dispatch had set.
         self.running_requests = requests
-        self.running = self.loop.create_task(self._run(requests), context=contextvars.Context())
+        task = self.loop.create_task(self._run(requests), context=contextvars.Context())
+        self.running = task
+        # However the task ends: a task cancelled before its first step (every caller gone at
+        # once) never runs _run's ``finally``, and a batcher left "running" would never
+        # dispatch again.
+        task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        for r in self.running_requests if self.running is task else ():
+            if not r.future.done():  # (never: a task is cancelled only when they all are)
+                r.future.cancel()
+        self._finish(task)
+
+    def _finish(self, task: asyncio.Task[None] | None) -> None:
+        """The batch of ``task`` is over: the next one may be dispatched."""
+        if task is not None and self.running is task:
+            self.running, self.running_requests = None, []
+            self._schedule()
 
     async def _run(self, requests: list[_Request]) -> None:
         try:
@@ -207,8 +224,9 @@ class _Batcher:
                 else:
                     r.future.set_result(result)
         finally:
-            self.running, self.running_requests = None, []
-            self._schedule()
+            # Here rather than only in _ended (a loop turn later): a caller woken by its
+            # result finds the batcher idle, and the next batch goes without a turn's delay.
+            self._finish(asyncio.current_task())
 
     def statistics(self) -> BatchStatistics:
         return BatchStatistics(
