@@ -779,3 +779,40 @@ async def test_reentrant_with_non_leaf_variable_hook():
     handle = tmp.register_hook(manual_increase_gradient)
     await tmp.sum().backward()
     np.testing.assert_allclose(param.grad.numpy(), 2 * param.detach().numpy() * 3, rtol=1e-12)
+
+
+async def test_a_reentrant_worker_cancelled_before_its_first_step_ends_its_graph_task():
+    """The parent is cancelled in the loop turn that makes the child's fresh worker task, so the
+    worker is cancelled before it runs a line of its drive: the child GraphTask still ends (as
+    stopped with its parent), never left running, and the engine serves on."""
+    engine = ag.get_engine()
+    engine.max_reentrant_depth = 0  # every reentrant call on a fresh worker task
+    outer: list[asyncio.Task] = []
+
+    class CancelsItsCaller(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1.0
+
+        @staticmethod
+        async def backward(ctx, grad):
+            # Runs before the worker's first step: the caller's task, awaiting the worker by
+            # then, cancels it.
+            asyncio.get_running_loop().call_soon(outer[0].cancel)
+            y = ag.tensor([1.0], requires_grad=True)
+            with ag.enable_grad():
+                loss = (y * 2.0).sum()
+            await ag.grad(loss, y)
+            raise AssertionError("the caller was cancelled")
+
+    x = ag.tensor([1.0], requires_grad=True)
+    with ag.profiler.profile() as prof:
+        outer.append(asyncio.ensure_future(CancelsItsCaller.apply(x).sum().backward()))
+        with pytest.raises(asyncio.CancelledError):
+            await outer[0]
+    calls = prof.graph_tasks()
+    assert [(c.depth, c.outcome) for c in calls] == [(0, "cancelled"), (1, "error")]
+    assert calls[1].error is not None and "stopped" in calls[1].error
+    assert engine.statistics().graph_tasks_in_flight == 0 and x.grad is None
+    await (x * 3.0).sum().backward()
+    assert x.grad.tolist() == [3.0]

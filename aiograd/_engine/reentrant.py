@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from .completion import abandon
 from .logs import engine_log
 
 if TYPE_CHECKING:
@@ -80,6 +81,16 @@ async def run_reentrant(engine: Engine, parent: GraphTask, child: GraphTask, nes
         worker = engine.loop.create_task(
             engine.drive(child, 0), name=f"aiograd reentrant worker (depth {child.reentrant_depth})"
         )
-        return await worker
+        try:
+            return await worker
+        except BaseException:
+            if not child.future.done():
+                # The worker was cancelled before its first step (the parent's node cancelled
+                # in the turn that made it): its drive, which ends the child, never ran.
+                abandon(child)
+                child.future.exception()  # (retrieved: nobody else awaits it)
+                if child.watch is not None:
+                    child.watch.ended(child)
+            raise
     finally:
         children.remove(child)
