@@ -16,9 +16,11 @@ installed, and reads and writes JSON with orjson.
 
 Batching. Concurrent requests are coalesced by ``aiograd.serving.batch``: while one batch runs,
 the requests that arrive queue, and the next batch takes up to ``--max-batch-size`` of them, so
-one forward and one ``aiograd.grad`` serve them all (``aiograd.serving.per_request_grad``: exact,
-because the MLP's rows are independent). A request that finds the server idle is computed on
-the loop's next turn, alone, without waiting for company; ``--batch-wait-ms`` (default 0) only
+one forward and one ``aiograd.grad`` serve them all (``aiograd.serving.per_request_grad``: each
+request's own gradient, because the MLP's rows are independent; equal to a request served alone
+up to float rounding, as BLAS may round a larger product differently: about 1e-15 relative).
+A request that finds the server idle is computed on the loop's next turn, alone, without waiting
+for company; ``--batch-wait-ms`` (default 0) only
 lets the oldest queued request wait that long for a fuller batch while no batch runs. Past
 ``--max-queue-size`` queued requests the server answers 503 at once (with ``Retry-After: 1``).
 Each request is validated before it joins a batch, so a bad request fails alone (4xx) and
@@ -215,8 +217,8 @@ async def saliency(model: Model, requests: list[SaliencyRequest]) -> list[dict[s
     """Logits, and the gradient of each row's target logit with respect to that row, for each
     request: one forward and one backward for all of them.
 
-    The MLP's rows are independent, so ``per_request_grad`` gives each request exactly its own
-    gradient; its ``grad_output`` is the one-hot of its targets, chosen once the output is known
+    The MLP's rows are independent, so ``per_request_grad`` gives each request its own gradient
+    (up to float rounding: docs/serving.md); its ``grad_output`` is the one-hot of its targets, chosen once the output is known
     (the predicted class where the request gave none)."""
 
     def one_hot(target: np.ndarray | None) -> Any:
