@@ -20,8 +20,8 @@ one forward and one ``aiograd.grad`` serve them all (``aiograd.serving.per_reque
 request's own gradient, because the MLP's rows are independent; equal to a request served alone
 up to float rounding, as BLAS may round a larger product differently: about 1e-15 relative).
 A request that finds the server idle is computed on the loop's next turn, alone, without waiting
-for company; ``--batch-wait-ms`` (default 0) only
-lets the oldest queued request wait that long for a fuller batch while no batch runs. Past
+for company; ``--batch-wait-ms`` (default 0) only lets the oldest queued request wait that long
+for a fuller batch while no batch runs. Past
 ``--max-queue-size`` queued requests the server answers 503 at once (with ``Retry-After: 1``).
 Each request is validated before it joins a batch, so a bad request fails alone (4xx) and
 never the batch. ``--no-batching`` computes every request on its own (the comparison).
