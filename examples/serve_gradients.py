@@ -157,13 +157,33 @@ def frozen(module: nn.Sequential, source: str) -> Model:
 def load_model(path: str) -> Model:
     """The classifier with the weights of a ``.safetensors`` or ``.npz`` file (torch's or
     aiograd's state dict; float32 weights are served in float32). The layer sizes are read from
-    the weights' shapes."""
+    the weights' shapes.
+
+    A file from anywhere: ``nn.utils.load`` checks it before reading its arrays, and weights
+    that are not real floating point (complex, integer, bool), not finite (NaN, inf) or not of
+    consistent shapes are refused, each with a one-line ``ValueError`` naming the parameter."""
     state = nn.utils.load(path)
+    name = os.path.basename(path)
     if set(state) != {f"{i}.{kind}" for i in (0, 2, 4) for kind in ("weight", "bias")}:
         raise ValueError(f"{path}: expected the weights of Linear, Tanh, Linear, Tanh, Linear "
                          f"(0.weight, 0.bias, 2.weight, ... 4.bias), got {sorted(state)}")
+    for key in sorted(state):
+        t = state[key]
+        if t.dtype.kind != "f":
+            raise ValueError(f"{name}: {key!r} is {t.dtype}, not real floating point: the model's "
+                             "weights must be float16, float32 or float64")
+        if t.ndim != (2 if key.endswith("weight") else 1):
+            raise ValueError(f"{name}: {key!r} has shape {tuple(t.shape)}: a Linear's "
+                             f"{key.split('.')[1]} has {2 if key.endswith('weight') else 1} dimensions")
     hidden1, features = state["0.weight"].shape
     module = make_module((features, hidden1, state["2.weight"].shape[0], state["4.weight"].shape[0]))
+    for key, p in module.state_dict().items():
+        if tuple(state[key].shape) != tuple(p.shape):
+            raise ValueError(f"{name}: {key!r} has shape {tuple(state[key].shape)}, expected "
+                             f"{tuple(p.shape)} (from the other layers' shapes)")
+    for key in sorted(state):
+        if not np.isfinite(state[key].numpy()).all():
+            raise ValueError(f"{name}: {key!r} has values that are not finite (NaN or infinity)")
     module.to(state["0.weight"].dtype)
     module.load_state_dict(state)
     return frozen(module, path)
@@ -555,7 +575,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 async def prepare_model(args: argparse.Namespace) -> Model:
     """Load ``--weights``, or train (and ``--save``)."""
     if args.weights:
-        model = load_model(args.weights)
+        # main has loaded (and so checked) them already, before serving
+        model = getattr(args, "model", None)
+        if model is None:
+            model = load_model(args.weights)
         print(f"loaded a {model.features}-{model.module[0].out_features}-"
               f"{model.module[2].out_features}-{model.classes} MLP from {args.weights}")
         return model
@@ -699,6 +722,15 @@ async def _supervise(args: argparse.Namespace, workers: list[asyncio.subprocess.
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.weights and not args.worker_of:
+        # A bad file is a usage error: one line, exit status 2 (as argparse), before serving.
+        try:
+            args.model = load_model(args.weights)
+        except (OSError, ValueError, ImportError) as exc:
+            message = " ".join(str(exc).split())
+            print(f"{os.path.basename(sys.argv[0]) or 'serve_gradients.py'}: error: {message}",
+                  file=sys.stderr)
+            raise SystemExit(2) from None
     entry = serve_workers if args.workers > 1 and not args.worker_of else serve
     with contextlib.suppress(KeyboardInterrupt):
         if args.loop == "asyncio":

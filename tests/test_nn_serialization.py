@@ -115,3 +115,176 @@ def test_a_missing_safetensors_package_says_how_to_install_it(tmp_path, monkeypa
     with pytest.raises(ImportError) as info:
         load_safetensors(tmp_path / "x.safetensors")
     assert "pip install 'aiograd[safetensors]'" in str(info.value)
+
+
+# ----------------------------------------------------------------- files from anywhere: checked
+def _npy_bytes(descr: str, shape: tuple[int, ...], data: bytes) -> bytes:
+    """An .npy file: a header that declares ``descr`` and ``shape``, then ``data`` (any length)."""
+    import io
+
+    out = io.BytesIO()
+    np.lib.format.write_array_header_1_0(out, {"descr": descr, "fortran_order": False, "shape": shape})
+    return out.getvalue() + data
+
+
+def _refusal(info: pytest.ExceptionInfo[ValueError], tmp_path: Any) -> str:
+    message = str(info.value)
+    assert "\n" not in message and str(tmp_path) not in message, message  # one line, the base name
+    return message
+
+
+def test_an_npz_zip_bomb_is_refused_before_it_expands(tmp_path):
+    """A 64 KiB .npz whose entry inflates to 64 MiB (a header and zeros): refused from the zip's
+    sizes, over max_bytes, without inflating it."""
+    import tracemalloc
+    import zipfile
+
+    path = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive, archive.open("w.npy", "w") as f:
+        f.write(_npy_bytes("<f8", (8 << 20,), b""))
+        for _ in range(64):
+            f.write(bytes(1 << 20))
+    assert path.stat().st_size < 1 << 17
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as info:
+            load(path, max_bytes=1 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert _refusal(info, tmp_path) == (
+        "bomb.npz: entry 'w.npy' is 67108992 bytes uncompressed (over max_bytes=1048576)")
+    assert peak < 4 << 20, peak
+    assert load(path, max_bytes=None)["w"].shape == (8 << 20,)  # no bound: it is a good file
+
+
+def test_an_npy_header_declaring_more_than_its_data_is_refused_before_allocating(tmp_path):
+    import tracemalloc
+    import zipfile
+
+    path = tmp_path / "model.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("w.npy", _npy_bytes("<f8", (1 << 27,), bytes(80)))  # 1 GiB declared
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as info:
+            load_npz(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert _refusal(info, tmp_path) == (
+        "model.npz: 'w.npy' declares 1073741824 bytes of float64 (shape (134217728,)) but holds 80")
+    assert peak < 4 << 20, peak
+    with pytest.raises(ValueError, match=r"^model\.npz: 'w\.npy' declares 1073741824 bytes of float64 "
+                                         r"\(over max_bytes=1048576\)$"):
+        load_npz(path, max_bytes=1 << 20)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("w.npy", _npy_bytes("<f8", (1 << 40,), bytes(80)))  # 8 TiB declared
+    with pytest.raises(ValueError, match=r"^model\.npz: 'w\.npy' declares 8796093022208 bytes of "
+                                         r"float64 \(over max_bytes=4294967296\)$"):
+        load(path)
+
+
+def test_npz_entries_that_are_not_npy_arrays_are_refused(tmp_path):
+    import zipfile
+
+    path = tmp_path / "model.npz"
+    np.savez(path, w=np.ones(3))
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("x.txt", b"not an array")
+    with pytest.raises(ValueError) as info:
+        load(path)
+    assert _refusal(info, tmp_path) == "model.npz: entry 'x.txt' is not an .npy array"
+    (tmp_path / "text.npz").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match=r"^text\.npz: not an \.npz archive \(not a zip file\)$"):
+        load(tmp_path / "text.npz")
+
+
+@pytest.mark.parametrize(("entry", "dtype"), [
+    (_npy_bytes("|O", (2,), bytes(16)), "object"),
+    (_npy_bytes("<U2", (1,), bytes(8)), "<U2"),
+    (_npy_bytes("|V8", (1,), bytes(8)), "|V8"),
+], ids=["object", "unicode", "void"])
+def test_npz_entries_of_other_than_numeric_dtypes_are_refused(tmp_path, entry, dtype):
+    import zipfile
+
+    path = tmp_path / "model.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("w.npy", entry)
+    with pytest.raises(ValueError) as info:
+        load(path)
+    assert _refusal(info, tmp_path) == (
+        f"model.npz: entry 'w.npy' has dtype {dtype}: only bool, integer, floating point and "
+        "complex arrays load")
+    np.savez(path, w=np.zeros(2, dtype=[("a", "<f8"), ("b", "<i4")]))  # structured
+    with pytest.raises(ValueError, match="has dtype .*: only bool, integer, floating point"):
+        load(path)
+
+
+def _safetensors_file(path: Any, header: Any, data: bytes, length: int | None = None) -> Any:
+    import json
+    import struct
+
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw) if length is None else length) + raw + data)
+    return path
+
+
+@pytest.mark.parametrize(("header", "data", "length", "problem"), [
+    ({}, b"", 1 << 40, "the header declares 1099511627776 bytes, past the end of the file (10 bytes)"),
+    ({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}, bytes(8), None,
+     "tensor 'w' has data offsets [0, 16] past the end of the file's 8 bytes of data"),
+    ({"w": {"dtype": "F64", "shape": [3], "data_offsets": [0, 8]}}, bytes(8), None,
+     "tensor 'w' declares 24 bytes of F64 (shape (3,)) but its offsets hold 8"),
+    ({"w": {"dtype": "F64", "shape": [1 << 40], "data_offsets": [0, 8]}}, bytes(8), None,
+     "tensor 'w' declares 8796093022208 bytes of F64 (over max_bytes=4294967296)"),
+    ({"w": {"dtype": "BF16", "shape": [4], "data_offsets": [0, 8]}}, bytes(8), None,
+     "tensor 'w' has dtype 'BF16', not one that loads (BOOL, U8, I8, U16, I16, F16, U32, I32, F32, "
+     "U64, I64, F64, C64)"),
+    ({"w": {"dtype": "OBJ", "shape": [1], "data_offsets": [0, 8]}}, bytes(8), None,
+     "tensor 'w' has dtype 'OBJ', not one that loads (BOOL, U8, I8, U16, I16, F16, U32, I32, F32, "
+     "U64, I64, F64, C64)"),
+], ids=["header-past-end", "offsets-past-end", "size-mismatch", "over-max-bytes", "bf16", "unknown-dtype"])
+def test_safetensors_headers_are_checked_against_the_file(tmp_path, header, data, length, problem):
+    path = _safetensors_file(tmp_path / "model.safetensors", header, data, length)
+    with pytest.raises(ValueError) as info:
+        load(path)
+    assert _refusal(info, tmp_path) == f"model.safetensors: {problem}"
+
+
+def test_good_files_load_up_to_max_bytes_and_not_past_it(tmp_path):
+    """The bound counts the arrays' bytes (all together), in both formats; a good file's arrays
+    come back as saved (dtypes, Fortran order, big-endian, compressed)."""
+    arrays = {"a": np.asfortranarray(np.arange(12.0).reshape(3, 4)), "b": np.arange(5, dtype=">i4"),
+              "c": np.array([True, False]), "d": np.zeros((0, 3), np.float32), "e": np.float64(2.5)}
+    total = sum(np.asarray(v).nbytes for v in arrays.values())
+    np.savez_compressed(tmp_path / "c.npz", **arrays)
+    safetensors_numpy = pytest.importorskip("safetensors.numpy")
+    safetensors_numpy.save_file({k: np.array(v, order="C") for k, v in arrays.items()},
+                                str(tmp_path / "s.safetensors"))
+    for name in ("c.npz", "s.safetensors"):
+        state = load(tmp_path / name, max_bytes=total)
+        for k, v in arrays.items():
+            np.testing.assert_array_equal(state[k].numpy(), v)
+            assert state[k].shape == np.shape(v)
+        with pytest.raises(ValueError, match=rf"in all \(over max_bytes={total - 1}\)$"):
+            load(tmp_path / name, max_bytes=total - 1)
+    with open(tmp_path / "c.npz", "rb") as f:  # a file object too
+        assert sorted(load_npz(f)) == sorted(arrays)
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".npz"])
+def test_a_0d_tensor_is_saved_0d_and_torch_loads_it_so(tmp_path, suffix):
+    """BatchNorm's num_batches_tracked is 0-d in torch's state dicts: saved as 1-d it would not
+    load back into torch's module (a shape mismatch)."""
+    bn = nn.BatchNorm1d(3)
+    path = tmp_path / f"bn{suffix}"
+    save(bn.state_dict(), path)
+    assert load(path)["num_batches_tracked"].shape == ()
+    if suffix == ".safetensors":
+        loaded = safetensors_torch.load_file(str(path))
+    else:
+        with np.load(path) as archive:
+            loaded = {k: torch.from_numpy(archive[k]) for k in archive.files}
+    assert loaded["num_batches_tracked"].shape == torch.Size([])
+    torch.nn.BatchNorm1d(3).load_state_dict(loaded)

@@ -603,3 +603,67 @@ async def test_client_disconnecting_mid_body_is_a_client_event(model, caplog, se
         assert not any(name.startswith("status_5") for name in server)
     finally:
         await runner.cleanup()
+
+
+# ------------------------------------------------------------------------- weights from a file
+def _mlp_weights(**replace: np.ndarray) -> dict[str, np.ndarray]:
+    """The state dict of a 5-7-6-3 classifier (float32), some entries replaced."""
+    rng = np.random.default_rng(0)
+    state = {"0.weight": rng.standard_normal((7, 5)), "0.bias": np.zeros(7),
+             "2.weight": rng.standard_normal((6, 7)), "2.bias": np.zeros(6),
+             "4.weight": rng.standard_normal((3, 6)), "4.bias": np.zeros(3)}
+    state = {k: v.astype(np.float32) for k, v in state.items()}
+    state.update(replace)
+    return state
+
+
+@pytest.mark.parametrize(("replace", "message"), [
+    ({"2.weight": np.ones((6, 7), np.complex64)},
+     "model.npz: '2.weight' is complex64, not real floating point: the model's weights must be "
+     "float16, float32 or float64"),
+    ({"0.bias": np.zeros(7, np.int64)},
+     "model.npz: '0.bias' is int64, not real floating point: the model's weights must be "
+     "float16, float32 or float64"),
+    ({"4.bias": np.array([0.0, np.nan, 0.0], np.float32)},
+     "model.npz: '4.bias' has values that are not finite (NaN or infinity)"),
+    ({"0.weight": np.full((7, 5), np.inf, np.float32)},
+     "model.npz: '0.weight' has values that are not finite (NaN or infinity)"),
+    ({"2.bias": np.zeros(5, np.float32)},
+     "model.npz: '2.bias' has shape (5,), expected (6,) (from the other layers' shapes)"),
+], ids=["complex", "integer", "nan", "inf", "shape"])
+def test_weights_that_cannot_be_served_are_refused(tmp_path, replace, message):
+    path = tmp_path / "model.npz"
+    np.savez(path, **_mlp_weights(**replace))
+    with pytest.raises(ValueError) as info:
+        serve.load_model(str(path))
+    assert str(info.value) == message
+    np.savez(path, **_mlp_weights())  # the same file, good: loads
+    assert (serve.load_model(str(path)).features, serve.load_model(str(path)).dtype) == (5, np.float32)
+
+
+@pytest.mark.parametrize("bad", ["complex", "not-npy", "missing"])
+def test_command_line_refuses_bad_weights_in_one_line_before_serving(tmp_path, bad):
+    """``--weights`` with a file that cannot be served: one line on stderr, as argparse's errors,
+    exit status 2, no traceback, and no server."""
+    import zipfile
+
+    path = tmp_path / "model.npz"
+    if bad == "complex":
+        np.savez(path, **_mlp_weights(**{"2.weight": np.ones((6, 7), np.complex128)}))
+        expected = "model.npz: '2.weight' is complex128, not real floating point"
+    elif bad == "not-npy":
+        np.savez(path, **_mlp_weights())
+        with zipfile.ZipFile(path, "a") as archive:
+            archive.writestr("notes.txt", b"hello")
+        expected = "model.npz: entry 'notes.txt' is not an .npy array"
+    else:
+        expected = "No such file or directory"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "serve_gradients.py"), "--weights", str(path),
+         "--port", "0"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout == ""  # neither loaded nor serving
+    assert result.stderr.startswith("serve_gradients.py: error: ") and expected in result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.endswith("\n"), result.stderr
