@@ -507,15 +507,22 @@ def make_app(
     return app
 
 
+#: Seconds a stopping server waits for the requests in flight (``--drain-s``).
+DRAIN_S = 10.0
+
+
 async def start(
-    app: web.Application, host: str = "127.0.0.1", port: int = 0, *, reuse_port: bool = False
+    app: web.Application, host: str = "127.0.0.1", port: int = 0, *, reuse_port: bool = False,
+    drain_s: float = DRAIN_S,
 ) -> tuple[web.AppRunner, str]:
     """Serve ``app`` on ``host:port`` (0: a free port); return the runner (``await
     runner.cleanup()`` stops it) and the base URL. ``reuse_port``: share the port with other
-    processes (``SO_REUSEPORT``), as the workers of ``--workers`` do."""
+    processes (``SO_REUSEPORT``), as the workers of ``--workers`` do. ``drain_s``: how long
+    ``cleanup()`` waits for the requests in flight (and for connections that have sent none
+    yet) before it closes them; aiohttp's own default is 60 s."""
     # handler_cancellation: a client that goes away cancels its handler, and so its place in
     # the batcher's queue (aiohttp's default lets the handler run on for nobody).
-    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=drain_s)
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port, reuse_port=reuse_port or None).start()
@@ -557,11 +564,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="queued requests past which the server answers 503")
     parser.add_argument("--no-batching", action="store_true",
                         help="compute every request on its own")
+    parser.add_argument("--drain-s", type=float, default=DRAIN_S, metavar="SECONDS",
+                        help="on SIGTERM, how long the requests in flight may take before their "
+                        "connections are closed (default %(default)g)")
     parser.add_argument("--worker-of", metavar="DIR", help=argparse.SUPPRESS)  # see serve_workers
     parser.add_argument("--worker-index", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.batching = Batching(not args.no_batching, args.max_batch_size, args.batch_wait_ms / 1e3,
                              args.max_queue_size)
+    if not 0 <= args.drain_s < float("inf"):
+        parser.error(f"--drain-s must be a finite number of seconds >= 0, got {args.drain_s}")
     if args.workers == 0:
         args.workers = os.cpu_count() or 1
     if args.workers < 1:
@@ -618,7 +630,8 @@ async def serve(args: argparse.Namespace) -> None:
         model = await prepare_model(args)
     app = make_app(model, max_rows=args.max_rows, max_body_bytes=args.max_body_bytes,
                    batching=args.batching, worker=worker)
-    runner, url = await start(app, args.host, args.port, reuse_port=bool(args.worker_of))
+    runner, url = await start(app, args.host, args.port, reuse_port=bool(args.worker_of),
+                              drain_s=args.drain_s)
     stop = _stop_event()
     loop_name = type(asyncio.get_running_loop()).__module__.split(".")[0]
     if args.worker_of:
@@ -681,7 +694,7 @@ async def _start_worker(args: argparse.Namespace, index: int, directory: str,
               "--max-rows", str(args.max_rows), "--max-body-bytes", str(args.max_body_bytes),
               "--max-batch-size", str(args.max_batch_size),
               "--batch-wait-ms", str(args.batch_wait_ms),
-              "--max-queue-size", str(args.max_queue_size),
+              "--max-queue-size", str(args.max_queue_size), "--drain-s", str(args.drain_s),
               "--workers", str(args.workers), "--worker-of", directory,
               "--worker-index", str(index)]
     if args.no_batching:

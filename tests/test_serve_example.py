@@ -13,6 +13,8 @@ import importlib.util
 import json
 import logging
 import re
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -667,3 +669,30 @@ def test_command_line_refuses_bad_weights_in_one_line_before_serving(tmp_path, b
     assert result.stdout == ""  # neither loaded nor serving
     assert result.stderr.startswith("serve_gradients.py: error: ") and expected in result.stderr
     assert result.stderr.count("\n") == 1 and result.stderr.endswith("\n"), result.stderr
+
+
+@pytest.mark.slow  # a server process
+def test_sigterm_with_a_request_half_sent_stops_within_the_drain_time():
+    """A request whose client stops sending halfway (or a connection accepted just before
+    SIGTERM) held the stopping server for aiohttp's default shutdown timeout: 60.9 s measured
+    before; the server now waits ``--drain-s`` at most, then exits with status 0."""
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples" / "serve_gradients.py"), "--port", "0", "--epochs",
+         "1", "--loop", "asyncio", "--drain-s", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        lines = []  # the training's line, then "serving on http://127.0.0.1:PORT ..."
+        while not (match := re.search(r"serving on http://([\d.]+):(\d+)", lines[-1] if lines else "")):
+            lines.append(proc.stdout.readline())
+            assert lines[-1], f"the server exited: {''.join(lines)}"  # (EOF: it is gone)
+        with socket.create_connection((match[1], int(match[2]))) as client:
+            client.sendall(b"POST /saliency HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=40)  # bounds a hang: it took 60 s before
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert out.rstrip().endswith("stopped")
