@@ -282,6 +282,14 @@ def _is_number(v: Any) -> bool:
     return type(v) is float or type(v) is int
 
 
+def _shown(text: str, limit: int = 40) -> str:
+    """``text`` quoted for an error message, cut to ``limit`` characters: a message never echoes
+    an unbounded piece of the request back (a 1 MB field name, a long path)."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
+
+
 def parse_request(
     body: bytes, features: int, classes: int, max_rows: int
 ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -294,8 +302,8 @@ def parse_request(
         raise BadRequest(400, f"the body must be a JSON object, got a JSON {_json_type(doc)}")
     unknown = sorted(set(doc) - {"input", "target"})
     if unknown:
-        raise BadRequest(422, f"unknown field {unknown[0]!r}: expected 'input' and optionally "
-                              "'target'")
+        raise BadRequest(422, f"unknown field {_shown(unknown[0])}: expected 'input' and "
+                              "optionally 'target'")
     if "input" not in doc:
         raise BadRequest(422, "missing field 'input': a list of rows, each a list of "
                               f"{features} numbers")
@@ -399,8 +407,9 @@ async def json_errors(request: web.Request, handler: Any) -> web.StreamResponse:
         if exc.status < 400:
             raise
         message = {
-            404: f"no such path: {request.path} (try POST /saliency, GET /health, GET /stats)",
-            405: f"method {request.method} not allowed on {request.path}",
+            404: f"no such path: {_shown(request.path)} (try POST /saliency, GET /health, "
+                 "GET /stats)",
+            405: f"method {_shown(request.method)} not allowed on {_shown(request.path)}",
         }.get(exc.status, exc.text or exc.reason)
         response = _error(exc.status, message)
     except Exception as exc:

@@ -341,9 +341,24 @@ async def test_chunked_body_too_large_is_413(url, session):
 async def test_wrong_path_and_method_are_json_errors(url, session):
     async with session.get(f"{url}/saliency") as r:
         assert r.status == 405
-        assert "method GET not allowed on /saliency" in (await r.json())["error"]
+        assert "method 'GET' not allowed on '/saliency'" in (await r.json())["error"]
     async with session.post(f"{url}/gradient", data="{}") as r:
-        assert r.status == 404 and "no such path: /gradient" in (await r.json())["error"]
+        assert r.status == 404 and "no such path: '/gradient'" in (await r.json())["error"]
+
+
+@with_service
+@with_session
+async def test_error_messages_never_echo_unbounded_input(url, session):
+    """A field name as long as the body limit allows (the issue's was 1 MB, at the default
+    limit), or a path of thousands of characters, is named by its first 40 characters and its
+    length: an error answer stays small whatever the request."""
+    key = "k" * 10_000
+    status, body = await _post(session, url, {"input": [_row()], key: 1})
+    assert status == 422 and len(body["error"]) < 200, len(body["error"])
+    assert body["error"].startswith(f"unknown field {'k' * 40!r}... (10000 characters)")
+    async with session.get(f"{url}/{'p' * 4000}") as r:
+        error = (await r.json())["error"]
+    assert r.status == 404 and len(error) < 200 and "(4001 characters)" in error
 
 
 # ---------------------------------------------------------------------------------- load test
