@@ -101,6 +101,10 @@ CLASSES = 4
 MAX_ROWS = 256
 MAX_BODY_BYTES = 1 << 20  # 1 MiB
 MAX_ABS = 1e6
+#: Seconds a /saliency request may take, from its arrival to its answer: its body, its wait for
+#: a batch and its batch (``--request-timeout-s``). Past it: 408 while the body is still
+#: coming, 504 after.
+REQUEST_TIMEOUT_S = 30.0
 
 log = logging.getLogger("serve_gradients")
 
@@ -435,25 +439,38 @@ async def handle_saliency(request: web.Request) -> web.Response:
     model, limits, counters = request.app[MODEL], request.app[LIMITS], request.app[COUNTERS]
     counters["in_flight"] += 1
     counters["max_in_flight"] = max(counters["max_in_flight"], counters["in_flight"])
+    timeout = limits["request_timeout_s"]
+    deadline = asyncio.get_running_loop().time() + timeout  # one bound for the whole request
     try:
         max_bytes = limits["max_body_bytes"]
         if request.content_length is not None and request.content_length > max_bytes:
             return _error(413, f"request body too large: {request.content_length} bytes, the "
                                f"limit is {max_bytes}")
         try:
-            body = await request.read()
+            async with asyncio.timeout_at(deadline):
+                body = await request.read()
         except web.HTTPRequestEntityTooLarge:  # chunked, with no Content-Length
             return _error(413, f"request body too large: more than the limit of {max_bytes} bytes")
+        except TimeoutError:  # a client that sends its body slowly, or stops halfway
+            counters["timed_out"] += 1
+            return _error(408, f"the request body did not arrive within {timeout:g} s (the "
+                               "server's --request-timeout-s)", {"Connection": "close"})
         try:
             x, target = parse_request(body, model.features, model.classes, limits["max_rows"])
         except BadRequest as exc:
             return _error(exc.status, str(exc))
         try:
-            result = await request.app[COMPUTE](SaliencyRequest(x, target))
+            # Leaving the wait cancels it: a request still queued leaves the batcher's queue.
+            async with asyncio.timeout_at(deadline):
+                result = await request.app[COMPUTE](SaliencyRequest(x, target))
         except serving.Overloaded:
             queue = request.app[BATCHING].max_queue_size
             return _error(503, f"overloaded: {queue} requests are already queued (the server's "
                                "--max-queue-size); retry later", {"Retry-After": "1"})
+        except TimeoutError:
+            counters["timed_out"] += 1
+            return _error(504, f"no answer within {timeout:g} s (the server's "
+                               "--request-timeout-s); retry later", {"Retry-After": "1"})
         counters["rows"] += len(x)
         return _json(result)
     finally:
@@ -487,12 +504,14 @@ async def handle_stats(request: web.Request) -> web.Response:
 def make_app(
     model: Model, *, max_rows: int = MAX_ROWS, max_body_bytes: int = MAX_BODY_BYTES,
     batching: Batching = Batching(), worker: dict[str, int] | None = None,
+    request_timeout_s: float = REQUEST_TIMEOUT_S,
 ) -> web.Application:
     """The service for ``model``: ``POST /saliency``, ``GET /health``, ``GET /stats``."""
     # aiohttp refuses a body of client_max_size bytes or more; allow exactly max_body_bytes.
     app = web.Application(middlewares=[json_errors], client_max_size=max_body_bytes + 1)
     app[MODEL] = model
-    app[LIMITS] = {"max_rows": max_rows, "max_body_bytes": max_body_bytes}
+    app[LIMITS] = {"max_rows": max_rows, "max_body_bytes": max_body_bytes,
+                   "request_timeout_s": request_timeout_s}
     app[COUNTERS] = Counter(in_flight=0, max_in_flight=0, rows=0)
     app[BATCHING] = batching
     app[WORKER] = {"worker": worker} if worker else {}
@@ -573,6 +592,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="queued requests past which the server answers 503")
     parser.add_argument("--no-batching", action="store_true",
                         help="compute every request on its own")
+    parser.add_argument("--request-timeout-s", type=float, default=REQUEST_TIMEOUT_S,
+                        metavar="SECONDS", help="a request's bound, from its arrival to its answer "
+                        "(408 while its body is still coming, 504 after; default %(default)g)")
     parser.add_argument("--drain-s", type=float, default=DRAIN_S, metavar="SECONDS",
                         help="on SIGTERM, how long the requests in flight may take before their "
                         "connections are closed (default %(default)g)")
@@ -581,6 +603,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.batching = Batching(not args.no_batching, args.max_batch_size, args.batch_wait_ms / 1e3,
                              args.max_queue_size)
+    if not 0 < args.request_timeout_s < float("inf"):
+        parser.error(f"--request-timeout-s must be a finite number of seconds > 0, got "
+                     f"{args.request_timeout_s}")
     if not 0 <= args.drain_s < float("inf"):
         parser.error(f"--drain-s must be a finite number of seconds >= 0, got {args.drain_s}")
     if args.workers == 0:
@@ -638,7 +663,7 @@ async def serve(args: argparse.Namespace) -> None:
     else:
         model = await prepare_model(args)
     app = make_app(model, max_rows=args.max_rows, max_body_bytes=args.max_body_bytes,
-                   batching=args.batching, worker=worker)
+                   batching=args.batching, worker=worker, request_timeout_s=args.request_timeout_s)
     runner, url = await start(app, args.host, args.port, reuse_port=bool(args.worker_of),
                               drain_s=args.drain_s)
     stop = _stop_event()
@@ -704,6 +729,7 @@ async def _start_worker(args: argparse.Namespace, index: int, directory: str,
               "--max-batch-size", str(args.max_batch_size),
               "--batch-wait-ms", str(args.batch_wait_ms),
               "--max-queue-size", str(args.max_queue_size), "--drain-s", str(args.drain_s),
+              "--request-timeout-s", str(args.request_timeout_s),
               "--workers", str(args.workers), "--worker-of", directory,
               "--worker-index", str(index)]
     if args.no_batching:

@@ -294,3 +294,70 @@ async def test_clients_that_hang_up_at_once_never_wedge_the_batcher(model, burst
                 assert status == 200, answer
             batching = (await stats(session, url))["batching"]
     assert batching["queued"] == 0 and not batching["running"]
+
+
+@contextlib.asynccontextmanager
+async def served_with_timeout(model, request_timeout_s):
+    app = serve.make_app(model, batching=serve.Batching(max_batch_size=4),
+                         request_timeout_s=request_timeout_s)
+    runner, url = await serve.start(app)
+    try:
+        async with aiohttp.ClientSession() as session:
+            yield url, session
+    finally:
+        await runner.cleanup()
+
+
+@once
+async def test_a_request_without_an_answer_in_time_is_a_504_and_leaves_the_queue(model, monkeypatch):
+    """A request whose batch does not answer within --request-timeout-s gets 504 (it waited
+    forever before); its batch, with no caller left, is cancelled, and the service goes on."""
+    release, started, cancelled = asyncio.Event(), asyncio.Event(), []
+    real = serve.saliency
+
+    async def held(model, requests):
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            cancelled.append(len(requests))
+            raise
+        return await real(model, requests)
+
+    monkeypatch.setattr(serve, "saliency", held)
+    (x,) = inputs(1)
+    with anyio.fail_after(HANG):
+        async with served_with_timeout(model, 0.2) as (url, session):
+            status, body, headers = await post(session, url, x)
+            assert status == 504, body
+            assert body["error"] == ("no answer within 0.2 s (the server's --request-timeout-s); "
+                                     "retry later")
+            assert headers["Retry-After"] == "1"
+            assert cancelled == [1]  # nobody waited for the batch any more: it was stopped
+            release.set()
+            status, body, _ = await post(session, url, x)
+            assert status == 200, body
+            batching = (await stats(session, url))["batching"]
+    assert batching["queued"] == 0 and not batching["running"]
+
+
+@once
+async def test_a_body_that_stops_halfway_is_a_408_within_the_request_timeout(model):
+    """A client that sends its headers and part of its body, then nothing (slowloris), is
+    answered 408 and its connection closed once the request's time is up; before, it held
+    its handler forever."""
+    async with served_with_timeout(model, 0.2) as (url, _):
+        host, port = url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            writer.write(b"POST /saliency HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+            await writer.drain()
+            with anyio.fail_after(HANG):
+                answer = await reader.read()  # until the server closes the connection
+        finally:
+            writer.close()
+            await writer.wait_closed()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408"), answer[:200]
+    assert json.loads(body) == {"error": "the request body did not arrive within 0.2 s (the "
+                                         "server's --request-timeout-s)"}
