@@ -182,7 +182,9 @@ class _Batcher:
 
     def _ended(self, task: asyncio.Task[None]) -> None:
         for r in self.running_requests if self.running is task else ():
-            if not r.future.done():  # (never: a task is cancelled only when they all are)
+            # ``submit`` cancels a batch only when its callers are all gone; a batch cancelled
+            # from outside (the loop shutting down) takes its callers with it.
+            if not r.future.done():
                 r.future.cancel()
         self._finish(task)
 
