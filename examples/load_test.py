@@ -329,7 +329,11 @@ async def run_load(
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     async with aiohttp.ClientSession(timeout=timeout) as session:
         health = await _get_json(session, f"{url}/health")
-        features, classes = health["features"], health["classes"]
+        shape, classes = health["input_shape"], health["classes"]
+        if len(shape) != 1:
+            raise ValueError(f"the load test sends rows of numbers: the served model takes rows of "
+                             f"shape {shape}")
+        (features,) = shape
         rng = np.random.default_rng(seed)
         path = (split.path or "") + "/saliency"
         bodies = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -25,6 +26,7 @@ class ThreadExecutor(Executor):
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
         self._max_workers = max_workers
         self._pool: ThreadPoolExecutor | None = None
+        _instances.add(self)
 
     @property
     def capacity(self) -> int:
@@ -55,3 +57,19 @@ class ThreadExecutor(Executor):
 
     def __repr__(self) -> str:
         return f"ThreadExecutor(max_workers={self._max_workers})"
+
+
+#: Every ThreadExecutor, so that a forked child can forget its parent's threads.
+_instances: weakref.WeakSet[ThreadExecutor] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    # A forked child (a gunicorn worker of a preloaded service, a multiprocessing "fork" worker)
+    # has none of its parent's threads: a pool that had started them would take work that no
+    # thread ever runs. The child starts its own pool on first use.
+    for executor in list(_instances):
+        executor._pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

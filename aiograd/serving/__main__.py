@@ -1,0 +1,6 @@
+"""``python -m aiograd.serving --model package.module:factory [--weights FILE] ...``: see
+``aiograd.serving.http`` and docs/serving.md."""
+
+from ._cli import main
+
+main()

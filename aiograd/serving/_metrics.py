@@ -1,0 +1,106 @@
+"""The gradient service's Prometheus metrics (``GET /metrics``), through prometheus_client.
+
+One ``Metrics`` per served application, each on a registry of its own (tests and embedding
+applications may make several). With several worker processes, prometheus_client's multiprocess
+mode (``enable_multiprocess``, before any metric is made) has each process write its values to a
+shared directory and any worker's ``/metrics`` report the sum over all of them, so a scrape that
+reaches one worker still sees the whole service.
+
+Label values come from bounded sets only (the known endpoints or ``other``, HTTP status codes),
+so a client requesting random paths cannot grow the metrics without bound.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import prometheus_client
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, multiprocess, values
+
+__all__ = ["Metrics", "enable_multiprocess", "mark_process_dead"]
+
+PREFIX = "aiograd_serving"
+_ENV = "PROMETHEUS_MULTIPROC_DIR"
+#: Request durations: from half a millisecond (a lone small request) to the request timeout.
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+                    5.0, 10.0, 30.0, 60.0)
+_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+_ROW_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536)
+
+
+def enable_multiprocess(directory: str) -> None:
+    """Have every metric made from now on, in this process and in the processes it forks, keep
+    its value in ``directory`` (an empty directory the service owns), and ``/metrics`` report
+    the sum over the processes. prometheus_client picks its value store when it is imported,
+    from the environment variable set here; it is picked again for a process that imported it
+    before."""
+    os.environ[_ENV] = directory
+    values.ValueClass = values.get_value_class()
+
+
+def multiprocess_directory() -> str | None:
+    return os.environ.get(_ENV) or None
+
+
+def mark_process_dead(pid: int) -> None:
+    """A worker process ended: drop its live gauges (in-flight requests, queue depth)."""
+    directory = multiprocess_directory()
+    if directory is not None:
+        multiprocess.mark_process_dead(pid, directory)
+
+
+class Metrics:
+    """The service's metrics. ``endpoints``: the label values of known paths."""
+
+    def __init__(self, endpoints: tuple[str, ...]) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.endpoints = frozenset(endpoints)
+        r = self.registry
+        live: dict[str, Any] = {"multiprocess_mode": "livesum"}
+        self.requests = Counter(f"{PREFIX}_requests", "Answered HTTP requests, by endpoint and status.",
+                                ("endpoint", "status"), registry=r)
+        self.latency = Histogram(f"{PREFIX}_request_duration_seconds",
+                                 "Seconds from a request's arrival to its answer, by endpoint.",
+                                 ("endpoint",), buckets=_LATENCY_BUCKETS, registry=r)
+        self.batch_size = Histogram(f"{PREFIX}_batch_size", "Requests per computed batch.",
+                                    buckets=_BATCH_BUCKETS, registry=r)
+        self.batch_rows = Histogram(f"{PREFIX}_batch_rows",
+                                    "Rows per computed batch (steps and samples expanded).",
+                                    buckets=_ROW_BUCKETS, registry=r)
+        self.queue_depth = Gauge(f"{PREFIX}_queue_depth", "Requests waiting for a batch.",
+                                 registry=r, **live)
+        self.in_flight = Gauge(f"{PREFIX}_in_flight", "Requests being handled.", registry=r, **live)
+        self.connections = Gauge(f"{PREFIX}_connections", "Open client connections.", registry=r, **live)
+        self.refused = Counter(f"{PREFIX}_connections_refused",
+                               "Connections refused (503) past the per-worker connection cap.",
+                               registry=r)
+        self.disconnects = Counter(f"{PREFIX}_client_disconnects",
+                                   "Clients that went away before their answer.", registry=r)
+        self.timeouts = Counter(f"{PREFIX}_timeouts",
+                                "Requests that ran out of time: 'body' (408) or 'answer' (504).",
+                                ("kind",), registry=r)
+        self.restarts = Counter(f"{PREFIX}_worker_restarts",
+                                "Worker processes that died and were restarted.", registry=r)
+        self._request_children: dict[tuple[str, int], Any] = {}
+        self._latency_children = {e: self.latency.labels(e) for e in (*sorted(self.endpoints), "other")}
+
+    def endpoint(self, path: str) -> str:
+        return path if path in self.endpoints else "other"
+
+    def answered(self, path: str, status: int, seconds: float) -> None:
+        endpoint = self.endpoint(path)
+        key = (endpoint, status)
+        child = self._request_children.get(key)
+        if child is None:
+            child = self._request_children[key] = self.requests.labels(endpoint, str(status))
+        child.inc()
+        self._latency_children[endpoint].observe(seconds)
+
+    def render(self) -> tuple[bytes, str]:
+        """The text exposition format (all processes' values in multiprocess mode)."""
+        if multiprocess_directory() is not None:
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)
+            return prometheus_client.generate_latest(registry), prometheus_client.CONTENT_TYPE_LATEST
+        return prometheus_client.generate_latest(self.registry), prometheus_client.CONTENT_TYPE_LATEST
