@@ -3,4 +3,5 @@
 
 from ._cli import main
 
-main()
+if __name__ == "__main__":
+    main()

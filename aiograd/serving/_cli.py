@@ -24,6 +24,7 @@ from ..nn.modules.module import Module
 from ..nn.utils import serialization
 from ._app import ServerConfig, make_app, serve
 from ._model import ModelError, ServedModel, import_factory, serve_module
+from ._policy import WorkerPolicy
 from ._protocol import ENDPOINTS, Limits
 
 __all__ = ["add_arguments", "config_from", "main", "parse_args", "policy_from", "run"]
@@ -107,9 +108,7 @@ def config_from(args: argparse.Namespace) -> ServerConfig:
     )
 
 
-def policy_from(args: argparse.Namespace) -> Any:
-    from ._workers import WorkerPolicy  # gunicorn: only with --workers
-
+def policy_from(args: argparse.Namespace) -> WorkerPolicy:
     return WorkerPolicy(workers=args.workers, max_restarts=args.max_restarts,
                         restart_window_s=args.restart_window_s,
                         worker_timeout_s=args.worker_timeout_s, loop=args.loop)
@@ -214,9 +213,15 @@ def _run_loop(main: Any, loop: str) -> Any:
     return run_on_uvloop(main)  # uvloop when it is installed
 
 
+def _prog() -> str:
+    """How the user ran it: ``python -m aiograd.serving`` or the ``aiograd-serve`` script."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "python -m aiograd.serving" if name in ("", "__main__.py", "-c") else name
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m aiograd.serving",
+        prog=_prog(),
         description="Serve gradient attributions (saliency, input x gradient, integrated "
                     "gradients, SmoothGrad) of an aiograd.nn.Module over HTTP, batching "
                     "concurrent requests.")
@@ -262,4 +267,4 @@ def main(argv: list[str] | None = None) -> None:
               f"{list(served.input_shape)}, {served.classes} classes, {served.dtype}", flush=True)
         return dataclasses.replace(served, info={"model": args.model})
 
-    run(prepare, args, prog="python -m aiograd.serving")
+    run(prepare, args, prog=_prog())

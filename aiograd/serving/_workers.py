@@ -14,7 +14,6 @@ forking in a loop; and Prometheus metrics summed over the workers.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import logging
 import math
 import os
@@ -34,26 +33,11 @@ from gunicorn.errors import HaltServer  # type: ignore[import-untyped]
 from . import _metrics
 from ._app import PATHS, ServerConfig, make_app, make_runner, url_of
 from ._model import ServedModel
+from ._policy import WorkerPolicy
 
 __all__ = ["WorkerPolicy", "run_workers"]
 
 log = logging.getLogger("aiograd.serving")
-
-
-@dataclasses.dataclass(frozen=True)
-class WorkerPolicy:
-    """How worker processes are supervised. ``workers``: how many; a worker that dies is
-    restarted at once the first time, then after 1, 2, 4, ... s (at most ``max_backoff_s``) while
-    workers keep dying; more than ``max_restarts`` deaths within ``restart_window_s`` stop the
-    service (exit status 1). ``worker_timeout_s``: a worker whose event loop does not check in
-    for that long is killed and restarted. ``loop``: "uvloop" or "asyncio"."""
-
-    workers: int = 2
-    max_restarts: int = 5
-    restart_window_s: float = 60.0
-    max_backoff_s: float = 16.0
-    worker_timeout_s: float = 60.0
-    loop: str = "uvloop"
 
 
 class _Arbiter(Arbiter):  # type: ignore[misc]
@@ -186,7 +170,7 @@ def run_workers(
     config: ServerConfig,
     host: str = "127.0.0.1",
     port: int = 8080,
-    policy: WorkerPolicy = WorkerPolicy(),
+    policy: WorkerPolicy = WorkerPolicy(),  # noqa: B008 (frozen: one shared default is safe)
     *,
     announce: Callable[[str], None] | None = None,
 ) -> None:

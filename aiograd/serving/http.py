@@ -14,21 +14,54 @@ aiohttp, orjson, prometheus_client, and gunicorn for several worker processes).
 docs/serving.md describes the API and running it in production.
 """
 
+from collections.abc import Callable
+
 from ._app import STATE, ServerConfig, make_app, make_runner, serve
 from ._cli import add_arguments, check_arguments, main, run
 from ._metrics import Metrics
 from ._model import ModelError, ServedModel, import_factory, load_weights, serve_module
+from ._policy import WorkerPolicy
 from ._protocol import ENDPOINTS, BadRequest, Limits, answer, parse
 
 __all__ = [
-    "ENDPOINTS", "STATE", "BadRequest", "Limits", "Metrics", "ModelError", "ServedModel",
-    "ServerConfig", "add_arguments", "answer", "check_arguments", "import_factory", "load_weights",
-    "main", "make_app", "make_runner", "parse", "run", "run_workers", "serve", "serve_module",
+    "BadRequest",
+    "ENDPOINTS",
+    "Limits",
+    "Metrics",
+    "ModelError",
+    "STATE",
+    "ServedModel",
+    "ServerConfig",
+    "WorkerPolicy",
+    "add_arguments",
+    "answer",
+    "check_arguments",
+    "import_factory",
+    "load_weights",
+    "main",
+    "make_app",
+    "make_runner",
+    "parse",
+    "run",
+    "run_workers",
+    "serve",
+    "serve_module",
 ]
 
 
-def run_workers(*args, **kwargs):  # type: ignore[no-untyped-def]
-    """``aiograd.serving._workers.run_workers`` (imported on first use: it needs gunicorn)."""
+def run_workers(
+    model: ServedModel,
+    config: ServerConfig,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    policy: WorkerPolicy | None = None,
+    *,
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Serve ``model`` from ``policy.workers`` processes supervised by gunicorn (imported here:
+    ``pip install 'aiograd[serve]'``; not on Windows): see ``WorkerPolicy`` for the restarts,
+    their back-off and limit. Exits the process (``SystemExit``) when the service stops: status
+    0 after SIGTERM, 1 when workers died more often than the policy allows."""
     from ._workers import run_workers as run
 
-    return run(*args, **kwargs)
+    run(model, config, host, port, policy if policy is not None else WorkerPolicy(), announce=announce)
