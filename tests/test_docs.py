@@ -56,8 +56,9 @@ SITE_PAGES = sorted((ROOT / "docs").rglob("*.md"))
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 NAME = re.compile(r"(?<![\w./])aiograd(?:\.[A-Za-z_]\w*)+")
 #: Names in quoted messages, not attributes: PyTorch's type names as aiograd's hook errors
-#: spell them ("the type of value (was aiograd.DoubleTensor got aiograd.FloatTensor)").
-MESSAGE_NAMES = {"aiograd.DoubleTensor", "aiograd.FloatTensor"}
+#: spell them ("the type of value (was aiograd.DoubleTensor got aiograd.FloatTensor)"), and
+#: loggers' names.
+MESSAGE_NAMES = {"aiograd.DoubleTensor", "aiograd.FloatTensor", "aiograd.serving.access"}
 
 
 def _nav_pages() -> list[str]:

@@ -27,7 +27,7 @@ import orjson
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 from aiohttp.http_exceptions import HttpProcessingError
-from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_protocol import RequestHandler, RequestPayloadError
 
 from .._engine.engine import get_engine
 from ._attributions import Attribution, AttributionRequest, attribute, expanded_rows
@@ -115,8 +115,12 @@ def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) ->
     return web.Response(body=body, status=status, content_type="application/json", headers=headers)
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
-    return _json({"error": message}, status, headers)
+def _error(status: int, message: str, headers: dict[str, str] | None = None, *,
+           close: bool = False) -> web.Response:
+    response = _json({"error": message}, status, headers)
+    if close:  # aiohttp then says Connection: close, and closes (a header alone does neither)
+        response.force_close()
+    return response
 
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
@@ -129,6 +133,11 @@ def _request_id(request: web.BaseRequest) -> str:
     if given is not None and _REQUEST_ID.fullmatch(given):
         return given
     return f"{os.getpid():x}-{next(_ids):x}"
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` unquoted, cut to ``limit`` characters (for a log line or a message)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _client_gone(request: web.BaseRequest) -> bool:
@@ -161,7 +170,8 @@ async def _middleware(request: web.Request, handler: Any) -> web.StreamResponse:
             405: f"method {shown(request.method)} not allowed on {shown(request.path)}",
             413: f"request body too large: more than the limit of {state.config.max_body_bytes} bytes",
         }.get(exc.status, exc.reason)
-        response = _error(exc.status, message)
+        allow = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None  # RFC 9110
+        response = _error(exc.status, message, allow)
     except Exception as exc:
         if isinstance(exc, ConnectionResetError) and _client_gone(request):
             # The client closed its connection while sending the body: no answer can reach it.
@@ -192,20 +202,26 @@ def _attribution_handler(path: str) -> Callable[[web.Request], Awaitable[web.Res
             limit = config.max_body_bytes
             if request.content_length is not None and request.content_length > limit:
                 return _error(413, f"request body too large: {request.content_length} bytes, the "
-                                   f"limit is {limit}", {"Connection": "close"})
+                                   f"limit is {limit}", close=True)
             body_deadline = min(deadline, loop.time() + config.body_timeout_s)
             try:
                 async with asyncio.timeout_at(body_deadline):
                     body = await request.read()
             except web.HTTPRequestEntityTooLarge:  # chunked, with no Content-Length
                 return _error(413, f"request body too large: more than the limit of {limit} bytes",
-                              {"Connection": "close"})
+                              close=True)
+            except (HttpProcessingError, RequestPayloadError) as exc:  # a malformed body
+                cause = exc.__cause__ if isinstance(exc.__cause__, HttpProcessingError) else exc
+                text = (getattr(cause, "message", "") or str(cause)).strip()
+                first = text.splitlines()[0] if text else "malformed body"
+                request.content.feed_eof()  # nothing more to read: aiohttp must not linger on it
+                return _error(400, f"bad HTTP request: {_cut(first, 120)}", close=True)
             except TimeoutError:  # a body sent slowly, or stopped halfway
                 state.counters["timed_out"] += 1
                 state.metrics.timeouts.labels("body").inc()
                 seconds = min(config.body_timeout_s, config.request_timeout_s)
                 return _error(408, f"the request body did not arrive within {seconds:g} s",
-                              {"Connection": "close"})
+                              close=True)
             try:
                 item = parse(path, body, model.input_shape, model.classes, config.limits)
             except BadRequest as exc:
@@ -357,7 +373,7 @@ class _AccessLogger(AbstractAccessLogger):
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
         request_id = response.headers.get("X-Request-Id", "-")
         self.logger.info('%s %s "%s %s" %d %d %.1fms', request_id, request.remote, request.method,
-                         shown(request.path, 80)[1:-1], response.status, response.body_length,
+                         _cut(request.path, 80), response.status, response.body_length,
                          time * 1e3)
 
 
@@ -383,7 +399,7 @@ class _Handler(RequestHandler):
             error = "internal server error"
         else:
             self.logger.info("bad HTTP request from %s: %s", request.remote, first[:200])
-            error = f"bad HTTP request: {shown(first, 120)[1:-1]}"
+            error = f"bad HTTP request: {_cut(first, 120)}"
         manager = self._manager
         if isinstance(manager, _Server):
             manager.metrics.answered("", status, 0.0)
@@ -451,6 +467,9 @@ class _Runner(web.AppRunner):
             handler_cancellation=True,
             shutdown_timeout=config.drain_s,
             keepalive_timeout=config.idle_timeout_s,
+            # After an answer to a request whose body was not read (413, 408), read and drop
+            # what the client still sends for this long at most, then close (aiohttp: 10 s).
+            lingering_time=min(1.0, config.body_timeout_s),
             access_log=access_log if config.access_log else None,
             access_log_class=_AccessLogger,
         )

@@ -163,8 +163,8 @@ async def serve_module(
     input row only (``check_rows_independent``), without which batched gradients would mix
     requests."""
     if not isinstance(module, Module):
-        raise ModelError(f"the model factory returned a {type(module).__name__}, not an "
-                         "aiograd.nn.Module")
+        raise ModelError(f"the model to serve must be an aiograd.nn.Module, got "
+                         f"{type(module).__name__}")
     if weights is not None:
         state = load_weights(weights, module, max_bytes=max_weight_bytes)
         floating = [t.dtype for k, t in state.items() if np.dtype(t.dtype).kind == "f"]

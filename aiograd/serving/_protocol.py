@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 from typing import Any
 
 import numpy as np
@@ -164,6 +163,10 @@ def _choice(doc: dict[str, Any], key: str, default: str, choices: tuple[str, ...
     return v
 
 
+def _row_text(input_shape: tuple[int, ...]) -> str:
+    return f"{input_shape[0]} numbers" if len(input_shape) == 1 else f"an array of shape {list(input_shape)}"
+
+
 def parse(path: str, body: bytes, input_shape: tuple[int, ...], classes: int, limits: Limits) -> AttributionRequest:
     """Check the body of a POST to ``path`` (one of ``ENDPOINTS``) for a model taking rows of
     ``input_shape`` and giving ``classes`` outputs."""
@@ -179,7 +182,7 @@ def parse(path: str, body: bytes, input_shape: tuple[int, ...], classes: int, li
     if unknown:
         raise BadRequest(422, f"unknown field {shown(unknown[0])}: {path} takes "
                               f"{', '.join(map(repr, sorted(allowed)))}")
-    row = f"{math.prod(input_shape)} numbers" if len(input_shape) == 1 else f"an array of shape {list(input_shape)}"
+    row = _row_text(input_shape)
     if "input" not in doc:
         raise BadRequest(422, f"missing field 'input': a list of rows, each {row}")
     rows = doc["input"]
@@ -216,9 +219,9 @@ def parse(path: str, body: bytes, input_shape: tuple[int, ...], classes: int, li
         raise BadRequest(422, str(exc)) from None
     work = expanded_rows(request)
     if work > limits.max_work_rows:
+        expanded = "steps" if method == "integrated_gradients" else "samples"
         raise BadRequest(413, f"too much work: {work} rows to compute for {len(rows)} input rows "
-                              f"(expanded by {method}'s steps or samples), the limit is "
-                              f"{limits.max_work_rows}")
+                              f"and their {expanded}, the limit is {limits.max_work_rows}")
     return request
 
 
@@ -235,8 +238,8 @@ def _baseline(value: Any, rows: int, input_shape: tuple[int, ...], max_abs: floa
     while isinstance(probe, list) and probe:
         depth, probe = depth + 1, probe[0]
     if depth == len(input_shape) + 1:
-        return _nested_array(value, (rows, *input_shape), "baseline", "a row like the input's", max_abs)
-    return _nested_array(value, input_shape, "baseline", "a row like the input's", max_abs)[None]
+        return _nested_array(value, (rows, *input_shape), "baseline", _row_text(input_shape), max_abs)
+    return _nested_array(value, input_shape, "baseline", _row_text(input_shape), max_abs)[None]
 
 
 #: Each method's key for its attributions in the answer.
