@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 
 import aiograd
@@ -47,6 +48,10 @@ PUBLIC_MODULES = (
     aiograd.profiler,
     aiograd.distributed,
 )
+if importlib.util.find_spec("aiohttp") is not None:  # the serve extra (the dev extra has it)
+    import aiograd.serving.http
+
+    PUBLIC_MODULES += (aiograd.serving.http,)
 
 
 def _private(name: str) -> bool:
@@ -91,6 +96,8 @@ def test_all_lists_exactly_the_public_names():
             and n != "annotations"  # from __future__
             # pytest imported it (aiograd's pytest plugin), `import aiograd` does not: not an export
             and not (module is aiograd and n == "pytest_plugin")
+            # imported on demand (it needs the serve extra), so not in `import *`
+            and not (module is aiograd.serving and n == "http")
             and not (  # imported third-party modules (np, typing) are not exports
                 inspect.ismodule(getattr(module, n))
                 and not getattr(module, n).__name__.startswith("aiograd")

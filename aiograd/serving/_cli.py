@@ -97,6 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from(args: argparse.Namespace) -> ServerConfig:
+    """The ``ServerConfig`` that ``add_arguments``' options give."""
     limits = Limits(max_rows=args.max_rows, max_work_rows=args.max_work_rows)
     return ServerConfig(
         limits=limits, max_body_bytes=args.max_body_bytes, batching=not args.no_batching,
@@ -109,6 +110,7 @@ def config_from(args: argparse.Namespace) -> ServerConfig:
 
 
 def policy_from(args: argparse.Namespace) -> WorkerPolicy:
+    """The ``WorkerPolicy`` that ``add_arguments``' options give."""
     return WorkerPolicy(workers=args.workers, max_restarts=args.max_restarts,
                         restart_window_s=args.restart_window_s,
                         worker_timeout_s=args.worker_timeout_s, loop=args.loop)
@@ -220,6 +222,7 @@ def _prog() -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """``python -m aiograd.serving``'s options, checked (a usage error exits with status 2)."""
     parser = argparse.ArgumentParser(
         prog=_prog(),
         description="Serve gradient attributions (saliency, input x gradient, integrated "
@@ -249,6 +252,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """``python -m aiograd.serving`` (and ``aiograd-serve``): import ``--model``'s factory, make
+    its module servable (``serve_module``) and serve it as the options say (``run``)."""
     args = parse_args(argv)
 
     async def prepare() -> ServedModel:

@@ -14,7 +14,7 @@ aiohttp, orjson, prometheus_client, and gunicorn for several worker processes).
 docs/serving.md describes the API and running it in production.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable as _Callable
 
 from ._app import STATE, ServerConfig, make_app, make_runner, serve
 from ._cli import add_arguments, check_arguments, main, run
@@ -56,7 +56,7 @@ def run_workers(
     port: int = 8080,
     policy: WorkerPolicy | None = None,
     *,
-    announce: Callable[[str], None] | None = None,
+    announce: _Callable[[str], None] | None = None,
 ) -> None:
     """Serve ``model`` from ``policy.workers`` processes supervised by gunicorn (imported here:
     ``pip install 'aiograd[serve]'``; not on Windows): see ``WorkerPolicy`` for the restarts,
