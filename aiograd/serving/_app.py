@@ -213,7 +213,7 @@ def _attribution_handler(path: str) -> Callable[[web.Request], Awaitable[web.Res
             except (HttpProcessingError, RequestPayloadError) as exc:  # a malformed body
                 cause = exc.__cause__ if isinstance(exc.__cause__, HttpProcessingError) else exc
                 text = (getattr(cause, "message", "") or str(cause)).strip()
-                first = text.splitlines()[0] if text else "malformed body"
+                first = text.splitlines()[0].rstrip(":") if text else "malformed body"
                 request.content.feed_eof()  # nothing more to read: aiohttp must not linger on it
                 return _error(400, f"bad HTTP request: {_cut(first, 120)}", close=True)
             except TimeoutError:  # a body sent slowly, or stopped halfway
@@ -384,6 +384,21 @@ class _Handler(RequestHandler):
 
     __slots__ = ()
 
+    def data_received(self, data: bytes) -> None:
+        # A stopping server marks its connections closing (aiohttp's pre_shutdown), and aiohttp
+        # then drops whatever arrives: the body of a request already being handled would never
+        # come, and its client would get no answer. Let the body of that request in.
+        if ((self._close or self._force_close) and self._request_in_progress
+                and self.transport is not None):
+            flags = self._close, self._force_close
+            self._close = self._force_close = False
+            try:
+                super().data_received(data)
+            finally:
+                self._close, self._force_close = flags
+            return
+        super().data_received(data)
+
     def handle_error(self, request: web.BaseRequest, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:
         if request.writer.output_size > 0:
@@ -393,7 +408,7 @@ class _Handler(RequestHandler):
             text = exc.message
         else:
             text = message or (str(exc) if exc is not None else "") or HTTPStatus(status).phrase
-        first = text.strip().splitlines()[0] if text.strip() else HTTPStatus(status).phrase
+        first = text.strip().splitlines()[0].rstrip(":") if text.strip() else HTTPStatus(status).phrase
         if status >= 500:
             self.logger.error("error handling a request from %s", request.remote, exc_info=exc)
             error = "internal server error"

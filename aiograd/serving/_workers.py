@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
+from aiohttp.worker import GunicornUVLoopWebWorker, GunicornWebWorker
 from gunicorn.app.base import BaseApplication  # type: ignore[import-untyped]
 from gunicorn.arbiter import Arbiter  # type: ignore[import-untyped]
 from gunicorn.errors import HaltServer  # type: ignore[import-untyped]
@@ -103,6 +104,19 @@ class _Arbiter(Arbiter):  # type: ignore[misc]
                          f" in {delay:g} s" if delay else "")
 
 
+class _Worker(GunicornWebWorker):  # type: ignore[misc]
+    """aiohttp's gunicorn worker, stopping to accept at once on SIGTERM: aiohttp's own notices
+    it at its next heartbeat, up to a second later (it wakes at once only for SIGINT/SIGQUIT)."""
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        super().handle_exit(sig, frame)
+        self._notify_waiter_done()
+
+
+class _UVLoopWorker(_Worker, GunicornUVLoopWebWorker):  # type: ignore[misc]
+    """``_Worker`` on uvloop."""
+
+
 def _child_exit(server: Any, worker: Any) -> None:
     if isinstance(server, _Arbiter):
         server.worker_died(worker.pid)
@@ -125,8 +139,7 @@ class _Application(BaseApplication):  # type: ignore[misc]
         settings: dict[str, Any] = {
             "bind": [f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"],
             "workers": self.policy.workers,
-            "worker_class": "aiohttp.worker.GunicornUVLoopWebWorker" if uvloop
-            else "aiohttp.worker.GunicornWebWorker",
+            "worker_class": _UVLoopWorker if uvloop else _Worker,
             "timeout": math.ceil(self.policy.worker_timeout_s),
             # gunicorn kills the workers this long after SIGTERM; they drain in drain_s.
             "graceful_timeout": math.ceil(self.config.drain_s) + 5,
@@ -177,7 +190,7 @@ def run_workers(
     """Serve ``model`` from ``policy.workers`` supervised processes on ``host:port`` until SIGTERM
     (graceful: the workers drain within the config's ``drain_s``) or SIGINT, then exit the
     process (``SystemExit``): status 0, or 1 when workers died more often than the policy allows.
-    ``announce`` gets the base URL once the port is bound. ``/metrics`` of any worker reports the
+    ``announce`` gets the base URL once a worker accepts connections. ``/metrics`` of any worker reports the
     whole service. Not on Windows (gunicorn needs ``fork``)."""
     arbiter_pid = os.getpid()
     # Hold the port for the service's life (bound, not listening: no connection comes here),
