@@ -1132,3 +1132,62 @@ async def test_float32_weights_serve_a_float32_model_with_float32_accurate_answe
     np.testing.assert_allclose(body["output"], exact.output, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(body["integrated_gradients"], exact.attributions, rtol=1e-4, atol=1e-5)
     assert not np.array_equal(body["output"], exact.output)  # computed in float32 indeed
+
+
+# ----------------------------------------------------------------- smuggling and compression
+async def _raw_exchange(server: Server, request: bytes) -> bytes:
+    """Send ``request`` on a fresh connection; everything the server answers, until it closes."""
+    async with server.connection() as (reader, writer):
+        writer.write(request)
+        await writer.drain()
+        with anyio.fail_after(HANG):
+            return await reader.read()
+
+
+@once
+@pytest.mark.parametrize("framing", [
+    b"Content-Length: 2\r\nTransfer-Encoding: chunked\r\n",  # CL.TE
+    b"Transfer-Encoding: chunked\r\nContent-Length: 2\r\n",  # TE.CL
+    b"Content-Length: 2\r\nContent-Length: 40\r\n",  # two lengths
+    b"Transfer-Encoding: gzip, chunked\r\nTransfer-Encoding: chunked\r\n",
+], ids=["CL.TE", "TE.CL", "two lengths", "two encodings"])
+async def test_ambiguous_framing_is_refused_and_nothing_is_smuggled(model, framing):
+    """A request whose body length two parsers could read differently (request smuggling) is a
+    400 that closes the connection: the bytes after it are never taken as a second request."""
+    smuggled = b"GET /stats HTTP/1.1\r\nHost: t\r\n\r\n"
+    request = (b"POST /saliency HTTP/1.1\r\nHost: t\r\n" + framing + b"\r\n"
+               b"0\r\n\r\n" + smuggled)
+    async with served(model) as server:
+        answer = await _raw_exchange(server, request)
+        status, _, _ = await server.get("/health/live")  # still serving
+    assert answer.startswith(b"HTTP/1.") and answer.split(b" ", 2)[1] == b"400", answer[:200]
+    assert answer.count(b"HTTP/1.") == 1  # one answer: the smuggled GET got none
+    assert json.loads(answer.partition(b"\r\n\r\n")[2])["error"].startswith("bad HTTP request: ")
+    assert status == 200
+
+
+@once
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+async def test_a_compressed_body_that_expands_past_the_limit_is_413(model, encoding):
+    """A gzip or deflate body under the limit on the wire that expands a thousandfold (a
+    compression bomb: 16 KiB sent, 16 MiB inflated) is refused once its expansion passes
+    max_body_bytes, not inflated whole in memory."""
+    import zlib
+
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31 if encoding == "gzip" else 15)
+    chunk = b"\0" * (1 << 20)
+    body = b"".join(compressor.compress(chunk) for _ in range(16)) + compressor.flush()
+    assert len(body) < 32 << 10  # under the limit as sent
+    async with served(model, max_body_bytes=64 << 10) as server:
+        status, doc, headers = await server.post(
+            "/saliency", body, headers={"Content-Encoding": encoding,
+                                        "Content-Type": "application/json"})
+        # A small compressed body that fits once inflated is read as usual.
+        small = zlib.compressobj(9, zlib.DEFLATED, 31 if encoding == "gzip" else 15)
+        ok = small.compress(json.dumps({"input": [ROW]}).encode()) + small.flush()
+        ok_status, ok_doc, _ = await server.post(
+            "/saliency", ok, headers={"Content-Encoding": encoding})
+    assert (status, doc) == (413, {"error": "request body too large: more than the limit of "
+                                            "65536 bytes"}), doc
+    assert headers["Connection"] == "close"
+    assert ok_status == 200 and len(ok_doc["saliency"]) == 1, ok_doc

@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> None:
             raise ModelError(f"--model: calling {args.model} failed: {type(exc).__name__}: "
                              f"{' '.join(str(exc).split())[:200]}") from None
         served = await serve_module(module, weights=args.weights, input_shape=args.input_shape,
-                                    source=args.weights or args.model,
+                                    source=os.path.basename(args.weights) if args.weights else args.model,
                                     max_weight_bytes=args.max_weight_bytes,
                                     check_rows=not args.no_check_rows)
         print(f"serving {args.model}"
