@@ -23,6 +23,8 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import aiograd
 from aiograd import nn
@@ -33,15 +35,17 @@ pytest.importorskip("orjson")
 prometheus_parser = pytest.importorskip("prometheus_client.parser")
 
 from aiograd.serving import _app  # noqa: E402 - needs aiohttp
-from aiograd.serving._attributions import AttributionRequest, attribute  # noqa: E402
+from aiograd.serving._attributions import AttributionRequest, attribute, check_request  # noqa: E402
 from aiograd.serving.http import (  # noqa: E402
     ENDPOINTS,
     STATE,
+    BadRequest,
     Limits,
     ModelError,
     ServerConfig,
     make_app,
     make_runner,
+    parse,
     serve,
     serve_module,
 )
@@ -1191,3 +1195,43 @@ async def test_a_compressed_body_that_expands_past_the_limit_is_413(model, encod
                                             "65536 bytes"}), doc
     assert headers["Connection"] == "close"
     assert ok_status == 200 and len(ok_doc["saliency"]) == 1, ok_doc
+
+
+# --------------------------------------------------------- the parser and attribute's checks
+_values = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 70), st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["gausslegendre", "riemann_left", "riemann_trapezoid", "vargrad",
+                     "smoothgrad_sq", "nope", ""]),
+    st.lists(st.integers(-1, 3), max_size=5),
+    st.lists(st.lists(st.floats(-2, 2), min_size=FEATURES, max_size=FEATURES), max_size=3),
+    st.lists(st.floats(-2, 2), min_size=FEATURES, max_size=FEATURES),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(path=st.sampled_from(sorted(ENDPOINTS)), rows=st.integers(1, 3), data=st.data())
+def test_what_the_parser_accepts_attribute_accepts(path, rows, data):
+    """The service checks each request as it parses it, in the request's own terms, and does
+    not run ``check_request`` again: every body ``parse`` accepts must give a request that
+    ``check_request`` (with the model's classes) accepts too."""
+    keys = sorted({"target"} | ENDPOINTS[path][1])  # the path's own fields
+    row = st.lists(st.floats(-2, 2), min_size=FEATURES, max_size=FEATURES)
+    near = {  # values near and at the edges of what is valid (3 times in 4), else anything
+        "target": st.one_of(st.integers(-1, CLASSES), st.lists(st.integers(-1, CLASSES),
+                                                               min_size=rows, max_size=rows + 1)),
+        "abs": st.booleans(), "steps": st.integers(0, 60), "samples": st.integers(0, 40),
+        "method": st.sampled_from(["gausslegendre", "riemann_left", "riemann_right",
+                                   "riemann_middle", "riemann_trapezoid"]),
+        "baseline": st.one_of(st.floats(-2, 2), row, st.lists(row, min_size=rows, max_size=rows)),
+        "stdev": st.one_of(st.floats(0, 3), st.integers(-1, 3)),
+        "noise_type": st.sampled_from(["smoothgrad", "smoothgrad_sq", "vargrad"]),
+        "seed": st.integers(-1, 2**63),
+    }
+    fields = {key: data.draw(st.one_of(near[key], near[key], near[key], _values), label=key)
+              for key in data.draw(st.lists(st.sampled_from(keys), unique=True), label="keys")}
+    doc = {"input": X[:rows].tolist(), **fields}
+    try:
+        request = parse(path, json.dumps(doc).encode(), (FEATURES,), CLASSES, Limits(max_work_rows=10**6))
+    except BadRequest:
+        return
+    check_request(request, classes=CLASSES)

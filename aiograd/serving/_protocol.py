@@ -20,7 +20,6 @@ from ._attributions import (
     NOISE_TYPES,
     Attribution,
     AttributionRequest,
-    check_request,
     expanded_rows,
 )
 
@@ -212,11 +211,9 @@ def parse(path: str, body: bytes, input_shape: tuple[int, ...], classes: int, li
         fields["noise_type"] = _choice(doc, "noise_type", "smoothgrad", NOISE_TYPES)
         if doc.get("seed") is not None:
             fields["seed"] = _int(doc, "seed", 0, 0, 2**63 - 1)
+    # Everything ``check_request`` checks is checked above, in the request's own terms (a test
+    # holds the two together); not again here: it costs a tenth of a small request's time.
     request = AttributionRequest(method, x, target, **fields)
-    try:  # what the checks above missed, if anything: attribute's own checks, once
-        check_request(request, classes=classes)
-    except ValueError as exc:
-        raise BadRequest(422, str(exc)) from None
     work = expanded_rows(request)
     if work > limits.max_work_rows:
         expanded = "steps" if method == "integrated_gradients" else "samples"
