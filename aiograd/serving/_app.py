@@ -193,8 +193,10 @@ def _attribution_handler(path: str) -> Callable[[web.Request], Awaitable[web.Res
     async def handle(request: web.Request) -> web.Response:
         state = request.app[STATE]
         config, model = state.config, state.model
-        state.counters["in_flight"] += 1
-        state.counters["max_in_flight"] = max(state.counters["max_in_flight"], state.counters["in_flight"])
+        counters = state.counters
+        counters["in_flight"] += 1
+        if counters["in_flight"] > counters["max_in_flight"]:
+            counters["max_in_flight"] = counters["in_flight"]
         state.metrics.in_flight.inc()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + config.request_timeout_s  # one bound for the whole request
@@ -242,7 +244,7 @@ def _attribution_handler(path: str) -> Callable[[web.Request], Awaitable[web.Res
             state.counters["rows"] += len(item.x)
             return _json(answer(method, result))
         finally:
-            state.counters["in_flight"] -= 1
+            counters["in_flight"] -= 1
             state.metrics.in_flight.dec()
 
     handle.__name__ = f"handle_{method}"
@@ -297,8 +299,7 @@ async def _ready(request: web.Request) -> web.Response:
 
 async def _metrics(request: web.Request) -> web.Response:
     state = request.app[STATE]
-    if state.batched is not None:
-        state.metrics.queue_depth.set(state.batched.statistics().queued)
+    state.metrics.queue_depth.set(state.batched.statistics().queued if state.batched is not None else 0)
     body, content_type = state.metrics.render()
     response = web.Response(body=body)
     response.headers["Content-Type"] = content_type
@@ -340,7 +341,10 @@ def make_app(
         async def attribute_batch(items: list[AttributionRequest]) -> list[Attribution]:
             loop = asyncio.get_running_loop()
             state.progress_at = loop.time()
-            state.metrics.batch_size.observe(len(items))
+            # The queue's depth is sampled here and at each scrape, not kept per request.
+            metrics = state.metrics
+            metrics.queue_depth.set(attribute_batch.statistics().queued)
+            metrics.batch_size.observe(len(items))
             state.metrics.batch_rows.observe(sum(map(expanded_rows, items)))
             try:
                 return await attribute(model.module, items, dtype=model.dtype, check=False)  # parsed

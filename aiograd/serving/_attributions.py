@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from .._device import CPU
 from .._factories import as_tensor as _as_tensor
 from .._grad_mode import no_grad as _no_grad
 from .._tensor import Tensor
@@ -242,18 +243,22 @@ def _quadrature(rule: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _numpy(t: Tensor) -> np.ndarray:
-    return t.detach().cpu().numpy()
+    # (a CPU tensor without grad is its own array: no detached copies made per request)
+    if t._device is CPU and not t.requires_grad:
+        return t.numpy()
+    return t.numpy(force=True)
 
 
 class _Plan:
     """One request in a batch: its input in the model's dtype, what it adds to the forward
     without a graph, and (once the targets are known) its expanded rows and their seed."""
 
-    __slots__ = ("alphas", "baseline", "fb", "fx", "noise", "request", "seed", "target",
+    __slots__ = ("alphas", "baseline", "checked", "fb", "fx", "noise", "request", "seed", "target",
                  "weights", "x")
 
-    def __init__(self, request: AttributionRequest, dt: np.dtype) -> None:
+    def __init__(self, request: AttributionRequest, dt: np.dtype, checked: bool) -> None:
         self.request = request
+        self.checked = checked  # its target was checked against the model's classes already
         self.x = np.asarray(request.x, dtype=dt)
         self.target: np.ndarray | None = (
             None if request.target is None else np.asarray(request.target, dtype=np.int64))
@@ -313,7 +318,7 @@ class _Plan:
             if self.target is None:  # saliency and input_x_gradient: their rows are x
                 self.fx = _numpy(out)
                 self.target = self.fx.argmax(axis=1).astype(np.int64)
-            if self.target.size and self.target.max() >= classes:
+            if not self.checked and self.target.size and self.target.max() >= classes:
                 raise ValueError(f"attribute: request {i}'s target {self.target.max()} is not "
                                  f"a class of the model's {classes}")
             rows = self.x.shape[0]
@@ -389,8 +394,9 @@ async def attribute(
 
     With ``check`` (the default), ``check_request`` runs on every request first: a bad one
     raises its ``ValueError`` (with the request's index) before anything is computed; a caller
-    that checked each request already (the HTTP service, as it parses them) passes False. A
-    target the model has no class for (not checked there without ``classes``) fails the batch.
+    that checked each request already, targets against the model's classes included (the HTTP
+    service, as it parses them), passes False. With ``check``, a target the model has no class
+    for (which ``check_request`` cannot see without ``classes``) fails the batch.
     """
     for i, request in enumerate(requests if check else ()):
         try:
@@ -409,7 +415,8 @@ async def attribute(
     dt = _model_dtype(model, dtype, requests)
     if dt.kind != "f":
         raise ValueError(f"attribute: the model's dtype must be floating point; got {dt}")
-    plans = [_Plan(r, dt) for r in requests]
+    # Unchecked here (check=False), the caller checked each target against the classes.
+    plans = [_Plan(r, dt, not check) for r in requests]
 
     # The forward without a graph: outputs at x (integrated gradients, smoothgrad) and at the
     # baselines, all in one batch.

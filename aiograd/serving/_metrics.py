@@ -68,7 +68,8 @@ class Metrics:
         self.batch_rows = Histogram(f"{PREFIX}_batch_rows",
                                     "Rows per computed batch (steps and samples expanded).",
                                     buckets=_ROW_BUCKETS, registry=r)
-        self.queue_depth = Gauge(f"{PREFIX}_queue_depth", "Requests waiting for a batch.",
+        self.queue_depth = Gauge(f"{PREFIX}_queue_depth",
+                                 "Requests waiting for a batch (sampled at each batch and scrape).",
                                  registry=r, **live)
         self.in_flight = Gauge(f"{PREFIX}_in_flight", "Requests being handled.", registry=r, **live)
         self.connections = Gauge(f"{PREFIX}_connections", "Open client connections.", registry=r, **live)
