@@ -125,14 +125,20 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None, *,
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _ids = itertools.count(1)
+_id_prefix = (0, "")  # (pid, "pid-") of this process: a forked worker makes its own
 
 
 def _request_id(request: web.BaseRequest) -> str:
-    """The client's ``X-Request-Id`` when it is a short plain token, else a new one."""
+    """The client's ``X-Request-Id`` when it is a short plain token, else a new one: this
+    process's id and a counter, in hexadecimal."""
     given = request.headers.get("X-Request-Id")
     if given is not None and _REQUEST_ID.fullmatch(given):
         return given
-    return f"{os.getpid():x}-{next(_ids):x}"
+    global _id_prefix
+    pid = os.getpid()
+    if _id_prefix[0] != pid:
+        _id_prefix = (pid, f"{pid:x}-")
+    return f"{_id_prefix[1]}{next(_ids):x}"
 
 
 def _cut(text: str, limit: int) -> str:
