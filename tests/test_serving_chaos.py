@@ -603,7 +603,13 @@ async def test_a_short_soak_answers_every_request_and_the_metrics_count_them_exa
                             check_answer(await r.read())
 
             await asyncio.gather(*(client() for _ in range(clients)))
+            # Each worker hands its counts to the shared metrics each second (FLUSH_S) and the
+            # scraped one at once: poll (an HTTP round trip each) until the other's are in.
             after = await metrics(server.url)
+            while (sample(after, "aiograd_serving_requests_total", endpoint="/saliency",
+                          status="200") != len(statuses)
+                   or sample(after, "aiograd_serving_in_flight") != 0):
+                after = await metrics(server.url)
         server.terminate()
         status = await server.exited(within=10 + MARGIN)
     assert status == 0, server.stderr[-3000:]

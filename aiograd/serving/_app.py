@@ -103,9 +103,13 @@ class _State:
     counters: Counter[str] = dataclasses.field(default_factory=Counter)
     draining: bool = False
     progress_at: float = 0.0  # loop time a batch last started or finished
+    flusher: asyncio.TimerHandle | None = None  # the metrics' next flush (each FLUSH_S)
 
 
 STATE = web.AppKey("aiograd_serving_state", _State)
+#: Seconds between flushes of the metrics counted per request (and samples of the gauges):
+#: a worker's ``/metrics`` shows the others' answers this late at most.
+FLUSH_S = 1.0
 #: Every path the service answers (the metrics' endpoint label; any other is "other").
 PATHS = (*ENDPOINTS, "/health", "/health/live", "/health/ready", "/metrics", "/stats")
 
@@ -203,7 +207,6 @@ def _attribution_handler(path: str) -> Callable[[web.Request], Awaitable[web.Res
         counters["in_flight"] += 1
         if counters["in_flight"] > counters["max_in_flight"]:
             counters["max_in_flight"] = counters["in_flight"]
-        state.metrics.in_flight.inc()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + config.request_timeout_s  # one bound for the whole request
         try:
@@ -253,7 +256,6 @@ def _attribution_handler(path: str) -> Callable[[web.Request], Awaitable[web.Res
             return _json(answer(method, result))
         finally:
             counters["in_flight"] -= 1
-            state.metrics.in_flight.dec()
 
     handle.__name__ = f"handle_{method}"
     return handle
@@ -307,7 +309,7 @@ async def _ready(request: web.Request) -> web.Response:
 
 async def _metrics(request: web.Request) -> web.Response:
     state = request.app[STATE]
-    state.metrics.queue_depth.set(state.batched.statistics().queued if state.batched is not None else 0)
+    _flush(state)
     body, content_type = state.metrics.render()
     response = web.Response(body=body)
     response.headers["Content-Type"] = content_type
@@ -325,6 +327,33 @@ async def _stats(request: web.Request) -> web.Response:
 
 async def _start_draining(app: web.Application) -> None:
     app[STATE].draining = True
+
+
+def _flush(state: _State) -> None:
+    """Bring the metrics up to date: the answers counted since the last flush, and the gauges
+    sampled now."""
+    state.metrics.flush()
+    state.metrics.in_flight.set(state.counters["in_flight"])
+    state.metrics.queue_depth.set(state.batched.statistics().queued if state.batched is not None else 0)
+
+
+async def _start_flushing(app: web.Application) -> None:
+    state = app[STATE]
+    loop = asyncio.get_running_loop()
+
+    def tick() -> None:
+        _flush(state)
+        state.flusher = loop.call_later(FLUSH_S, tick)
+
+    state.flusher = loop.call_later(FLUSH_S, tick)
+
+
+async def _stop_flushing(app: web.Application) -> None:
+    state = app[STATE]
+    if state.flusher is not None:
+        state.flusher.cancel()
+        state.flusher = None
+    _flush(state)  # what the last second counted
 
 
 def make_app(
@@ -349,10 +378,7 @@ def make_app(
         async def attribute_batch(items: list[AttributionRequest]) -> list[Attribution]:
             loop = asyncio.get_running_loop()
             state.progress_at = loop.time()
-            # The queue's depth is sampled here and at each scrape, not kept per request.
-            metrics = state.metrics
-            metrics.queue_depth.set(attribute_batch.statistics().queued)
-            metrics.batch_size.observe(len(items))
+            state.metrics.batch_size.observe(len(items))
             state.metrics.batch_rows.observe(sum(map(expanded_rows, items)))
             try:
                 return await attribute(model.module, items, dtype=model.dtype, check=False)  # parsed
@@ -374,7 +400,9 @@ def make_app(
     app.router.add_get("/health/ready", _ready)
     app.router.add_get("/metrics", _metrics)
     app.router.add_get("/stats", _stats)
+    app.on_startup.append(_start_flushing)
     app.on_shutdown.append(_start_draining)
+    app.on_cleanup.append(_stop_flushing)
     return app
 
 

@@ -12,6 +12,7 @@ so a client requesting random paths cannot grow the metrics without bound.
 
 from __future__ import annotations
 
+import bisect
 import os
 from typing import Any
 
@@ -69,9 +70,11 @@ class Metrics:
                                     "Rows per computed batch (steps and samples expanded).",
                                     buckets=_ROW_BUCKETS, registry=r)
         self.queue_depth = Gauge(f"{PREFIX}_queue_depth",
-                                 "Requests waiting for a batch (sampled at each batch and scrape).",
+                                 "Requests waiting for a batch (sampled each second and at each scrape).",
                                  registry=r, **live)
-        self.in_flight = Gauge(f"{PREFIX}_in_flight", "Requests being handled.", registry=r, **live)
+        self.in_flight = Gauge(f"{PREFIX}_in_flight",
+                               "Requests being handled (sampled each second and at each scrape).",
+                               registry=r, **live)
         self.connections = Gauge(f"{PREFIX}_connections", "Open client connections.", registry=r, **live)
         self.refused = Counter(f"{PREFIX}_connections_refused",
                                "Connections refused (503) past the per-worker connection cap.",
@@ -85,18 +88,52 @@ class Metrics:
                                 "Worker processes that died and were restarted.", registry=r)
         self._request_children: dict[tuple[str, int], Any] = {}
         self._latency_children = {e: self.latency.labels(e) for e in (*sorted(self.endpoints), "other")}
+        # Each request is counted here, in plain Python, and ``flush`` hands the sums to
+        # prometheus_client: its updates take a lock each (and in multiprocess mode write a
+        # shared file), 3.6 us a request for the counter and the histogram, against 0.5 us.
+        self._bounds = (*_LATENCY_BUCKETS, float("inf"))
+        self._answered: dict[tuple[str, int], int] = {}
+        self._latencies: dict[str, tuple[list[int], list[float]]] = {
+            e: ([0] * len(self._bounds), [0.0]) for e in self._latency_children}
 
     def endpoint(self, path: str) -> str:
         return path if path in self.endpoints else "other"
 
     def answered(self, path: str, status: int, seconds: float) -> None:
-        endpoint = self.endpoint(path)
+        """Count an answer (in ``/metrics`` after the next ``flush``)."""
+        endpoint = path if path in self.endpoints else "other"
         key = (endpoint, status)
-        child = self._request_children.get(key)
-        if child is None:
-            child = self._request_children[key] = self.requests.labels(endpoint, str(status))
-        child.inc()
-        self._latency_children[endpoint].observe(seconds)
+        self._answered[key] = self._answered.get(key, 0) + 1
+        counts, total = self._latencies[endpoint]
+        counts[bisect.bisect_left(self._bounds, seconds)] += 1
+        total[0] += seconds
+
+    def flush(self) -> None:
+        """Hand the answers counted since the last flush to prometheus_client (the service does
+        it every second, at each scrape and when it stops)."""
+        answered, self._answered = self._answered, {}
+        for key, n in answered.items():
+            child = self._request_children.get(key)
+            if child is None:
+                child = self._request_children[key] = self.requests.labels(key[0], str(key[1]))
+            child.inc(n)
+        for endpoint, (counts, total) in self._latencies.items():
+            if not any(counts):
+                continue
+            child = self._latency_children[endpoint]
+            buckets, sum_ = getattr(child, "_buckets", None), getattr(child, "_sum", None)
+            if buckets is not None and sum_ is not None and len(buckets) == len(counts):
+                # prometheus_client's own per-bucket counts (what ``observe`` adds to), in bulk
+                for value, n in zip(buckets, counts):
+                    if n:
+                        value.inc(n)
+                sum_.inc(total[0])
+            else:  # another prometheus_client: one observation per answer, at its bucket's bound
+                for bound, n in zip(self._bounds, counts):
+                    for _ in range(n):
+                        child.observe(min(bound, total[0]))
+            counts[:] = [0] * len(counts)
+            total[0] = 0.0
 
     def render(self) -> tuple[bytes, str]:
         """The text exposition format (all processes' values in multiprocess mode)."""
