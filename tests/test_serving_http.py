@@ -1234,4 +1234,6 @@ def test_what_the_parser_accepts_attribute_accepts(path, rows, data):
         request = parse(path, json.dumps(doc).encode(), (FEATURES,), CLASSES, Limits(max_work_rows=10**6))
     except BadRequest:
         return
-    check_request(request, classes=CLASSES)
+    check_request(request, classes=CLASSES)  # raises ValueError if the parser let a bad one in
+    assert np.array_equal(request.x, X[:rows]) and request.method == ENDPOINTS[path][0]
+    assert request.target is None or request.target.shape == (rows,)
