@@ -14,6 +14,7 @@ forking in a loop; and Prometheus metrics summed over the workers.
 from __future__ import annotations
 
 import collections
+import gc
 import logging
 import math
 import os
@@ -205,6 +206,10 @@ def run_workers(
         port = holder.getsockname()[1]
         _metrics.enable_multiprocess(directory)
         sys.argv = sys.argv[:1]  # gunicorn parses sys.argv when its application is made
+        # What the workers inherit (the model, the imports) is never collected: the collector
+        # would walk it in every worker, and touching it copies the pages it shares.
+        gc.collect()
+        gc.freeze()
         _Application(model, config, host, port, policy, announce).run()
     finally:
         # A worker leaves through here too (gunicorn's fork returns into this call in the child,
