@@ -4,7 +4,7 @@
 ``make_app`` builds the application for a ``ServedModel``; ``make_runner`` the ``AppRunner`` that
 serves it with the connection-level bounds (idle and header-read timeout, a cap on connections,
 HTTP parser errors answered as JSON); ``serve`` runs it in this process until SIGTERM or Ctrl-C
-and drains. ``aiograd.serving.workers`` runs it in several supervised processes.
+and drains. ``run_workers`` (``_workers.py``) runs it in several supervised processes.
 """
 
 from __future__ import annotations
@@ -420,7 +420,10 @@ class _AccessLogger(AbstractAccessLogger):
 class _Handler(RequestHandler):
     """aiohttp's connection handler, answering the HTTP parser's errors (a malformed request
     line, headers too long, a bad chunk) as ``{"error": ...}`` with one log line, where aiohttp
-    answers plain text and logs a traceback at ERROR for each."""
+    answers plain text and logs a traceback at ERROR for each; and reading the body of the
+    request in progress while the server drains, where aiohttp drops it. (aiohttp's private
+    ``_close``, ``_force_close``, ``_request_in_progress`` and ``_manager``: checked against
+    aiohttp 3.14, by tests/test_serving_http.py and tests/test_serving_chaos.py.)"""
 
     __slots__ = ()
 
