@@ -169,8 +169,9 @@ def _input_edges(inputs: tuple[Any, ...]) -> list[Edge]:
 
 
 #: Runs a backward for a caller in whose thread no asyncio loop runs (a trio task): set by
-#: ``aiograd.sync``, which owns the background asyncio loop it runs on (a hook set at import, so
-#: that this module need not import that one, which imports it).
+#: ``aiograd._trio_bridge`` when it is imported, to its ``run_on_trio`` (which runs the backward
+#: on ``aiograd.sync``'s background asyncio loop); a hook, so that this module need not import
+#: that one, which imports it.
 run_without_asyncio: Callable[[Callable[[], Coroutine[Any, Any, Any]]], Awaitable[Any]] | None = None
 
 

@@ -4,7 +4,7 @@ A backward awaited inside a node (a custom Function's backward, a hook, a callba
 the awaiting code itself, nested in the drive that runs the node. Each level costs a fixed number
 of Python frames (the drive, the node's evaluation, the Function, the user's backward, the
 ``backward``/``grad`` entry and the engine's ``execute``), counted by
-``tests/test_reentrant.py::test_frames_per_level``. The default limit keeps that nesting within
+``tests/test_reentrant.py::test_frames_per_level_match_the_default_limit``. The default limit keeps that nesting within
 half of Python's default recursion limit (1000), which leaves the other half for the code that
 awaits the outermost backward and for user code between the levels. Past the limit, or whenever
 the stack is already within ``STACK_RESERVE`` frames of the interpreter's recursion limit
@@ -29,7 +29,7 @@ __all__ = ["DEFAULT_MAX_REENTRANT_DEPTH", "run_reentrant", "stack_has_room"]
 
 #: Python frames one nested level adds to the stack (a Function whose backward awaits
 #: ``backward()``): 9 measured, one more when the nested drive runs a node of another
-#: GraphTask than its own (``Engine._await_as``). Checked by the test named above.
+#: GraphTask than its own (``context.await_as``). Checked by the test named above.
 FRAMES_PER_LEVEL = 10
 
 #: Nested drives allowed on one stack: half the default recursion limit's worth of levels.

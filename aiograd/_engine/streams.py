@@ -7,7 +7,7 @@ touches this module only if such a device existed when it started (``GraphTask.s
 - A node's stream (``node_stream``): the one current when the node was recorded inside
   ``use_stream`` (PyTorch runs each backward op on the stream of its forward), else the stream
   current on that device in the caller of ``backward()``/``grad()``, captured when it started.
-- A node runs with its stream current (``run_on``), and its work is not waited for.
+- A node runs with its stream current (``NodeStreams.apply``), and its work is not waited for.
 - A gradient handed from one node to the next (``hand_over``) follows PyTorch's InputBuffer
   rules, the consumer's device being the gradient's: (2) the producer ran on that device: the
   consumer's stream waits for an event recorded on the producer's stream (when they differ),
