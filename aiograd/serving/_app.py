@@ -27,7 +27,7 @@ import orjson
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 from aiohttp.http_exceptions import HttpProcessingError
-from aiohttp.web_protocol import RequestHandler, RequestPayloadError
+from aiohttp.web_protocol import RequestHandler, RequestPayloadError, _ErrInfo
 
 from .._engine.engine import get_engine
 from ._attributions import Attribution, AttributionRequest, attribute, expanded_rows
@@ -162,6 +162,8 @@ async def _middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     started = time.perf_counter()
     request_id = _request_id(request)
     try:
+        if request.version < (1, 0):  # HTTP/0.9 has no headers, so no status or length either
+            raise web.HTTPVersionNotSupported()
         response = await handler(request)
     except asyncio.CancelledError:
         # aiohttp cancels the handler of a lost connection (handler_cancellation): a request
@@ -179,6 +181,8 @@ async def _middleware(request: web.Request, handler: Any) -> web.StreamResponse:
                  "/health/live, /health/ready, /metrics, /stats)",
             405: f"method {shown(request.method)} not allowed on {shown(request.path)}",
             413: f"request body too large: more than the limit of {state.config.max_body_bytes} bytes",
+            505: f"HTTP/{request.version[0]}.{request.version[1]} is not supported: send HTTP/1.0 "
+                 "or HTTP/1.1",
         }.get(exc.status, exc.reason)
         allow = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None  # RFC 9110
         response = _error(exc.status, message, allow)
@@ -422,7 +426,8 @@ class _Handler(RequestHandler):
     line, headers too long, a bad chunk) as ``{"error": ...}`` with one log line, where aiohttp
     answers plain text and logs a traceback at ERROR for each; and reading the body of the
     request in progress while the server drains, where aiohttp drops it. (aiohttp's private
-    ``_close``, ``_force_close``, ``_request_in_progress`` and ``_manager``: checked against
+    ``_close``, ``_force_close``, ``_request_in_progress``, ``_current_request``, ``_messages``,
+    ``_ErrInfo`` and ``_manager``: checked against
     aiohttp 3.14, by tests/test_serving_http.py and tests/test_serving_chaos.py.)"""
 
     __slots__ = ()
@@ -436,11 +441,30 @@ class _Handler(RequestHandler):
             flags = self._close, self._force_close
             self._close = self._force_close = False
             try:
-                super().data_received(data)
+                self._receive(data)
             finally:
                 self._close, self._force_close = flags
             return
+        self._receive(data)
+
+    def _receive(self, data: bytes) -> None:
+        request = self._current_request
+        if request is None or request.content.is_eof():
+            super().data_received(data)
+            return
+        # A request is reading its body. aiohttp's C parser fails a malformed body (a bad chunk)
+        # by queueing an error as if it were the next request, and the body being read would
+        # wait for more until its timeout (a 408 after seconds): hand the error to that body,
+        # whose reader answers 400 at once (aiohttp's Python parser does this itself).
+        queued = len(self._messages)
         super().data_received(data)
+        if len(self._messages) > queued:
+            error, _ = self._messages[-1]
+            if isinstance(error, _ErrInfo) and not request.content.is_eof():
+                self._messages.pop()
+                exc = error.exc if isinstance(error.exc, HttpProcessingError) else \
+                    HttpProcessingError(message=error.message)
+                request.content.set_exception(exc)
 
     def handle_error(self, request: web.BaseRequest, status: int = 500, exc: BaseException | None = None,
                      message: str | None = None) -> web.StreamResponse:
