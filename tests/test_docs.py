@@ -196,3 +196,15 @@ async def test_the_notebook_advice_quotes_what_a_running_loop_gets() -> None:
     assert f"RuntimeError: {blocking.value}" in guide
     assert f"RuntimeError: {nested_run.value}" in guide
     assert x.grad is None
+
+
+def test_the_graph_task_table_names_every_field() -> None:
+    """docs/engine.md's table of a GraphTask's fields is the whole list (it once had 25 of 33)."""
+    from aiograd._engine.graph_task import GraphTask
+
+    text = (ROOT / "docs" / "engine.md").read_text()
+    table = text[text.index("## GraphTask: one per call"):]
+    table = table[:table.index("\n\n", table.index("| field | meaning |"))]
+    named = set(re.findall(r"`(\w+)`", "\n".join(line.split(" | ")[0] for line in table.splitlines())))
+    fields = {name for name in GraphTask.__slots__ if name != "__weakref__"}
+    assert fields - named == set(), fields - named
