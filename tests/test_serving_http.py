@@ -1248,3 +1248,34 @@ async def test_an_http_0_9_request_is_refused(model):
     assert head.split(b" ", 2)[1] == b"505", answer[:200]
     assert json.loads(body) == {"error": "HTTP/0.9 is not supported: send HTTP/1.0 or HTTP/1.1"}
     assert status == 200
+
+
+@pytest.fixture(scope="module")
+def wide():
+    """A model of 65,536 features: its answers are large."""
+    aiograd.manual_seed(0)
+    return aiograd.run(serve_module(nn.Sequential(nn.Linear(1 << 16, 2))))
+
+
+@once
+async def test_a_client_that_never_reads_a_large_answer_is_dropped_after_write_timeout_s(wide):
+    """A 21 MB answer to a client that never reads it would hold its handler (and the answer's
+    bytes) for good; the connection is dropped after write_timeout_s and the server goes on."""
+    rows = np.random.default_rng(0).standard_normal((16, 1 << 16)).round(3)
+    body = json.dumps({"input": rows.tolist()}).encode()
+    async with served(wide, max_body_bytes=len(body), write_timeout_s=0.5,
+                      limits=Limits(max_rows=16)) as server:
+        async with server.connection() as (reader, writer):
+            writer.write(b"POST /saliency HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n%b"
+                         % (len(body), body))
+            await writer.drain()
+            with anyio.fail_after(HANG):  # (nothing is read meanwhile)
+                await until(lambda: server.state.counters["timed_out"] == 1)
+                await until(lambda: server.state.counters["in_flight"] == 0)
+            with pytest.raises((ConnectionError, asyncio.IncompleteReadError)):
+                with anyio.fail_after(HANG):
+                    await reader.readexactly(64 << 20)  # the answer's rest never comes
+        status, doc, _ = await server.get("/health/live")
+        metrics = await server.metrics()
+    assert (status, doc) == (200, {"live": True})
+    assert metrics["aiograd_serving_timeouts_total", (("kind", "write"),)] == 1

@@ -53,7 +53,8 @@ class ServerConfig:
       request is answered 503 at once.
     - Time: ``request_timeout_s`` from a request's arrival to its answer (504 past it, and it
       leaves the batch queue); ``body_timeout_s`` for its body to arrive (408, connection
-      closed); ``idle_timeout_s`` for a connection to send a complete request head, from its
+      closed); ``write_timeout_s`` for the client to take an answer too large to be written at
+      once (over 64 KiB; past it the connection is dropped); ``idle_timeout_s`` for a connection to send a complete request head, from its
       opening or its last answer (aiohttp's keep-alive timer, which partial data does not
       reset: the keep-alive and header-read timeout in one); ``drain_s`` that a stopping server
       gives the requests in flight; ``stall_s``: ``/health/ready`` turns false when requests
@@ -70,6 +71,7 @@ class ServerConfig:
     max_queue_size: int = 1024
     request_timeout_s: float = 30.0
     body_timeout_s: float = 10.0
+    write_timeout_s: float = 10.0
     idle_timeout_s: float = 15.0
     drain_s: float = 10.0
     stall_s: float = 10.0
@@ -77,7 +79,8 @@ class ServerConfig:
     access_log: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("request_timeout_s", "body_timeout_s", "idle_timeout_s", "stall_s"):
+        for name in ("request_timeout_s", "body_timeout_s", "write_timeout_s", "idle_timeout_s",
+                     "stall_s"):
             value = getattr(self, name)
             if not 0 < value < float("inf"):
                 raise ValueError(f"{name} must be a finite number of seconds > 0, got {value}")
@@ -198,7 +201,35 @@ async def _middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     response.headers["X-Request-Id"] = request_id
     state.counters[f"status_{response.status}"] += 1
     state.metrics.answered(request.path, response.status, time.perf_counter() - started)
+    body = response.body if isinstance(response, web.Response) else None
+    if isinstance(body, bytes) and len(body) > _WRITE_UNBOUNDED:
+        await _write_within(request, response, state, request_id)
     return response
+
+
+#: Answers of at most this many bytes are written without a timer: the transport takes them
+#: whole (asyncio's high-water mark), so their writing never waits for the client.
+_WRITE_UNBOUNDED = 64 << 10
+
+
+async def _write_within(request: web.Request, response: web.StreamResponse, state: _State,
+                        request_id: str) -> None:
+    """Send a large answer here, bounded by ``write_timeout_s``: a client that does not read
+    it would hold its handler and the answer's bytes for good. Past the bound the connection
+    is dropped (aiohttp then finds the answer sent, or its connection gone)."""
+    try:
+        async with asyncio.timeout(state.config.write_timeout_s):
+            await response.prepare(request)
+            await response.write_eof()
+    except TimeoutError:
+        state.counters["timed_out"] += 1
+        state.metrics.timeouts.labels("write").inc()
+        log.info("%s: the client did not read its answer within %g s: connection dropped",
+                 request_id, state.config.write_timeout_s)
+        if request.transport is not None:
+            request.transport.abort()
+    except ConnectionError:
+        pass  # the client went away: nothing to send it
 
 
 def _attribution_handler(path: str) -> Callable[[web.Request], Awaitable[web.Response]]:

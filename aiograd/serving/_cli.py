@@ -82,6 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      "(504 past it; default %(default)g)")
     lim.add_argument("--body-timeout-s", type=float, default=_DEFAULTS.body_timeout_s,
                      metavar="SECONDS", help="for a request's body to arrive (408; default %(default)g)")
+    lim.add_argument("--write-timeout-s", type=float, default=_DEFAULTS.write_timeout_s,
+                     metavar="SECONDS", help="for a client to take an answer over 64 KiB; past "
+                     "it the connection is dropped (default %(default)g)")
     lim.add_argument("--idle-timeout-s", type=float, default=_DEFAULTS.idle_timeout_s,
                      metavar="SECONDS", help="for a connection to send a complete request head, "
                      "from its opening or its last answer: keep-alive and header-read timeout "
@@ -103,7 +106,8 @@ def config_from(args: argparse.Namespace) -> ServerConfig:
         limits=limits, max_body_bytes=args.max_body_bytes, batching=not args.no_batching,
         max_batch_size=args.max_batch_size, batch_wait_s=args.batch_wait_ms / 1e3,
         max_queue_size=args.max_queue_size, request_timeout_s=args.request_timeout_s,
-        body_timeout_s=args.body_timeout_s, idle_timeout_s=args.idle_timeout_s,
+        body_timeout_s=args.body_timeout_s, write_timeout_s=args.write_timeout_s,
+        idle_timeout_s=args.idle_timeout_s,
         drain_s=args.drain_s, stall_s=args.stall_s, max_connections=args.max_connections,
         access_log=args.access_log,
     )

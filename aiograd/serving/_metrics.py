@@ -82,7 +82,7 @@ class Metrics:
         self.disconnects = Counter(f"{PREFIX}_client_disconnects",
                                    "Clients that went away before their answer.", registry=r)
         self.timeouts = Counter(f"{PREFIX}_timeouts",
-                                "Requests that ran out of time: 'body' (408) or 'answer' (504).",
+                                "Requests that ran out of time: 'body' (408), 'answer' (504), 'write' (dropped).",
                                 ("kind",), registry=r)
         self.restarts = Counter(f"{PREFIX}_worker_restarts",
                                 "Worker processes that died and were restarted.", registry=r)
