@@ -2,8 +2,8 @@
 ``aiograd.serving.batch``, health, metrics and statistics, every wait bounded.
 
 ``make_app`` builds the application for a ``ServedModel``; ``make_runner`` the ``AppRunner`` that
-serves it with the connection-level bounds (idle and header-read timeout, a cap on connections,
-HTTP parser errors answered as JSON); ``serve`` runs it in this process until SIGTERM or Ctrl-C
+serves it with the connection-level bounds of ``_connections.py`` (idle and header-read timeout,
+a cap on connections, HTTP parser errors answered as JSON); ``serve`` runs it in this process until SIGTERM or Ctrl-C
 and drains. ``run_workers`` (``_workers.py``) runs it in several supervised processes.
 """
 
@@ -20,18 +20,17 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from http import HTTPStatus
 from typing import Any
 
 import orjson
 from aiohttp import web
-from aiohttp.abc import AbstractAccessLogger
 from aiohttp.http_exceptions import HttpProcessingError
-from aiohttp.web_protocol import RequestHandler, RequestPayloadError, _ErrInfo
+from aiohttp.web_protocol import RequestPayloadError
 
 from .._engine.engine import get_engine
 from ._attributions import Attribution, AttributionRequest, attribute, expanded_rows
 from ._batcher import Overloaded, batch
+from ._connections import Runner
 from ._metrics import Metrics
 from ._model import ServedModel
 from ._protocol import ENDPOINTS, BadRequest, Limits, answer, parse, shown
@@ -39,7 +38,6 @@ from ._protocol import ENDPOINTS, BadRequest, Limits, answer, parse, shown
 __all__ = ["ServerConfig", "make_app", "make_runner", "serve"]
 
 log = logging.getLogger("aiograd.serving")
-access_log = logging.getLogger("aiograd.serving.access")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,14 +146,16 @@ def _request_id(request: web.BaseRequest) -> str:
     return f"{_id_prefix[1]}{next(_ids):x}"
 
 
-def _cut(text: str, limit: int) -> str:
-    """``text`` unquoted, cut to ``limit`` characters (for a log line or a message)."""
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
-
-
 def _client_gone(request: web.BaseRequest) -> bool:
     transport = request.transport
     return transport is None or transport.is_closing()
+
+
+def _client_left(state: _State, request: web.Request, request_id: str) -> None:
+    """A client went away before its answer: a client event (INFO), counted, not an error."""
+    state.counters["client_disconnected"] += 1
+    state.metrics.disconnects.inc()
+    log.info("%s: client disconnected during %s %s", request_id, request.method, shown(request.path))
 
 
 @web.middleware
@@ -172,9 +172,7 @@ async def _middleware(request: web.Request, handler: Any) -> web.StreamResponse:
         # aiohttp cancels the handler of a lost connection (handler_cancellation): a request
         # still queued leaves the batch queue, so nothing is computed for nobody.
         if _client_gone(request):
-            state.counters["client_disconnected"] += 1
-            state.metrics.disconnects.inc()
-            log.info("%s: client disconnected during %s %s", request_id, request.method, shown(request.path))
+            _client_left(state, request, request_id)
         raise
     except web.HTTPException as exc:
         if exc.status < 400:
@@ -192,9 +190,7 @@ async def _middleware(request: web.Request, handler: Any) -> web.StreamResponse:
     except Exception as exc:
         if isinstance(exc, ConnectionResetError) and _client_gone(request):
             # The client closed its connection while sending the body: no answer can reach it.
-            state.counters["client_disconnected"] += 1
-            state.metrics.disconnects.inc()
-            log.info("%s: client disconnected during %s %s", request_id, request.method, shown(request.path))
+            _client_left(state, request, request_id)
             return web.Response(status=499, reason="Client Closed Request")
         log.exception("%s: error handling %s %s", request_id, request.method, shown(request.path))
         response = _error(500, "internal server error")
@@ -263,7 +259,7 @@ def _attribution_handler(path: str) -> Callable[[web.Request], Awaitable[web.Res
                 text = (getattr(cause, "message", "") or str(cause)).strip()
                 first = text.splitlines()[0].rstrip(":") if text else "malformed body"
                 request.content.feed_eof()  # nothing more to read: aiohttp must not linger on it
-                return _error(400, f"bad HTTP request: {_cut(first, 120)}", close=True)
+                return _error(400, f"bad HTTP request: {shown(first, 120, quoted=False)}", close=True)
             except TimeoutError:  # a body sent slowly, or stopped halfway
                 state.counters["timed_out"] += 1
                 state.metrics.timeouts.labels("body").inc()
@@ -441,165 +437,14 @@ def make_app(
     return app
 
 
-# ------------------------------------------------------------------------ connections
-class _AccessLogger(AbstractAccessLogger):
-    """One line per answered request: request id, client, request line, status, bytes, time."""
-
-    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
-        request_id = response.headers.get("X-Request-Id", "-")
-        self.logger.info('%s %s "%s %s" %d %d %.1fms', request_id, request.remote, request.method,
-                         _cut(request.path, 80), response.status, response.body_length,
-                         time * 1e3)
-
-
-class _Handler(RequestHandler):
-    """aiohttp's connection handler, answering the HTTP parser's errors (a malformed request
-    line, headers too long, a bad chunk) as ``{"error": ...}`` with one log line, where aiohttp
-    answers plain text and logs a traceback at ERROR for each; and reading the body of the
-    request in progress while the server drains, where aiohttp drops it. (aiohttp's private
-    ``_close``, ``_force_close``, ``_request_in_progress``, ``_current_request``, ``_messages``,
-    ``_ErrInfo`` and ``_manager``: checked against
-    aiohttp 3.14, by tests/test_serving_http.py and tests/test_serving_chaos.py.)"""
-
-    __slots__ = ()
-
-    def data_received(self, data: bytes) -> None:
-        # A stopping server marks its connections closing (aiohttp's pre_shutdown), and aiohttp
-        # then drops whatever arrives: the body of a request already being handled would never
-        # come, and its client would get no answer. Let the body of that request in.
-        if ((self._close or self._force_close) and self._request_in_progress
-                and self.transport is not None):
-            flags = self._close, self._force_close
-            self._close = self._force_close = False
-            try:
-                self._receive(data)
-            finally:
-                self._close, self._force_close = flags
-            return
-        self._receive(data)
-
-    def _receive(self, data: bytes) -> None:
-        request = self._current_request
-        if request is None or request.content.is_eof():
-            super().data_received(data)
-            return
-        # A request is reading its body. aiohttp's C parser fails a malformed body (a bad chunk)
-        # by queueing an error as if it were the next request, and the body being read would
-        # wait for more until its timeout (a 408 after seconds): hand the error to that body,
-        # whose reader answers 400 at once (aiohttp's Python parser does this itself).
-        queued = len(self._messages)
-        super().data_received(data)
-        if len(self._messages) > queued:
-            error, _ = self._messages[-1]
-            if isinstance(error, _ErrInfo) and not request.content.is_eof():
-                self._messages.pop()
-                exc = error.exc if isinstance(error.exc, HttpProcessingError) else \
-                    HttpProcessingError(message=error.message)
-                request.content.set_exception(exc)
-
-    def handle_error(self, request: web.BaseRequest, status: int = 500, exc: BaseException | None = None,
-                     message: str | None = None) -> web.StreamResponse:
-        if request.writer.output_size > 0:
-            raise ConnectionError("Response is sent already, cannot send another response "
-                                  "with the error message")
-        if isinstance(exc, HttpProcessingError) and exc.message:
-            text = exc.message
-        else:
-            text = message or (str(exc) if exc is not None else "") or HTTPStatus(status).phrase
-        first = text.strip().splitlines()[0].rstrip(":") if text.strip() else HTTPStatus(status).phrase
-        if status >= 500:
-            self.logger.error("error handling a request from %s", request.remote, exc_info=exc)
-            error = "internal server error"
-        else:
-            self.logger.info("bad HTTP request from %s: %s", request.remote, first[:200])
-            error = f"bad HTTP request: {_cut(first, 120)}"
-        manager = self._manager
-        if isinstance(manager, _Server):
-            manager.metrics.answered("", status, 0.0)
-        response = web.Response(status=status, body=orjson.dumps({"error": error}),
-                                content_type="application/json")
-        response.force_close()
-        return response
-
-
-class _Refusal(asyncio.Protocol):
-    """A connection past the cap: answered 503 and closed, its request unread."""
-
-    ANSWER = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-              b"Retry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s")
-
-    def __init__(self, cap: int) -> None:
-        self.body = orjson.dumps({"error": f"too many connections: this server process holds "
-                                           f"{cap}, its limit; retry later"})
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        transport.write(self.ANSWER % (len(self.body), self.body))
-        # Closing at once with the request unread would reset the connection, and the client
-        # might never read the answer: close after a moment, or when the client does.
-        asyncio.get_running_loop().call_later(1.0, transport.close)
-
-    def data_received(self, data: bytes) -> None:
-        pass  # the request is not read
-
-    def eof_received(self) -> bool:
-        return False  # close
-
-
-class _Server(web.Server):
-    """aiohttp's server with a cap on open connections and ``_Handler`` for each."""
-
-    cap: int
-    metrics: Metrics
-
-    def __call__(self) -> Any:
-        if len(self._connections) >= self.cap:
-            self.metrics.refused.inc()
-            return _Refusal(self.cap)
-        handler = super().__call__()
-        handler.__class__ = _Handler  # the same object, with JSON parser errors
-        return handler
-
-    def connection_made(self, handler: RequestHandler, transport: asyncio.Transport) -> None:
-        super().connection_made(handler, transport)
-        self.metrics.connections.inc()
-
-    def connection_lost(self, handler: RequestHandler, exc: BaseException | None = None) -> None:
-        super().connection_lost(handler, exc)
-        self.metrics.connections.dec()
-
-
-class _Runner(web.AppRunner):
-    def __init__(self, app: web.Application, config: ServerConfig) -> None:
-        super().__init__(
-            app,
-            # A client that goes away cancels its handler, and so its place in the batch queue
-            # (aiohttp's default lets the handler run on for nobody).
-            handler_cancellation=True,
-            shutdown_timeout=config.drain_s,
-            keepalive_timeout=config.idle_timeout_s,
-            # After an answer to a request whose body was not read (413, 408), read and drop
-            # what the client still sends for this long at most, then close (aiohttp: 10 s).
-            lingering_time=min(1.0, config.body_timeout_s),
-            access_log=access_log if config.access_log else None,
-            access_log_class=_AccessLogger,
-        )
-
-    async def _make_server(self) -> web.Server:
-        server = await super()._make_server()
-        server.__class__ = _Server  # the same object, with the cap
-        assert isinstance(server, _Server)
-        state = self.app[STATE]
-        server.cap, server.metrics = state.config.max_connections, state.metrics
-        return server
-
-
 def make_runner(app: web.Application) -> web.AppRunner:
     """The runner that serves ``app`` (from ``make_app``) with its config's connection bounds;
     ``await runner.cleanup()`` drains it (at most ``drain_s``)."""
-    return _Runner(app, app[STATE].config)
+    state = app[STATE]
+    config = state.config
+    return Runner(app, state.metrics, max_connections=config.max_connections,
+                  drain_s=config.drain_s, idle_timeout_s=config.idle_timeout_s,
+                  linger_s=min(1.0, config.body_timeout_s), access_log=config.access_log)
 
 
 def url_of(host: str, port: int) -> str:

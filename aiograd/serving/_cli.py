@@ -134,9 +134,8 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
             import gunicorn  # type: ignore[import-untyped]  # noqa: F401
         except ImportError:
             parser.error("--workers needs gunicorn: pip install 'aiograd[serve]'")
-    for name in ("max_restarts",):
-        if getattr(args, name) < 0:
-            parser.error(f"--{name.replace('_', '-')} must be >= 0")
+    if args.max_restarts < 0:
+        parser.error("--max-restarts must be >= 0")
     for name in ("restart_window_s", "worker_timeout_s"):
         if not 0 < getattr(args, name) < float("inf"):
             parser.error(f"--{name.replace('_', '-')} must be a finite number of seconds > 0")

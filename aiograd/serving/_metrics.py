@@ -96,9 +96,6 @@ class Metrics:
         self._latencies: dict[str, tuple[list[int], list[float]]] = {
             e: ([0] * len(self._bounds), [0.0]) for e in self._latency_children}
 
-    def endpoint(self, path: str) -> str:
-        return path if path in self.endpoints else "other"
-
     def answered(self, path: str, status: int, seconds: float) -> None:
         """Count an answer (in ``/metrics`` after the next ``flush``)."""
         endpoint = path if path in self.endpoints else "other"

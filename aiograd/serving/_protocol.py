@@ -57,11 +57,11 @@ class Limits:
     max_samples: int = 1024
 
 
-def shown(text: str, limit: int = 40) -> str:
-    """``text`` quoted for an error message, cut to ``limit`` characters."""
-    if len(text) <= limit:
-        return repr(text)
-    return f"{text[:limit]!r}... ({len(text)} characters)"
+def shown(text: str, limit: int = 40, *, quoted: bool = True) -> str:
+    """``text`` for an error message or a log line (``repr``-quoted unless ``quoted=False``),
+    cut to ``limit`` characters, with its length when cut."""
+    kept = repr(text[:limit]) if quoted else text[:limit]
+    return kept if len(text) <= limit else f"{kept}... ({len(text)} characters)"
 
 
 def _json_type(v: Any) -> str:
