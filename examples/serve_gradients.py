@@ -1,63 +1,33 @@
-"""An HTTP service for saliency: the gradient of a model's logit with respect to its input.
+"""An HTTP service for gradient attributions of an MLP classifier, on ``aiograd.serving.http``.
 
-    python examples/serve_gradients.py [--host 127.0.0.1] [--port 8080] [--seed 0] [--loop asyncio]
+    python examples/serve_gradients.py [--port 8080] [--seed 0] [--epochs 12]
                                        [--weights model.safetensors | --save model.safetensors]
-                                       [--workers N] [--max-batch-size 64] [--batch-wait-ms 0]
-                                       [--max-queue-size 1024] [--no-batching]
+                                       [--workers N] [--max-batch-size 64] [--no-batching] ...
 
 The model is an MLP classifier written with ``aiograd.nn`` (``nn.Sequential`` of ``Linear``,
 ``Tanh``, ``Linear``, ``Tanh``, ``Linear``: 16 features -> 64 -> 64 -> 4 classes by default).
 With ``--weights`` it serves weights from a file: a ``.safetensors`` file written by torch
 (``safetensors.torch.save_file(model.state_dict(), path)`` for the same ``torch.nn.Sequential``)
-or by aiograd, or an ``.npz``; the sizes are read from the weights. Without it, it trains the
+or by aiograd, or an ``.npz``; the sizes are read from the weights, which are checked before
+they are loaded (a bad file is one line on stderr and exit status 2). Without it, it trains the
 model at startup with ``aiograd.optim.SGD`` on a synthetic task generated from ``--seed`` (about
-a second; ``--save`` writes the result). It serves with ``aiohttp.web`` on uvloop when it is
-installed, and reads and writes JSON with orjson.
+half a second; ``--save`` writes the result).
 
-Batching. Concurrent requests are coalesced by ``aiograd.serving.batch``: while one batch runs,
-the requests that arrive queue, and the next batch takes up to ``--max-batch-size`` of them, so
-one forward and one ``aiograd.grad`` serve them all (``aiograd.serving.per_request_grad``: each
-request's own gradient, because the MLP's rows are independent; equal to a request served alone
-up to float rounding, as BLAS may round a larger product differently: about 1e-15 relative).
-A request that finds the server idle is computed on the loop's next turn, alone, without waiting
-for company; ``--batch-wait-ms`` (default 0) only lets the oldest queued request wait that long
-for a fuller batch while no batch runs. Past
-``--max-queue-size`` queued requests the server answers 503 at once (with ``Retry-After: 1``).
-Each request is validated before it joins a batch, so a bad request fails alone (4xx) and
-never the batch. ``--no-batching`` computes every request on its own (the comparison).
+Everything else is ``aiograd.serving.http``, the service ``python -m aiograd.serving --model
+package.module:factory`` runs for any model, and its options (``http.add_arguments``; ``--help``
+lists them): the endpoints (``POST /saliency``, ``/input-x-gradient``,
+``/integrated-gradients``, ``/smoothgrad``; ``GET /health``, ``/health/live``,
+``/health/ready``, ``/metrics``, ``/stats``), the batching of concurrent requests
+(``aiograd.serving.batch``: one forward and one backward for every request that queued while
+the previous batch ran; each answer equal to the request's alone up to float rounding), the
+bounds on every wait, graceful shutdown and ``--workers N`` under gunicorn. docs/serving.md
+describes them; examples/README.md shows requests and answers.
 
-Processes. ``--workers N`` serves from N processes (0: one per CPU core) on one port: this
-process trains or loads the model once, hands the weights to N worker processes (this script
-again), which each bind the port with ``SO_REUSEPORT`` so that the kernel spreads connections
-among them (Linux), and supervises them: SIGTERM or Ctrl-C stops all, and a worker that dies
-stops the service with an error. BLAS runs single-threaded in every process unless
-``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS`` is set: the cores belong to requests and workers.
+BLAS runs single-threaded in every process unless ``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS`` is
+set: the cores belong to requests and workers.
 
-API (JSON in and out):
-
-- ``POST /saliency`` with ``{"input": [[16 numbers], ...], "target": 3}``: ``target`` (optional)
-  is one class index for every row, or a list with one per row; left out, each row's predicted
-  class is used. Returns ``{"output": [[logits]], "predicted": [...], "target": [...],
-  "saliency": [[...]]}``, where ``saliency[n][i]`` is ``d output[n][target[n]] / d input[n][i]``.
-- ``GET /health``: ``{"status": "ok", ...}`` with the model's shape, source and accuracy, the
-  limits and the batching settings.
-- ``GET /stats``: the engine's ``aiograd.get_engine().statistics()``, the batcher's
-  ``statistics()`` (``batching``: batches, items, mean and max batch size, queue waits,
-  rejections; null with ``--no-batching``), and the server's counters (``pid``: of the process
-  that counted them): ``status_<code>`` per answer sent, ``rows``, ``in_flight``,
-  ``max_in_flight``, and ``client_disconnected`` for clients that went away before their
-  answer (a client event, logged at INFO: no answer, no status counted; the request's handler
-  is cancelled, and with it its place in the batch queue, so it is never computed). With
-  ``--workers``, each worker answers for itself (``worker`` says which) and a connection goes
-  to one worker.
-
-Bad requests get ``{"error": "..."}`` naming the problem: 400 for a body that is not a JSON
-object (or not standard JSON: ``NaN``, ``Infinity`` and numbers that overflow a double are not),
-422 for a JSON object with a missing or unknown field, a wrong shape, a value that is not a
-number (or larger in magnitude than 1e6) or a bad target, 413 for more than ``max_rows`` rows or
-a body over ``max_body_bytes``, 404/405 for other paths and methods, 503 when overloaded.
-
-Tests and ``load_test.py`` use :func:`train_model`, :func:`make_app` and :func:`start`.
+Tests and ``load_test.py`` use :func:`train_model`, :func:`load_model`, :func:`make_app` and
+:func:`start`.
 """
 
 from __future__ import annotations
