@@ -3,36 +3,37 @@
     loss = (w * x).sum()
     await loss.backward()
 
-Layers, bottom up. A module imports only from its own layer and those below, never in a cycle
-(function-level imports included; ``tests/test_layers.py`` checks it from the source), and no
-module sets another module's globals:
+Layers, bottom up, each private one a package whose docstring says what it may import. A module
+imports only from its own layer and those below, never in a cycle (function-level imports
+included, and type-only imports across layers too: ``tests/test_layers.py`` checks it from the
+source), and no module sets another module's globals:
 
-1. base: ``_dtypes``, ``_random`` (the default generator), ``_cost``, ``_grad_mode``, ``_graph_context`` (which GraphTask is running,
-   for the op rules that ask), ``_format``;
-2. devices: ``_device`` (interned device objects, the device-type registry), ``_devices`` (one
-   module per device type, ``cpu``, ``sim``, ``cuda``, ``simcuda``, loaded by name when its first
-   device is made) and ``_cuda_runtime`` (CuPy loaded on first use, CUDA streams and events);
-3. graph core, in this order: ``_tensor_api`` (Tensor's methods as type checkers see them),
-   ``_anomaly``, ``_tensor``, ``_saved``, ``_node`` (nodes, edges, AccumulateGrad, the hooks a
-   node carries), ``_hooks`` (running hooks), ``_views``; where it needs an op (``sum_to_size``,
+1. base, ``_base``: dtypes, the default random generator, cost estimates, grad mode, which
+   GraphTask is running (for the op rules that ask);
+2. devices, ``_devices``: the device registry (``_device``: interned device objects, the
+   device-type registry), one module per device type (``cpu``, ``sim``, ``cuda``, ``simcuda``,
+   loaded by name when its first device is made) and CuPy's runtime (``_cuda_runtime``: CuPy
+   loaded on first use, CUDA streams and events);
+3. graph core, ``_core``, in this run-time import order: ``_format``, ``_tensor_api`` (Tensor's
+   methods as type checkers see them), ``_anomaly``, ``_tensor``, ``_saved``, ``_node`` (nodes,
+   edges, AccumulateGrad, the hooks a node carries), ``_hooks`` (running hooks), ``_views``,
+   ``_graph`` (gradient edges, saved-tensor hooks); where it needs an op (``sum_to_size``,
    ``to``, ``clone``) it calls a Tensor method;
 4. ops: ``_ops`` (the op registry and one module per family of rules) and ``nn`` (its
    functional ops, ``Module`` and the layers, ``init``, ``utils``: weights in files);
 5. executors: ``executors`` (where heavy nodes' math runs: threads, or shipped to a Dask
    cluster, which needs the nodes' classes; a device type names its default executor, which
    the engine makes);
-6. engine: ``_engine`` (a package; its ``__init__`` maps one gradient's way through it);
-7. API: ``_autograd``, ``function``, ``functional`` (vjp, jvp, jacobian, hessian, hvp, vhp),
-   ``graph`` (saved-tensor hooks, gradient edges, multi-grad hooks), ``_checkpoint`` and
-   ``_checkpoint_non_reentrant``, ``_factories``, ``_tensor_methods`` (binds the ops onto Tensor
-   as methods and operators), ``sync``, ``_trio_bridge`` (backward calls in trio tasks),
-   ``testing``, ``utils``, ``_runner``, ``cuda`` (the public CUDA API, ``torch.cuda``'s) and
-   this module.
-   Also in this layer: ``optim`` (``torch.optim``'s optimizers and ``optim.lr_scheduler``),
-   ``linalg`` (``torch.linalg``'s namespace), ``serving`` (dynamic batching), ``viz`` (the
-   backward graph as Graphviz DOT), ``profiler`` (traces and progress of backward calls),
-   ``distributed`` (data-parallel gradients on a Dask cluster) and ``pytest_plugin`` (pytest's
-   entry point; ``import aiograd`` does not import it).
+6. engine: ``_engine`` (its ``__init__`` maps one gradient's way through it);
+7. API: ``_api`` (``backward``/``grad``, checkpointing, the factories, ``_tensor_methods``
+   binding the ops onto Tensor as methods and operators, the trio bridge, the coroutine-test
+   runner) and the public modules: ``function``, ``functional`` (vjp, jvp, jacobian, hessian,
+   hvp, vhp), ``graph`` (``torch.autograd.graph``), ``sync``, ``testing``, ``utils``, ``cuda``
+   (``torch.cuda``'s API), ``optim``, ``linalg``, ``serving`` (dynamic batching, the HTTP
+   service), ``viz`` (the backward graph as Graphviz DOT), ``profiler`` (traces and progress of
+   backward calls), ``distributed`` (data-parallel gradients on a Dask cluster),
+   ``pytest_plugin`` (pytest's entry point; ``import aiograd`` does not import it) and this
+   module.
 
 Public
 submodules: ``aiograd.nn`` (``Module``, layers, ``nn.functional``, ``nn.init``, ``nn.utils``),
@@ -47,8 +48,6 @@ here explicitly and listed in ``__all__``; everything else is internal.
 """
 
 from . import (
-    _tensor_methods,  # noqa: F401  (binds the ops as Tensor methods and operators)
-    _trio_bridge,  # noqa: F401  (installs the backward path for trio tasks)
     cuda,
     distributed,
     executors,
@@ -65,29 +64,13 @@ from . import (
     utils,
     viz,
 )
-from ._anomaly import (
-    detect_anomaly,
-    is_anomaly_check_nan_enabled,
-    is_anomaly_enabled,
-    set_detect_anomaly,
+from ._api import (
+    _tensor_methods,  # noqa: F401  (binds the ops as Tensor methods and operators)
+    _trio_bridge,  # noqa: F401  (installs the backward path for trio tasks)
 )
-from ._autograd import backward, grad
-from ._checkpoint import checkpoint, checkpoint_sequential
-from ._device import device, get_default_device, set_default_device
-from ._dtypes import bool_, double, float16, float32, float64, half, int32, int64, uint8
-from ._engine import (
-    Engine,
-    EngineStatistics,
-    are_deterministic_algorithms_enabled,
-    get_engine,
-    get_executor,
-    get_shuffle_seed,
-    queue_callback,
-    set_executor,
-    set_shuffle_seed,
-    use_deterministic_algorithms,
-)
-from ._factories import (
+from ._api._autograd import backward, grad
+from ._api._checkpoint import checkpoint, checkpoint_sequential
+from ._api._factories import (
     arange,
     as_tensor,
     empty,
@@ -107,7 +90,9 @@ from ._factories import (
     zeros,
     zeros_like,
 )
-from ._grad_mode import (
+from ._api._runner import run
+from ._base._dtypes import bool_, double, float16, float32, float64, half, int32, int64, uint8
+from ._base._grad_mode import (
     enable_grad,
     inference_mode,
     is_grad_enabled,
@@ -115,7 +100,27 @@ from ._grad_mode import (
     no_grad,
     set_grad_enabled,
 )
-from ._node import Node
+from ._core._anomaly import (
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
+from ._core._node import Node
+from ._core._tensor import Tensor, is_tensor
+from ._devices._device import device, get_default_device, set_default_device
+from ._engine import (
+    Engine,
+    EngineStatistics,
+    are_deterministic_algorithms_enabled,
+    get_engine,
+    get_executor,
+    get_shuffle_seed,
+    queue_callback,
+    set_executor,
+    set_shuffle_seed,
+    use_deterministic_algorithms,
+)
 from ._ops.binary_math import atan2, fmod, hypot, remainder, xlogy
 from ._ops.convenience import norm, square, std, t
 from ._ops.elementwise import (
@@ -212,8 +217,6 @@ from ._ops.unary_math import (
     tan,
     trunc,
 )
-from ._runner import run
-from ._tensor import Tensor, is_tensor
 from .function import Function
 
 __version__ = "0.1.0"

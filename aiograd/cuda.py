@@ -22,10 +22,10 @@ import contextlib
 from collections.abc import Iterator as _Iterator
 from typing import Any as _Any
 
-from . import _cuda_runtime as _rt
-from ._cuda_runtime import Event, Stream
-from ._device import device as _device
-from ._device import use_stream as _use_stream
+from ._devices import _cuda_runtime as _rt
+from ._devices._cuda_runtime import Event, Stream
+from ._devices._device import device as _device
+from ._devices._device import use_stream as _use_stream
 
 __all__ = [
     "Event", "Stream", "current_device", "current_stream", "default_stream", "device",

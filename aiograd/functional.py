@@ -25,13 +25,13 @@ from typing import Any as _Any
 
 import numpy as np
 
-from ._autograd import grad as _grad
-from ._factories import zeros_like as _zeros_like
-from ._grad_mode import enable_grad as _enable_grad
-from ._grad_mode import is_grad_enabled as _is_grad_enabled
-from ._grad_mode import set_grad_enabled as _set_grad_enabled
+from ._api._autograd import grad as _grad
+from ._api._factories import zeros_like as _zeros_like
+from ._base._grad_mode import enable_grad as _enable_grad
+from ._base._grad_mode import is_grad_enabled as _is_grad_enabled
+from ._base._grad_mode import set_grad_enabled as _set_grad_enabled
+from ._core._tensor import Tensor as _Tensor
 from ._ops.joining import stack as _stack
-from ._tensor import Tensor as _Tensor
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 

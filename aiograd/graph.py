@@ -13,7 +13,7 @@ state in context variables or per backward call, so concurrent backward calls on
 (and hooks set in one asyncio task) do not see each other's.
 """
 
-from ._graph import (
+from ._core._graph import (
     GradientEdge,
     disable_saved_tensors_hooks,
     get_gradient_edge,
@@ -21,8 +21,8 @@ from ._graph import (
     register_multi_grad_hook,
     save_on_cpu,
 )
-from ._node import Node
-from ._saved import saved_tensors_hooks
+from ._core._node import Node
+from ._core._saved import saved_tensors_hooks
 
 __all__ = [
     "GradientEdge",

@@ -24,7 +24,7 @@ if typing.TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from ._tensor import Tensor
+    from ._core._tensor import Tensor
 
 __all__ = [
     "LinAlgError",

@@ -49,15 +49,15 @@ from typing import Any as _Any
 from typing import TypeVar as _TypeVar
 from typing import cast as _cast
 
-from . import _autograd
-from ._anomaly import current_node as _current_node
-from ._autograd import GradientsLike as _GradientsLike
-from ._autograd import InputsLike as _InputsLike
-from ._autograd import TensorOrTensors as _TensorOrTensors
+from ._api import _autograd
+from ._api._autograd import GradientsLike as _GradientsLike
+from ._api._autograd import InputsLike as _InputsLike
+from ._api._autograd import TensorOrTensors as _TensorOrTensors
+from ._base._graph_context import current_graph_task as _current_graph_task
+from ._core._anomaly import current_node as _current_node
+from ._core._tensor import Tensor as _Tensor
 from ._engine import current_worker as _current_worker
 from ._engine.completion import release_frames as _release_frames
-from ._graph_context import current_graph_task as _current_graph_task
-from ._tensor import Tensor as _Tensor
 
 __all__ = ["backward", "functional", "grad", "shutdown"]
 

@@ -24,9 +24,9 @@ from typing import Any as _Any
 
 import numpy as _np
 
-from ._autograd import grad as _grad
-from ._grad_mode import enable_grad as _enable_grad
-from ._tensor import Tensor as _Tensor
+from ._api._autograd import grad as _grad
+from ._base._grad_mode import enable_grad as _enable_grad
+from ._core._tensor import Tensor as _Tensor
 from .function import Function as _Function
 
 __all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]

@@ -28,7 +28,7 @@ from _timing import Timer
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
 import aiograd as ag  # noqa: E402
-from aiograd._node import Node, grad_accumulator  # noqa: E402
+from aiograd._core._node import Node, grad_accumulator  # noqa: E402
 
 CHAIN = 100_000
 REPEATS = 5

@@ -10,7 +10,7 @@ are, as CuPy converts them); numpy functions called on it dispatch to the stand-
 class has ``__cuda_array_interface__``, as CuPy's does.
 
 ``xp`` is the stand-in module (``cupy``): numpy's functions, taking and returning FakeArrays.
-``device_type()`` is a device type (the interface of ``aiograd._device``) whose array module is
+``device_type()`` is a device type (the interface of ``aiograd._devices._device``) whose array module is
 ``xp``: tests register it under a name of their own.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from aiograd._dtypes import register_device_array_type
+from aiograd._base._dtypes import register_device_array_type
 from aiograd.executors import InlineExecutor
 
 _NO_IMPLICIT = "Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a NumPy array explicitly."
@@ -252,7 +252,7 @@ xp = _Module("fake_cupy")
 
 
 def device_type() -> types.SimpleNamespace:
-    """A device type (aiograd._device's interface) holding FakeArrays, with no streams; its
+    """A device type (aiograd._devices._device's interface) holding FakeArrays, with no streams; its
     array class is registered with the ops, as the cuda type registers CuPy's."""
     register_device_array_type(FakeArray)
 

@@ -115,7 +115,7 @@ async def test_retain_graph_defaults_to_create_graph():
 
 
 async def test_create_graph_backward_warns_once():
-    import aiograd._autograd as api
+    import aiograd._api._autograd as api
 
     api._warned_create_graph = False
     x = leaf(1.0)
@@ -128,7 +128,7 @@ async def test_create_graph_backward_warns_once():
 
 
 async def test_grad_with_create_graph_no_warning(monkeypatch):
-    import aiograd._autograd as api
+    import aiograd._api._autograd as api
 
     # backward(create_graph=True) would warn here (its once-per-process warning not yet given):
     # grad() does not, and does not use that warning up.

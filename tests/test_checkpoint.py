@@ -24,14 +24,14 @@ from helpers import gather, requires_torch, rng, to_torch, torch
 import aiograd as ag
 import aiograd.graph
 import aiograd.nn.functional as F
-from aiograd import _checkpoint as ckpt_impl
-from aiograd import _random
-from aiograd._checkpoint import (
+from aiograd._api import _checkpoint as ckpt_impl
+from aiograd._api._checkpoint import (
     ERR_CHECKPOINT_INVALID,
     ERR_NO_OUTPUT_REQUIRES_GRAD,
     WARN_NO_INPUT_REQUIRES_GRAD,
 )
-from aiograd._checkpoint_non_reentrant import DEBUG_TIP
+from aiograd._api._checkpoint_non_reentrant import DEBUG_TIP
+from aiograd._base import _random
 from aiograd.utils import checkpoint as ckpt
 
 # Public-API tests: each async test runs on asyncio, uvloop and trio through aiograd's pytest
@@ -1177,7 +1177,7 @@ async def test_non_reentrant_refused_where_saved_tensor_hooks_are_disabled():
 
 
 def test_public_module():
-    import aiograd._checkpoint as impl
+    import aiograd._api._checkpoint as impl
     import aiograd.utils
     import aiograd.utils.checkpoint as mod
 

@@ -25,7 +25,8 @@ import pytest
 from helpers import requires_torch, rng, torch
 
 import aiograd as ag
-from aiograd import _cuda_runtime, _device, _dtypes
+from aiograd._base import _dtypes
+from aiograd._devices import _cuda_runtime, _device
 
 INSTALL = re.escape(_cuda_runtime.INSTALL_MESSAGE)
 

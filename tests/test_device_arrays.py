@@ -28,7 +28,7 @@ from helpers import requires_torch, rng, torch
 
 import aiograd as ag
 import aiograd.nn.functional as F
-from aiograd import _device
+from aiograd._devices import _device
 
 pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough
 

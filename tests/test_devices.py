@@ -53,7 +53,7 @@ from helpers import rng
 
 import aiograd as ag
 import aiograd.nn.functional as F
-from aiograd import _device
+from aiograd._devices import _device
 
 CPU = ag.device("cpu")
 SIM = ag.device("sim:0")

@@ -125,7 +125,7 @@ def test_every_aiograd_name_in_the_docs_exists() -> None:
 
 
 def test_repository_paths_in_the_docs_exist() -> None:
-    """Paths the pages cite (``aiograd/_cost.py``, ``_engine/offload.py``, ``tests/test_x.py``,
+    """Paths the pages cite (``aiograd/_base/_cost.py``, ``_engine/offload.py``, ``tests/test_x.py``,
     ``benchmarks/...``) name files that are there."""
     cited = re.compile(r"\b((?:aiograd|tests|benchmarks|examples|_engine)/[\w/]+\.(?:py|md))\b")
     missing = {

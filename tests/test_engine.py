@@ -334,8 +334,8 @@ async def test_execution_order_follows_sequence_numbers():
             return [grads[0]] * len(self.next_edges)
 
     x = leaf(1.0)
-    first = Log("first", ((ag._node.grad_accumulator(x), 0),))
-    second = Log("second", ((ag._node.grad_accumulator(x), 0),))
+    first = Log("first", ((ag._core._node.grad_accumulator(x), 0),))
+    second = Log("second", ((ag._core._node.grad_accumulator(x), 0),))
     root = Log("root", ((first, 0), (second, 0)))
     y = ag.Tensor._wrap(np.ones(1))
     y._requires_grad, y.grad_fn = True, root

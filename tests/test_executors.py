@@ -35,7 +35,7 @@ class Heavy(ag.Node):
 
 def heavy_branches(x: ag.Tensor, n: int, probe=None) -> ag.Tensor:
     """``n`` Heavy nodes side by side between the root and ``x``'s accumulator."""
-    acc = ag._node.grad_accumulator(x)
+    acc = ag._core._node.grad_accumulator(x)
     branches = tuple((Heavy(((acc, 0),), probe), 0) for _ in range(n))
     root = ag.Tensor._wrap(np.ones(x.shape))
     root._requires_grad, root.grad_fn = True, Heavy(branches)

@@ -18,7 +18,7 @@ from helpers import gather, requires_torch, torch
 from op_factory import OpSpec, make_op_tests
 
 import aiograd as ag
-from aiograd._saved import ERR_BACKWARD_TWICE
+from aiograd._core._saved import ERR_BACKWARD_TWICE
 from aiograd.function import Function, FunctionCtx, once_differentiable
 from aiograd.testing import gradcheck, gradgradcheck
 

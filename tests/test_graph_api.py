@@ -14,7 +14,7 @@ from helpers import torch
 
 import aiograd as ag
 import aiograd.graph as ag_graph
-from aiograd import _node as aiograd_node
+from aiograd._core import _node as aiograd_node
 
 torch_graph = torch.autograd.graph if torch is not None else None
 

@@ -24,9 +24,9 @@ import pytest
 from helpers import requires_torch, torch
 
 import aiograd as ag
-from aiograd._node import Node
+from aiograd._core._node import Node
+from aiograd._core._views import View, view_index
 from aiograd._ops.inplace import CopySlices, rebase_inplace
-from aiograd._views import View, view_index
 from aiograd.testing import gradcheck, gradgradcheck
 
 pytestmark = [pytest.mark.filterwarnings("error"), pytest.mark.aiograd(backends=["asyncio"])]  # op math: one loop is enough

@@ -5,10 +5,11 @@ The import graph is read from the source with ``ast``, not by importing: every `
 absolute), except those under ``if TYPE_CHECKING:``, which never run. ``from package import name``
 is an edge to the submodule ``package.name`` when there is one, else to ``package``.
 
-The layers are the ones stated in ``aiograd/__init__.py``'s docstring, bottom up; a module may
-import from its own layer and the layers below. Inside the graph core the order is fixed too
-(``_tensor_api``, ``_anomaly``, ``_tensor``, ``_saved``, ``_node``, ``_hooks``, ``_views``): each imports only
-modules before it.
+The layers are the ones stated in ``aiograd/__init__.py``'s docstring, bottom up, each private one
+a package; a module may import from its own layer and the layers below, at run time and for type
+checkers alike (a type-only import may form a cycle inside a layer: a Tensor's ``grad_fn`` is a
+Node, a Node's ``apply`` takes Tensors). Inside the graph core the run-time order is fixed too
+(``CORE_ORDER``): each module imports only modules before it. No module assigns another's globals.
 """
 
 from __future__ import annotations
@@ -16,27 +17,28 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = "aiograd"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
-#: Bottom up. A name covers the module of that name and, for a package, everything inside it.
-#: The graph core's names are in their import order (see the last test).
+#: Bottom up. A name covers the module of that name and, for a package, everything inside it:
+#: each private layer is one package (``aiograd/_base``, ``_devices``, ``_core``, ``_ops``,
+#: ``_engine``, ``_api``), and the public modules sit in the layer they belong to.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("_dtypes", "_random", "_cost", "_grad_mode", "_graph_context", "_format")),
-    ("devices", ("_device", "_devices", "_cuda_runtime")),
-    ("graph core", ("_tensor_api", "_anomaly", "_tensor", "_saved", "_node", "_hooks", "_views")),
+    ("base", ("_base",)),
+    ("devices", ("_devices",)),
+    ("graph core", ("_core",)),
     ("ops", ("_ops", "nn")),
     ("executors", ("executors",)),
     ("engine", ("_engine",)),
     (
         "API",
         (
-            "_autograd", "function", "functional", "_checkpoint", "_factories", "_tensor_methods", "sync",
-            "_trio_bridge",
-            "testing", "utils", "_graph", "graph", "_checkpoint_non_reentrant", "_runner", "cuda", "",  # "": the package's own __init__
+            "_api",  # backward/grad, checkpointing, factories, the Tensor methods' binding, trio
+            "", "function", "functional", "sync", "testing", "utils", "graph", "cuda", "linalg",  # "": the package's own __init__
             "optim",  # aiograd.optim (optimizers, lr_scheduler)
-            "linalg",
-            "serving",  # aiograd.serving (dynamic batching)
+            "serving",  # aiograd.serving (dynamic batching, the HTTP service)
             "pytest_plugin",  # aiograd.pytest_plugin (the pytest11 entry point)
             "viz",  # aiograd.viz (the backward graph as Graphviz DOT)
             "distributed",  # aiograd.distributed (data-parallel gradients on Dask)
@@ -44,6 +46,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
 )
+
+#: The graph core's modules in their run-time import order (see the last tests).
+CORE_ORDER: tuple[str, ...] = ("_format", "_tensor_api", "_anomaly", "_tensor", "_saved", "_node", "_hooks", "_views", "_graph")
 
 
 # ------------------------------------------------------------------------------ the import graph
@@ -64,13 +69,13 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _run_time_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+def _run_time_imports(tree: ast.AST, type_only: bool = False) -> list[ast.Import | ast.ImportFrom]:
     """Every import statement that can run: all of them but those under ``if TYPE_CHECKING:``
-    (an ``else:`` branch of such an ``if`` does run)."""
+    (an ``else:`` branch of such an ``if`` does run); with ``type_only``, those too."""
     found: list[ast.Import | ast.ImportFrom] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if isinstance(node, ast.If) and _is_type_checking(node.test) and not type_only:
             for child in node.orelse:
                 visit(child)
             return
@@ -92,14 +97,15 @@ def _resolve(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the modules of this package it imports at run time."""
+def import_graph(type_only: bool = False) -> dict[str, set[str]]:
+    """Module -> the modules of this package it imports at run time (with ``type_only``: or
+    for type checkers, under ``if TYPE_CHECKING:``)."""
     modules = _modules()
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         edges: set[str] = set()
         tree = ast.parse(path.read_text(), filename=str(path))
-        for node in _run_time_imports(tree):
+        for node in _run_time_imports(tree, type_only):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -187,11 +193,11 @@ def layer_of(module: str) -> int:
 def test_the_graph_is_read_from_the_source() -> None:
     graph = import_graph()
     # Module level, relative; a submodule through ``from . import``; a package's own __init__.
-    assert "aiograd._tensor" in graph["aiograd._ops._util"]
+    assert "aiograd._core._tensor" in graph["aiograd._ops._util"]
     assert "aiograd.executors._base" in graph["aiograd.executors"]
     assert "aiograd.nn.functional" in graph["aiograd.nn"]
     # Only run-time imports: ``_format`` imports ``_tensor`` under TYPE_CHECKING only.
-    assert "aiograd._tensor" not in graph["aiograd._format"]
+    assert "aiograd._core._tensor" not in graph["aiograd._core._format"]
 
 
 def test_cycle_finder_names_the_cycle() -> None:
@@ -204,7 +210,7 @@ def test_function_level_and_type_checking_imports() -> None:
     tree = ast.parse(
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from . import hidden\nelse:\n    from . import shown_else\n"
-        "def f():\n    from .inner import x\n    import aiograd._node\n"
+        "def f():\n    from .inner import x\n    import aiograd._core._node\n"
     )
     names = [
         (n.module if isinstance(n, ast.ImportFrom) else n.names[0].name, [a.name for a in n.names])
@@ -212,7 +218,7 @@ def test_function_level_and_type_checking_imports() -> None:
     ]
     assert names == [
         ("typing", ["TYPE_CHECKING"]), (None, ["shown_else"]), ("inner", ["x"]),
-        ("aiograd._node", ["aiograd._node"]),
+        ("aiograd._core._node", ["aiograd._core._node"]),
     ]
 
 
@@ -233,8 +239,9 @@ def test_no_import_cycle() -> None:
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
-def test_no_module_imports_from_a_layer_above() -> None:
-    graph = import_graph()
+@pytest.mark.parametrize("type_only", [False, True], ids=["run time", "type checking too"])
+def test_no_module_imports_from_a_layer_above(type_only: bool) -> None:
+    graph = import_graph(type_only)
     upward = sorted(
         (importer, imported)
         for importer, imported_set in graph.items()
@@ -247,13 +254,57 @@ def test_no_module_imports_from_a_layer_above() -> None:
 
 
 def test_the_graph_core_imports_in_its_order() -> None:
-    """Inside the graph core, a module imports only the ones listed before it in LAYERS."""
-    (order,) = [names for name, names in LAYERS if name == "graph core"]
+    """Inside the graph core, a module imports at run time only the ones before it in CORE_ORDER."""
     graph = import_graph()
+    core = sorted(m for m in graph if m.startswith(f"{PACKAGE}._core."))
+    assert core == sorted(f"{PACKAGE}._core.{m}" for m in CORE_ORDER), "CORE_ORDER lists every graph-core module"
     backwards = [
         (a, b)
-        for i, a in enumerate(order)
-        for b in order[i + 1 :]
-        if f"{PACKAGE}.{b}" in graph[f"{PACKAGE}.{a}"]
+        for i, a in enumerate(CORE_ORDER)
+        for b in CORE_ORDER[i + 1 :]
+        if f"{PACKAGE}._core.{b}" in graph[f"{PACKAGE}._core.{a}"]
     ]
-    assert not backwards, f"graph-core modules importing ones after them in {order}: {backwards}"
+    assert not backwards, f"graph-core modules importing ones after them in {CORE_ORDER}: {backwards}"
+
+
+def test_private_modules_sit_in_their_layer_package() -> None:
+    """The folders show the layers: no private module lies flat in ``aiograd/``, and each layer
+    package's docstring says what it may import."""
+    flat = sorted(p.name for p in ROOT.glob("_*.py") if p.name != "__init__.py")
+    assert not flat, f"private modules outside a layer package: {flat}"
+    for package in ("_base", "_devices", "_core", "_ops", "_engine", "_api"):
+        doc = ast.get_docstring(ast.parse((ROOT / package / "__init__.py").read_text()))
+        assert doc and "import" in doc, f"aiograd/{package}/__init__.py says nothing of what it may import"
+
+
+def _globals_set_elsewhere(path: Path) -> list[str]:
+    """``module.name = ...`` (or ``+=``, or ``setattr(module, ...)``) in ``path`` where ``module``
+    is one of aiograd's modules bound by an import in that file."""
+    tree = ast.parse(path.read_text())
+    modules = set(_modules())
+    imported: set[str] = set()
+    name = _module_name(path)
+    for node in _run_time_imports(tree):
+        if isinstance(node, ast.ImportFrom):
+            source = _resolve(name, path.name == "__init__.py", node)
+            imported.update(a.asname or a.name for a in node.names if f"{source}.{a.name}" in modules)
+        else:
+            imported.update(a.asname or a.name for a in node.names if a.name in modules and a.asname)
+    found = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and node.args:
+            targets = [ast.Attribute(value=node.args[0], attr="?")]
+        for t in targets:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in imported:
+                found.append(f"{name}:{node.lineno} sets {t.value.id}.{t.attr}")
+    return found
+
+
+def test_no_module_sets_another_modules_globals() -> None:
+    found = [hit for path in sorted(ROOT.rglob("*.py")) for hit in _globals_set_elsewhere(path)]
+    assert not found, "modules setting another module's globals:\n" + "\n".join(found)

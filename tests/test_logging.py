@@ -72,7 +72,7 @@ async def test_offload_decisions_at_debug(caplog):
     try:
         x = ag.tensor([1.0], requires_grad=True)
         root = ag.Tensor._wrap(np.ones(1))
-        root._requires_grad, root.grad_fn = True, Heavy(((ag._node.grad_accumulator(x), 0),))
+        root._requires_grad, root.grad_fn = True, Heavy(((ag._core._node.grad_accumulator(x), 0),))
         await root.backward(ag.ones(1))
     finally:
         executor.close()

@@ -13,7 +13,7 @@ from op_factory import OpSpec, make_op_tests
 
 import aiograd as ag
 import aiograd.nn.functional as F
-from aiograd import _random
+from aiograd._base import _random
 from aiograd.utils.checkpoint import checkpoint
 
 pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough

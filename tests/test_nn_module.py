@@ -652,7 +652,7 @@ def fake_cupy_device() -> Any:
     """The CuPy stand-in (tests/fake_cupy.py) registered as a device type for one test."""
     import fake_cupy
 
-    from aiograd import _device
+    from aiograd._devices import _device
 
     name = "nnfakecupy"
     _device.register_device_type(name, fake_cupy.device_type())

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from op_factory import OpSpec, away_from, const, make_op_tests, spec_op
 
-from aiograd._node import Node
+from aiograd._core._node import Node
 from aiograd._ops._registry import OPS
 
 IDX = np.array([2, 0, 2])  # an index vector into a dim of size 3

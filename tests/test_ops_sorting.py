@@ -16,7 +16,7 @@ from helpers import requires_torch, to_torch, torch
 from op_factory import OpSpec, make_op_tests
 
 import aiograd as ag
-from aiograd import _device
+from aiograd._devices import _device
 from aiograd._ops import torch_selection as T
 
 pytestmark = pytest.mark.aiograd(backends=["asyncio"])  # op math: one loop is enough

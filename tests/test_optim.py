@@ -18,7 +18,8 @@ from helpers import requires_torch, rng, torch
 
 import aiograd as ag
 import aiograd.sync
-from aiograd import _device, optim
+from aiograd import optim
+from aiograd._devices import _device
 
 pytestmark = requires_torch
 

@@ -98,7 +98,7 @@ async def test_offloaded_nodes_carry_the_executor_thread():
     engine.executors["cpu"] = executor
     try:
         x = ag.tensor([1.0, 2.0], requires_grad=True)
-        acc = ag._node.grad_accumulator(x)
+        acc = ag._core._node.grad_accumulator(x)
         root = ag.Tensor._wrap(np.ones(2))
         root._requires_grad, root.grad_fn = True, Heavy(((Heavy(((acc, 0),)), 0), (Heavy(((acc, 0),)), 0)))
         with aiograd.profiler.profile() as prof:

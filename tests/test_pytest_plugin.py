@@ -184,7 +184,7 @@ def test_without_a_mark_or_the_ini_option_the_plugin_does_nothing(pytester: pyte
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         "*::test_leaves_a_backward_running left work behind on its loop:",
-        "  - task 'Task-*' is still pending: <aiograd._autograd._BackwardCall object at *>",
+        "  - task 'Task-*' is still pending: <aiograd._api._autograd._BackwardCall object at *>",
         "  - 1 GraphTask(s) still in flight",
     ])
 
@@ -234,7 +234,7 @@ def test_a_marked_test_that_leaves_work_behind_fails_naming_it(pytester: pytest.
     for backend in ("asyncio", "uvloop"):
         result.stdout.fnmatch_lines([
             f"*::test_leaves_a_backward_running[[]{backend}[]] left work behind on its {backend} loop:",
-            "  - task 'Task-*' is still pending: <aiograd._autograd._BackwardCall object at *>",
+            "  - task 'Task-*' is still pending: <aiograd._api._autograd._BackwardCall object at *>",
             "  - 1 GraphTask(s) still in flight",
         ])
         result.stdout.fnmatch_lines([f"*::test_the_next_test_runs_on_a_clean_engine[[]{backend}[]] PASSED*"])

@@ -16,7 +16,7 @@ from helpers import torch
 
 import aiograd as ag
 import aiograd.graph as ag_graph
-from aiograd._saved import ERR_BACKWARD_TWICE, ERR_PACK_INPLACE
+from aiograd._core._saved import ERR_BACKWARD_TWICE, ERR_PACK_INPLACE
 
 torch_graph = torch.autograd.graph if torch is not None else None
 

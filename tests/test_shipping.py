@@ -95,7 +95,7 @@ async def test_every_op_node_ships_and_gives_the_same_bits() -> None:
 def test_every_op_node_class_has_a_unique_name() -> None:
     """The other side finds a node's class by (module, name): no two op classes may share one,
     or nodes of the second would silently run the first's formula."""
-    from aiograd._node import Node
+    from aiograd._core._node import Node
 
     classes, stack = [], list(Node.__subclasses__())
     while stack:

@@ -22,8 +22,7 @@ import pytest
 from helpers import rng
 
 import aiograd as ag
-from aiograd import _device
-from aiograd._devices import simcuda
+from aiograd._devices import _device, simcuda
 from aiograd._devices._simstreams import check_and_stamp
 from aiograd._engine import streams as engine_streams
 

@@ -1,6 +1,6 @@
 """The typed public surface: what mypy and pyright see of aiograd.
 
-- ``aiograd/_tensor_api.py`` declares, for type checkers only, the Tensor methods, operators and
+- ``aiograd/_core/_tensor_api.py`` declares, for type checkers only, the Tensor methods, operators and
   properties that ``_tensor_methods`` binds with ``setattr`` at import time. The declarations are
   compared here with the live ``Tensor`` (names both ways; parameter names, kinds and defaults),
   so a new op or a changed signature cannot drift from them unnoticed.
@@ -31,14 +31,14 @@ from typing import Any
 import pytest
 
 import aiograd as ag
-from aiograd import _tensor_methods
-from aiograd._tensor import Tensor
+from aiograd._api import _tensor_methods
+from aiograd._core._tensor import Tensor
 
 pytestmark = pytest.mark.slow  # mypy and pyright, a few seconds each
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "aiograd"
-DECLARATIONS = PACKAGE / "_tensor_api.py"
+DECLARATIONS = PACKAGE / "_core" / "_tensor_api.py"
 SCRIPTS = Path(__file__).resolve().parent / "typing"
 USER_SCRIPT = SCRIPTS / "user_script.py"
 UNAWAITED = SCRIPTS / "unawaited_backward.py"
@@ -256,7 +256,7 @@ def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> str:
     # scripts and TensorMethods are what is checked.
     (workdir / "mypy.ini").write_text(
         "[mypy]\nstrict = True\n\n[mypy-aiograd.*]\nfollow_imports = silent\n\n"
-        "[mypy-aiograd._tensor_api]\nfollow_imports = normal\n"
+        "[mypy-aiograd._core._tensor_api]\nfollow_imports = normal\n"
     )
     cmd = [sys.executable, "-m", "mypy", "--config-file", str(workdir / "mypy.ini"),
            "--cache-dir", str(workdir / "cache"), "--no-error-summary", "--show-error-codes",

@@ -1,6 +1,6 @@
 """The ``cpu`` device type: numpy arrays in host memory, nodes offloaded to a thread pool.
 
-Implements the device-type interface described in ``aiograd._device``. Work is synchronous, so
+Implements the device-type interface described in ``aiograd._devices._device``. Work is synchronous, so
 the stream and event hooks do nothing.
 """
 

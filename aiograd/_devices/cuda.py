@@ -1,6 +1,6 @@
 """The ``cuda`` device type: ``cupy.ndarray``s in the memory of an NVIDIA GPU.
 
-Implements the device-type interface described in ``aiograd._device``. CuPy is imported here,
+Implements the device-type interface described in ``aiograd._devices._device``. CuPy is imported here,
 at module import, and this module is imported only when the first ``cuda`` device is made
 (``aiograd.device("cuda")``, ``device="cuda"``, ``.cuda()``): without CuPy that raises a
 RuntimeError saying what to install, and nothing is registered (Python drops a module whose
@@ -12,7 +12,7 @@ With CuPy but no usable GPU (no driver, no device), the device objects can still
 Work is asynchronous: each op queues kernels on the current CUDA stream and returns at once, so
 the engine runs CUDA nodes inline on the device's worker task (``InlineExecutor``) and never
 waits for the GPU per node. Streams and events are the thin wrappers of
-``aiograd._cuda_runtime`` (``aiograd.cuda.Stream``/``Event``), which compare equal
+``aiograd._devices._cuda_runtime`` (``aiograd.cuda.Stream``/``Event``), which compare equal
 only for the same CUDA stream on the same device (CuPy's own compare the raw handle alone, and
 every device's legacy default stream has handle 0).
 
@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from .._cuda_runtime import Event, Stream, import_cupy, require
-from .._dtypes import register_device_array_type
+from .._base._dtypes import register_device_array_type
+from ._cuda_runtime import Event, Stream, import_cupy, require
 
 # CuPy or the RuntimeError that says what to install (this module is then not registered).
 cupy = import_cupy()

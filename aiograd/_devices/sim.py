@@ -3,7 +3,7 @@ a GPU.
 
 ``sim:0``, ``sim:1``, ... hold numpy arrays in host memory, like the CPU, but the engine treats
 each as a separate device (its own queue and worker), as it does a CUDA device. Implements the
-device-type interface described in ``aiograd._device``; work is synchronous, so the stream and
+device-type interface described in ``aiograd._devices._device``; work is synchronous, so the stream and
 event hooks do nothing.
 """
 

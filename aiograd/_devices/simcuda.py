@@ -6,7 +6,7 @@ each is a device of its own (its own queue and worker). Unlike ``sim``, work is 
 streams (``aiograd._devices._simstreams``): each stream serves its work in launch order on a
 background thread, events complete later, when that thread reaches them, and a read of another
 stream's write without a wait in between raises ``StreamRaceError``. Implements the
-device-type interface described in ``aiograd._device``, as the ``cuda`` type does, with a
+device-type interface described in ``aiograd._devices._device``, as the ``cuda`` type does, with a
 simulated stream where CUDA has a ``cupy.cuda.Stream``.
 
 Tests make streams with ``Stream(index)`` and hold one's work pending with ``stream.pause()``.

@@ -20,6 +20,10 @@ A backward called from inside a node nests (``reentrant``). ``batched`` runs, on
 time, the few nodes without a batch-aware rule in a ``grad(..., is_grads_batched=True)`` call. ``context`` holds the context
 variables a drive sets, ``settings`` the process-wide modes, ``statistics`` the snapshot type.
 Every GraphTask field is touched only by coroutines of the engine's loop: no locks.
+
+Layer 6: the engine may import the base, the devices, the graph core, the ops (their registry
+of batching rules, ``stack`` for the per-sample fallback) and the executors, never the API
+above it.
 """
 
 from .context import current_graph_task, current_worker, is_checkpoint_valid, queue_callback

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._grad_mode import grad_enabled
+from .._base._grad_mode import grad_enabled
+from .._core._tensor import Tensor
 from .._ops._util import like
 from .._ops.joining import stack
-from .._tensor import Tensor
 
 if TYPE_CHECKING:
-    from .._node import Node
+    from .._core._node import Node
     from .graph_task import GraphTask
 
 __all__ = ["apply_per_sample"]

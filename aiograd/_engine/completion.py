@@ -14,16 +14,16 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from .._anomaly import warn_with_history
-from .._hooks import run_post_accumulate_hooks
-from .._node import AccumulateGrad
+from .._core._anomaly import warn_with_history
+from .._core._hooks import run_post_accumulate_hooks
+from .._core._node import AccumulateGrad
 from .streams import settle, sync_leaf_streams
 
 if TYPE_CHECKING:
     from types import TracebackType
 
-    from .._node import Edge, Node
-    from .._tensor import Tensor
+    from .._core._node import Edge, Node
+    from .._core._tensor import Tensor
     from .graph_task import GraphTask
 
 __all__ = ["abandon", "complete", "fail", "release_frames", "staging_targets"]

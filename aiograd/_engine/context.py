@@ -14,8 +14,8 @@ import contextvars
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._grad_mode import _grad_enabled
-from .._graph_context import current_graph_task
+from .._base._grad_mode import _grad_enabled
+from .._base._graph_context import current_graph_task
 
 if TYPE_CHECKING:
     from .graph_task import GraphTask

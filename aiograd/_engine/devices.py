@@ -20,7 +20,7 @@ from .node_task import NodeTask
 from .ready_queue import ReadyQueue
 
 if TYPE_CHECKING:
-    from .._device import device
+    from .._devices._device import device
     from .engine import Engine
     from .graph_task import GraphTask
 

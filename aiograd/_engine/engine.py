@@ -14,10 +14,10 @@ import asyncio
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .. import _device
-from .._cost import DEFAULT_OFFLOAD_THRESHOLD_NS, DEFAULT_STALL_THRESHOLD_NS, NS_PER_ELEMENT
-from .._grad_mode import _grad_enabled
-from .._node import GraphRoot
+from .._base._cost import DEFAULT_OFFLOAD_THRESHOLD_NS, DEFAULT_STALL_THRESHOLD_NS, NS_PER_ELEMENT
+from .._base._grad_mode import _grad_enabled
+from .._core._node import GraphRoot
+from .._devices import _device
 from ..executors import Executor
 from . import settings, watch
 from .completion import abandon, complete, fail, release_frames, staging_targets
@@ -37,8 +37,8 @@ from .streams import caller_streams, hand_over
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .._node import Edge, Node
-    from .._tensor import Tensor
+    from .._core._node import Edge, Node
+    from .._core._tensor import Tensor
 
 __all__ = ["Engine", "get_engine"]
 

@@ -12,15 +12,15 @@ from __future__ import annotations
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
-from .._anomaly import current_node
-from .._hooks import (
+from .._core._anomaly import current_node
+from .._core._hooks import (
     run_post_accumulate_hooks,
     run_post_hooks,
     run_pre_hooks,
     run_retains_grad,
     run_tensor_pre_hooks,
 )
-from .._node import undefined_only
+from .._core._node import undefined_only
 from .._ops.batching import has_batched_rule
 from .batched import apply_per_sample
 from .input_buffer import buffer_device
@@ -28,7 +28,7 @@ from .offload import offload
 from .streams import HOST, NodeStreams, stream_device
 
 if TYPE_CHECKING:
-    from .._node import Node
+    from .._core._node import Node
     from .engine import Engine
     from .graph_task import GraphTask
 

@@ -11,12 +11,12 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._anomaly import anomaly_state
+from .._core._anomaly import anomaly_state
 from .evaluate import evaluate
 
 if TYPE_CHECKING:
-    from .._node import Edge, Node
-    from .._tensor import Tensor
+    from .._core._node import Edge, Node
+    from .._core._tensor import Tensor
     from ..executors import Executor
     from .ready_queue import ReadyQueue
 

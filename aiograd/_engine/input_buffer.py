@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from .._device import CPU, device_type
-from .._node import owns
+from .._core._node import owns
+from .._devices._device import CPU, device_type
 from .streams import hand_over, node_stream, ran, stream_device
 
 if TYPE_CHECKING:
-    from .._device import device
-    from .._node import Node
-    from .._tensor import Tensor
+    from .._core._node import Node
+    from .._core._tensor import Tensor
+    from .._devices._device import device
     from .graph_task import GraphTask
 
 __all__ = [

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .._node import Node
+    from .._core._node import Node
     from .graph_task import GraphTask
     from .input_buffer import InputBuffer
 

@@ -15,7 +15,8 @@ import contextvars
 import functools
 from typing import TYPE_CHECKING, Any
 
-from .. import _device, executors
+from .. import executors
+from .._devices import _device
 from ..executors import Executor
 from .completion import fail
 from .input_buffer import buffer_device
@@ -25,7 +26,7 @@ from .node_task import DONE, NodeTask
 if TYPE_CHECKING:
     import asyncio
 
-    from .._node import Node
+    from .._core._node import Node
     from .engine import Engine
     from .graph_task import GraphTask
 

@@ -21,7 +21,7 @@ from .completion import abandon
 from .logs import engine_log
 
 if TYPE_CHECKING:
-    from .._tensor import Tensor
+    from .._core._tensor import Tensor
     from .engine import Engine
     from .graph_task import GraphTask
 

@@ -26,13 +26,13 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from .. import _device
-from .._node import GraphRoot
+from .._core._node import GraphRoot
+from .._devices import _device
 
 if TYPE_CHECKING:
-    from .._device import device
-    from .._node import Node
-    from .._tensor import Tensor
+    from .._core._node import Node
+    from .._core._tensor import Tensor
+    from .._devices._device import device
     from .graph_task import GraphTask
 
 __all__ = [

@@ -36,7 +36,7 @@ from .evaluate import OFFLOADED, evaluate
 from .logs import engine_log
 
 if TYPE_CHECKING:
-    from .._node import Node
+    from .._core._node import Node
     from ..executors import Executor
     from .engine import Engine
     from .graph_task import GraphTask

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._dtypes import scalar_type_name
+from .._base._dtypes import scalar_type_name
 from ._util import Tensor, like
 
 __all__ = [

@@ -11,7 +11,7 @@ An op's rule is written once, next to its forward (micrograd's locality), and re
 * a node PyTorch names differently for a variant of the same rule is ``variant("RsubBackward1",
   SubBackward0)``.
 
-The generated nodes are ordinary ``aiograd._node.Node`` subclasses: ``_saved`` names the
+The generated nodes are ordinary ``aiograd._core._node.Node`` subclasses: ``_saved`` names the
 SavedTensor fields that ``release_variables`` frees, and a ``cost`` override (matmul's) is kept.
 ``OPS`` maps each op's name to its ``OpRule`` (forward, node classes, family): what the tests
 iterate over.
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal, Protocol, TypeVar
 
-from .._node import Node, edge_of, save
-from .._tensor import Tensor
+from .._core._node import Node, edge_of, save
+from .._core._tensor import Tensor
 from ._util import CPU, attach, grad_enabled, needs_grad, wrap
 from .quiet import quietly1
 

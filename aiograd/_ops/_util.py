@@ -34,12 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from .._device import CPU, device_type, mixed_devices_error
-from .._grad_mode import grad_enabled
-from .._graph_context import current_graph_task
-from .._node import Node, edge_of, save
-from .._saved import SavedTensor
-from .._tensor import Tensor
+from .._base._grad_mode import grad_enabled
+from .._base._graph_context import current_graph_task
+from .._core._node import Node, edge_of, save
+from .._core._saved import SavedTensor
+from .._core._tensor import Tensor
+from .._devices._device import CPU, device_type, mixed_devices_error
 
 __all__ = [
     "CPU",

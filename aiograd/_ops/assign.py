@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .._views import View
+from .._core._views import View
 from ._inplace_util import _bump, _check_shape, _error, _operand, _overlapping, _recording
 from ._registry import backward, op
 from ._util import Node, Tensor, edge_of, grad_enabled, like

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._node import GraphRoot, Node
+from .._core._node import GraphRoot, Node
 from ._registry import OPS
 from ._util import Tensor, batch_ndim
 

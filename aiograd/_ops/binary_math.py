@@ -204,7 +204,7 @@ def xlogy(input: Any, other: Any) -> Tensor:
     return _binary("xlogy", input, other, _xlogy, (XlogyBackward0, XlogyBackward2, XlogyBackward1))
 
 
-#: Tensor methods (bound by ``aiograd._tensor_methods``), as PyTorch's.
+#: Tensor methods (bound by ``aiograd._api._tensor_methods``), as PyTorch's.
 TENSOR_METHODS = {
     "atan2": atan2, "hypot": hypot, "fmod": fmod, "remainder": remainder, "xlogy": xlogy,
     "arctan2": atan2,

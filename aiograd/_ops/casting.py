@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .._device import CPU, device, device_type, mixed_devices_error, placement
-from .._dtypes import is_array
+from .._base._dtypes import is_array
+from .._devices._device import CPU, device, device_type, mixed_devices_error, placement
 from ._registry import backward, op
 from ._util import Tensor, attach, edge_of, needs_grad, wrap
 

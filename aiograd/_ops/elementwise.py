@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .._dtypes import DEVICE_ARRAY_TYPES, is_array
+from .._base._dtypes import DEVICE_ARRAY_TYPES, is_array
 from ._registry import Unary, UnaryOp, backward, op, register, unary, variant
 from ._util import (
     CPU,

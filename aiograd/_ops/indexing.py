@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from .._dtypes import is_device_array
-from .._views import make_view
+from .._base._dtypes import is_device_array
+from .._core._views import make_view
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, common_device, edge_of, like, needs_grad, save, wrap
 from .batching import batch_ndim

@@ -22,7 +22,7 @@ When a gradient is involved (grad mode on, and the tensor or an operand requires
   with PyTorch's ``CopySlices``: the base's new grad_fn hands the gradient of the view's region
   through the in-place op's node and lets the rest pass; the view's grad_fn becomes a view of the
   base's new history (``AsStridedBackward0``, made by ``_views.regenerate_grad_fn``), as does every other view's
-  when it is next read (see aiograd/_views.py).
+  when it is next read (see aiograd/_core/_views.py).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .._dtypes import cpp_type_name, is_array, type_name
+from .._base._dtypes import cpp_type_name, is_array, type_name
 from ._inplace_util import (
     _alias,
     _bump,

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._views import MULTI_OUTPUT_NODE, make_view
+from .._core._views import MULTI_OUTPUT_NODE, make_view
 from ._registry import backward, op, variant
 from ._util import Node, Tensor, attach, common_device, edge_of, like, needs_grad, on, wrap
 from .batching import batch_ndim

@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from .._cost import matmul_cost
-from .._device import CPU
-from .._dtypes import cpp_type_name, scalar_type_name
-from .._graph_context import should_compute
+from .._base._cost import matmul_cost
+from .._base._dtypes import cpp_type_name, scalar_type_name
+from .._base._graph_context import should_compute
+from .._devices._device import CPU
 from ._registry import backward, op, variant
 from ._util import (
     Tensor,

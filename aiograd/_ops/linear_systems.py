@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._dtypes import scalar_type_name
+from .._base._dtypes import scalar_type_name
 from ._linalg_util import (
     LinAlgError,
     batch_prefix,

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .._device import device_type
-from .._dtypes import NUMERIC_KINDS, cant_convert, is_array, numeric_array, type_name
+from .._base._dtypes import NUMERIC_KINDS, cant_convert, is_array, numeric_array, type_name
+from .._devices._device import device_type
 from ._util import Tensor, data_of
 from .casting import join_devices, promote
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
-from .._dtypes import scalar_type_name
+from .._base._dtypes import scalar_type_name
 from ._linalg_util import check_float, check_matrix, check_square, diag_embed, eye_like, tril, triu
 from ._registry import backward, op
 from ._util import Tensor, attach, edge_of, like, needs_grad, save

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .._device import device_type
-from .._dtypes import cpp_type_name
+from .._base._dtypes import cpp_type_name
+from .._devices._device import device_type
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, data_of, edge_of, needs_grad, wrap
 from .binary_math import operand_grads, record_operands, saved_operands
@@ -136,5 +136,5 @@ def masked_fill(input: Tensor, mask: Any, value: Any) -> Tensor:
     return out
 
 
-#: Tensor methods (bound by ``aiograd._tensor_methods``), as PyTorch's.
+#: Tensor methods (bound by ``aiograd._api._tensor_methods``), as PyTorch's.
 TENSOR_METHODS = {"lerp": lerp, "addcmul": addcmul, "addcdiv": addcdiv, "masked_fill": masked_fill}

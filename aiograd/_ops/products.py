@@ -15,7 +15,7 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
-from .._dtypes import scalar_type_name
+from .._base._dtypes import scalar_type_name
 from ._registry import backward, op
 from ._util import (
     Tensor,
@@ -326,5 +326,5 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     return out
 
 
-#: Tensor methods (bound by ``aiograd._tensor_methods``), as PyTorch's.
+#: Tensor methods (bound by ``aiograd._api._tensor_methods``), as PyTorch's.
 TENSOR_METHODS = {"bmm": bmm, "dot": dot, "outer": outer, "trace": trace}

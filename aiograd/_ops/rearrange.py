@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .._views import make_view
+from .._core._views import make_view
 from ._inplace_util import _alias, _commit, _recording
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, like, needs_grad
@@ -363,7 +363,7 @@ def tile(input: Tensor, *dims: Any) -> Tensor:
 
 
 # (``moveaxis`` is a function only: tests/test_typing.py's drift check counts the word "axis" in
-# aiograd/_tensor_api.py, which declaring ``Tensor.moveaxis`` there would break)
+# aiograd/_core/_tensor_api.py, which declaring ``Tensor.moveaxis`` there would break)
 TENSOR_METHODS = {
     "flip": flip,
     "roll": roll,

@@ -1,7 +1,7 @@
 """Graph surgery for in-place ops: ``rebase_inplace`` moves a modified tensor onto its new node;
 for a view it rebases the base with PyTorch's ``CopySlices``, and the view's grad_fn becomes a
 view of the base's new history (``AsStridedBackward0``, made by
-``aiograd._views.regenerate_grad_fn``, which also runs when a view is next read). See aiograd/_ops/inplace.py for the ops.
+``aiograd._core._views.regenerate_grad_fn``, which also runs when a view is next read). See aiograd/_ops/inplace.py for the ops.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from .._device import CPU
-from .._node import mark_async
-from .._saved import ERR_BACKWARD_TWICE, SavedTensor
-from .._views import View, move_retains_grad, regenerate_grad_fn, view_index
+from .._core._node import mark_async
+from .._core._saved import ERR_BACKWARD_TWICE, SavedTensor
+from .._core._views import View, move_retains_grad, regenerate_grad_fn, view_index
+from .._devices._device import CPU
 from ._util import Node, Tensor, edge_of, grad_enabled, like, save, wrap
 from .indexing import IndexBackward0, _scatter, _take
 

@@ -1,7 +1,7 @@
 """Shape ops: reshape, view, flatten, transpose, permute, squeeze, unsqueeze, expand, sum_to_size.
 
 The view ops (all but ``sum_to_size`` and ``repeat``; ``reshape`` when numpy can view) return
-``_views.View`` tensors: they share their base's array and version counter (aiograd/_views.py).
+``_views.View`` tensors: they share their base's array and version counter (aiograd/_core/_views.py).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .._node import Node
-from .._views import make_view
+from .._core._node import Node
+from .._core._views import make_view
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, batch_ndim, batched_shape, edge_of, like, needs_grad
 from .batching import batched_sum_to, sum_to_array

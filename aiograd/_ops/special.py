@@ -228,5 +228,5 @@ erfc: UnaryOp
 erf, ErfBackward0 = _MADE["erf"]
 erfc, ErfcBackward0 = _MADE["erfc"]
 
-#: Tensor methods (bound by ``aiograd._tensor_methods``), as PyTorch's.
+#: Tensor methods (bound by ``aiograd._api._tensor_methods``), as PyTorch's.
 TENSOR_METHODS = {name: fn for name, (fn, _) in _MADE.items()}

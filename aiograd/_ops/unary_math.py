@@ -137,5 +137,5 @@ round, RoundBackward0 = _MADE["round"]
 trunc, TruncBackward0 = _MADE["trunc"]
 frac, FracBackward0 = _MADE["frac"]
 
-#: Tensor methods (bound by ``aiograd._tensor_methods``), as PyTorch's.
+#: Tensor methods (bound by ``aiograd._api._tensor_methods``), as PyTorch's.
 TENSOR_METHODS = {name: fn for name, (fn, _) in _MADE.items()}

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._tensor import Tensor
+from .._core._tensor import Tensor
 from ..serving import batch_coupled_modules
 from ._worker import add_gradients, shard_gradients
 

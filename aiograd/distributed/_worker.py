@@ -33,8 +33,8 @@ def shard_gradients(
     """``loss_fn(model(*inputs), target) * scale`` and its gradients with respect to the model's
     parameters (None for a parameter the loss does not reach), as numpy arrays."""
     from .. import sync  # on the worker (here, not at the top: the module stays light to import)
-    from .._factories import tensor
-    from .._grad_mode import no_grad
+    from .._api._factories import tensor
+    from .._base._grad_mode import no_grad
 
     with _lock:
         parameters = list(model.parameters())

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .._node import Node
+    from .._core._node import Node
 
 
 class Executor(abc.ABC):

@@ -15,8 +15,8 @@ from ._shipping import Packed, pack, run_shipped, unpack_result
 from ._thread import ThreadExecutor
 
 if TYPE_CHECKING:
-    from .._node import Node
-    from .._tensor import Tensor
+    from .._core._node import Node
+    from .._core._tensor import Tensor
 
 __all__ = ["DEFAULT_NS_PER_BYTE", "DEFAULT_SHIP_THRESHOLD_NS", "DaskExecutor"]
 

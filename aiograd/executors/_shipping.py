@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from .._device import CPU
-from .._grad_mode import grad_enabled, no_grad
-from .._graph_context import current_graph_task, should_compute
-from .._node import AccumulateGrad, GraphRoot, Node
-from .._saved import SavedTensor
-from .._tensor import Tensor
+from .._base._grad_mode import grad_enabled, no_grad
+from .._base._graph_context import current_graph_task, should_compute
+from .._core._node import AccumulateGrad, GraphRoot, Node
+from .._core._saved import SavedTensor
+from .._core._tensor import Tensor
+from .._devices._device import CPU
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -42,7 +42,7 @@ _wrap = Tensor._wrap
 
 #: The modules whose nodes may travel: aiograd's own ops (whose classes every process with
 #: aiograd defines, under the same names).
-_OP_MODULES = ("aiograd._ops.", "aiograd.nn.", "aiograd._views")
+_OP_MODULES = ("aiograd._ops.", "aiograd.nn.", "aiograd._core._views")
 
 
 @dataclasses.dataclass(frozen=True)

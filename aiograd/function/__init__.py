@@ -34,10 +34,10 @@ import warnings as _warnings
 from collections.abc import Callable as _Callable
 from typing import Any as _Any
 
-from .._grad_mode import _grad_enabled
-from .._grad_mode import grad_enabled as _grad_enabled_now
-from .._node import edge_of as _edge_of
-from .._tensor import Tensor as _Tensor
+from .._base._grad_mode import _grad_enabled
+from .._base._grad_mode import grad_enabled as _grad_enabled_now
+from .._core._node import edge_of as _edge_of
+from .._core._tensor import Tensor as _Tensor
 from ._apply import bind_keywords as _bind_keywords
 from ._apply import torch_requires_grad as _torch_requires_grad
 from ._apply import wrap_outputs as _wrap_outputs

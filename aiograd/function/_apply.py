@@ -10,14 +10,14 @@ import warnings as _warnings
 from typing import TYPE_CHECKING
 from typing import Any as _Any
 
-from .._grad_mode import grad_enabled as _grad_enabled_now
-from .._node import Node as _Node
-from .._saved import SavedTensor as _SavedTensor
-from .._tensor import Tensor as _Tensor
-from .._views import IN_CUSTOM_FUNCTION as _IN_CUSTOM_FUNCTION
-from .._views import MULTI_OUTPUT_NODE as _MULTI_OUTPUT_NODE
-from .._views import View as _View
-from .._views import make_view as _make_view
+from .._base._grad_mode import grad_enabled as _grad_enabled_now
+from .._core._node import Node as _Node
+from .._core._saved import SavedTensor as _SavedTensor
+from .._core._tensor import Tensor as _Tensor
+from .._core._views import IN_CUSTOM_FUNCTION as _IN_CUSTOM_FUNCTION
+from .._core._views import MULTI_OUTPUT_NODE as _MULTI_OUTPUT_NODE
+from .._core._views import View as _View
+from .._core._views import make_view as _make_view
 
 if TYPE_CHECKING:
     from ._backward import _FunctionBackward

@@ -7,10 +7,10 @@ import inspect as _inspect
 from typing import TYPE_CHECKING
 from typing import Any as _Any
 
-from .._device import CPU as _CPU
-from .._node import Node as _Node
-from .._node import mark_async as _mark_async
-from .._tensor import Tensor as _Tensor
+from .._core._node import Node as _Node
+from .._core._node import mark_async as _mark_async
+from .._core._tensor import Tensor as _Tensor
+from .._devices._device import CPU as _CPU
 from ._ctx import FunctionCtx
 
 if TYPE_CHECKING:

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 from typing import cast as _cast
 
-from .._saved import ERR_BACKWARD_TWICE as _ERR_BACKWARD_TWICE
-from .._saved import SavedTensor as _SavedTensor
-from .._tensor import Tensor as _Tensor
+from .._core._saved import ERR_BACKWARD_TWICE as _ERR_BACKWARD_TWICE
+from .._core._saved import SavedTensor as _SavedTensor
+from .._core._tensor import Tensor as _Tensor
 
 __all__ = ["FunctionCtx"]
 

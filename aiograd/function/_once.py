@@ -10,11 +10,11 @@ from typing import Any as _Any
 from typing import TypeVar as _TypeVar
 from typing import cast as _cast
 
-from .._grad_mode import grad_enabled as _grad_enabled_now
-from .._grad_mode import no_grad as _no_grad
-from .._node import Node as _Node
-from .._node import grad_accumulator as _grad_accumulator
-from .._tensor import Tensor as _Tensor
+from .._base._grad_mode import grad_enabled as _grad_enabled_now
+from .._base._grad_mode import no_grad as _no_grad
+from .._core._node import Node as _Node
+from .._core._node import grad_accumulator as _grad_accumulator
+from .._core._tensor import Tensor as _Tensor
 
 __all__ = ["once_differentiable"]
 

@@ -6,7 +6,7 @@ any order. ``scaled_dot_product_attention`` is PyTorch's math path
 (``_scaled_dot_product_attention_math`` in ATen's attention.cpp): the query and the key are each
 scaled by the square root of the scale before their product, a boolean mask becomes an additive
 ``-inf``/0 bias, and a row whose scores are all ``-inf`` gives zeros (``_safe_softmax``), not NaN.
-Dropout's mask is drawn from aiograd's default generator (``aiograd._random``), so checkpointing
+Dropout's mask is drawn from aiograd's default generator (``aiograd._base._random``), so checkpointing
 replays it. ``multi_head_attention_forward`` follows torch/nn/functional.py line by line.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._dtypes import cpp_type_name
+from .._base._dtypes import cpp_type_name
 from .._ops._registry import register
 from .._ops._util import Tensor, common_device, to_tensor
 from .._ops.elementwise import where

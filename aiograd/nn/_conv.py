@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .._dtypes import scalar_type_name
+from .._base._dtypes import scalar_type_name
 from .._ops._registry import backward, op
 from .._ops._util import (
     Tensor,

@@ -4,8 +4,8 @@ parts, as in PyTorch (``DivBackward0``, ``SumBackward1``)."""
 
 from __future__ import annotations
 
-from .._dtypes import scalar_type_name
-from .._grad_mode import no_grad
+from .._base._dtypes import scalar_type_name
+from .._base._grad_mode import no_grad
 from .._ops._registry import register
 from .._ops._util import Tensor, infer_size
 from .._ops.casting import result_type, to

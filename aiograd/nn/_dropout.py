@@ -2,7 +2,7 @@
 rest by ``1 / (1 - p)``, as PyTorch's ``at::dropout`` (``input * mask``, so the node is
 ``MulBackward0``, the mask a constant).
 
-The mask is drawn from the default generator (aiograd/_random.py) on the host and moved to the
+The mask is drawn from the default generator (aiograd/_base/_random.py) on the host and moved to the
 input's device, so ``aiograd.utils.checkpoint``, which saves and replays that generator's state,
 recomputes the same mask. ``p == 0``, ``training=False`` and an empty input return the input
 itself, as PyTorch's; ``p == 1`` multiplies by zeros.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _random
-from .._device import device_type
+from .._base import _random
+from .._devices._device import device_type
 from .._ops._inplace_util import _dtype_name
 from .._ops._registry import register
 from .._ops._util import Tensor, wrap

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._format import legacy_type_name
+from .._core._format import legacy_type_name
 from .._ops._inplace_util import _bump
 from .._ops._registry import backward, register
 from .._ops._util import Tensor, attach, common_device, edge_of, like, needs_grad, to_tensor

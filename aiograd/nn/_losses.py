@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._dtypes import scalar_type_name
+from .._base._dtypes import scalar_type_name
 from .._ops._registry import backward, register
 from .._ops._util import (
     Tensor,

@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from .._device import CPU as _CPU
+from .._devices._device import CPU as _CPU
 from .._ops._registry import backward as _backward
 from .._ops._registry import op as _op
 from .._ops._registry import variant as _variant
@@ -67,7 +67,7 @@ from ._pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 if typing.TYPE_CHECKING:
     from typing import Any
 
-    from .._tensor import Tensor
+    from .._core._tensor import Tensor
 
 __all__ = [
     "relu",

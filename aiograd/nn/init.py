@@ -1,5 +1,5 @@
 """``aiograd.nn.init`` (torch.nn.init): fill a tensor in place, under no_grad, with values drawn
-from the default generator (aiograd/_random.py, or a numpy ``generator`` passed in), with
+from the default generator (aiograd/_base/_random.py, or a numpy ``generator`` passed in), with
 PyTorch's fan computation and gain table, so a fresh layer is distributed as torch's."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ import warnings
 
 import numpy as np
 
-from .._grad_mode import no_grad as _no_grad
+from .._base._grad_mode import no_grad as _no_grad
+from .._base._random import generator as _default_generator
+from .._core._tensor import Tensor as _Tensor
 from .._ops.casting import to as _to
-from .._random import generator as _default_generator
-from .._tensor import Tensor as _Tensor
 
 if typing.TYPE_CHECKING:
     from typing import Any
 
-    from .._tensor import Tensor
+    from .._core._tensor import Tensor
 
 __all__ = [
     "calculate_gain", "constant_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_", "ones_",

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .._device import CPU, device_type, get_default_device, placement
-from .._tensor import Tensor
+from .._core._tensor import Tensor
+from .._devices._device import CPU, device_type, get_default_device, placement
 
 __all__ = ["Buffer", "Parameter", "new_tensor"]
 

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from .._device import CPU
-from .._grad_mode import enable_grad, no_grad
+from .._base._grad_mode import enable_grad, no_grad
+from .._core._tensor import Tensor
+from .._devices._device import CPU
 from .._ops._inplace_util import _bump
-from .._tensor import Tensor
 from ..nn.modules.module import typename  # (torch.typename; one implementation, nn's)
 
 __all__ = ["Optimizer", "required"]
@@ -50,7 +50,7 @@ required: _RequiredParameter = _RequiredParameter()
 def tensor_on(array: Any, p: Tensor) -> Tensor:
     """``array`` (an array of ``p``'s device) as a plain tensor on ``p``'s device."""
     out = Tensor._wrap(array)
-    if p._device is not CPU:  # (only off-CPU tensors set their own, see aiograd/_tensor.py)
+    if p._device is not CPU:  # (only off-CPU tensors set their own, see aiograd/_core/_tensor.py)
         out._device = p._device
     return out
 

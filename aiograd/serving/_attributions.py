@@ -54,10 +54,10 @@ from typing import Any
 
 import numpy as np
 
-from .._device import CPU
-from .._factories import as_tensor as _as_tensor
-from .._grad_mode import no_grad as _no_grad
-from .._tensor import Tensor
+from .._api._factories import as_tensor as _as_tensor
+from .._base._grad_mode import no_grad as _no_grad
+from .._core._tensor import Tensor
+from .._devices._device import CPU
 from ..nn.modules.module import Module
 from ._requests import batch_coupled_modules, per_request_grad
 

@@ -213,7 +213,7 @@ def run(prepare: Callable[[], Awaitable[ServedModel]], args: argparse.Namespace,
 def _run_loop(main: Any, loop: str) -> Any:
     if loop == "asyncio":
         return asyncio.run(main)
-    from .._runner import run as run_on_uvloop
+    from .._api._runner import run as run_on_uvloop
 
     return run_on_uvloop(main)  # uvloop when it is installed
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .._grad_mode import no_grad
-from .._tensor import Tensor
+from .._base._grad_mode import no_grad
+from .._core._tensor import Tensor
 from ..nn import Linear, Module
 from ..nn.utils import serialization
 from ._requests import batch_coupled_modules, check_rows_independent

@@ -22,14 +22,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._autograd import grad as _grad
-from .._factories import as_tensor as _as_tensor
-from .._factories import ones_like as _ones_like
-from .._grad_mode import enable_grad as _enable_grad
-from .._grad_mode import no_grad as _no_grad
+from .._api._autograd import grad as _grad
+from .._api._factories import as_tensor as _as_tensor
+from .._api._factories import ones_like as _ones_like
+from .._base._grad_mode import enable_grad as _enable_grad
+from .._base._grad_mode import no_grad as _no_grad
+from .._core._tensor import Tensor
 from .._ops.joining import cat as _cat
 from .._ops.joining import stack as _stack
-from .._tensor import Tensor
 from ..nn.modules.batchnorm import _BatchNorm
 from ..nn.modules.module import Module
 

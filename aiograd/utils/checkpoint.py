@@ -30,7 +30,7 @@ with a plain ``backward()`` only. Leaving ``use_reentrant`` out warns and means 
 PyTorch 2.13.
 """
 
-from .._checkpoint import (
+from .._api._checkpoint import (
     CheckpointError,
     CheckpointFunction,
     checkpoint,

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
-from .._autograd import _as_tuple, _input_edges
+from .._api._autograd import _as_tuple, _input_edges
+from .._core._graph import GradientEdge
+from .._core._node import GraphRoot, Node, edge_of
+from .._core._tensor import Tensor
 from .._engine.graph_task import ExecInfo, init_to_execute
-from .._graph import GradientEdge
-from .._node import GraphRoot, Node, edge_of
-from .._tensor import Tensor
 from ._drawing import Drawing
 from ._labels import EDGE_ATTRS, GRAPH_ATTRS, LEGEND, NODE_ATTRS, quote
 

@@ -3,10 +3,10 @@ order the graph is walked (depth first from each root, ``next_functions`` in ord
 
 from __future__ import annotations
 
+from .._core._node import AccumulateGrad, Node
+from .._core._saved import FREED, HookedSavedTensor, SavedTensor
+from .._core._tensor import Tensor
 from .._engine.graph_task import ExecInfo
-from .._node import AccumulateGrad, Node
-from .._saved import FREED, HookedSavedTensor, SavedTensor
-from .._tensor import Tensor
 from ._labels import (
     BASE_COLOR,
     CAPTURED,

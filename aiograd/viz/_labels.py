@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from .._device import CPU
-from .._node import Node
-from .._saved import FREED
-from .._tensor import Tensor
+from .._core._node import Node
+from .._core._saved import FREED
+from .._core._tensor import Tensor
+from .._devices._device import CPU
 from ..function._ctx import FunctionCtx
 
 # Colours and styles, torchviz's where it has one.

@@ -8,7 +8,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from ..._node import RemovableHandle
+from ..._core._node import RemovableHandle
 
 __all__ = ["ForwardHooks"]
 

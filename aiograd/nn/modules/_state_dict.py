@@ -9,10 +9,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from ..._grad_mode import no_grad
-from ..._node import RemovableHandle
+from ..._base._grad_mode import no_grad
+from ..._core._node import RemovableHandle
+from ..._core._tensor import Tensor
 from ..._ops.casting import to
-from ..._tensor import Tensor
 from ..parameter import Parameter
 
 __all__ = ["StateDict"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._tensor import Tensor
+from ..._core._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter, new_tensor

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._tensor import Tensor
+from ..._core._tensor import Tensor
 from .. import functional as F
 from ..parameter import Parameter, new_tensor
 from .linear import reset_weight_and_bias

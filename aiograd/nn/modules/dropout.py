@@ -3,7 +3,7 @@ mode (drawing from the default generator, through ``F.dropout``), the identity i
 
 from __future__ import annotations
 
-from ..._tensor import Tensor
+from ..._core._tensor import Tensor
 from .. import functional as F
 from .module import Module
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._tensor import Tensor
+from ..._core._tensor import Tensor
 from .module import Module
 
 __all__ = ["Flatten", "Unflatten"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..._tensor import Tensor
+from ..._core._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter, new_tensor

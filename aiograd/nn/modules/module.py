@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from ..._device import CPU
-from ..._format import legacy_type_name
-from ..._grad_mode import no_grad
+from ..._base._grad_mode import no_grad
+from ..._core._format import legacy_type_name
+from ..._core._tensor import Tensor
+from ..._devices._device import CPU
 from ..._ops.casting import _to_args, to
-from ..._tensor import Tensor
 from ..parameter import Buffer, Parameter
 from ._hooks import ForwardHooks
 from ._state_dict import StateDict

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from ..._tensor import Tensor
+from ..._core._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter, new_tensor

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._grad_mode import no_grad
-from ..._tensor import Tensor
+from ..._base._grad_mode import no_grad
+from ..._core._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter, new_tensor

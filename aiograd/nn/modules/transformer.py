@@ -8,7 +8,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from ..._tensor import Tensor
+from ..._core._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter, new_tensor

@@ -10,10 +10,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..._grad_mode import no_grad
+from ..._base._grad_mode import no_grad
+from ..._core._tensor import Tensor
 from ..._ops.casting import to
 from ..._ops.joining import stack
-from ..._tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..._grad_mode import no_grad
+from ..._base._grad_mode import no_grad
+from ..._core._tensor import Tensor
 from ..._ops.joining import cat
-from ..._tensor import Tensor
 from ..modules.module import typename
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]

@@ -29,8 +29,8 @@ from typing import IO, Any, NamedTuple, cast
 import numpy as np
 from numpy.lib import format as _npy_format
 
-from ..._device import CPU, device_type, placement
-from ..._tensor import Tensor
+from ..._core._tensor import Tensor
+from ..._devices._device import CPU, device_type, placement
 
 __all__ = ["MAX_BYTES", "load", "load_npz", "load_safetensors", "save", "save_npz", "save_safetensors"]
 

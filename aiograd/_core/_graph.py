@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal, NamedTuple
 
+from .._base._graph_context import current_graph_task, will_engine_execute_node
+from .._devices._device import CPU
 from . import _saved
-from ._device import CPU
-from ._graph_context import current_graph_task, will_engine_execute_node
 from ._node import Node, RemovableHandle, grad_accumulator
 from ._saved import saved_tensors_hooks
 from ._tensor import Tensor

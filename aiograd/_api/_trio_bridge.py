@@ -15,8 +15,8 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from ..sync import _forget_backward, _in_trio, _running_portal
 from . import _autograd
-from .sync import _forget_backward, _in_trio, _running_portal
 
 __all__ = ["run_on_trio"]
 

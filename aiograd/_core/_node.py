@@ -5,8 +5,8 @@ A Node is the backward of one forward op. Its ``next_edges`` hold one ``(node, i
 gradients for the node's forward outputs and returns one gradient (or None) per next edge.
 
 A node also carries its hooks (``NodeHooks``, created only for a node that gets one); running them
-is ``aiograd._hooks``'s job. The few tensor ops this module needs (``sum_to_size``, ``to``,
-``clone``, ``+``) it calls as Tensor methods, which ``aiograd._tensor_methods`` binds: this layer
+is ``aiograd._core._hooks``'s job. The few tensor ops this module needs (``sum_to_size``, ``to``,
+``clone``, ``+``) it calls as Tensor methods, which ``aiograd._api._tensor_methods`` binds: this layer
 imports nothing from the ops.
 """
 
@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from .._base._cost import elementwise_cost
+from .._base._grad_mode import grad_enabled
+from .._devices._device import stream_blocks_open, thread_streams
 from ._anomaly import anomaly_state, record_creation
-from ._cost import elementwise_cost
-from ._device import stream_blocks_open, thread_streams
-from ._grad_mode import grad_enabled
 from ._saved import FREED, SavedTensor
 from ._tensor import Tensor
 
@@ -34,7 +34,7 @@ _wrap = Tensor._wrap
 
 
 # ---------------------------------------------------------------------------------------------
-# Hook storage: what a node carries; the engine runs the hooks (aiograd/_hooks.py).
+# Hook storage: what a node carries; the engine runs the hooks (aiograd/_core/_hooks.py).
 
 _handle_ids = itertools.count()
 
@@ -174,7 +174,7 @@ class Node:
 
     def cost(self, grads: list[Tensor | None]) -> float:
         """Estimated nanoseconds of numpy work in ``apply(grads)``; the engine offloads a node
-        to its executor when this reaches the offload threshold (see ``aiograd._cost``)."""
+        to its executor when this reaches the offload threshold (see ``aiograd._base._cost``)."""
         return elementwise_cost(grads)
 
     def register_prehook(self, fn: Any) -> Any:

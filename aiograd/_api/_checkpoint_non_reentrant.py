@@ -6,7 +6,7 @@ tensor saved inside the function; the graph is the ordinary one. The first unpac
 in a backward call (keyed by its GraphTask) re-runs the function once, under grad mode and the
 forward's random state, with hooks that hand each saved tensor, in order, to its placeholder, and
 stops as soon as all are recovered (``early_stop``). Each recovered tensor is given away at its
-unpack. ``aiograd._checkpoint`` holds the public entry points and the reentrant variant.
+unpack. ``aiograd._api._checkpoint`` holds the public entry points and the reentrant variant.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import _random
-from ._grad_mode import enable_grad, grad_enabled
-from ._graph_context import current_graph_task
-from ._saved import SavedTensor, saved_tensors_hooks
-from ._tensor import Tensor
+from .._base import _random
+from .._base._grad_mode import enable_grad, grad_enabled
+from .._base._graph_context import current_graph_task
+from .._core._saved import SavedTensor, saved_tensors_hooks
+from .._core._tensor import Tensor
 
 __all__ = [
     "CheckpointError",
@@ -33,7 +33,10 @@ __all__ = [
     "set_checkpoint_early_stop",
 ]
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+#: aiograd's own folder (frames inside it are not the user's), and where ``_core/_saved.py``
+#: lives (its frames are left out of the stacks ``debug=True`` prints).
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_SAVED_MODULE = os.path.join(_PACKAGE_DIR, "_core", "_saved")
 
 
 class CheckpointError(RuntimeError):
@@ -213,7 +216,7 @@ class _CheckpointFrame:
 
 def _where_saved(index: int) -> str:
     """The stack (user code and the op) where a tensor is being saved, for debug=True."""
-    frames = [f for f in traceback.extract_stack()[:-3] if not f.filename.startswith(_PACKAGE_DIR + "_saved")]
+    frames = [f for f in traceback.extract_stack()[:-3] if not f.filename.startswith(_SAVED_MODULE)]
     return f"tensor {index} saved at:\n" + "".join(traceback.format_list(frames[-4:]))
 
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from . import _random
-from ._device import CPU, _default_device, device_type, placement
-from ._dtypes import numeric_array
-from ._random import manual_seed
-from ._tensor import Tensor
+from .._base import _random
+from .._base._dtypes import numeric_array
+from .._base._random import manual_seed
+from .._core._tensor import Tensor
+from .._devices._device import CPU, _default_device, device_type, placement
 
 __all__ = [
     "tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "rand",

@@ -46,9 +46,9 @@ from typing import Any
 
 import numpy as np
 
-from ._device import CPU
-from ._grad_mode import grad_enabled
-from ._grad_mode import is_inference_mode_enabled as inference_enabled
+from .._base._grad_mode import grad_enabled
+from .._base._grad_mode import is_inference_mode_enabled as inference_enabled
+from .._devices._device import CPU
 from ._node import Node, edge_of, hooks_of
 from ._tensor import Tensor
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from ._device import CPU, device_type
-from ._engine import get_engine
-from ._graph import GradientEdge, edge_metadata
-from ._node import Edge, edge_of, grad_accumulator
-from ._tensor import Tensor
+from .._core._graph import GradientEdge, edge_metadata
+from .._core._node import Edge, edge_of, grad_accumulator
+from .._core._tensor import Tensor
+from .._devices._device import CPU, device_type
+from .._engine import get_engine
 
 __all__ = ["backward", "grad"]
 
@@ -169,7 +169,7 @@ def _input_edges(inputs: tuple[Any, ...]) -> list[Edge]:
 
 
 #: Runs a backward for a caller in whose thread no asyncio loop runs (a trio task): set by
-#: ``aiograd._trio_bridge`` when it is imported, to its ``run_on_trio`` (which runs the backward
+#: ``aiograd._api._trio_bridge`` when it is imported, to its ``run_on_trio`` (which runs the backward
 #: on ``aiograd.sync``'s background asyncio loop); a hook, so that this module need not import
 #: that one, which imports it.
 run_without_asyncio: Callable[[Callable[[], Coroutine[Any, Any, Any]]], Awaitable[Any]] | None = None

@@ -121,7 +121,7 @@ class DeviceType:
         if missing:
             raise TypeError(
                 f"device type {name!r}: {implementation!r} lacks {', '.join(missing)} "
-                "(see aiograd._device for the device-type interface)"
+                "(see aiograd._devices._device for the device-type interface)"
             )
         # A type without streams may leave the stream hooks out: the CPU's (which do nothing)
         # stand in.

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import _hooks
-from ._autograd import tensor_backward
-from ._ops import (
+from .._core import _hooks
+from .._core._tensor import Tensor
+from .._ops import (
     binary_math,
     convenience,
     elementwise,
@@ -33,7 +33,7 @@ from ._ops import (
     special,
     unary_math,
 )
-from ._tensor import Tensor
+from ._autograd import tensor_backward
 
 __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]
 

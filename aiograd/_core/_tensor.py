@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._device import CPU, device, device_type
-from ._dtypes import DEVICE_ARRAY_TYPES, cpp_type_name, numeric_array, scalar_type_name
+from .._base._dtypes import DEVICE_ARRAY_TYPES, cpp_type_name, numeric_array, scalar_type_name
+from .._base._grad_mode import argument_type_name, grad_enabled
+from .._devices._device import CPU, device, device_type
 from ._format import format_tensor
-from ._grad_mode import argument_type_name, grad_enabled
 from ._tensor_api import TensorMethods
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class Tensor(TensorMethods):
     _edgeless: bool = False
     _retains_grad: bool = False
     #: The tensor whose array this one views (the root one, never itself a view), or None; set by
-    #: the view ops, whose outputs are ``_views.View`` instances (see aiograd/_views.py).
+    #: the view ops, whose outputs are ``_views.View`` instances (see aiograd/_core/_views.py).
     _base: Tensor | None = None
     _detached_inplace: bool = False  # set by detach_() on a non-leaf (checked by SavedTensor)
     #: The device holding the data (``.device``); only non-CPU tensors set their own.

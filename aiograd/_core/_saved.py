@@ -6,7 +6,7 @@ unpack under create_graph it is rebuilt with the node as grad_fn, as PyTorch's S
 
 Unpacking checks, in PyTorch's order: freed (ERR_BACKWARD_TWICE), a saved non-leaf input since
 detached in place (``detach_()`` marks the tensor; ERR_DETACHED_INPLACE), then the version. The
-counter is shared by a tensor, its views and its ``detach()`` results (aiograd/_views.py).
+counter is shared by a tensor, its views and its ``detach()`` results (aiograd/_core/_views.py).
 
 Saved-tensor hooks (PyTorch's ``torch.autograd.graph.saved_tensors_hooks``, the public side is
 ``aiograd.graph``): while a pair of hooks is in effect, a tensor being saved is handed to
@@ -29,9 +29,9 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._base._grad_mode import _grad_enabled, grad_enabled
+from .._devices._device import CPU
 from ._anomaly import is_anomaly_enabled
-from ._device import CPU
-from ._grad_mode import _grad_enabled, grad_enabled
 from ._tensor import Tensor
 
 if TYPE_CHECKING:

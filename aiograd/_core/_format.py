@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from ._tensor import Tensor
+    from .._core._tensor import Tensor
 
 # Dtypes a reader can infer from the printed values; any other dtype is spelled out.
 _IMPLIED = {np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_)}

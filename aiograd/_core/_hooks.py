@@ -3,7 +3,7 @@
 They live on the node they run at (a leaf's on its AccumulateGrad), in a NodeHooks that nodes
 without hooks never allocate: the engine checks ``node._hooks is None`` and takes its fast path.
 The storage (``NodeHooks``, ``RemovableHandle``, ``hooks_of``, ``add_hook``) is defined with the
-node in ``aiograd._node`` and re-exported here; this module runs the hooks for the engine and
+node in ``aiograd._core._node`` and re-exported here; this module runs the hooks for the engine and
 registers the tensor hooks. Hooks may be plain functions or ``async def``; the engine awaits what
 they return when it is awaitable. Order at a node is PyTorch's (torch/csrc/autograd/engine.cpp,
 ``call_function``): tensor hooks, retains-grad, node pre-hooks, apply (for a leaf: accumulation,

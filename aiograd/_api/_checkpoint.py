@@ -18,7 +18,7 @@ recomputes what the backward needs from it.
 
 ``use_reentrant`` left out warns (PyTorch 2.13's words) and means True. Warnings point at the
 user's line, not at aiograd's. This module holds the entry points and the reentrant variant; the
-non-reentrant one is ``aiograd._checkpoint_non_reentrant``.
+non-reentrant one is ``aiograd._api._checkpoint_non_reentrant``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,11 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import _engine, _random
+from .. import _engine
+from .._base import _random
+from .._base._grad_mode import enable_grad, no_grad
+from .._core._tensor import Tensor
+from ..function import Function
 from ._autograd import backward as _backward
 from ._checkpoint_non_reentrant import (
     _PACKAGE_DIR,
@@ -39,9 +43,6 @@ from ._checkpoint_non_reentrant import (
     set_checkpoint_debug_enabled,
     set_checkpoint_early_stop,
 )
-from ._grad_mode import enable_grad, no_grad
-from ._tensor import Tensor
-from .function import Function
 
 __all__ = [
     "CheckpointError",
