@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .context import current_worker, yield_to_loop
 from .logs import engine_log
-from .node_task import NodeTask
+from .node_task import GRAPH_TASK, NodeTask
 from .ready_queue import ReadyQueue
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class DeviceQueue(ReadyQueue):
             while (task := self.pop()) is not None:
                 pending = engine.handle(task, None)
                 if pending is not None:
-                    await self._await_node(task[4], pending)  # its graph_task
+                    await self._await_node(task[GRAPH_TASK], pending)
                 turn -= 1
                 if not turn:
                     turn = budget

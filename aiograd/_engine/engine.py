@@ -27,7 +27,7 @@ from .evaluate import OFFLOADED
 from .graph_task import GraphTask, compute_dependencies, init_to_execute
 from .input_buffer import accumulate, add_special, buffer_device, sum_in_order
 from .logs import DEBUG, engine_log
-from .node_task import RUN, NodeTask, make_tie_source
+from .node_task import GRAPH_TASK, RUN, NodeTask, make_tie_source
 from .offload import ExecutorLoad, discard, finish_offloaded, get_executor
 from .ready_queue import ReadyQueue
 from .reentrant import DEFAULT_MAX_REENTRANT_DEPTH, run_reentrant
@@ -146,9 +146,8 @@ class Engine:
             # Devices with streams exist: nodes on them take the slow path, which launches them
             # on streams (streams.py); gradients are handed over between streams.
             graph_task.streams = caller_streams()
-            graph_task.custom_add = True
         if batch_ndim:  # batched gradients: nodes stay on the loop (see batched.apply_per_sample)
-            graph_task.batch_ndim, graph_task.executor, graph_task.slow = batch_ndim, None, True
+            graph_task.batch_ndim, graph_task.executor = batch_ndim, None
         if graph_task.executor is not None:
             # Gradients smaller than this cannot make an elementwise node reach the threshold.
             graph_task.small_size = self.offload_threshold / NS_PER_ELEMENT / 8  # type: ignore[operator]
@@ -174,6 +173,7 @@ class Engine:
         if output_edges is not None:
             graph_task.exec_info = init_to_execute(root, output_edges, accumulate_grad, min_topo_nr)
             graph_task.captured = [None] * len(output_edges)
+        graph_task.settle()
         if watch.watching or engine_log.isEnabledFor(DEBUG):  # a profiler, progress, debug logs
             watch.start(self, graph_task, parent, kind, root)
         self.push(graph_task, root, buffer)
@@ -241,7 +241,7 @@ class Engine:
             current_graph_task.reset(task_token)
             _grad_enabled.reset(mode_token)
             if queue.has_work():  # failed or cancelled with work queued: drop what is dead
-                for dead in queue.keep(lambda task: not task[4].future.done()):  # its graph_task
+                for dead in queue.keep(lambda task: not task[GRAPH_TASK].future.done()):
                     discard(dead)
                 queue.wake_all()  # and hand the rest to whoever else drains this queue
         return future.result()

@@ -1,10 +1,11 @@
 """Running one node: PyTorch's ``evaluate_function`` and ``call_function``.
 
-``evaluate`` is the fast path, for a node without hooks in a GraphTask without anomaly mode or
-batched gradients: it runs the node (or hands it to an executor) and propagates its gradients,
-synchronously.
-Everything else goes through ``evaluate_slow``, a coroutine that runs the hooks in PyTorch's
-order around ``apply`` and awaits an async ``apply`` (a Function with ``async def backward``).
+``evaluate`` is the fast path, for a node without hooks: it runs the node (or hands it to an
+executor) and propagates its gradients, synchronously. Everything else goes through
+``evaluate_slow``, a coroutine that runs the hooks in PyTorch's order around ``apply`` and awaits
+an async ``apply`` (a Function with ``async def backward``): a node with hooks, and every node of
+a GraphTask in anomaly mode or with batched gradients, whose ``evaluate`` slot is
+``evaluate_slow`` itself (``GraphTask.settle`` chooses once).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from .._core._hooks import (
     run_tensor_pre_hooks,
 )
 from .._core._node import undefined_only
-from .._ops.batching import has_batched_rule
 from .batched import apply_per_sample
 from .input_buffer import buffer_device
 from .offload import offload
@@ -43,7 +43,7 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
     """Run one node and propagate its gradients. Returns None when that is done, OFFLOADED when
     the node went to an executor, or a coroutine (``evaluate_slow``) for the caller to await."""
     # (a node with an async apply, a Function's ``async def backward``, has a hook table too)
-    if node._hooks is not None or graph_task.slow:
+    if node._hooks is not None:
         return evaluate_slow(engine, graph_task, node, buffer)
     executor = graph_task.executor
     if graph_task.multi_device:
@@ -161,8 +161,10 @@ async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffe
     try:
         if buffer[0] is None and undefined_only(node, buffer):
             outputs = (None,) * len(node.next_edges)
-        elif graph_task.batch_ndim and not has_batched_rule(node):
+        elif graph_task.batch_ndim and not node.batched:
             outputs = await apply_per_sample(graph_task, node, buffer)
+        elif graph_task.batch_ndim:  # (on the host's stream, as the per-sample nodes: see batched.py)
+            outputs = node.apply(buffer, graph_task.batch_ndim)
         elif on is not None:
             outputs = on.apply(node, buffer)
             if node.is_async:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._core._anomaly import anomaly_state
-from .evaluate import evaluate
+from .evaluate import evaluate, evaluate_slow
 
 if TYPE_CHECKING:
     from .._core._node import Edge, Node
@@ -47,8 +47,8 @@ class GraphTask:
         # progress
         "dependencies", "not_ready", "outstanding", "captured", "final_callbacks",
         "error", "future", "queue", "multi_device",
-        # modes, fixed at the start
-        "anomaly", "check_nan", "slow", "deterministic", "contributions",
+        # modes, fixed at the start (``settle`` derives ``custom_add`` and ``evaluate`` from them)
+        "anomaly", "check_nan", "deterministic", "contributions",
         # offload
         "executor", "small_size", "in_flight", "deferred",
         # streams (CUDA devices)
@@ -98,9 +98,6 @@ class GraphTask:
         anomaly, check_nan = anomaly_state()
         self.anomaly: bool = anomaly
         self.check_nan: bool = anomaly and check_nan
-        #: Every node takes ``evaluate_slow`` (anomaly mode, batched gradients): one test on the
-        #: fast path instead of one per reason.
-        self.slow: bool = anomaly
         #: use_deterministic_algorithms: each InputBuffer slot sums its contributions in a fixed
         #: order, kept here until the node is ready: (node, input_nr) -> [(producer key, grad)].
         self.deterministic: bool = deterministic
@@ -114,7 +111,7 @@ class GraphTask:
         self.leaf_streams: dict[Any, Any] = {}
         self.producer: tuple[Any, Any, Any] = (None, None, None)
         #: An InputBuffer slot is filled by ``input_buffer.add_special`` (deterministic mode, or
-        #: streams), not inline in ``propagate``: one test there for both.
+        #: streams), not inline in ``propagate``: one test there for both (set by ``settle``).
         self.custom_add: bool = deterministic
 
         self.executor: Executor | None = None  # where its CPU nodes may be offloaded
@@ -128,11 +125,22 @@ class GraphTask:
         #: futures), cancelled if it fails.
         self.device_waits: set[asyncio.Future[Any]] | None = None
 
-        #: What ``Engine.handle`` runs each of its nodes with: ``evaluate``, or, when the
-        #: GraphTask is watched (profiling, progress, debug logs), ``watch.evaluate_watched``,
-        #: chosen once here so that the per-node path never tests for it.
+        #: What ``Engine.handle`` runs each of its nodes with, chosen once (``settle``, then
+        #: ``watch.start``) so that the per-node path never tests the modes: ``evaluate``,
+        #: ``evaluate_slow`` for every node (anomaly mode, batched gradients), or, when the
+        #: GraphTask is watched (profiling, progress, debug logs), ``watch.evaluate_watched``
+        #: around either.
         self.evaluate: Callable[..., Any] = evaluate
         self.watch: Any = None  # its ``watch.Watch`` when watched
+
+    def settle(self) -> None:
+        """Derive from the modes, once, before the root is queued, what the per-node path would
+        otherwise test for every node: which ``evaluate`` runs the nodes (the slow one, with the
+        hooks' order, the NaN check and the per-sample fallback, for all of them under anomaly
+        mode or batched gradients) and whether InputBuffer slots are filled by ``add_special``
+        (deterministic mode, or streams)."""
+        self.evaluate = evaluate_slow if self.anomaly or self.batch_ndim else evaluate
+        self.custom_add = self.deterministic or self.streams is not None
 
 
 def compute_dependencies(root: Node, min_topo_nr: int) -> dict[Node, int]:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .graph_task import GraphTask
     from .input_buffer import InputBuffer
 
-__all__ = ["DONE", "RUN", "NodeTask", "make_tie_source"]
+__all__ = ["DONE", "GRAPH_TASK", "RESULT", "RUN", "NodeTask", "make_tie_source"]
 
 #: The kinds of NodeTask, in the order a queue serves them. RUN: run ``node`` on ``buffer``.
 #: DONE: ``node`` ran in an executor; ``result`` is the executor's future, to be propagated. A
@@ -26,10 +26,12 @@ DONE, RUN = 0, 1
 
 
 #: A NodeTask is a plain tuple ``(kind, -reentrant_depth, -sequence_nr, tie, graph_task, node,
-#: buffer, result)``; the engine names its fields where it reads them, by unpacking::
+#: buffer, result)``; the engine names its fields where it reads them, by unpacking
+#: (``Engine.handle``, ``offload.discard``)::
 #:
 #:     kind, _, _, _, graph_task, node, buffer, result = task
 #:
+#: or, for one field, by the positions named below (``task[GRAPH_TASK]``).
 #: - ``kind``: RUN or DONE (above);
 #: - ``-reentrant_depth``: a deeper (reentrant) GraphTask's work runs first;
 #: - ``-sequence_nr``: among one depth, the node created last runs first; AccumulateGrad's
@@ -39,10 +41,15 @@ DONE, RUN = 0, 1
 #: - ``graph_task``, ``node``, ``buffer``: what to run (PyTorch's NodeTask);
 #: - ``result``: DONE only, the executor's future of ``node.apply(buffer)``; None for RUN.
 #:
-#: Why not a NamedTuple: building one costs about four times a tuple literal (measured: ~100 ns
-#: more per node, 6% of the engine's whole cost for a small node), and its fields would be read
-#: only here.
+#: Why not a NamedTuple: building one through its class costs nine times a tuple literal, and
+#: ``tuple.__new__(NodeTask, ...)`` four times (measured with timeit on this project's 2-core
+#: machine: 40 ns, 370 ns, 155 ns), and unpacking a tuple subclass takes the generic path (107 ns
+#: against 28 ns): 0.2-0.4 us more per node, 5-10% of a small node's whole cost (4.5 us in
+#: benchmarks/bench_chain.py).
 NodeTask = tuple[int, int, int, float, "GraphTask", "Node", "InputBuffer", Any]
+
+#: Where a NodeTask keeps its GraphTask and, for DONE, the executor's future.
+GRAPH_TASK, RESULT = 4, 7
 
 
 def make_tie_source(shuffle_seed: int | None) -> Callable[[], float]:

@@ -21,7 +21,7 @@ from ..executors import Executor
 from .completion import fail
 from .input_buffer import buffer_device
 from .logs import DEBUG, executor_log
-from .node_task import DONE, NodeTask
+from .node_task import DONE, RESULT, NodeTask
 
 if TYPE_CHECKING:
     import asyncio
@@ -173,7 +173,7 @@ def finish_offloaded(
 def discard(task: NodeTask) -> None:
     """Drop a NodeTask of a finished GraphTask; an offloaded node's result has its exception
     retrieved, so that asyncio does not log it and its traceback (which holds the graph) goes."""
-    kind, _, _, _, _, _, _, future = task
-    if kind == DONE:
+    if task[0] == DONE:
+        future = task[RESULT]
         if not future.cancelled():
             future.exception()

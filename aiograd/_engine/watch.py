@@ -169,7 +169,7 @@ class Watch:
     __slots__ = (
         "id", "kind", "depth", "parent", "worker", "start_ns", "end_ns", "outcome", "error",
         "total", "done", "nodes", "running", "ready", "callbacks", "loop", "notify_pending",
-        "log", "threshold", "finished", "reported",
+        "log", "threshold", "finished", "reported", "evaluate",
     )
 
     def __init__(self, kind: str, depth: int, parent: Watch | None, total: int) -> None:
@@ -194,6 +194,9 @@ class Watch:
         self.threshold: float | None = None
         self.finished = False
         self.reported = False  # the last progress report was made
+        #: The GraphTask's own ``evaluate`` (chosen by ``GraphTask.settle``), which the watched
+        #: one wraps.
+        self.evaluate: Callable[..., Any] = evaluate
 
     # ------------------------------------------------------------------------------- nodes
     def begin(self, node: Node) -> NodeRecord:
@@ -357,6 +360,7 @@ def start(engine: Engine, graph_task: GraphTask, parent: GraphTask | None, kind:
         for session in active:
             session.watches.append(watch)
     graph_task.watch = watch
+    watch.evaluate = graph_task.evaluate  # the one ``GraphTask.settle`` chose, run inside
     # Progress alone needs only a count: a lighter evaluate than recording every node.
     graph_task.evaluate = evaluate_watched if active or log else evaluate_counted
     if log:
@@ -374,7 +378,7 @@ def evaluate_watched(engine: Engine, graph_task: GraphTask, node: Node, buffer: 
     if watch.log and graph_task.executor is not None and node._hooks is None:
         record.cost = cost = node.cost(buffer)
     try:
-        pending = evaluate(engine, graph_task, node, buffer)
+        pending = watch.evaluate(engine, graph_task, node, buffer)
     except BaseException as exc:
         watch.failed(node, exc)
         raise
@@ -394,7 +398,7 @@ def evaluate_watched(engine: Engine, graph_task: GraphTask, node: Node, buffer: 
 
 def evaluate_counted(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any]) -> Any:
     """``evaluate``, counting the nodes done: for a GraphTask watched only for its progress."""
-    pending = evaluate(engine, graph_task, node, buffer)
+    pending = graph_task.watch.evaluate(engine, graph_task, node, buffer)
     if pending is None:
         graph_task.watch.count(graph_task, node)
         return None
