@@ -14,10 +14,9 @@ import asyncio
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from .._base._cost import DEFAULT_OFFLOAD_THRESHOLD_NS, DEFAULT_STALL_THRESHOLD_NS, NS_PER_ELEMENT
+from .._base._cost import DEFAULT_OFFLOAD_THRESHOLD_NS, DEFAULT_STALL_THRESHOLD_NS
 from .._base._grad_mode import _grad_enabled
 from .._core._node import GraphRoot
-from .._devices import _device
 from ..executors import Executor
 from . import settings, watch
 from .completion import abandon, complete, fail, release_frames, staging_targets
@@ -32,7 +31,7 @@ from .offload import ExecutorLoad, discard, finish_offloaded, get_executor
 from .ready_queue import ReadyQueue
 from .reentrant import DEFAULT_MAX_REENTRANT_DEPTH, run_reentrant
 from .statistics import EngineStatistics, snapshot
-from .streams import caller_streams, hand_over
+from .streams import hand_over
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -129,28 +128,13 @@ class Engine:
         worker = current_worker.get() if parent is not None else None
         if worker is not None and not parent.future.done():
             queue, nesting = worker  # the queue its node is drained from; nested drives so far
-            graph_task = GraphTask(
-                keep_graph, create_graph, parent.reentrant_depth + 1, queue, settings.deterministic,
-                _device.non_cpu_devices_exist,
-            )
-            graph_task.checkpoint_valid = parent.checkpoint_valid and output_edges is None
         else:
-            parent, nesting = None, 0
-            graph_task = GraphTask(
-                keep_graph, create_graph, 0, ReadyQueue(), settings.deterministic,
-                _device.non_cpu_devices_exist,
-            )
-            graph_task.checkpoint_valid = output_edges is None
-        graph_task.executor = self.offload_executor("cpu")
-        if graph_task.multi_device and _device.stream_devices():
-            # Devices with streams exist: nodes on them take the slow path, which launches them
-            # on streams (streams.py); gradients are handed over between streams.
-            graph_task.streams = caller_streams()
-        if batch_ndim:  # batched gradients: nodes stay on the loop (see batched.apply_per_sample)
-            graph_task.batch_ndim, graph_task.executor = batch_ndim, None
-        if graph_task.executor is not None:
-            # Gradients smaller than this cannot make an elementwise node reach the threshold.
-            graph_task.small_size = self.offload_threshold / NS_PER_ELEMENT / 8  # type: ignore[operator]
+            parent, queue, nesting = None, ReadyQueue(), 0
+        graph_task = GraphTask(
+            keep_graph, create_graph, parent=parent, queue=queue, pruned=output_edges is not None,
+            batch_ndim=batch_ndim, executor=self.offload_executor("cpu"),
+            offload_threshold=self.offload_threshold,
+        )
         if len(root_edges) == 1:
             root, input_nr = root_edges[0]
             buffer: list[Any] = [None] * root.num_inputs
@@ -173,7 +157,6 @@ class Engine:
         if output_edges is not None:
             graph_task.exec_info = init_to_execute(root, output_edges, accumulate_grad, min_topo_nr)
             graph_task.captured = [None] * len(output_edges)
-        graph_task.settle()
         if watch.watching or engine_log.isEnabledFor(DEBUG):  # a profiler, progress, debug logs
             watch.start(self, graph_task, parent, kind, root)
         self.push(graph_task, root, buffer)

@@ -11,8 +11,12 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._base._cost import NS_PER_ELEMENT
 from .._core._anomaly import anomaly_state
+from .._devices import _device
+from . import settings
 from .evaluate import evaluate, evaluate_slow
+from .streams import caller_streams
 
 if TYPE_CHECKING:
     from .._core._node import Edge, Node
@@ -44,40 +48,91 @@ class GraphTask:
         # what was asked
         "keep_graph", "create_graph", "reentrant_depth", "exec_info", "checkpoint_valid",
         "staged", "batch_ndim",
+        # modes, fixed at the start, all in ``__init__``, with what the per-node path derives
+        # from them (``custom_add``, ``evaluate``, ``small_size``) so that it tests no mode twice
+        "multi_device", "anomaly", "check_nan", "deterministic", "custom_add", "streams",
+        "executor", "small_size",
+        # what runs its nodes: ``evaluate``, ``evaluate_slow``, or ``watch.evaluate_watched``
+        # around either with a Watch
+        "evaluate", "watch",
         # progress
         "dependencies", "not_ready", "outstanding", "captured", "final_callbacks",
-        "error", "future", "queue", "multi_device",
-        # modes, fixed at the start (``settle`` derives ``custom_add`` and ``evaluate`` from them)
-        "anomaly", "check_nan", "deterministic", "contributions",
+        "error", "future", "queue", "contributions",
         # offload
-        "executor", "small_size", "in_flight", "deferred",
+        "in_flight", "deferred",
         # streams (CUDA devices)
-        "custom_add", "streams", "leaf_streams", "producer",
+        "leaf_streams", "producer",
         # reentrancy and cancellation
         "children", "device_waits",
-        # what runs its nodes: ``evaluate``, or ``watch.evaluate_watched`` with a Watch
-        "evaluate", "watch",
         "__weakref__",
     )
 
     def __init__(
-        self, keep_graph: bool, create_graph: bool, reentrant_depth: int, queue: ReadyQueue,
-        deterministic: bool, multi_device: bool,
+        self,
+        keep_graph: bool,
+        create_graph: bool,
+        *,
+        parent: GraphTask | None,
+        queue: ReadyQueue,
+        pruned: bool,
+        batch_ndim: int,
+        executor: Executor | None,
+        offload_threshold: float | None,
     ) -> None:
+        """``parent``: the GraphTask whose node makes this call (a reentrant backward), whose
+        ``queue`` it runs on; ``pruned``: grad() or backward(inputs=) (only the nodes leading to
+        the inputs run); ``executor``: where its CPU nodes may be offloaded, with the engine's
+        ``offload_threshold``."""
         self.keep_graph: bool = keep_graph
         self.create_graph: bool = create_graph
-        self.reentrant_depth: int = reentrant_depth
+        self.reentrant_depth: int = parent.reentrant_depth + 1 if parent is not None else 0
         #: Per node: why it runs, under grad() or backward(inputs=); None runs every node.
         self.exec_info: dict[Node, ExecInfo] | None = None
         #: False under grad() or backward(inputs=), and in any backward nested in one: a
         #: reentrant checkpoint cannot hand its gradients to such a call.
-        self.checkpoint_valid: bool = True
+        self.checkpoint_valid: bool = not pruned and (parent is None or parent.checkpoint_valid)
         #: ``backward(atomic=True)``: where each captured gradient goes when the GraphTask
         #: completes (an AccumulateGrad, or a non-leaf input tensor); None otherwise.
         self.staged: list[Any] | None = None
         #: ``grad(is_grads_batched=True)``: leading batch dims on every gradient (0: none).
-        self.batch_ndim: int = 0
+        self.batch_ndim: int = batch_ndim
 
+        # ---- modes
+        #: Whether any non-CPU device existed when it started: only then are NodeTasks routed
+        #: by their gradients' device (a scan of the InputBuffer the CPU-only case skips).
+        self.multi_device: bool = _device.non_cpu_devices_exist
+        # Anomaly mode of the caller: every node then takes the slow path, which checks NaNs and
+        # reports the forward history of a failing node.
+        anomaly, check_nan = anomaly_state()
+        self.anomaly: bool = anomaly
+        self.check_nan: bool = anomaly and check_nan
+        #: use_deterministic_algorithms: each InputBuffer slot sums its contributions in a fixed
+        #: order, kept in ``contributions`` until the node is ready.
+        self.deterministic: bool = settings.deterministic
+        #: Streams (``streams.py``), on devices that have them: the caller's current stream per
+        #: device; None when no such device exists (and nothing stream-related is used). Nodes on
+        #: them take the slow path, which launches them on streams; gradients are handed over.
+        self.streams: dict[Any, Any] | None = caller_streams() if self.multi_device else None
+        #: An InputBuffer slot is filled by ``input_buffer.add_special`` (deterministic mode, or
+        #: streams), not inline in ``propagate``: one test there for both.
+        self.custom_add: bool = self.deterministic or self.streams is not None
+        #: Where its CPU nodes may be offloaded: nowhere with batched gradients (see
+        #: ``batched.apply_per_sample``).
+        self.executor: Executor | None = None if batch_ndim else executor
+        #: Gradients smaller than this cannot make an elementwise node reach the offload
+        #: threshold: they are never offloaded, without asking the node its cost.
+        self.small_size: float = (
+            offload_threshold / NS_PER_ELEMENT / 8
+            if self.executor is not None and offload_threshold is not None else float("inf")
+        )
+        #: What ``Engine.handle`` runs each of its nodes with, chosen here (and wrapped by
+        #: ``watch.start`` when watched) so that the per-node path never tests a mode:
+        #: ``evaluate_slow`` for every node under anomaly mode (the NaN check, the forward
+        #: history) or batched gradients (the per-sample fallback), ``evaluate`` otherwise.
+        self.evaluate: Callable[..., Any] = evaluate_slow if anomaly or batch_ndim else evaluate
+        self.watch: Any = None  # its ``watch.Watch`` when watched
+
+        # ---- progress
         #: Edges into each node not yet received; a node is ready when its count reaches 0.
         self.dependencies: dict[Node, int] = {}
         #: InputBuffers of nodes that received some of their gradients but not all.
@@ -89,58 +144,22 @@ class GraphTask:
         self.error: BaseException | None = None
         self.future: asyncio.Future[list[Tensor | None]] = asyncio.get_running_loop().create_future()
         self.queue: ReadyQueue = queue  # where its CPU NodeTasks wait (its own, or a reentrant parent's)
-        #: Whether any non-CPU device existed when it started: only then are NodeTasks routed
-        #: by their gradients' device (a scan of the InputBuffer the CPU-only case skips).
-        self.multi_device: bool = multi_device
-
-        # Anomaly mode of the caller: every node then takes the slow path, which checks NaNs and
-        # reports the forward history of a failing node.
-        anomaly, check_nan = anomaly_state()
-        self.anomaly: bool = anomaly
-        self.check_nan: bool = anomaly and check_nan
-        #: use_deterministic_algorithms: each InputBuffer slot sums its contributions in a fixed
-        #: order, kept here until the node is ready: (node, input_nr) -> [(producer key, grad)].
-        self.deterministic: bool = deterministic
+        #: Deterministic mode: (node, input_nr) -> [(producer key, grad)], summed when it is ready.
         self.contributions: dict[tuple[Node, int], list[tuple[tuple[int, int], Any]]] = {}
 
-        #: Streams (``streams.py``), on devices that have them: the caller's current stream per
-        #: device (None: no such device exists, and nothing here is used); the streams its leaves
-        #: ran on (stream -> device); the (node, stream, device) of the last node launched on a
-        #: stream, whose gradients are being handed on.
-        self.streams: dict[Any, Any] | None = None
-        self.leaf_streams: dict[Any, Any] = {}
-        self.producer: tuple[Any, Any, Any] = (None, None, None)
-        #: An InputBuffer slot is filled by ``input_buffer.add_special`` (deterministic mode, or
-        #: streams), not inline in ``propagate``: one test there for both (set by ``settle``).
-        self.custom_add: bool = deterministic
-
-        self.executor: Executor | None = None  # where its CPU nodes may be offloaded
-        self.small_size: float = float("inf")  # gradients below this size are never offloaded
         self.in_flight: int = 0  # its nodes running in an executor
         self.deferred: list[tuple[Node, list[Any], Executor]] = []  # waiting for capacity
+
+        #: The streams its leaves ran on (stream -> device); the (node, stream, device) of the
+        #: last node launched on a stream, whose gradients are being handed on.
+        self.leaf_streams: dict[Any, Any] = {}
+        self.producer: tuple[Any, Any, Any] = (None, None, None)
 
         #: Reentrant GraphTasks running inside this one's nodes; they stop if this one fails.
         self.children: list[GraphTask] | None = None
         #: Its nodes being awaited on device workers (asyncio tasks) or in executors (their
         #: futures), cancelled if it fails.
         self.device_waits: set[asyncio.Future[Any]] | None = None
-
-        #: What ``Engine.handle`` runs each of its nodes with, chosen once (``settle``, then
-        #: ``watch.start``) so that the per-node path never tests the modes: ``evaluate``,
-        #: ``evaluate_slow`` for every node (anomaly mode, batched gradients), or, when the
-        #: GraphTask is watched (profiling, progress, debug logs), ``watch.evaluate_watched``
-        #: around either.
-        self.evaluate: Callable[..., Any] = evaluate
-        self.watch: Any = None  # its ``watch.Watch`` when watched
-
-    def settle(self) -> None:
-        """Derive from the modes, once, before the root is queued, what the per-node path would
-        otherwise test for every node: which ``evaluate`` runs the nodes (the slow one, with the
-        hooks' order, the NaN check and the per-sample fallback, for all of them under anomaly
-        mode or batched gradients) and whether InputBuffer slots are filled by ``add_special``
-        (deterministic mode, or streams)."""
-        self.evaluate = evaluate_slow if self.anomaly or self.batch_ndim else evaluate
-        self.custom_add = self.deterministic or self.streams is not None
 
 
 def compute_dependencies(root: Node, min_topo_nr: int) -> dict[Node, int]:

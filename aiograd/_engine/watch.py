@@ -194,7 +194,7 @@ class Watch:
         self.threshold: float | None = None
         self.finished = False
         self.reported = False  # the last progress report was made
-        #: The GraphTask's own ``evaluate`` (chosen by ``GraphTask.settle``), which the watched
+        #: The GraphTask's own ``evaluate`` (chosen when the GraphTask was made), which the watched
         #: one wraps.
         self.evaluate: Callable[..., Any] = evaluate
 
@@ -360,7 +360,7 @@ def start(engine: Engine, graph_task: GraphTask, parent: GraphTask | None, kind:
         for session in active:
             session.watches.append(watch)
     graph_task.watch = watch
-    watch.evaluate = graph_task.evaluate  # the one ``GraphTask.settle`` chose, run inside
+    watch.evaluate = graph_task.evaluate  # the one the GraphTask chose, run inside
     # Progress alone needs only a count: a lighter evaluate than recording every node.
     graph_task.evaluate = evaluate_watched if active or log else evaluate_counted
     if log:
