@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .._core._tensor import Tensor
     from .graph_task import GraphTask
 
-__all__ = ["abandon", "complete", "fail", "release_frames", "staging_targets"]
+__all__ = ["abandon", "complete", "fail", "finish_slow", "release_frames", "staging_targets"]
 
 
 async def complete(graph_task: GraphTask) -> None:
@@ -70,6 +70,18 @@ async def complete(graph_task: GraphTask) -> None:
     if not graph_task.future.done():
         graph_task.future.set_result(graph_task.captured)
         graph_task.queue.wake_all()  # its driver may wait on an empty queue
+
+
+async def finish_slow(graph_task: GraphTask, node: Node, pending: Any) -> None:
+    """Await a node's slow path (``evaluate_slow``, a hook, an async ``apply``), then count
+    the node done; the GraphTask fails with what it raised, naming the node."""
+    try:
+        await pending
+    except Exception as exc:  # noqa: BLE001 - the GraphTask reports it
+        fail(graph_task, exc, node)
+    graph_task.outstanding -= 1
+    if graph_task.outstanding == 0 and not graph_task.future.done():
+        await complete(graph_task)
 
 
 def fail(graph_task: GraphTask, exc: BaseException, node: Node | None) -> None:

@@ -19,7 +19,7 @@ from .._base._grad_mode import _grad_enabled
 from .._core._node import GraphRoot
 from ..executors import Executor
 from . import settings, watch
-from .completion import abandon, complete, fail, release_frames, staging_targets
+from .completion import abandon, complete, fail, finish_slow, release_frames, staging_targets
 from .context import await_as, current_graph_task, current_worker, running, yield_to_loop
 from .devices import DeviceQueue
 from .evaluate import OFFLOADED
@@ -135,28 +135,7 @@ class Engine:
             batch_ndim=batch_ndim, executor=self.offload_executor("cpu"),
             offload_threshold=self.offload_threshold,
         )
-        if len(root_edges) == 1:
-            root, input_nr = root_edges[0]
-            buffer: list[Any] = [None] * root.num_inputs
-            buffer[input_nr] = root_grads[0]
-            if graph_task.streams is not None and root_grads[0]._device.has_streams:
-                # The root gradient was made on the caller's stream (PyTorch adds it to the
-                # root's InputBuffer with that stream as its producer's).
-                dev = root_grads[0]._device
-                graph_task.producer = (None, graph_task.streams[dev], dev)
-                hand_over(graph_task, root_grads[0], None, root)
-        else:
-            root = GraphRoot(tuple(root_edges), root_grads)
-            buffer = [None]  # (see GraphRoot.runs_on_undefined)
-        min_topo_nr = min((e[0].topological_nr for e in output_edges), default=0) if output_edges else 0
-        graph_task.dependencies = compute_dependencies(root, min_topo_nr)
-        kind = "backward" if accumulate_grad or atomic else "grad"
-        if atomic:
-            output_edges, graph_task.staged = staging_targets(root, graph_task.dependencies, output_edges, staged_inputs)
-            accumulate_grad = False  # captured, then committed on completion
-        if output_edges is not None:
-            graph_task.exec_info = init_to_execute(root, output_edges, accumulate_grad, min_topo_nr)
-            graph_task.captured = [None] * len(output_edges)
+        root, buffer, kind = walk_graph(graph_task, root_edges, root_grads, output_edges, staged_inputs, accumulate_grad, atomic)
         if watch.watching or engine_log.isEnabledFor(DEBUG):  # a profiler, progress, debug logs
             watch.start(self, graph_task, parent, kind, root)
         self.push(graph_task, root, buffer)
@@ -249,7 +228,7 @@ class Engine:
                     if pending is OFFLOADED:
                         return None
                     if pending is not None:
-                        return self._finish_slow(graph_task, node, pending)
+                        return finish_slow(graph_task, node, pending)
         else:
             finish_offloaded(self, graph_task, node, buffer, result)
         graph_task.outstanding -= 1
@@ -266,15 +245,6 @@ class Engine:
         with running(owner):
             pending = self.handle(task, owner)
         return None if pending is None else await_as(owner, pending)
-
-    async def _finish_slow(self, graph_task: GraphTask, node: Node, pending: Any) -> None:
-        try:
-            await pending
-        except Exception as exc:  # noqa: BLE001 - the GraphTask reports it
-            fail(graph_task, exc, node)
-        graph_task.outstanding -= 1
-        if graph_task.outstanding == 0 and not graph_task.future.done():
-            await complete(graph_task)
 
     def propagate(self, graph_task: GraphTask, node: Node, outputs: Any) -> None:
         """Hand each output gradient to the InputBuffer of the node its edge leads to, and push
@@ -378,6 +348,43 @@ class Engine:
     def statistics(self) -> EngineStatistics:
         """Counters since the engine was created, and what is running now."""
         return snapshot(self, self._driven, self._device_queues)
+
+
+def walk_graph(
+    graph_task: GraphTask,
+    root_edges: list[Edge],
+    root_grads: list[Tensor],
+    output_edges: list[Edge] | None,
+    staged_inputs: tuple[Tensor, ...] | None,
+    accumulate_grad: bool,
+    atomic: bool,
+) -> tuple[Node, list[Any], str]:
+    """The root and its InputBuffer, then the two graph walks (dependencies; for ``grad()`` and
+    ``inputs=``, which nodes run and which gradients are captured): the GraphTask ready for
+    its root to be queued. Returns the root, its buffer and the call's kind (for ``watch``)."""
+    if len(root_edges) == 1:
+        root, input_nr = root_edges[0]
+        buffer: list[Any] = [None] * root.num_inputs
+        buffer[input_nr] = root_grads[0]
+        if graph_task.streams is not None and root_grads[0]._device.has_streams:
+            # The root gradient was made on the caller's stream (PyTorch adds it to the
+            # root's InputBuffer with that stream as its producer's).
+            dev = root_grads[0]._device
+            graph_task.producer = (None, graph_task.streams[dev], dev)
+            hand_over(graph_task, root_grads[0], None, root)
+    else:
+        root = GraphRoot(tuple(root_edges), root_grads)
+        buffer = [None]  # (see GraphRoot.runs_on_undefined)
+    min_topo_nr = min((e[0].topological_nr for e in output_edges), default=0) if output_edges else 0
+    graph_task.dependencies = compute_dependencies(root, min_topo_nr)
+    kind = "backward" if accumulate_grad or atomic else "grad"
+    if atomic:
+        output_edges, graph_task.staged = staging_targets(root, graph_task.dependencies, output_edges, staged_inputs)
+        accumulate_grad = False  # captured, then committed on completion
+    if output_edges is not None:
+        graph_task.exec_info = init_to_execute(root, output_edges, accumulate_grad, min_topo_nr)
+        graph_task.captured = [None] * len(output_edges)
+    return root, buffer, kind
 
 
 _engines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Engine] = weakref.WeakKeyDictionary()
