@@ -26,7 +26,7 @@ from ._tensor_api import TensorMethods
 if TYPE_CHECKING:
     from ._node import Node
 
-__all__ = ["Tensor"]
+__all__ = ["Tensor", "check_assigned_grad", "is_tensor"]
 
 _FLOAT_ERROR = "Only Tensors of floating point and complex dtype can require gradients"
 
@@ -38,6 +38,39 @@ def is_tensor(obj: Any) -> bool:
 
 def is_floating(dtype: np.dtype[Any]) -> bool:
     return dtype.kind == "f"
+
+
+def check_assigned_grad(tensor: Tensor, value: Any) -> None:
+    """What ``tensor.grad = value`` refuses, in PyTorch's words (``THPVariable_set_grad``): not a
+    tensor, the tensor itself, another dtype, shape or device."""
+    if not isinstance(value, Tensor):
+        raise TypeError(
+            "assigned grad expected to be a Tensor or None but got grad of type "
+            f"{type(value).__name__}"
+        )
+    if value is tensor:  # PyTorch's THPVariable_set_grad
+        raise RuntimeError("can't assign Variable as its own grad")
+    if value.data.dtype != tensor.data.dtype:
+        raise RuntimeError(
+            f"attempting to assign a gradient with dtype '{cpp_type_name(value.data.dtype)}' "
+            f"to a tensor with grad_dtype '{scalar_type_name(tensor.data.dtype)}'. The gradient "
+            "must match the tensor's grad_dtype (defaults to the tensor's dtype). You can set "
+            "the tensor's grad_dtype attribute with a specific dtype, or None to allow any "
+            "dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its "
+            "gradient may break downstream systems that assume they match."
+        )
+    if value.data.shape != tensor.data.shape:
+        raise RuntimeError(
+            f"attempting to assign a gradient of size '{list(value.data.shape)}' to a tensor "
+            f"of size '{list(tensor.data.shape)}'. Please ensure that the gradient and the "
+            "tensor are the same size"
+        )
+    if value._device is not tensor._device:
+        raise RuntimeError(
+            f"attempting to assign a gradient with device type '{value._device.type}' to "
+            f"a tensor with device type '{tensor._device.type}'. Please ensure that the "
+            "gradient and the tensor are on the same device"
+        )
 
 
 class Tensor(TensorMethods):
@@ -136,34 +169,7 @@ class Tensor(TensorMethods):
     @grad.setter
     def grad(self, value: Tensor | None) -> None:
         if value is not None:
-            if not isinstance(value, Tensor):
-                raise TypeError(
-                    "assigned grad expected to be a Tensor or None but got grad of type "
-                    f"{type(value).__name__}"
-                )
-            if value is self:  # PyTorch's THPVariable_set_grad
-                raise RuntimeError("can't assign Variable as its own grad")
-            if value.data.dtype != self.data.dtype:
-                raise RuntimeError(
-                    f"attempting to assign a gradient with dtype '{cpp_type_name(value.data.dtype)}' "
-                    f"to a tensor with grad_dtype '{scalar_type_name(self.data.dtype)}'. The gradient "
-                    "must match the tensor's grad_dtype (defaults to the tensor's dtype). You can set "
-                    "the tensor's grad_dtype attribute with a specific dtype, or None to allow any "
-                    "dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its "
-                    "gradient may break downstream systems that assume they match."
-                )
-            if value.data.shape != self.data.shape:
-                raise RuntimeError(
-                    f"attempting to assign a gradient of size '{list(value.data.shape)}' to a tensor "
-                    f"of size '{list(self.data.shape)}'. Please ensure that the gradient and the "
-                    "tensor are the same size"
-                )
-            if value._device is not self._device:
-                raise RuntimeError(
-                    f"attempting to assign a gradient with device type '{value._device.type}' to "
-                    f"a tensor with device type '{self._device.type}'. Please ensure that the "
-                    "gradient and the tensor are on the same device"
-                )
+            check_assigned_grad(self, value)
         self._grad = value
 
     @grad.deleter
