@@ -17,7 +17,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -128,6 +128,8 @@ class Node:
     #: (None): a custom Function's backward does (PyTorch materializes zeros for it); every other
     #: node is skipped by the engine and passes undefined gradients on.
     runs_on_undefined = False
+    #: True if ``apply(grads, batch)`` takes ``batch`` leading batch dims; else it runs per sample.
+    batched: ClassVar[bool] = False
     #: Names of SavedTensor attributes that ``release_variables`` frees.
     _saved: tuple[str, ...] = ()
 
@@ -233,12 +235,13 @@ class GraphRoot(Node):
     # Its InputBuffer is ``[None]`` (it receives nothing; one slot spares the engine a length
     # test on every node's buffer), so it says it runs on undefined gradients.
     runs_on_undefined = True
+    batched = True  # (the root gradients are the batch)
 
     def __init__(self, edges: tuple[Edge, ...], grads: list[Tensor]) -> None:
         super().__init__(edges)
         self.grads = grads
 
-    def apply(self, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
+    def apply(self, grads: list[Tensor | None], batch: int = 0) -> Sequence[Tensor | None]:
         return self.grads
 
     def cost(self, grads: list[Tensor | None]) -> float:

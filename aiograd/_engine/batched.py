@@ -2,12 +2,14 @@
 GraphTask.
 
 Every gradient of a batched GraphTask carries ``graph_task.batch_ndim`` leading batch dims. A node
-whose backward formula is written for that (``aiograd._ops.batching.has_batched_rule``: the
-elementwise rules, which broadcast from the right, and the shape-sensitive ones that keep the
-batch dims in front) runs once on the whole batch. Any other node, a custom Function's included,
-runs once per sample on that sample's gradients, with the results stacked again: PyTorch's
-vmap fallback for an op without a batching rule, for that node only. The rest of the graph stays
-vectorized either way.
+whose backward formula is written for that (``Node.batched``: the elementwise rules, which
+broadcast from the right, and the shape-sensitive ones that keep the batch dims in front) runs
+once on the whole batch, told their number: ``node.apply(buffer, graph_task.batch_ndim)``. Any
+other node, a custom Function's included, runs once per sample on that sample's gradients, with
+the results stacked again: PyTorch's vmap fallback for an op without a batching rule, for that
+node only. The rest of the graph stays vectorized either way. On a device with streams, a batched
+node is launched on its stream like any other (``NodeStreams.apply``); the per-sample loop runs
+on the host's stream.
 """
 
 from __future__ import annotations
@@ -37,24 +39,16 @@ def _sample(grad: Tensor | None, b: int) -> Tensor | None:
 
 
 async def apply_per_sample(graph_task: GraphTask, node: Node, buffer: list[Any]) -> list[Tensor | None]:
-    """Run ``node`` once per sample of the batch and stack its outputs along dim 0.
-
-    While a sample runs, the GraphTask reads as unbatched (its formulas see one sample's
-    gradients); batched GraphTasks never offload nodes, so no other node runs meanwhile
-    (an ``async def backward`` awaiting something is the exception, see docs/functional.md)."""
-    nb = graph_task.batch_ndim
+    """Run ``node`` once per sample of the batch (one sample's gradients, unbatched: the only
+    batch ``grad()`` makes has one dim) and stack its outputs along dim 0."""
     first = next(g for g in buffer if g is not None)
     size = first.data.shape[0]
     per_sample: list[Any] = []
-    graph_task.batch_ndim = nb - 1
-    try:
-        for b in range(size):
-            out = node.apply([_sample(g, b) for g in buffer])
-            if node.is_async:
-                out = await out  # type: ignore[misc]
-            per_sample.append(list(out))
-    finally:
-        graph_task.batch_ndim = nb
+    for b in range(size):
+        out = node.apply([_sample(g, b) for g in buffer])
+        if node.is_async:
+            out = await out  # type: ignore[misc]
+        per_sample.append(list(out))
     outputs: list[Tensor | None] = []
     for i in range(len(per_sample[0]) if per_sample else len(node.next_edges)):
         column = [sample[i] for sample in per_sample]

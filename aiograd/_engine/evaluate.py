@@ -5,7 +5,7 @@ executor) and propagates its gradients, synchronously. Everything else goes thro
 ``evaluate_slow``, a coroutine that runs the hooks in PyTorch's order around ``apply`` and awaits
 an async ``apply`` (a Function with ``async def backward``): a node with hooks, and every node of
 a GraphTask in anomaly mode or with batched gradients, whose ``evaluate`` slot is
-``evaluate_slow`` itself (``GraphTask.settle`` chooses once).
+``evaluate_slow`` itself (the GraphTask chooses once, when it is made).
 """
 
 from __future__ import annotations
@@ -163,12 +163,12 @@ async def evaluate_slow(engine: Engine, graph_task: GraphTask, node: Node, buffe
             outputs = (None,) * len(node.next_edges)
         elif graph_task.batch_ndim and not node.batched:
             outputs = await apply_per_sample(graph_task, node, buffer)
-        elif graph_task.batch_ndim:  # (on the host's stream, as the per-sample nodes: see batched.py)
-            outputs = node.apply(buffer, graph_task.batch_ndim)
         elif on is not None:
-            outputs = on.apply(node, buffer)
+            outputs = on.apply(node, buffer, graph_task.batch_ndim)
             if node.is_async:
                 outputs = await outputs
+        elif graph_task.batch_ndim:
+            outputs = node.apply(buffer, graph_task.batch_ndim)
         else:
             outputs = node.apply(buffer)
             if node.is_async:

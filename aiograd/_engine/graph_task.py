@@ -116,8 +116,8 @@ class GraphTask:
         #: An InputBuffer slot is filled by ``input_buffer.add_special`` (deterministic mode, or
         #: streams), not inline in ``propagate``: one test there for both.
         self.custom_add: bool = self.deterministic or self.streams is not None
-        #: Where its CPU nodes may be offloaded: nowhere with batched gradients (see
-        #: ``batched.apply_per_sample``).
+        #: Where its CPU nodes may be offloaded: nowhere with batched gradients (an executor
+        #: runs ``node.apply(buffer)``, without the batch; see ``batched.apply_per_sample``).
         self.executor: Executor | None = None if batch_ndim else executor
         #: Gradients smaller than this cannot make an elementwise node reach the offload
         #: threshold: they are never offloaded, without asking the node its cost.

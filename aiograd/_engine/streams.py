@@ -158,9 +158,10 @@ class NodeStreams:
         the caller's streams wait for it at the end."""
         self.graph_task.leaf_streams[self.stream] = self.dev
 
-    def apply(self, node: Node, buffer: list[Any]) -> Any:
+    def apply(self, node: Node, buffer: list[Any], batch: int = 0) -> Any:
         """Launch ``node.apply(buffer)`` on the node's stream (the host does not wait); for an
-        async backward, whose code runs later on the host's stream, the awaitable."""
+        async backward, whose code runs later on the host's stream, the awaitable. ``batch``:
+        the leading batch dims of a batched GraphTask's gradients, told to a batched rule."""
         graph_task, dev, stream = self.graph_task, self.dev, self.stream
         if node.is_async:
             self.host_sees_node()
@@ -171,7 +172,7 @@ class NodeStreams:
         variable = getattr(node, "variable", None) if leaf else None
         before = variable.grad if variable is not None else None
         with self.kind.stream_scope(stream):
-            outputs = node.apply(buffer)
+            outputs = node.apply(buffer, batch) if batch else node.apply(buffer)
         after = variable.grad if variable is not None else None
         ran(dev, stream, (*buffer, before), (*outputs, after))
         if leaf:

@@ -11,6 +11,13 @@ An op's rule is written once, next to its forward (micrograd's locality), and re
 * a node PyTorch names differently for a variant of the same rule is ``variant("RsubBackward1",
   SubBackward0)``.
 
+A rule declares where it is written whether it batches (``Node.batched``: ``@backward(batched=
+True)``, a variant inherits its rule's, a table row's ``batched`` field): a batched rule takes the
+number of leading batch dims of its gradients as an argument, ``def MulBackward0(self, grads,
+batch=0)``, and under ``grad(..., is_grads_batched=True)`` runs once on the whole batch; any other
+one runs once per sample (``aiograd._engine.batched``). See ``batching`` for how rules keep the
+batch dims.
+
 The generated nodes are ordinary ``aiograd._core._node.Node`` subclasses: ``_saved`` names the
 SavedTensor fields that ``release_variables`` frees, and a ``cost`` override (matmul's) is kept.
 ``OPS`` maps each op's name to its ``OpRule`` (forward, node classes, family): what the tests
@@ -19,6 +26,7 @@ iterate over.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -32,8 +40,9 @@ from .quiet import quietly1
 __all__ = ["OPS", "OpRule", "Unary", "UnaryOp", "backward", "op", "register", "unary", "variant"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-#: A backward formula: ``(node, grads of the outputs) -> one gradient (or None) per input``.
-Rule = Callable[[Any, list[Any]], Sequence[Any]]
+#: A backward formula: ``(node, grads of the outputs) -> one gradient (or None) per input``; a
+#: batched one also takes ``batch``, the number of leading batch dims of the gradients.
+Rule = Callable[..., Sequence[Any]]
 
 
 @dataclass(frozen=True)
@@ -94,16 +103,23 @@ def backward(
     saved: tuple[str, ...] = (),
     base: type[Node] = Node,
     cost: Callable[..., float] | None = None,
+    batched: bool | property | None = None,
     **attrs: Any,
 ) -> Callable[[Rule], type[Node]]:
     """Decorator: the Node subclass whose ``apply`` is the decorated formula, named after it
     (or ``name``).
 
     ``saved`` names the SavedTensor fields the forward stores on the node, ``cost`` overrides
-    ``Node.cost`` (the engine's offload estimate), ``attrs`` are class attributes."""
+    ``Node.cost`` (the engine's offload estimate), ``batched`` sets ``Node.batched`` (a property
+    decides it per node; unset, ``base``'s), ``attrs`` are class attributes."""
 
     def deco(rule: Rule) -> type[Node]:
         namespace: dict[str, Any] = {"apply": rule, "__doc__": rule.__doc__, **attrs}
+        if batched is not None:
+            namespace["batched"] = batched
+        if (base.batched if batched is None else batched) and "batch" not in inspect.signature(rule).parameters:
+            # (the engine would call it with the batch: a TypeError in the middle of a backward)
+            raise TypeError(f"{rule.__qualname__} is declared batched but takes no batch argument")
         if saved:
             namespace["_saved"] = saved
         if cost is not None:
@@ -115,7 +131,8 @@ def backward(
 
 def variant(name: str, of: type[Node], doc: str | None = None, **attrs: Any) -> type[Node]:
     """A node with ``of``'s rule under another of PyTorch's names (``RsubBackward1`` for
-    ``number - tensor``); ``attrs`` override class attributes."""
+    ``number - tensor``); ``attrs`` override class attributes (``batched=False``: the variant
+    runs per sample though ``of`` batches)."""
     return _node_class(name, of, of.__module__, {"__doc__": doc, **attrs})
 
 
@@ -139,6 +156,8 @@ class Unary:
     tensor (the input or the result, as ``saves`` says; None if nothing is saved), written with
     aiograd ops so it can be differentiated again. ``fast(grad_array, saved_array)``, where
     given, computes the same on arrays when grad mode is off (the common first-order backward).
+    ``batched`` is the node's ``Node.batched``: an elementwise vjp broadcasts a batch of
+    gradients against the saved tensor from the right, so a row batches unless it says not.
     """
 
     name: str
@@ -148,18 +167,19 @@ class Unary:
     saves: Saves = None
     fast: Callable[[Any, Any], Any] | None = None
     doc: str = field(default="", compare=False)
+    batched: bool = True
 
 
 def _unary_node(row: Unary, module: str) -> type[Node]:
     vjp, fast, by_result = row.vjp, row.fast, row.saves == "result"
     if row.saves is None:
 
-        def apply(self: Node, grads: list[Any]) -> tuple[Any]:
+        def apply(self: Node, grads: list[Any], batch: int = 0) -> tuple[Any]:
             return (vjp(grads[0], None),)
 
     else:
 
-        def apply(self: Any, grads: list[Any]) -> tuple[Any]:
+        def apply(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
             s = (self.result if by_result else self.x).unpack(self)
             g = grads[0]
             if fast is not None and not grad_enabled():
@@ -169,7 +189,7 @@ def _unary_node(row: Unary, module: str) -> type[Node]:
                 return (out,)
             return (vjp(g, s),)
 
-    namespace: dict[str, Any] = {"apply": apply, "__doc__": f"Backward of ``{row.name}``."}
+    namespace: dict[str, Any] = {"apply": apply, "__doc__": f"Backward of ``{row.name}``.", "batched": row.batched}
     if row.saves is not None:
         # the names in-place ops and ``release_variables`` know: ``result`` or the input ``x``
         namespace["_saved"] = ("result",) if by_result else ("x",)

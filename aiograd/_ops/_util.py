@@ -3,8 +3,8 @@
 Op pattern (forward and backward side by side, one family per module, both registered in
 ``_registry``; a unary elementwise op is a single table row instead)::
 
-    @backward(saved=("result",))
-    def ExpBackward0(self, grads):
+    @backward(saved=("result",), batched=True)
+    def ExpBackward0(self, grads, batch=0):
         return (grads[0] * self.result.unpack(self),)
 
     @op(ExpBackward0)
@@ -16,7 +16,9 @@ Op pattern (forward and backward side by side, one family per module, both regis
         return out
 
 Backward formulas use aiograd's own ops, so under ``create_graph=True`` they are recorded too and
-higher-order gradients come for free.
+higher-order gradients come for free. ``batch`` is the number of leading batch dims of the
+gradients (``grad(..., is_grads_batched=True)``; see ``batching``): an elementwise rule
+broadcasts them from the right and ignores it, a shape-sensitive one keeps them in front.
 
 Devices: an op's output lives on its inputs' device, and an op mixing devices raises PyTorch's
 error. A fresh tensor is on the CPU (a class-level default), so an op places its output only if
@@ -35,7 +37,6 @@ from typing import Any
 import numpy as np
 
 from .._base._grad_mode import grad_enabled
-from .._base._graph_context import current_graph_task
 from .._core._node import Node, edge_of, save
 from .._core._saved import SavedTensor
 from .._core._tensor import Tensor
@@ -46,7 +47,6 @@ __all__ = [
     "Node",
     "Tensor",
     "attach",
-    "batch_ndim",
     "batched_shape",
     "common_device",
     "data_of",
@@ -152,15 +152,7 @@ def saved(node: Node, value: Any) -> Any:
     return value.unpack(node) if isinstance(value, SavedTensor) else value
 
 
-def batch_ndim() -> int:
-    """How many leading batch dims the gradients of the running backward carry: 1 inside
-    ``grad(..., is_grads_batched=True)``, 0 otherwise. Shape-sensitive backward formulas keep
-    these dims in front (elementwise rules broadcast from the right and need nothing)."""
-    graph_task = current_graph_task.get()
-    return 0 if graph_task is None else graph_task.batch_ndim
-
-
-def batched_shape(grad: Tensor, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """``shape`` with the batch dims of ``grad`` in front (``shape`` itself when not batched)."""
-    nb = batch_ndim()
-    return grad.data.shape[:nb] + shape if nb else shape
+def batched_shape(grad: Tensor, shape: tuple[int, ...], batch: int) -> tuple[int, ...]:
+    """``shape`` with the ``batch`` leading dims of ``grad`` in front (``shape`` itself when
+    ``batch`` is 0)."""
+    return grad.data.shape[:batch] + shape if batch else shape

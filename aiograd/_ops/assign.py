@@ -49,17 +49,19 @@ def _constant(value: Any, device_of: Tensor) -> Tensor:
     return like(device_of._device.xp.asarray(value), device_of)
 
 
-@backward()
-def ZeroBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def ZeroBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (_zeros_grad(grads[0]),)
 
 
-@backward()
-def FillBackward2(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def FillBackward2(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """``fill_`` with a number."""
     return (_zeros_grad(grads[0]),)
 
 
+# Not batched (runs once per sample under ``is_grads_batched``): the value's gradient is a sum over
+# the sample, which the rule would take over the batch dims too.
 @backward()
 def FillBackward3(self: Any, grads: list[Any]) -> Any:
     """``fill_`` with a 0-dim tensor: every element's gradient goes to the value."""
@@ -73,6 +75,8 @@ def FillBackward3(self: Any, grads: list[Any]) -> Any:
     return (_zeros_grad(g) if e_self is not None else None, value_grad)
 
 
+# Not batched (runs once per sample under ``is_grads_batched``): it sums ``src``'s gradient back to
+# ``src``'s unbatched shape.
 @backward()
 def CopyBackwards(self: Any, grads: list[Any]) -> Any:
     """``copy_``: the old values are gone (zero gradient); ``src`` gets the gradient, summed
@@ -155,6 +159,9 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ __setitem__
+# Not batched (runs once per sample under ``is_grads_batched``): it sums the values' gradient back
+# to their unbatched shape and writes at an unbatched index (indexing's scatter of the same name,
+# ``indexing.IndexPutBackward0``, is batched).
 @backward()
 def IndexPutBackward0(self: Any, grads: list[Any]) -> Any:
     """``self[indices] = values``: the overwritten positions get no gradient; ``values`` gets

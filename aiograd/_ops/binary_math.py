@@ -63,25 +63,25 @@ def saved_operands(node: Any) -> list[Any]:
     return [saved(node, getattr(node, f"x{i}")) for i in range(len(node.shapes))]
 
 
-def operand_grads(node: Any, *makers: Any) -> tuple[Any, ...]:
+def operand_grads(node: Any, batch: int, *makers: Any) -> tuple[Any, ...]:
     """Each operand's gradient (``makers[i]()``, called only where a gradient flows) summed
-    back to its shape; None where none flows."""
+    back to its shape (behind ``batch`` batch dims); None where none flows."""
     return tuple(
-        reduce_grad(make(), shape) if edge is not None else None
+        reduce_grad(make(), shape, batch) if edge is not None else None
         for edge, make, shape in zip(node.next_edges, makers, node.shapes)
     )
 
 
 # ------------------------------------------------------------------------------ atan2, hypot
-@backward(saved=("x0", "x1"))
-def Atan2Backward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
+@backward(saved=("x0", "x1"), batched=True)
+def Atan2Backward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
     g = grads[0]
     a, b = saved_operands(self)
     # PyTorch's atan2_backward: 1 / (a^2 + b^2), with 0 where that overflows (at the origin,
     # and where the squares underflow), so the gradient there is 0, not NaN.
     recip = reciprocal(a * a + b * b)
     recip = where(recip.data == float("inf"), 0.0, recip)
-    return operand_grads(self, lambda: g * b * recip, lambda: g * -a * recip)
+    return operand_grads(self, batch, lambda: g * b * recip, lambda: g * -a * recip)
 
 
 @op(Atan2Backward0)
@@ -92,12 +92,12 @@ def atan2(input: Tensor, other: Tensor) -> Tensor:
     return _binary("atan2", input, other, lambda xp, a, b: xp.arctan2(a, b), (Atan2Backward0,) * 3)
 
 
-@backward(saved=("x0", "x1", "result"))
-def HypotBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
+@backward(saved=("x0", "x1", "result"), batched=True)
+def HypotBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
     g = grads[0]
     a, b = saved_operands(self)
     result = self.result.unpack(self)
-    return operand_grads(self, lambda: g * a / result, lambda: g * b / result)  # (PyTorch's order)
+    return operand_grads(self, batch, lambda: g * a / result, lambda: g * b / result)  # (PyTorch's order)
 
 
 @op(HypotBackward0)
@@ -108,12 +108,12 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ fmod, remainder
-@backward(saved=("x0", "x1"))
-def FmodBackward1(self: Any, grads: list[Any]) -> tuple[Any, Any]:
+@backward(saved=("x0", "x1"), batched=True)
+def FmodBackward1(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
     """``d/da = 1``, ``d/db = -trunc(a / b)`` (PyTorch's)."""
     g = grads[0]
     a, b = saved_operands(self)
-    return operand_grads(self, lambda: g, lambda: g * -trunc(div(a, b)))
+    return operand_grads(self, batch, lambda: g, lambda: g * -trunc(div(a, b)))
 
 
 FmodBackward0 = variant("FmodBackward0", FmodBackward1, doc="``fmod`` by a number.")
@@ -125,15 +125,15 @@ def fmod(input: Any, other: Any) -> Tensor:
     return _binary("fmod", input, other, lambda xp, a, b: xp.fmod(a, b), (FmodBackward1, FmodBackward0, FmodBackward1))
 
 
-@backward(saved=("x0", "x1"))
-def RemainderBackward1(self: Any, grads: list[Any]) -> tuple[Any, Any]:
+@backward(saved=("x0", "x1"), batched=True)
+def RemainderBackward1(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
     """``d/da = 1``, ``d/db = -floor(a / b)`` (PyTorch's)."""
     g = grads[0]
     a, b = saved_operands(self)
     # floor(a / b) as PyTorch's floor division computes it (through fmod: NaN for an infinite
     # a), a constant: its own derivative is zero.
     quotient = quietly(_floor_divide, g._device.xp, data_of(a), data_of(b))
-    return operand_grads(self, lambda: g, lambda: g * -quotient)
+    return operand_grads(self, batch, lambda: g, lambda: g * -quotient)
 
 
 RemainderBackward0 = variant("RemainderBackward0", RemainderBackward1, doc="``remainder`` by a number.")
@@ -172,8 +172,8 @@ def _xlogy(xp: Any, a: Any, b: Any) -> Any:
     return xp.where((a == 0) & ~xp.isnan(b), xp.zeros((), dtype=xp.result_type(a, b)), a * log_b)
 
 
-@backward(saved=("x0", "x1"))
-def XlogyBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
+@backward(saved=("x0", "x1"), batched=True)
+def XlogyBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
     """``d/da = log(b)`` (0 where ``a == 0`` and ``b <= 0``), ``d/db = a / b`` (PyTorch's)."""
     g = grads[0]
     a, b = saved_operands(self)
@@ -184,7 +184,7 @@ def XlogyBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
         log_b = log(b if isinstance(b, Tensor) else _like(b, g))
         return where(zero, g * 0.0, g * log_b)
 
-    return operand_grads(self, grad_a, lambda: g * a / b)
+    return operand_grads(self, batch, grad_a, lambda: g * a / b)
 
 
 def _like(value: Any, like: Tensor) -> Tensor:

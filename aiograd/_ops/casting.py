@@ -143,8 +143,8 @@ def promote(*operands: Any) -> list[Any]:
     return out
 
 
-@backward()
-def ToCopyBackward0(self: Any, grads: list[Any]) -> tuple[Tensor]:
+@backward(batched=True)
+def ToCopyBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Tensor]:
     """Backward of ``to``: the gradient goes back to the source's device and dtype."""
     return (to(grads[0], self.src_device, self.dtype),)
 

@@ -10,7 +10,6 @@ import numpy as np
 
 from ._registry import backward, op, register
 from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
-from .batching import batch_ndim
 from .casting import ToCopyBackward0
 from .elementwise import PowBackward0, clone, sign, where
 from .quiet import quietly
@@ -78,8 +77,8 @@ def square(input: Tensor) -> Tensor:
     return input**2
 
 
-@backward(saved=("x", "result"))
-def StdBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("x", "result"), batched=True)
+def StdBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """PyTorch's std_backward: the variance's gradient of ``grad / (2 * std)``, taken as 0 where
     the std is 0 (a constant slice has gradient 0, not NaN)."""
     g, result = grads[0], self.result.unpack(self)
@@ -126,8 +125,8 @@ def _norm_grad(x: Tensor, norm: Tensor, g: Tensor, p: float, axes: tuple[int, ..
     return scaled * where(zero_norm, 0.0, g / where(zero_norm, 1.0, norm) ** (p - 1))
 
 
-@backward(saved=("x", "result"))
-def LinalgVectorNormBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("x", "result"), batched=True)
+def LinalgVectorNormBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Backward of the p-norm, as PyTorch's norm_backward: for p = 2 ``g * x / norm``, taken as
     0 where the norm is 0; the other p as ``_norm_grad``."""
     g = grads[0]
@@ -139,7 +138,7 @@ def LinalgVectorNormBackward0(self: Any, grads: list[Any]) -> Any:
         norm = expand_reduced(result, shape, self.axes, self.keepdim)
         g = expand_reduced(g, shape, self.axes, self.keepdim)
         return (_norm_grad(x, norm, g, self.p, self.axes),)  # (its ops are quiet: quiet.py)
-    if not grad_enabled() and not batch_ndim():  # batched: the tensor path puts the batch first
+    if not grad_enabled() and not batch:  # batched: the tensor path puts the batch first
         xp = g._device.xp
         n, gd = result.data, g.data
         if self.axes is not None and not self.keepdim:

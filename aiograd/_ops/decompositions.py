@@ -69,6 +69,8 @@ def _det_grad_nonsingular(A: Tensor, g: Tensor, d: Tensor) -> Tensor:
     return solve(A.mT, diag_embed(scaled.unsqueeze(-1).expand(*scaled.data.shape, A.data.shape[-1])))
 
 
+# Not batched (runs once per sample under ``is_grads_batched``): the recorded rule splits the batch
+# of matrices into singular and invertible ones, which a batch of gradients would mix up.
 @backward(saved=("A", "result"))
 def LinalgDetBackward0(self: Any, grads: list[Any]) -> Any:
     """``g det(A) A^{-H}`` (linalg_det_backward). First order: a solve, 0 for an exactly singular
@@ -117,8 +119,8 @@ def det(A: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ slogdet
-@backward(saved=("A",))
-def LinalgSlogdetBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("A",), batched=True)
+def LinalgSlogdetBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """``g_logabsdet A^{-H}`` (slogdet_backward; the sign's gradient is 0 for real matrices). A
     singular matrix: first order, PyTorch's LU solve divides by the zero pivot (inf and NaN,
     reproduced by ``lu_solve``); recorded, a solve, whose ``LinAlgError`` PyTorch raises too."""
@@ -157,8 +159,8 @@ def slogdet(A: Tensor) -> Any:
 
 
 # ------------------------------------------------------------------------------ cholesky
-@backward(saved=("L",))
-def LinalgCholeskyExBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("L",), batched=True)
+def LinalgCholeskyExBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Iain Murray's formula (cholesky_backward): ``Phi = tril(L^H gL)`` made Hermitian
     (``0.5 (Phi + tril(Phi, -1)^H)``), then ``L^{-H} Phi L^{-1}``."""
     L, gL = self.L.unpack(self), grads[0]

@@ -61,32 +61,32 @@ def _xp(*xs: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------ arithmetic
-def _summed(gd: Any, shape: tuple[int, ...]) -> Any:
+def _summed(gd: Any, shape: tuple[int, ...], batch: int) -> Any:
     """``_sum_to`` without numpy's warning (inf + -inf) turned error."""
     try:
-        return _sum_to(gd, shape)
+        return _sum_to(gd, shape, batch)
     except RuntimeWarning:
-        return quietly(_sum_to, gd, shape)
+        return quietly(_sum_to, gd, shape, batch)
 
 
 def _add(a: Any, b: Any, alpha: float) -> Any:
     return a + (b if alpha == 1 else alpha * b)
 
 
-@backward()
-def AddBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
+@backward(batched=True)
+def AddBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
     g = grads[0]
     ea, eb = self.next_edges
     if self.alpha == 1 and not grad_enabled():
         gd = g.data
         return (
-            (g if gd.shape == self.a_shape else like(_summed(gd, self.a_shape), g)) if ea is not None else None,
-            (g if gd.shape == self.b_shape else like(_summed(gd, self.b_shape), g)) if eb is not None else None,
+            (g if gd.shape == self.a_shape else like(_summed(gd, self.a_shape, batch), g)) if ea is not None else None,
+            (g if gd.shape == self.b_shape else like(_summed(gd, self.b_shape, batch), g)) if eb is not None else None,
         )
     gb = None
     if eb is not None:
-        gb = reduce_grad(g if self.alpha == 1 else g * self.alpha, self.b_shape)
-    return (reduce_grad(g, self.a_shape) if ea is not None else None, gb)
+        gb = reduce_grad(g if self.alpha == 1 else g * self.alpha, self.b_shape, batch)
+    return (reduce_grad(g, self.a_shape, batch) if ea is not None else None, gb)
 
 
 @op(AddBackward0)
@@ -123,14 +123,14 @@ def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     return out
 
 
-@backward()
-def SubBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
+@backward(batched=True)
+def SubBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
     g = grads[0]
     ea, eb = self.next_edges
     gb = None
     if eb is not None:
-        gb = reduce_grad(-g if self.alpha == 1 else g * -self.alpha, self.b_shape)
-    return (reduce_grad(g, self.a_shape) if ea is not None else None, gb)
+        gb = reduce_grad(-g if self.alpha == 1 else g * -self.alpha, self.b_shape, batch)
+    return (reduce_grad(g, self.a_shape, batch) if ea is not None else None, gb)
 
 
 RsubBackward1 = variant("RsubBackward1", SubBackward0, "``number - tensor`` (the reflected form).")
@@ -175,8 +175,8 @@ def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
     return out
 
 
-@backward(saved=("a", "b"))
-def MulBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
+@backward(saved=("a", "b"), batched=True)
+def MulBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
     g = grads[0]
     ea, eb = self.next_edges
     if not grad_enabled():
@@ -187,28 +187,28 @@ def MulBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
         if ea is not None:
             b = data_of(saved(self, self.b))
             try:
-                ga = wrap(_sum_to(gd * b, self.a_shape))
+                ga = wrap(_sum_to(gd * b, self.a_shape, batch))
             except RuntimeWarning:  # numpy's warning made an error (0 * inf): quietly
-                ga = wrap(_product_summed(gd, b, self.a_shape))
+                ga = wrap(_product_summed(gd, b, self.a_shape, batch))
             if dev is not CPU:
                 ga._device = dev
         if eb is not None:
             a = data_of(saved(self, self.a))
             try:
-                gb = wrap(_sum_to(gd * a, self.b_shape))
+                gb = wrap(_sum_to(gd * a, self.b_shape, batch))
             except RuntimeWarning:
-                gb = wrap(_product_summed(gd, a, self.b_shape))
+                gb = wrap(_product_summed(gd, a, self.b_shape, batch))
             if dev is not CPU:
                 gb._device = dev
         return (ga, gb)
-    ga = reduce_grad(g * saved(self, self.b), self.a_shape) if ea is not None else None
-    gb = reduce_grad(g * saved(self, self.a), self.b_shape) if eb is not None else None
+    ga = reduce_grad(g * saved(self, self.b), self.a_shape, batch) if ea is not None else None
+    gb = reduce_grad(g * saved(self, self.a), self.b_shape, batch) if eb is not None else None
     return (ga, gb)
 
 
-def _product_summed(gd: Any, other: Any, shape: tuple[int, ...]) -> Any:
-    """``_sum_to(gd * other, shape)``, quietly."""
-    return quietly(lambda: _sum_to(gd * other, shape))
+def _product_summed(gd: Any, other: Any, shape: tuple[int, ...], batch: int) -> Any:
+    """``_sum_to(gd * other, shape, batch)``, quietly."""
+    return quietly(lambda: _sum_to(gd * other, shape, batch))
 
 
 def _keep(x: Any) -> Any:
@@ -252,16 +252,16 @@ def mul(input: Any, other: Any) -> Tensor:
     return out
 
 
-@backward(saved=("a", "b"))
-def DivBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
+@backward(saved=("a", "b"), batched=True)
+def DivBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
     g = grads[0]
     ea, eb = self.next_edges
     b = saved(self, self.b)
-    ga = reduce_grad(g / b, self.a_shape) if ea is not None else None
+    ga = reduce_grad(g / b, self.a_shape, batch) if ea is not None else None
     gb = None
     if eb is not None:
         # PyTorch's form: (a / b) / b, as b * b underflows for tiny b (0 / 0 would be NaN)
-        gb = reduce_grad(-g * ((saved(self, self.a) / b) / b), self.b_shape)
+        gb = reduce_grad(-g * ((saved(self, self.a) / b) / b), self.b_shape, batch)
     return (ga, gb)
 
 
@@ -285,8 +285,8 @@ def true_divide(input: Any, other: Any) -> Tensor:
     return div(input, other)
 
 
-@backward(saved=("a",))
-def PowBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
+@backward(saved=("a",), batched=True)
+def PowBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
     """``tensor ** number``."""
     e = self.exponent
     if e == 0:
@@ -295,8 +295,8 @@ def PowBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
     return (grads[0] * e * a ** (e - 1),)
 
 
-@backward(saved=("a", "b", "result"))
-def PowBackward1(self: Any, grads: list[Any]) -> tuple[Any, Any]:
+@backward(saved=("a", "b", "result"), batched=True)
+def PowBackward1(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
     """``tensor ** tensor``."""
     g = grads[0]
     ea, eb = self.next_edges
@@ -311,7 +311,7 @@ def PowBackward1(self: Any, grads: list[Any]) -> tuple[Any, Any]:
             ga = where(b_zero, 0.0, g * b * a ** (patched - 1))
         else:
             ga = g * b * a ** (b - 1)
-        ga = reduce_grad(ga, self.a_shape)
+        ga = reduce_grad(ga, self.a_shape, batch)
     if eb is not None:
         a_data = data_of(a)
         result = self.result.unpack(self)
@@ -328,7 +328,7 @@ def PowBackward1(self: Any, grads: list[Any]) -> tuple[Any, Any]:
         gb = g * result * safe_log
         if mask.any():
             gb = where(mask, 0.0, gb)
-        gb = reduce_grad(gb, self.b_shape)
+        gb = reduce_grad(gb, self.b_shape, batch)
     return (ga, gb)
 
 
@@ -473,8 +473,8 @@ relu, ReluBackward0 = _MADE["relu"]
 clone, CloneBackward0 = _MADE["clone"]
 
 
-@backward(saved=("x",))
-def ClampBackward1(self: Any, grads: list[Any]) -> tuple[Any]:
+@backward(saved=("x",), batched=True)
+def ClampBackward1(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
     g = grads[0]
     x = self.x.unpack(self).data
     inside = g._device.xp.ones(x.shape, dtype=bool)
@@ -485,8 +485,8 @@ def ClampBackward1(self: Any, grads: list[Any]) -> tuple[Any]:
     return (g * inside,)
 
 
-@backward(saved=("x", "lo", "hi"))
-def ClampBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("x", "lo", "hi"), batched=True)
+def ClampBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """``clamp`` with tensor bounds: the gradient goes to whichever of input, min and max the
     output took its value from (PyTorch's ``clamp_backward_min_max``; none of them at a NaN)."""
     g = grads[0]
@@ -499,7 +499,7 @@ def ClampBackward0(self: Any, grads: list[Any]) -> Any:
         masks = (x <= hi, None, x > hi)
     zero = g._device.xp.zeros((), dtype=g.data.dtype)  # a constant in the device's memory
     return tuple(
-        None if e is None else reduce_grad(where(m, g, zero), shape)
+        None if e is None else reduce_grad(where(m, g, zero), shape, batch)
         for e, m, shape in zip(self.next_edges, masks, self.shapes)
     )
 
@@ -551,8 +551,8 @@ def clip(input: Tensor, min: float | None = None, max: float | None = None) -> T
     return clamp(input, min, max)
 
 
-@backward(saved=("a", "b"))
-def MaximumBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
+@backward(saved=("a", "b"), batched=True)
+def MaximumBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
     """Shared by maximum and minimum: ``self.pick_a_larger`` says where the gradient goes to ``a``."""
     g = grads[0]
     a, b = data_of(saved(self, self.a)), data_of(saved(self, self.b))
@@ -563,9 +563,9 @@ def MaximumBackward0(self: Any, grads: list[Any]) -> tuple[Any, Any]:
     ea, eb = self.next_edges
     ga = gb = None
     if ea is not None:
-        ga = reduce_grad(g * xp.where(tie, 0.5, ~a_loses).astype(g.data.dtype), self.a_shape)
+        ga = reduce_grad(g * xp.where(tie, 0.5, ~a_loses).astype(g.data.dtype), self.a_shape, batch)
     if eb is not None:
-        gb = reduce_grad(g * xp.where(tie, 0.5, ~b_loses).astype(g.data.dtype), self.b_shape)
+        gb = reduce_grad(g * xp.where(tie, 0.5, ~b_loses).astype(g.data.dtype), self.b_shape, batch)
     return (ga, gb)
 
 
@@ -600,13 +600,13 @@ def minimum(input: Any, other: Any) -> Tensor:
     return _extremum(input, other, False)
 
 
-@backward()
-def WhereBackward0(self: Any, grads: list[Any]) -> tuple[None, Any, Any]:
+@backward(batched=True)
+def WhereBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[None, Any, Any]:
     g = grads[0]
     _, ea, eb = self.next_edges
     zero = g._device.xp.zeros((), dtype=g.data.dtype)  # a constant in the device's memory
-    ga = reduce_grad(where(self.cond, g, zero), self.a_shape) if ea is not None else None
-    gb = reduce_grad(where(self.cond, zero, g), self.b_shape) if eb is not None else None
+    ga = reduce_grad(where(self.cond, g, zero), self.a_shape, batch) if ea is not None else None
+    gb = reduce_grad(where(self.cond, zero, g), self.b_shape, batch) if eb is not None else None
     return (None, ga, gb)
 
 

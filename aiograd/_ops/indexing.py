@@ -26,7 +26,6 @@ from .._base._dtypes import is_device_array
 from .._core._views import make_view
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, common_device, edge_of, like, needs_grad, save, wrap
-from .batching import batch_ndim
 from .shape import _dim
 
 __all__ = ["getitem", "index_select", "gather"]
@@ -52,16 +51,15 @@ def _batched(index: Index, nb: int) -> Index | None:
     return (None if basic is None else pre + basic, adv, accumulate)
 
 
-#: ``node.batchable`` (read by ``batching.has_batched_rule``): whether the node's index keeps a
-#: batch dim in front.
-_BATCHABLE = property(lambda self: _batched(self.index, 1) is not None)
+#: ``Node.batched`` of the indexing nodes, decided per node: whether its index keeps a batch dim
+#: in front (else that node runs once per sample).
+_KEEPS_BATCH = property(lambda self: _batched(self.index, 1) is not None)
 
 
-@backward(batchable=_BATCHABLE)
-def _ScatterBackward(self: Any, grads: list[Any]) -> Any:
+@backward(batched=_KEEPS_BATCH)
+def _ScatterBackward(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Backward of a scatter (the backward of an indexing op): index the gradient again."""
-    nb = batch_ndim()
-    return (_take(grads[0], _batched(self.index, nb) if nb else self.index, self.take_cls),)  # type: ignore[arg-type]
+    return (_take(grads[0], _batched(self.index, batch) if batch else self.index, self.take_cls),)  # type: ignore[arg-type]
 
 
 IndexPutBackward0 = variant("IndexPutBackward0", _ScatterBackward)
@@ -82,15 +80,14 @@ IndexAddBackward0 = variant("IndexAddBackward0", _ScatterBackward)
 ScatterAddBackward0 = variant("ScatterAddBackward0", _ScatterBackward)
 
 
-@backward(scatter_cls=IndexPutBackward0, batchable=_BATCHABLE, saved=("indices",), indices=None)
-def _TakeBackward(self: Any, grads: list[Any]) -> Any:
+@backward(scatter_cls=IndexPutBackward0, batched=_KEEPS_BATCH, saved=("indices",), indices=None)
+def _TakeBackward(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Backward of an indexing op: scatter (add) the gradient into zeros of the input's shape."""
     if self.indices is not None:  # freed after a backward: PyTorch's backward-twice error
         self.indices.unpack(self)
-    nb = batch_ndim()
-    if nb:
+    if batch:
         g = grads[0]
-        return (_scatter(g, g.data.shape[:nb] + self.shape, _batched(self.index, nb), type(self)),)  # type: ignore[arg-type]
+        return (_scatter(g, g.data.shape[:batch] + self.shape, _batched(self.index, batch), type(self)),)  # type: ignore[arg-type]
     return (_scatter(grads[0], self.shape, self.index, type(self)),)
 
 
@@ -107,7 +104,7 @@ UnsqueezeBackward0 = variant("UnsqueezeBackward0", _TakeBackward, scatter_cls=Sq
 
 
 @backward(base=_TakeBackward)
-def AliasBackward0(self: Any, grads: list[Any]) -> Any:
+def AliasBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (grads[0],)
 
 

@@ -16,7 +16,6 @@ import numpy as np
 from .._core._views import MULTI_OUTPUT_NODE, make_view
 from ._registry import backward, op, variant
 from ._util import Node, Tensor, attach, common_device, edge_of, like, needs_grad, on, wrap
-from .batching import batch_ndim
 from .casting import result_type
 from .indexing import getitem
 from .shape import _dim
@@ -55,10 +54,10 @@ def _as_dtype(grad: Tensor, dtype: np.dtype[Any]) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ cat
-@backward()
-def CatBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def CatBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     g = grads[0]
-    lead = (_FULL,) * (self.dim + batch_ndim())
+    lead = (_FULL,) * (self.dim + batch)
     out: list[Tensor | None] = []
     offset = 0
     for edge, size, dtype in zip(self.next_edges, self.sizes, self.dtypes):
@@ -114,9 +113,9 @@ concatenate = cat
 
 
 # ------------------------------------------------------------------------------ stack
-@backward()
-def StackBackward0(self: Any, grads: list[Any]) -> Any:
-    pieces = unbind(grads[0], self.dim + batch_ndim())
+@backward(batched=True)
+def StackBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
+    pieces = unbind(grads[0], self.dim + batch)
     return tuple(
         _as_dtype(p, dtype) if edge is not None else None
         for p, edge, dtype in zip(pieces, self.next_edges, self.dtypes)
@@ -147,31 +146,32 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ split, chunk
-def _filled(node: Any, grads: list[Tensor | None]) -> list[Tensor] | None:
-    """A multi-output node's gradients, zeros for the outputs that got none (None if none did)."""
+def _filled(node: Any, grads: list[Tensor | None], batch: int) -> list[Tensor] | None:
+    """A multi-output node's gradients, zeros (behind ``batch`` batch dims) for the outputs that
+    got none (None if none did)."""
     first = next((g for g in grads if g is not None), None)
     if first is None:
         return None
     dtype, dev = first.data.dtype, first._device
     return [
-        g if g is not None else on(wrap(dev.xp.zeros(first.data.shape[:batch_ndim()] + shape, dtype=dtype)), dev)
+        g if g is not None else on(wrap(dev.xp.zeros(first.data.shape[:batch] + shape, dtype=dtype)), dev)
         for g, shape in zip(grads, node.shapes)
     ]
 
 
-@backward()
-def SplitBackward0(self: Any, grads: list[Any]) -> Any:
-    filled = _filled(self, grads)
-    return (None if filled is None else cat(filled, self.dim + batch_ndim()),)
+@backward(batched=True)
+def SplitBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
+    filled = _filled(self, grads, batch)
+    return (None if filled is None else cat(filled, self.dim + batch),)
 
 
 SplitWithSizesBackward0 = variant("SplitWithSizesBackward0", SplitBackward0)
 
 
-@backward()
-def UnbindBackward0(self: Any, grads: list[Any]) -> Any:
-    filled = _filled(self, grads)
-    return (None if filled is None else stack(filled, self.dim + batch_ndim()),)
+@backward(batched=True)
+def UnbindBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
+    filled = _filled(self, grads, batch)
+    return (None if filled is None else stack(filled, self.dim + batch),)
 
 
 def _record(input: Tensor, pieces: list[Any], cls: type[Node], d: int) -> tuple[Tensor, ...]:

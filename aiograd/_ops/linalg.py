@@ -24,7 +24,6 @@ from ._util import (
     to_tensor,
     wrap,
 )
-from .batching import batch_ndim
 from .shape import (
     SqueezeBackward4,
     TBackward0,
@@ -59,8 +58,8 @@ def _mm_cost(self: Any, grads: list[Any]) -> float:
     return matmul_cost(m, k, n, products)
 
 
-@backward(saved=("a", "b"), cost=_mm_cost, b_transposed=False)
-def MmBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("a", "b"), cost=_mm_cost, b_transposed=False, batched=True)
+def MmBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Backward of a product of two 2-D matrices."""
     g = grads[0]
     ea, eb = self.next_edges
@@ -94,8 +93,8 @@ def _matmul_cost(self: Any, grads: list[Any]) -> float:
     return matmul_cost(max(g.data.size, 1), k, 1, sum(e is not None for e in self.next_edges))
 
 
-@backward(saved=("a", "b"), cost=_matmul_cost)
-def MatmulBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("a", "b"), cost=_matmul_cost, batched=True)
+def MatmulBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Backward of the general case: 1-D operands are promoted, batch dims broadcast."""
     g = grads[0]
     a, b = self.a.unpack(self), self.b.unpack(self)
@@ -112,18 +111,18 @@ def MatmulBackward0(self: Any, grads: list[Any]) -> Any:
     # Batched gradients (is_grads_batched) of a vector-matrix product: the batch of vectors is a
     # matrix, and one matrix product (BLAS gemm) replaces a matrix-vector product per sample
     # (gemv); the two round differently in the last bit (docs/functional.md).
-    batched_matvec = a_vec != b_vec and (b if a_vec else a).data.ndim == 2 and batch_ndim() > 0
+    batched_matvec = a_vec != b_vec and (b if a_vec else a).data.ndim == 2 and batch > 0
     if should_compute(ea):
         if batched_matvec and a_vec:
             ga = matmul(grads[0], b.mT)
         else:
-            ga = reduce_grad(matmul(g, b2.mT), a2.data.shape)
+            ga = reduce_grad(matmul(g, b2.mT), a2.data.shape, batch)
             ga = ga.squeeze(-2) if a_vec else ga  # -2, not 0: batched gradients lead with the batch
     if should_compute(eb):
         if batched_matvec and b_vec:
             gb = matmul(grads[0], a)
         else:
-            gb = reduce_grad(matmul(a2.mT, g), b2.data.shape)
+            gb = reduce_grad(matmul(a2.mT, g), b2.data.shape, batch)
             gb = gb.squeeze(-1) if b_vec else gb
     return (ga, gb)
 
@@ -254,8 +253,8 @@ def _linear_cost(self: Any, grads: list[Any]) -> float:
     return matmul_cost(batch, fan_in, out, products)
 
 
-@backward(saved=("x", "weight"), cost=_linear_cost)
-def AddmmBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("x", "weight"), cost=_linear_cost, batched=True)
+def AddmmBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """``linear(x, W, b)`` for 2-D ``x``, ``b + x @ W.T``: PyTorch records ``addmm(b, x, W.t())``,
     and so its edges go to the bias, the input and the weight, in that order. One node where
     PyTorch has two (its ``TBackward0`` of the weight is folded in)."""
@@ -268,7 +267,7 @@ def AddmmBackward0(self: Any, grads: list[Any]) -> Any:
         gw = wrap(gd.swapaxes(-1, -2) @ self.x.unpack(self).data) if want_w else None
         gb = None
         if eb is not None:
-            gb = wrap(_sum_to(gd, self.bias_shape))
+            gb = wrap(_sum_to(gd, self.bias_shape, batch))
         if g._device is not CPU:
             for r in (gb, gx, gw):
                 if r is not None:
@@ -276,7 +275,7 @@ def AddmmBackward0(self: Any, grads: list[Any]) -> Any:
         return (gb, gx, gw)
     gx = matmul(g, self.weight.unpack(self)) if want_x else None
     gw = matmul(g.mT, self.x.unpack(self)) if want_w else None
-    gb = reduce_grad(g, self.bias_shape) if eb is not None else None
+    gb = reduce_grad(g, self.bias_shape, batch) if eb is not None else None
     return (gb, gx, gw)
 
 

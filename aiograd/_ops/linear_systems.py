@@ -26,8 +26,8 @@ __all__ = ["inv", "solve"]
 
 
 # ------------------------------------------------------------------------------ inv
-@backward(saved=("result",))
-def LinalgInvExBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("result",), batched=True)
+def LinalgInvExBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """``-A^{-H} g A^{-H}`` (derivatives.yaml's linalg_inv_ex)."""
     inv_h = self.result.unpack(self).mT
     return (-matmul(inv_h, matmul(grads[0], inv_h)),)
@@ -61,8 +61,8 @@ def _is_vector_rhs(A: Any, B: Any) -> bool:
     return B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
 
 
-@backward(saved=("A", "result"))
-def LinalgSolveExBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("A", "result"), batched=True)
+def LinalgSolveExBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """``gB = A^{-H} gX`` and ``gA = -gB X^H`` (linalg_solve_backward), each summed back to its
     input's broadcast shape."""
     gX = grads[0]
@@ -71,11 +71,11 @@ def LinalgSolveExBackward0(self: Any, grads: list[Any]) -> Any:
         gX, X = gX.unsqueeze(-1), X.unsqueeze(-1)
     gB = solve(A.mT, gX)
     ea, eb = self.next_edges
-    gA = reduce_grad(-matmul(gB, X.mT), self.a_shape) if ea is not None else None
+    gA = reduce_grad(-matmul(gB, X.mT), self.a_shape, batch) if ea is not None else None
     if eb is None:
         return (gA, None)
     gB = gB.squeeze(-1) if self.vector else gB
-    return (gA, reduce_grad(gB, self.b_shape))
+    return (gA, reduce_grad(gB, self.b_shape, batch))
 
 
 @op(LinalgSolveExBackward0, name="linalg_solve")

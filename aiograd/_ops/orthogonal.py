@@ -44,8 +44,8 @@ def _right_solve_by_transpose(R: Tensor, G: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ qr
-@backward(saved=("Q", "R"))
-def LinalgQrBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("Q", "R"), batched=True)
+def LinalgQrBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """linalg_qr_backward. ``m >= n``: ``(gQ + Q syminvadj(triu(gR R^H - Q^H gQ))) R^{-H}``;
     ``m < n``: the leading square block's formula, padded with zeros, plus ``Q gR``."""
     if self.mode == "r":
@@ -114,8 +114,8 @@ def _gaps(L: Tensor) -> Tensor:
     return L.unsqueeze(-2) - L.unsqueeze(-1) + eye_like(n, L)
 
 
-@backward(saved=("L", "V"))
-def LinalgEighBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("L", "V"), batched=True)
+def LinalgEighBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """linalg_eig_backward for Hermitian input: ``V (diag(gL) + skew(V^H gV) / E) V^H`` with
     ``E_ij = L_j - L_i``; eigenvalues alone: ``V diag(gL) V^H``."""
     gL, gV = grads
@@ -151,8 +151,8 @@ def eigh(A: Tensor, UPLO: str = "L") -> Any:
 
 
 # ------------------------------------------------------------------------------ svd
-@backward(saved=("U", "S", "Vh"))
-def LinalgSvdBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("U", "S", "Vh"), batched=True)
+def LinalgSvdBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """svd_backward (real case): with ``E_jk = S_k^2 - S_j^2`` (1 on the diagonal),
     ``gA = U [(skew(U^H gU) S + S skew(V^H gV)) / E + diag(gS)] V^H``, plus
     ``(I - U U^H) gU S^{-1} V^H`` when m > n, or ``U S^{-1} gV^H (I - V V^H)`` when m < n. With

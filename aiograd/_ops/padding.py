@@ -40,8 +40,8 @@ Plan = tuple[tuple[int, Any, int, tuple[int, int, int]], ...]
 
 
 # ------------------------------------------------------------------------------ constant
-@backward()
-def ConstantPadNdBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def ConstantPadNdBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (pad(grads[0], tuple(-w for w in self.pad)),)
 
 
@@ -106,8 +106,9 @@ class _PadNode(Node):
     #: backward raises PyTorch's error); None on the nodes recorded by a double backward.
     x: Any = None
     _saved = ("x",)
+    batched = True  # (the plan's axes count from the end: leading batch dims pass through)
 
-    def apply(self, grads: list[Any]) -> Any:
+    def apply(self, grads: list[Any], batch: int = 0) -> Any:
         if self.x is not None:
             self.x.unpack(self)
         return (_apply_plan(grads[0], self.plan, not self.fold, self.partner),)  # type: ignore[arg-type]
@@ -126,8 +127,6 @@ def _pad_nodes(name: str) -> tuple[type[_PadNode], type[_PadNode]]:
     fold = variant(name.replace("Backward0", "BackwardBackward0"), _PadNode, fold=True, partner=node,
                    doc="Backward of a pad's backward: the pad again.")
     node.partner = fold  # type: ignore[attr-defined]
-    # (``scatter_cls``: how batching.has_batched_rule finds the nodes a double backward records)
-    node.scatter_cls = fold  # type: ignore[attr-defined]
     return node, fold  # type: ignore[return-value]
 
 

@@ -23,12 +23,12 @@ __all__ = ["addcdiv", "addcmul", "lerp", "masked_fill"]
 
 
 # ------------------------------------------------------------------------------ lerp
-@backward(saved=("x0", "x1", "x2"))
-def LerpBackward1(self: Any, grads: list[Any]) -> tuple[Any, ...]:
+@backward(saved=("x0", "x1", "x2"), batched=True)
+def LerpBackward1(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, ...]:
     """``input + weight * (end - input)``: ``1 - weight``, ``weight``, ``end - input``."""
     g = grads[0]
     start, end, weight = saved_operands(self)
-    return operand_grads(self, lambda: g * (1.0 - weight), lambda: g * weight, lambda: g * (end - start))
+    return operand_grads(self, batch, lambda: g * (1.0 - weight), lambda: g * weight, lambda: g * (end - start))
 
 
 LerpBackward0 = variant("LerpBackward0", LerpBackward1, doc="``lerp`` with a number weight.")
@@ -50,12 +50,12 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ addcmul, addcdiv
-@backward(saved=("x0", "x1", "x2"))
-def AddcmulBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
+@backward(saved=("x0", "x1", "x2"), batched=True)
+def AddcmulBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, ...]:
     g = grads[0]
     _, t1, t2 = saved_operands(self)
     v = self.value
-    return operand_grads(self, lambda: g, lambda: g * t2 * v, lambda: g * t1 * v)
+    return operand_grads(self, batch, lambda: g, lambda: g * t2 * v, lambda: g * t1 * v)
 
 
 @op(AddcmulBackward0)
@@ -72,12 +72,12 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
     return out
 
 
-@backward(saved=("x0", "x1", "x2"))
-def AddcdivBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
+@backward(saved=("x0", "x1", "x2"), batched=True)
+def AddcdivBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, ...]:
     g = grads[0]
     _, t1, t2 = saved_operands(self)
     v = self.value
-    return operand_grads(self, lambda: g, lambda: g * v / t2, lambda: -g * v * t1 / (t2 * t2))
+    return operand_grads(self, batch, lambda: g, lambda: g * v / t2, lambda: -g * v * t1 / (t2 * t2))
 
 
 @op(AddcdivBackward0)
@@ -94,17 +94,21 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
 
 
 # ------------------------------------------------------------------------------ masked_fill
-@backward()
-def MaskedFillBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
+@backward(batched=True)
+def MaskedFillBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, ...]:
     """The input's gradient where the mask is False; a tensor value's, summed where it is True."""
     g = grads[0]
     edge_input, edge_value = self.next_edges
-    grad_input = reduce_grad(where(self.mask, 0.0, g), self.input_shape) if edge_input is not None else None
+    grad_input = reduce_grad(where(self.mask, 0.0, g), self.input_shape, batch) if edge_input is not None else None
     grad_value = where(self.mask, g, 0.0).sum() if edge_value is not None else None
     return (grad_input, grad_value)
 
 
-MaskedFillBackward1 = variant("MaskedFillBackward1", MaskedFillBackward0, doc="``masked_fill`` with a tensor value.")
+#: Runs per sample under a batched backward (``batched=False``): its value's gradient is a sum over
+#: the whole sample, which the rule would take over the batch dims too.
+MaskedFillBackward1 = variant(
+    "MaskedFillBackward1", MaskedFillBackward0, doc="``masked_fill`` with a tensor value.", batched=False
+)
 
 
 @op(MaskedFillBackward0, MaskedFillBackward1)

@@ -20,7 +20,6 @@ from ._registry import backward, op
 from ._util import (
     Tensor,
     attach,
-    batch_ndim,
     common_device,
     edge_of,
     like,
@@ -37,8 +36,8 @@ __all__ = ["bmm", "dot", "einsum", "outer", "tensordot", "trace"]
 
 
 # ------------------------------------------------------------------------------ bmm
-@backward(saved=("a", "b"))
-def BmmBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("a", "b"), batched=True)
+def BmmBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """``g @ b^T`` and ``a^T @ g`` (batch by batch; a leading batch of gradients broadcasts)."""
     g = grads[0]
     ea, eb = self.next_edges
@@ -72,10 +71,10 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ dot
-@backward(saved=("a", "b"))
-def DotBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("a", "b"), batched=True)
+def DotBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """``g * b`` and ``g * a`` (``g`` is 0-d, or a batch of them)."""
-    g = per_sample_scalar(grads[0], 1)
+    g = per_sample_scalar(grads[0], 1, batch)
     ea, eb = self.next_edges
     ga = g * self.b.unpack(self) if ea is not None else None
     gb = g * self.a.unpack(self) if eb is not None else None
@@ -124,10 +123,10 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ trace
-@backward()
-def TraceBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def TraceBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """The gradient on the diagonal: ``g * eye(n, m)``."""
-    g = per_sample_scalar(grads[0], 2)
+    g = per_sample_scalar(grads[0], 2, batch)
     xp = g._device.xp
     return (g * like(xp.eye(*self.shape, dtype=g.data.dtype), g),)
 
@@ -250,8 +249,11 @@ def _broadcast_sizes(subs: list[str], operands: Sequence[Tensor]) -> dict[str, i
     return sizes
 
 
+# Not batched: its rule does take a batch (``batch``, subscripts of its own), but an equation of
+# three or more operands follows numpy's contraction path, which sums in another order once the
+# batch is there (not bit for bit the loop of ``grad()``), so it runs once per sample.
 @backward(saved=())
-def EinsumBackward0(self: Any, grads: list[Any]) -> Any:
+def EinsumBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Each operand's gradient is an ``einsum`` of the output's gradient and the other operands
     into that operand's subscripts: a subscript only that operand has is broadcast (a ones
     vector), a repeated one (a diagonal) is put back on the diagonal (an identity matrix)."""
@@ -260,22 +262,22 @@ def EinsumBackward0(self: Any, grads: list[Any]) -> Any:
     operands = [getattr(self, name).unpack(self) for name in self._saved]
     subs, out_subs, sizes = self.subs, self.out_subs, self.sizes
     spare = iter(c for c in string.ascii_letters if c not in "".join(subs) + out_subs)
-    # a batch of gradients (is_grads_batched): subscripts of their own, kept in front
-    batch = "".join(next(spare) for _ in range(batch_ndim()))
+    # a batch of gradients: subscripts of their own, kept in front
+    lead = "".join(next(spare) for _ in range(batch))
     result: list[Tensor | None] = []
     for i, edge in enumerate(self.next_edges):
         if edge is None:
             result.append(None)
             continue
-        terms, args = [batch + out_subs], [g]
+        terms, args = [lead + out_subs], [g]
         for j, (s, x) in enumerate(zip(subs, operands)):
             if j != i:
                 terms.append(s)
                 args.append(x)
         present = set("".join(terms))
-        target = batch
+        target = lead
         for c in subs[i]:
-            if c in target[len(batch) :]:  # a repeated subscript: a fresh one, tied to it by an identity
+            if c in target[len(lead) :]:  # a repeated subscript: a fresh one, tied to it by an identity
                 fresh = next(spare)
                 terms.append(c + fresh)
                 args.append(like(xp.eye(sizes[c], dtype=dtype), g))

@@ -10,8 +10,8 @@ is a slice (``SliceBackward0``), ``movedim`` a permute, ``unflatten`` a view, ``
 Every backward is written with these same ops, so ``create_graph=True`` differentiates it again;
 ``diagonal``'s backward writes the gradient into zeros along the diagonal, a recorded op
 (PyTorch's ``diagonal_backward``, node ``DiagonalBackwardBackward0``) whose backward is
-``diagonal`` again. Under ``is_grads_batched`` the gradients carry leading batch dims
-(``batch_ndim()``): every rule shifts the dims it saved past them.
+``diagonal`` again. Under ``is_grads_batched`` the gradients carry leading batch dims (the rules'
+``batch`` argument): every rule shifts the dims it saved past them.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from .._core._views import make_view
 from ._inplace_util import _alias, _commit, _recording
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, like, needs_grad
-from .batching import batch_ndim
 from .indexing import SelectBackward0, SliceBackward0, _take
 from .shape import (
     PermuteBackward0,
@@ -63,16 +62,15 @@ def _unique_dims(dims: Sequence[int], ndim: int) -> tuple[int, ...]:
     return wrapped
 
 
-def _shifted(dims: Sequence[int]) -> tuple[int, ...]:
-    """Saved dims of an input, as dims of its (possibly batched) gradient."""
-    nb = batch_ndim()
-    return tuple(d + nb for d in dims)
+def _shifted(dims: Sequence[int], batch: int) -> tuple[int, ...]:
+    """Saved dims of an input, as dims of its gradient with ``batch`` batch dims in front."""
+    return tuple(d + batch for d in dims)
 
 
 # ------------------------------------------------------------------------------ flip
-@backward()
-def FlipBackward0(self: Any, grads: list[Any]) -> Any:
-    return (flip(grads[0], _shifted(self.dims)),)
+@backward(batched=True)
+def FlipBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
+    return (flip(grads[0], _shifted(self.dims, batch)),)
 
 
 @op(FlipBackward0)
@@ -91,16 +89,15 @@ def flip(input: Tensor, *dims: Any) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ roll
-@backward()
-def RollBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def RollBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     g, back = grads[0], tuple(-s for s in self.shifts)
     if self.dims:
-        return (roll(g, back, _shifted(self.dims)),)
-    nb = batch_ndim()  # rolled as one flat vector: per sample when batched
-    if not nb:
+        return (roll(g, back, _shifted(self.dims, batch)),)
+    if not batch:
         return (roll(g, back),)
-    shape = g.data.shape
-    return (roll(g.reshape(shape[:nb] + (-1,)), back, nb).reshape(shape),)
+    shape = g.data.shape  # rolled as one flat vector: per sample when batched
+    return (roll(g.reshape(shape[:batch] + (-1,)), back, batch).reshape(shape),)
 
 
 @op(RollBackward0)
@@ -211,13 +208,13 @@ def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ tril / triu
-@backward()
-def TrilBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def TrilBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (tril(grads[0], self.diagonal),)
 
 
-@backward()
-def TriuBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def TriuBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (triu(grads[0], self.diagonal),)
 
 
@@ -277,10 +274,10 @@ def _diagonal_of(xp: Any, data: Any, offset: int, dim1: int, dim2: int) -> Any:
     return out
 
 
-@backward()
-def DiagonalBackwardBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def DiagonalBackwardBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """The backward of ``diagonal``'s backward: read the diagonal back."""
-    dim1, dim2 = _shifted((self.dim1, self.dim2))
+    dim1, dim2 = _shifted((self.dim1, self.dim2), batch)
     return (diagonal(grads[0], self.offset, dim1, dim2),)
 
 
@@ -296,10 +293,11 @@ def _diagonal_scatter(grad: Tensor, shape: tuple[int, ...], offset: int, dim1: i
     return out
 
 
-@backward(scatter_cls=DiagonalBackwardBackward0)
-def DiagonalBackward0(self: Any, grads: list[Any]) -> Any:
-    g, nb = grads[0], batch_ndim()
-    return (_diagonal_scatter(g, g.data.shape[:nb] + self.shape, self.offset, self.dim1 + nb, self.dim2 + nb),)
+@backward(batched=True)
+def DiagonalBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
+    g = grads[0]
+    shape = g.data.shape[:batch] + self.shape
+    return (_diagonal_scatter(g, shape, self.offset, self.dim1 + batch, self.dim2 + batch),)
 
 
 #: ``torch.diag`` of a matrix: a copy of its diagonal, recorded under this name by PyTorch.
@@ -324,10 +322,9 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     return out
 
 
-@backward()
-def DiagEmbedBackward0(self: Any, grads: list[Any]) -> Any:
-    nb = batch_ndim()
-    return (diagonal(grads[0], self.offset, nb, nb + 1),)
+@backward(batched=True)
+def DiagEmbedBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
+    return (diagonal(grads[0], self.offset, batch, batch + 1),)
 
 
 @op(DiagEmbedBackward0, DiagonalBackward0_copy)

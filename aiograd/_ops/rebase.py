@@ -70,6 +70,10 @@ class CopySlices(Node):
     goes through ``fn`` (as the gradient of the view after the op) and the result replaces that
     region (edge 0, to the base's old history); ``fn``'s other gradients (edges 1...) go to the
     op's other inputs.
+
+    Not batched (``Node.batched``): under ``is_grads_batched`` it runs once per sample, as its
+    region of the base and ``fn`` are those of one sample (``x[i] = v`` sends ``v`` a gradient
+    summed back to its unbatched shape).
     """
 
     _saved = ("fn",)

@@ -76,8 +76,8 @@ def _expand_reduced_array(
     return out
 
 
-@backward()
-def SumBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def SumBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     g = grads[0]
     if not grad_enabled():
         out = like(_expand_reduced_array(g._device.xp, g.data, self.shape, self.axes, self.keepdim), g)
@@ -105,8 +105,8 @@ def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = F
     return out
 
 
-@backward()
-def MeanBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def MeanBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     if not grad_enabled():
         # the mean of nothing (count 0): its gradient is empty, so the NaN of 0/0 goes nowhere
         g = grads[0].data / self.count if self.count else quietly(lambda: grads[0].data / self.count)
@@ -197,8 +197,8 @@ def var_grad(node: Any, grad: Tensor) -> Tensor:
     return g * node.scale * centered  # PyTorch's order: (2 / dof * grad) * (x - mean)
 
 
-@backward(saved=("x",))
-def VarBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("x",), batched=True)
+def VarBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (var_grad(self, grads[0]),)
 
 
@@ -272,18 +272,18 @@ MaxResult = _return_type("max")
 MinResult = _return_type("min")
 
 
-@backward()
-def MaxBackward1(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def MaxBackward1(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Full max: the gradient is shared evenly among the elements equal to the maximum."""
-    g = per_sample_scalar(grads[0], self.mask.ndim)
+    g = per_sample_scalar(grads[0], self.mask.ndim, batch)
     return (g.expand(g.data.shape[: g.data.ndim - self.mask.ndim] + self.mask.shape) * self.mask.astype(g.data.dtype),)
 
 
 MinBackward1 = variant("MinBackward1", MaxBackward1)
 
 
-@backward()
-def MaxBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def MaxBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Max over a dim: the gradient goes to the element at the returned index only."""
     g = expand_reduced(grads[0], self.mask.shape, self.axes, self.keepdim)
     return (g * self.mask.astype(g.data.dtype),)
@@ -437,8 +437,8 @@ def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdi
     return where(zero, q * other_zeros, q / x_nonzero * r)
 
 
-@backward(saved=("x", "result"))
-def ProdBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("x", "result"), batched=True)
+def ProdBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Product of all elements."""
     x, result = self.x.unpack(self), self.result.unpack(self)
     g = expand_reduced(grads[0], x.data.shape, self.axes, self.keepdim)

@@ -20,8 +20,8 @@ from .reduction import _check_nonempty, axes_of, expand_reduced
 __all__ = ["amax", "amin", "all", "any", "count_nonzero"]
 
 
-@backward()
-def AmaxBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def AmaxBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """PyTorch's ``scale_grad_by_count``: ``grad / count * mask``, the mask marking the elements
     equal to their slice's result and ``count`` how many there are per slice (a tie shares the
     gradient evenly; a NaN slice gets NaN, as PyTorch)."""

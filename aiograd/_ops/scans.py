@@ -52,8 +52,8 @@ def _along(d: int, index: Any) -> tuple[Any, ...]:
 
 
 # ------------------------------------------------------------------------------ cumsum
-@backward()
-def CumsumBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def CumsumBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """The adjoint of a cumulative sum is the cumulative sum in the other direction."""
     if self.dim is None:  # a 0-d input: the identity (its gradient may carry batch dims)
         return (grads[0],)
@@ -107,8 +107,8 @@ def _cumprod_grad_with_zeros(x: Tensor, g: Tensor, d: int) -> Tensor:
     return left * cat(tails[::-1], d)
 
 
-@backward(saved=("x", "result"))
-def CumprodBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("x", "result"), batched=True)
+def CumprodBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """PyTorch's cumprod_backward: ``reversed_cumsum(result * grad) / input`` when no factor is
     zero, else the exact product form of ``_cumprod_grad_with_zeros``."""
     g, d = grads[0], self.dim

@@ -35,7 +35,6 @@ import numpy as np
 
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, common_device, edge_of, infer_size, like, needs_grad, save, wrap
-from .batching import batch_ndim
 from .indexing import (
     _FULL,
     GatherBackward0,
@@ -67,21 +66,19 @@ def _mesh(idx: np.ndarray[Any, Any], d: int) -> tuple[np.ndarray[Any, Any], ...]
     )
 
 
-def _batched_index(idx: np.ndarray[Any, Any], grad: Tensor) -> np.ndarray[Any, Any]:
-    """``idx`` with the gradient's batch dims in front (the same index for every sample)."""
-    nb = batch_ndim()
-    return np.broadcast_to(idx, grad.data.shape[:nb] + idx.shape) if nb else idx
+def _batched_index(idx: np.ndarray[Any, Any], grad: Tensor, batch: int) -> np.ndarray[Any, Any]:
+    """``idx`` with the gradient's ``batch`` batch dims in front (the same index for every sample)."""
+    return np.broadcast_to(idx, grad.data.shape[:batch] + idx.shape) if batch else idx
 
 
-def _grad_of_src(grad: Tensor, dim: int, idx: np.ndarray[Any, Any], src_shape: tuple[int, ...]) -> Tensor:
+def _grad_of_src(grad: Tensor, dim: int, idx: np.ndarray[Any, Any], src_shape: tuple[int, ...], batch: int) -> Tensor:
     """``grad.gather(dim, index)``, padded with zeros to ``src``'s shape where ``src`` is larger."""
-    nb = batch_ndim()
-    g = gather(grad, dim + nb, _batched_index(idx, grad))
-    read = g.data.shape[nb:]  # the shape of the part of src that forward read
+    g = gather(grad, dim + batch, _batched_index(idx, grad, batch))
+    read = g.data.shape[batch:]  # the shape of the part of src that forward read
     if read == src_shape:
         return g
     if int(np.prod(read)) == int(np.prod(src_shape)):  # a 0-d src read through a 1-element index
-        return reshape(g, g.data.shape[:nb] + src_shape)
+        return reshape(g, g.data.shape[:batch] + src_shape)
     widths: list[int] = []
     for n, size in zip(reversed(read), reversed(src_shape)):  # (pad's order: last dim first)
         widths += [0, size - n]
@@ -103,14 +100,14 @@ def _unpack_index(node: Any) -> None:
     node.indices.unpack(node)  # (raises once the graph was freed)
 
 
-@backward(saved=("indices",))
-def ScatterBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("indices",), batched=True)
+def ScatterBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     _unpack_index(self)
-    g, nb = grads[0], batch_ndim()
-    grad_self = scatter(g, self.dim + nb, _batched_index(self.index, g), 0.0) if _wants(self, 0) else None
+    g = grads[0]
+    grad_self = scatter(g, self.dim + batch, _batched_index(self.index, g, batch), 0.0) if _wants(self, 0) else None
     if len(self.next_edges) == 1:  # ScatterBackward1: a value, not a tensor, was scattered
         return (grad_self,)
-    return (grad_self, _grad_of_src(g, self.dim, self.index, self.src_shape) if _wants(self, 1) else None)
+    return (grad_self, _grad_of_src(g, self.dim, self.index, self.src_shape, batch) if _wants(self, 1) else None)
 
 
 ScatterBackward1 = variant("ScatterBackward1", ScatterBackward0, doc="``scatter`` of a value: only ``input``.")
@@ -208,11 +205,12 @@ def scatter(input: Tensor, dim: int, index: Any, src: Any = None, *, value: Any 
 
 
 # ------------------------------------------------------------------------------ scatter_add
-@backward(saved=("indices",))
-def ScatterAddBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("indices",), batched=True)
+def ScatterAddBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     _unpack_index(self)
     g = grads[0]
-    return (g if _wants(self, 0) else None, _grad_of_src(g, self.dim, self.index, self.src_shape) if _wants(self, 1) else None)
+    grad_src = _grad_of_src(g, self.dim, self.index, self.src_shape, batch) if _wants(self, 1) else None
+    return (g if _wants(self, 0) else None, grad_src)
 
 
 @op(ScatterAddBackward0)
@@ -230,14 +228,14 @@ def scatter_add(input: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ index_add
-@backward(saved=("indices",))
-def IndexAddBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("indices",), batched=True)
+def IndexAddBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     _unpack_index(self)
-    g, nb = grads[0], batch_ndim()
+    g = grads[0]
     grad_source = None
     if _wants(self, 1):
-        picked = index_select(g, self.dim + nb if self.ndim else nb, self.index) if self.ndim else g
-        picked = reshape(picked, picked.data.shape[:nb] + self.source_shape)
+        picked = index_select(g, self.dim + batch if self.ndim else batch, self.index) if self.ndim else g
+        picked = reshape(picked, picked.data.shape[:batch] + self.source_shape)
         grad_source = picked * self.alpha if self.alpha != 1 else picked
     return (g if _wants(self, 0) else None, grad_source)
 
@@ -311,7 +309,7 @@ MaskedScatterBackward0 = variant("MaskedScatterBackward0", _ScatterBackward)
 
 
 @backward(base=_TakeBackward, saved=("indices", "x"), scatter_cls=MaskedScatterBackward0, x=None)
-def MaskedSelectBackward0(self: Any, grads: list[Any]) -> Any:
+def MaskedSelectBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """The gradient put back at the mask into zeros of the broadcast shape, summed back to the
     input's shape (a node recorded by the double backward has no broadcast: ``input_shape`` is
     its ``shape``). The input is saved, as PyTorch's node saves it (so an in-place change of it
@@ -319,10 +317,10 @@ def MaskedSelectBackward0(self: Any, grads: list[Any]) -> Any:
     for field in (self.indices, self.x):
         if field is not None:
             field.unpack(self)
-    g, nb = grads[0], batch_ndim()
-    index = (None, ((_FULL,) * nb) + self.index[1], False) if nb else self.index  # type: ignore[index]
-    full = _scatter(g, g.data.shape[:nb] + self.shape, index, type(self))
-    return (reduce_grad(full, getattr(self, "input_shape", self.shape)),)
+    g = grads[0]
+    index = (None, ((_FULL,) * batch) + self.index[1], False) if batch else self.index  # type: ignore[index]
+    full = _scatter(g, g.data.shape[:batch] + self.shape, index, type(self))
+    return (reduce_grad(full, getattr(self, "input_shape", self.shape), batch),)
 
 
 @op(MaskedSelectBackward0)

@@ -15,7 +15,7 @@ import numpy as np
 from .._core._node import Node
 from .._core._views import make_view
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, batch_ndim, batched_shape, edge_of, like, needs_grad
+from ._util import Tensor, attach, batched_shape, edge_of, like, needs_grad
 from .batching import batched_sum_to, sum_to_array
 from .quiet import quietly
 
@@ -50,9 +50,9 @@ def _dim(dim: int, ndim: int) -> int:
     return dim % max(ndim, 1)
 
 
-@backward()
-def ViewBackward0(self: Any, grads: list[Any]) -> Any:
-    return (grads[0].reshape(batched_shape(grads[0], self.shape)),)
+@backward(batched=True)
+def ViewBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
+    return (grads[0].reshape(batched_shape(grads[0], self.shape, batch)),)
 
 
 #: PyTorch's name for a reshape that had to copy, and for the view ``matmul`` puts on a product
@@ -129,10 +129,9 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(input, shape[:start] + (merged,) + shape[end + 1 :])
 
 
-@backward()
-def PermuteBackward0(self: Any, grads: list[Any]) -> Any:
-    nb = batch_ndim()
-    return (grads[0].permute(*range(nb), *(nb + d for d in np.argsort(self.dims).tolist())),)
+@backward(batched=True)
+def PermuteBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
+    return (grads[0].permute(*range(batch), *(batch + d for d in np.argsort(self.dims).tolist())),)
 
 
 @op(PermuteBackward0)
@@ -156,10 +155,9 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
     return out
 
 
-@backward()
-def TransposeBackward0(self: Any, grads: list[Any]) -> Any:
-    nb = batch_ndim()
-    return (grads[0].transpose(self.dim0 + nb, self.dim1 + nb),)
+@backward(batched=True)
+def TransposeBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
+    return (grads[0].transpose(self.dim0 + batch, self.dim1 + batch),)
 
 
 #: ``t()``'s node: PyTorch names it apart from ``transpose``'s (same rule).
@@ -214,10 +212,10 @@ def mT_property(input: Tensor) -> Tensor:
     return transpose(input, -2, -1)
 
 
-@backward()
-def SqueezeBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def SqueezeBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """``squeeze()``; its subclasses name ``squeeze(dim)`` and ``squeeze(dims)`` as PyTorch does."""
-    return (grads[0].reshape(batched_shape(grads[0], self.shape)),)
+    return (grads[0].reshape(batched_shape(grads[0], self.shape, batch)),)
 
 
 SqueezeBackward1 = variant("SqueezeBackward1", SqueezeBackward0)
@@ -251,9 +249,9 @@ def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     return out
 
 
-@backward()
-def UnsqueezeBackward0(self: Any, grads: list[Any]) -> Any:
-    return (grads[0].squeeze(self.dim + batch_ndim()),)
+@backward(batched=True)
+def UnsqueezeBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
+    return (grads[0].squeeze(self.dim + batch),)
 
 
 @op(UnsqueezeBackward0)
@@ -268,9 +266,9 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
     return out
 
 
-@backward()
-def ExpandBackward0(self: Any, grads: list[Any]) -> Any:
-    return (reduce_grad(grads[0], self.shape),)
+@backward(batched=True)
+def ExpandBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
+    return (reduce_grad(grads[0], self.shape, batch),)
 
 
 @op(ExpandBackward0)
@@ -314,13 +312,13 @@ def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
     return expand(input, tuple(shape))
 
 
-@backward()
-def SumToSizeBackward0(self: Any, grads: list[Any]) -> Any:
-    g, nb = grads[0], batch_ndim()
-    if nb:  # the summed-away leading dims come back between the batch dims and the rest
-        lead = len(self.shape) - (g.data.ndim - nb)
-        g = g.reshape(g.data.shape[:nb] + (1,) * lead + g.data.shape[nb:])
-    return (expand(g, batched_shape(g, self.shape)),)
+@backward(batched=True)
+def SumToSizeBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
+    g = grads[0]
+    if batch:  # the summed-away leading dims come back between the batch dims and the rest
+        lead = len(self.shape) - (g.data.ndim - batch)
+        g = g.reshape(g.data.shape[:batch] + (1,) * lead + g.data.shape[batch:])
+    return (expand(g, batched_shape(g, self.shape, batch)),)
 
 
 def _sum_to_shape(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
@@ -366,14 +364,14 @@ def sum_to_size(input: Tensor, *size: Any) -> Tensor:
     return out
 
 
-@backward()
-def RepeatBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def RepeatBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     # Each input element appears once per tile: split every dim into (tiles, size), sum tiles.
-    shape, reps, nb = self.padded_shape, self.repeats, batch_ndim()
+    shape, reps = self.padded_shape, self.repeats
     split = tuple(x for pair in zip(reps, shape) for x in pair)
     g = grads[0]
-    summed = g.reshape(batched_shape(g, split)).sum(tuple(range(nb, nb + 2 * len(shape), 2)))
-    return (summed.reshape(batched_shape(g, self.shape)),)
+    summed = g.reshape(batched_shape(g, split, batch)).sum(tuple(range(batch, batch + 2 * len(shape), 2)))
+    return (summed.reshape(batched_shape(g, self.shape, batch)),)
 
 
 @op(RepeatBackward0)
@@ -397,24 +395,22 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
     return out
 
 
-def reduce_grad(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
+def reduce_grad(grad: Tensor, shape: tuple[int, ...], batch: int) -> Tensor:
     """A broadcast op's gradient summed back to one input's shape (no-op when equal); a batched
-    gradient keeps its batch dims in front."""
+    gradient keeps its ``batch`` leading dims in front."""
     if grad.data.shape == shape:
         return grad
-    nb = batch_ndim()
-    return batched_sum_to(grad, shape, nb) if nb else sum_to_size(grad, shape)
+    return batched_sum_to(grad, shape, batch) if batch else sum_to_size(grad, shape)
 
 
-def _sum_to(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+def _sum_to(data: np.ndarray[Any, Any], shape: tuple[int, ...], batch: int) -> np.ndarray[Any, Any]:
     """``reduce_grad`` on a gradient's array (the first-order fast paths): batch dims kept."""
     if data.shape == shape:
         return data
-    nb = batch_ndim()
     try:
-        return sum_to_array(data, shape, nb) if nb else _sum_to_shape(data, shape)
+        return sum_to_array(data, shape, batch) if batch else _sum_to_shape(data, shape)
     except RuntimeWarning:  # inf + -inf where -W error made numpy's warning one: torch is silent
-        return quietly(sum_to_array, data, shape, nb) if nb else quietly(_sum_to_shape, data, shape)
+        return quietly(sum_to_array, data, shape, batch) if batch else quietly(_sum_to_shape, data, shape)
 
 
 TENSOR_METHODS = {

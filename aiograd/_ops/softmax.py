@@ -19,8 +19,8 @@ __all__ = ["logsumexp", "softmax", "log_softmax"]
 
 
 # ------------------------------------------------------------------------------ logsumexp
-@backward(saved=("x", "result"))
-def LogsumexpBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("x", "result"), batched=True)
+def LogsumexpBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     x, result = self.x.unpack(self), self.result.unpack(self)
     shape = x.data.shape
     g = expand_reduced(grads[0], shape, self.axes, self.keepdim)
@@ -67,10 +67,10 @@ def _softmax_array(xp: Any, data: Any, axes: tuple[int, ...]) -> Any:
     return e / e.sum(axis=axes, keepdims=True)
 
 
-@backward(saved=("result",))
-def SoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("result",), batched=True)
+def SoftmaxBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     y, g = self.result.unpack(self), grads[0]
-    return (y * (g - (g * y).sum(shift_axes(self.axes), keepdim=True)),)
+    return (y * (g - (g * y).sum(shift_axes(self.axes, batch), keepdim=True)),)
 
 
 @op(SoftmaxBackward0)
@@ -85,13 +85,13 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     return out
 
 
-@backward(saved=("result",))
-def LogSoftmaxBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("result",), batched=True)
+def LogSoftmaxBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     y, g = self.result.unpack(self), grads[0]
     if not grad_enabled():
         gd = g.data
-        return (like(quietly(_log_softmax_vjp, g._device.xp, gd, y.data, shift_axes(self.axes)), g),)
-    return (g - y.exp() * g.sum(shift_axes(self.axes), keepdim=True),)
+        return (like(quietly(_log_softmax_vjp, g._device.xp, gd, y.data, shift_axes(self.axes, batch)), g),)
+    return (g - y.exp() * g.sum(shift_axes(self.axes, batch), keepdim=True),)
 
 
 def _log_softmax_vjp(xp: Any, gd: Any, y: Any, axes: tuple[int, ...]) -> Any:

@@ -61,8 +61,8 @@ def stable_order(xp: Any, data: Any, axis: int, descending: bool) -> Any:
 
 
 # ------------------------------------------------------------------------------ sort, topk
-@backward()
-def SortBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def SortBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """The gradient gathered back through the inverse permutation; positions the output leaves
     out (``topk``) get zero."""
     g = grads[0]
@@ -137,8 +137,8 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 
 
 # ------------------------------------------------------------------------------ kthvalue, median
-@backward()
-def KthvalueBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def KthvalueBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """The gradient lands on the element at each returned index."""
     g = expand_reduced(grads[0], self.mask.shape, self.axes, self.keepdim)
     return (g * self.mask.astype(g.data.dtype),)
@@ -243,11 +243,11 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any
     return KthvalueResult(*_select(input, dim, bool(keepdim), position, KthvalueBackward0, "kthvalue"))
 
 
-@backward()
-def MedianBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def MedianBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """PyTorch's evenly_distribute_backward: ``grad / count`` on each of the ``count`` elements
     equal to the median (the NaNs, when it is NaN), zero elsewhere."""
-    g = per_sample_scalar(grads[0], self.mask.ndim)
+    g = per_sample_scalar(grads[0], self.mask.ndim, batch)
     return (where(self.mask, g / self.count, 0.0),)
 
 

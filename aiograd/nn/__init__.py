@@ -3,61 +3,10 @@ activations and losses as modules, ``init``, ``utils`` (gradient clipping, weigh
 safetensors/npz files) and ``functional``."""
 
 from . import functional, init, modules, parameter, utils
-from .modules import (
-    ELU,
-    GELU,
-    AdaptiveAvgPool2d,
-    AvgPool2d,
-    BatchNorm1d,
-    BatchNorm2d,
-    BCELoss,
-    BCEWithLogitsLoss,
-    Conv1d,
-    Conv2d,
-    ConvTranspose2d,
-    CrossEntropyLoss,
-    Dropout,
-    Embedding,
-    Flatten,
-    GroupNorm,
-    Hardtanh,
-    HuberLoss,
-    Identity,
-    KLDivLoss,
-    L1Loss,
-    LayerNorm,
-    LeakyReLU,
-    Linear,
-    LogSoftmax,
-    MaxPool2d,
-    Mish,
-    Module,
-    ModuleDict,
-    ModuleList,
-    MSELoss,
-    MultiheadAttention,
-    NLLLoss,
-    ReLU,
-    ReLU6,
-    Sequential,
-    Sigmoid,
-    SiLU,
-    SmoothL1Loss,
-    Softmax,
-    Softplus,
-    Tanh,
-    TransformerEncoder,
-    TransformerEncoderLayer,
-    Unflatten,
-)
+
+# The layers, and the one list of them, are nn/modules/__init__.py's.
+from .modules import *  # noqa: F403
 from .parameter import Buffer, Parameter
 
-__all__ = [
-    "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Buffer",
-    "Conv1d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding", "Flatten", "GELU",
-    "GroupNorm", "Hardtanh", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LayerNorm", "LeakyReLU", "Linear",
-    "LogSoftmax", "MSELoss", "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention",
-    "NLLLoss", "Parameter", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus",
-    "Tanh", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten", "functional", "init", "modules",
-    "parameter", "utils",
-]
+__all__ = ["Buffer", "Parameter", "functional", "init", "modules", "parameter", "utils"]
+__all__ += modules.__all__

@@ -141,8 +141,8 @@ def _gelu_tanh(xp: Any, x: Any) -> Any:
     return 0.5 * x * (1.0 + xp.tanh(inner))
 
 
-@backward(name="GeluBackward0", saved=("x",))
-def _GeluBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
+@backward(name="GeluBackward0", saved=("x",), batched=True)
+def _GeluBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
     """PyTorch's ``GeluBackwardKernelImpl``: ``cdf + x * pdf`` (exact), or the derivative of
     ``0.5 x (1 + tanh(inner))`` (tanh). At first order the exact one reuses the forward's cdf;
     recorded (create_graph), it recomputes it with aiograd ops, so it is differentiable."""
@@ -193,8 +193,8 @@ def _silu(xp: Any, x: Any) -> Any:
     return x / (1.0 + xp.exp(-x))
 
 
-@backward(name="SiluBackward0", saved=("x",))
-def _SiluBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
+@backward(name="SiluBackward0", saved=("x",), batched=True)
+def _SiluBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
     """``sigmoid(x) * (1 + x * (1 - sigmoid(x)))``."""
     g, x = grads[0], self.x.unpack(self)
     s = sigmoid(x)
@@ -210,8 +210,8 @@ def _mish(xp: Any, x: Any) -> Any:
     return x * xp.tanh(xp.log1p(xp.exp(x)))
 
 
-@backward(name="MishBackward0", saved=("x",))
-def _MishBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
+@backward(name="MishBackward0", saved=("x",), batched=True)
+def _MishBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
     """``tanh(softplus(x)) + x * sigmoid(x) * (1 - tanh(softplus(x))**2)``."""
     g, x = grads[0], self.x.unpack(self)
     t = tanh(log1p(exp(x)))
@@ -224,16 +224,16 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ elu
-@backward(name="EluBackward0", saved=("x",))
-def _EluBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
+@backward(name="EluBackward0", saved=("x",), batched=True)
+def _EluBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
     """``alpha * exp(x)`` where ``x <= 0``, 1 elsewhere (NaN included: PyTorch's formula, and
     its scalar loop; its vectorised loop gives NaN there)."""
     g, x = grads[0], self.x.unpack(self)
     return (g * where(x.data <= 0, exp(x) * self.alpha, 1.0),)
 
 
-@backward(name="EluBackward1", saved=("result",))
-def _EluBackward1(self: Any, grads: list[Any]) -> tuple[Any]:
+@backward(name="EluBackward1", saved=("result",), batched=True)
+def _EluBackward1(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
     """``elu_``'s, through the result: ``result + alpha`` where ``result <= 0``, 1 elsewhere."""
     if self.alpha < 0:
         raise RuntimeError(_ELU_NEGATIVE)
@@ -276,16 +276,16 @@ def _result_inplace(input: Tensor, forward: Callable[[Any, Any], Any], node_cls:
 
 
 # ------------------------------------------------------------------------------ leaky_relu
-@backward(name="LeakyReluBackward0", saved=("x",))
-def _LeakyReluBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
+@backward(name="LeakyReluBackward0", saved=("x",), batched=True)
+def _LeakyReluBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
     """1 where ``x > 0``, ``negative_slope`` elsewhere."""
     g, x = grads[0], self.x.unpack(self)
     positive = x.data > 0
     return (g * _mask_values(positive, 1.0, self.negative_slope, x),)
 
 
-@backward(name="LeakyReluBackward1", saved=("result",))
-def _LeakyReluBackward1(self: Any, grads: list[Any]) -> tuple[Any]:
+@backward(name="LeakyReluBackward1", saved=("result",), batched=True)
+def _LeakyReluBackward1(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
     """``leaky_relu_``'s, through the result (the same mask for a non-negative slope)."""
     if self.negative_slope < 0:
         raise RuntimeError(_LEAKY_NEGATIVE)
@@ -316,8 +316,8 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 
 
 # ------------------------------------------------------------------------------ softplus
-@backward(name="SoftplusBackward0", saved=("x",))
-def _SoftplusBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
+@backward(name="SoftplusBackward0", saved=("x",), batched=True)
+def _SoftplusBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
     """``z / (z + 1)``, ``z = exp(beta x)``, where ``beta x <= threshold``; 1 above."""
     g, x = grads[0], self.x.unpack(self)
     z = exp(x * self.beta)
@@ -335,8 +335,8 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 
 # ------------------------------------------------------------------------------ hardtanh
-@backward(name="HardtanhBackward0", saved=("x",))
-def _HardtanhBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
+@backward(name="HardtanhBackward0", saved=("x",), batched=True)
+def _HardtanhBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
     """0 on and outside the bounds, 1 elsewhere (NaN included: PyTorch's formula, and its scalar
     loop; its vectorised loop gives 0 there)."""
     g, x = grads[0], self.x.unpack(self)

@@ -26,7 +26,6 @@ from .._ops._registry import backward, op
 from .._ops._util import (
     Tensor,
     attach,
-    batch_ndim,
     common_device,
     edge_of,
     grad_enabled,
@@ -159,15 +158,14 @@ def _conv_transpose_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, group
 
 
 # ------------------------------------------------------------------------------ the node
-@backward(saved=("input", "weight"))
-def ConvolutionBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(saved=("input", "weight"), batched=True)
+def ConvolutionBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Gradients of a convolution (or a transposed one) for its input, weight and bias."""
     g = grads[0]
     ex, ew, eb = self.next_edges
     x, w = self.input.unpack(self), self.weight.unpack(self)
     recorded = grad_enabled()
     xp = xp_of(g)
-    b = batch_ndim()
     xa, wa, ga = (x, w, g) if recorded else (x.data, w.data, g.data)
     if self.one_d:  # (N, C, L) as (N, C, 1, L)
         xa, wa = xa.reshape(*xa.shape[:2], 1, xa.shape[-1]), wa.reshape(*wa.shape[:2], 1, wa.shape[-1])
@@ -178,8 +176,8 @@ def ConvolutionBackward0(self: Any, grads: list[Any]) -> Any:
     if eb is not None:
         # on arrays: the samples summed first (a reduction over the outer axis runs vectorised),
         # then each channel's plane; numpy's reduction over (N, OH, OW) at once is ~4x slower
-        gb = ga.sum(_bias_axes(b)) if recorded else ga.sum(b).reshape(*ga.shape[:b], ga.shape[b + 1], ga.shape[-2] * ga.shape[-1]).sum(-1)
-    lead = g.shape[:b]
+        gb = ga.sum(_bias_axes(batch)) if recorded else ga.sum(batch).reshape(*ga.shape[:batch], ga.shape[batch + 1], ga.shape[-2] * ga.shape[-1]).sum(-1)
+    lead = g.shape[:batch]
     if gx is not None:
         gx = gx.reshape(*lead, *x.shape)
     if gw is not None:

@@ -25,6 +25,8 @@ from .._ops.indexing import IndexBackward0, _scatter
 __all__ = ["embedding"]
 
 
+# Not batched (runs once per sample under ``is_grads_batched``): it scatters into the weight's
+# unbatched shape.
 @backward(name="EmbeddingBackward0")
 def _EmbeddingBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
     """Scatter-add the output's gradient into the picked rows of zeros shaped as ``weight``."""

@@ -144,11 +144,12 @@ def _constant(value: Any, input: Tensor, name: str, fname: str) -> Any:
     return input._device.xp.asarray(data).astype(input.data.dtype, copy=False)
 
 
-def _scale(g: Tensor, reduction: str, ndim: int, numel: int) -> Tensor:
-    """The gradient of the loss elements: the output's, broadcast back, over ``numel`` for mean."""
+def _scale(g: Tensor, reduction: str, ndim: int, numel: int, batch: int) -> Tensor:
+    """The gradient of the loss elements: the output's, broadcast back (behind ``batch`` batch
+    dims), over ``numel`` for mean."""
     if reduction == "none":
         return g
-    g = per_sample_scalar(g, ndim)
+    g = per_sample_scalar(g, ndim, batch)
     if reduction == "sum":
         return g
     return g * (1.0 / numel if numel else float("nan"))  # (an empty mean: an empty gradient)
@@ -176,10 +177,10 @@ def _loss_output(
     return out
 
 
-def _saved_operands(node: Any, grads: list[Any]) -> tuple[Tensor, Tensor, Tensor]:
+def _saved_operands(node: Any, grads: list[Any], batch: int) -> tuple[Tensor, Tensor, Tensor]:
     """A loss node's input and target, and its output's gradient scaled to their elements."""
     x, y = node.input.unpack(node), node.target.unpack(node)
-    return x, y, _scale(grads[0], node.reduction, x.data.ndim, x.data.size)
+    return x, y, _scale(grads[0], node.reduction, x.data.ndim, x.data.size, batch)
 
 
 def _each_way(node: Any, part: Any, x: Tensor, y: Tensor) -> tuple[Tensor | None, Tensor | None]:
@@ -240,12 +241,12 @@ def _check_weight_shape(input: Tensor, weight: Any) -> None:
 
 
 # ------------------------------------------------------------------------------ smooth_l1_loss
-@backward(name="SmoothL1LossBackward0", saved=("input", "target"))
-def _SmoothL1LossBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(name="SmoothL1LossBackward0", saved=("input", "target"), batched=True)
+def _SmoothL1LossBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """``d / beta`` inside ``|d| < beta``, ``sign(d)`` outside, ``d = input - target``; the
     target's is the same with the operands swapped (so equal operands give +0 to both). A NaN
     ``d`` takes the inner branch (NaN), as in ATen's kernel."""
-    x, y, g = _saved_operands(self, grads)
+    x, y, g = _saved_operands(self, grads, batch)
     beta = self.beta
 
     def part(d: Tensor) -> Tensor:
@@ -282,11 +283,11 @@ def smooth_l1_loss(
 
 
 # ------------------------------------------------------------------------------ huber_loss
-@backward(name="HuberLossBackward0", saved=("input", "target"))
-def _HuberLossBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(name="HuberLossBackward0", saved=("input", "target"), batched=True)
+def _HuberLossBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """``d`` inside ``|d| < delta``, ``delta * sign(d)`` outside; the target's with the operands
     swapped (ATen's ``huber_backward``)."""
-    x, y, g = _saved_operands(self, grads)
+    x, y, g = _saved_operands(self, grads, batch)
     delta = self.delta
 
     def part(d: Tensor) -> Tensor:
@@ -322,11 +323,11 @@ def huber_loss(
 
 
 # ------------------------------------------------------------------------------ binary_cross_entropy
-@backward(name="BinaryCrossEntropyBackward0", saved=("input", "target"))
-def _BinaryCrossEntropyBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(name="BinaryCrossEntropyBackward0", saved=("input", "target"), batched=True)
+def _BinaryCrossEntropyBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Input: ``g * (x - y) / max(x * (1 - x), 1e-12)``; target: ``-g * logit(x)``; both times
     the weight (and over the element count for ``'mean'``), as ATen's."""
-    x, y, g = _saved_operands(self, grads)
+    x, y, g = _saved_operands(self, grads, batch)
     w = self.weight
     ex, ey = self.next_edges
     gx = gy = None
@@ -393,12 +394,12 @@ def log_sigmoid(x: Tensor) -> Tensor:
     return where(x < 0, x, 0.0) - (-x.abs()).exp().log1p()
 
 
-@backward(name="BinaryCrossEntropyWithLogitsBackward0", saved=("input", "target"))
-def _BinaryCrossEntropyWithLogitsBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(name="BinaryCrossEntropyWithLogitsBackward0", saved=("input", "target"), batched=True)
+def _BinaryCrossEntropyWithLogitsBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Input: ``(sigmoid(x) - y)``, or ``(p*y + 1 - y) * sigmoid(x) - p*y`` with ``pos_weight``
     ``p``; target: ``-x``, or ``log_sigmoid(-x) - p * log_sigmoid(x)``; times ``g`` and the
     weight (FunctionsManual.cpp's ``binary_cross_entropy_with_logits_backward``)."""
-    x, y, g = _saved_operands(self, grads)
+    x, y, g = _saved_operands(self, grads, batch)
     w, p = self.weight, self.pos_weight
     ex, ey = self.next_edges
     gx = gy = None

@@ -128,6 +128,9 @@ def _shape_str(shape: Sequence[int]) -> str:
 
 
 # ------------------------------------------------------------------------------ layer_norm
+# Not batched (runs once per sample under ``is_grads_batched``): a normalization reduces over axes
+# of the saved input, written for one sample (a batched rule would put the batch dims in front of
+# those axes).
 @backward(name="NativeLayerNormBackward0", saved=("input", "weight"))
 def _NativeLayerNormBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
     g, x = grads[0], self.input.unpack(self)
@@ -180,6 +183,7 @@ def layer_norm(
 
 
 # ------------------------------------------------------------------------------ batch_norm
+# Not batched, as layer_norm's (it reduces over axes of the saved input).
 @backward(name="NativeBatchNormBackward0", saved=("input", "weight"))
 def _NativeBatchNormBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
     g, x = grads[0], self.input.unpack(self)
@@ -271,6 +275,7 @@ def _update_running(xp: Any, x: Any, axes: tuple[int, ...], mean: Any, running_m
 
 
 # ------------------------------------------------------------------------------ group_norm
+# Not batched, as layer_norm's (it reduces over axes of the saved input).
 @backward(name="NativeGroupNormBackward0", saved=("input", "weight"))
 def _NativeGroupNormBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
     g, x = grads[0], self.input.unpack(self)

@@ -142,8 +142,8 @@ def MaxPoolGatherBackward(self: Any, grads: list[Any]) -> Any:
     return (_scatter(grads[0], self.index, self.plane),)
 
 
-@backward()
-def MaxPool2DWithIndicesBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def MaxPool2DWithIndicesBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Each output's gradient added at its input position (overlapping windows sum)."""
     g = grads[0]
     xp = xp_of(g)
@@ -285,8 +285,8 @@ def max_pool2d(
 
 
 # ------------------------------------------------------------------------------ avg_pool2d
-@backward()
-def AvgPool2DBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def AvgPool2DBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Each output's gradient, divided by its divisor, spread over its window (``fold``)."""
     g = grads[0]
     kh, kw = self.geom[0].kernel, self.geom[1].kernel
@@ -342,8 +342,8 @@ def avg_pool2d(
 
 
 # ------------------------------------------------------------------------------ adaptive_avg_pool2d
-@backward()
-def AdaptiveAvgPool2DBackward0(self: Any, grads: list[Any]) -> Any:
+@backward(batched=True)
+def AdaptiveAvgPool2DBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """``P_h.T @ g @ P_w``: each output's gradient spread evenly over its bin."""
     g = grads[0]
     ph, pw = self.bins

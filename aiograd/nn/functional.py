@@ -31,7 +31,6 @@ from .._ops._util import needs_grad as _needs_grad
 from .._ops._util import on as _on
 from .._ops._util import to_tensor as _to_tensor
 from .._ops._util import wrap as _wrap
-from .._ops.batching import batch_ndim as _batch_ndim
 from .._ops.batching import per_sample_scalar as _per_sample_scalar
 from .._ops.elementwise import relu, sigmoid, tanh
 from .._ops.linalg import linear
@@ -139,8 +138,8 @@ def log_softmax(
 
 
 # ------------------------------------------------------------------------------ mse_loss
-@_backward(name="MseLossBackward0", saved=("input", "target"))
-def _MseLossBackward0(self: Any, grads: list[Any]) -> Any:
+@_backward(name="MseLossBackward0", saved=("input", "target"), batched=True)
+def _MseLossBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     g = grads[0]
     x, y = self.input.unpack(self), self.target.unpack(self)
     diff = x - y
@@ -148,13 +147,13 @@ def _MseLossBackward0(self: Any, grads: list[Any]) -> Any:
         scaled = g * 2.0
     else:
         scale = 2.0 / diff.data.size if self.reduction == "mean" and diff.data.size else 2.0
-        scaled = _per_sample_scalar(g * scale, diff.data.ndim)
+        scaled = _per_sample_scalar(g * scale, diff.data.ndim, batch)
         scaled = scaled.expand(scaled.data.shape[: scaled.data.ndim - diff.data.ndim] + diff.data.shape)
     ex, ey = self.next_edges
-    gx = _reduce_grad(scaled * diff, x.data.shape) if ex is not None else None
+    gx = _reduce_grad(scaled * diff, x.data.shape, batch) if ex is not None else None
     # PyTorch's target gradient is 2 * (target - input) * grad, not its negation: +0, not -0,
     # where they are equal.
-    gy = _reduce_grad(scaled * (y - x), y.data.shape) if ey is not None else None
+    gy = _reduce_grad(scaled * (y - x), y.data.shape, batch) if ey is not None else None
     return (gx, gy)
 
 
@@ -196,8 +195,8 @@ def _squared_error(x: Any, y: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------ nll_loss
-@_backward(name="NllLossBackward0")
-def _NllLossBackward0(self: Any, grads: list[Any]) -> Any:
+@_backward(name="NllLossBackward0", batched=True)
+def _NllLossBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Gradient of the picked log-probabilities: ``-weight[target]`` at each target, 0 elsewhere.
 
     ``self.coef`` is that constant mask (divided by the total weight for ``'mean'``), shaped as
@@ -205,7 +204,7 @@ def _NllLossBackward0(self: Any, grads: list[Any]) -> Any:
     """
     g = grads[0]
     if self.reduction != "none":
-        g = _per_sample_scalar(g, self.coef.ndim)  # batched: (B, 1, ...) against the coefficients
+        g = _per_sample_scalar(g, self.coef.ndim, batch)  # batched: (B, 1, ...) against the coefficients
     if self.reduction != "none" and not _grad_enabled():
         out = _wrap(g.data * self.coef)
         if g._device is not _CPU:
@@ -213,7 +212,7 @@ def _NllLossBackward0(self: Any, grads: list[Any]) -> Any:
         return (out,)
     coef = self.coef.astype(g.data.dtype, copy=False)  # a device-less constant
     if self.reduction == "none" and coef.ndim > 1:
-        g = g.unsqueeze(self.class_dim + _batch_ndim())
+        g = g.unsqueeze(self.class_dim + batch)
     return (g * coef,)
 
 
