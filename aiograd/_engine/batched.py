@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from .._base._grad_mode import grad_enabled
 from .._core._tensor import Tensor
-from .._ops._util import like
 from .._ops.joining import stack
 
 if TYPE_CHECKING:
@@ -28,14 +27,18 @@ if TYPE_CHECKING:
 __all__ = ["apply_per_sample"]
 
 
+def _on_device_of(data: Any, tensor: Tensor) -> Tensor:
+    out = Tensor._wrap(data)
+    out._device = tensor._device
+    return out
+
+
 def _sample(grad: Tensor | None, b: int) -> Tensor | None:
     if grad is None:
         return None
     if grad_enabled():  # create_graph: select differentiably
         return grad[b]
-    out = Tensor._wrap(grad.data[b])
-    out._device = grad._device
-    return out
+    return _on_device_of(grad.data[b], grad)
 
 
 async def apply_per_sample(graph_task: GraphTask, node: Node, buffer: list[Any]) -> list[Tensor | None]:
@@ -56,6 +59,6 @@ async def apply_per_sample(graph_task: GraphTask, node: Node, buffer: list[Any])
         if present is None:
             outputs.append(None)
             continue
-        zeros = like(present._device.xp.zeros_like(present.data), present)
+        zeros = _on_device_of(present._device.xp.zeros_like(present.data), present)
         outputs.append(stack([g if g is not None else zeros for g in column]))
     return outputs
