@@ -221,6 +221,44 @@ _V_OF_INPUT = (
 )
 
 
+def _inputs_to_differentiate(inputs: _Any, fn_name: str, create_graph: bool) -> tuple[bool, tuple[_Tensor, ...]]:
+    """``(was it a tuple, the fresh inputs the user's function is called with)``."""
+    is_inputs_tuple, inputs_t = _as_tuple(inputs, "inputs", fn_name)
+    return is_inputs_tuple, _grad_preprocess(inputs_t, create_graph=create_graph, need_graph=True)
+
+
+async def _outputs_of(func: _Func, inputs_t: tuple[_Tensor, ...], fn_name: str, strict: bool) -> tuple[bool, tuple[_Tensor, ...]]:
+    """``(was it a tuple, the outputs of the user's function at inputs_t)``; under ``strict``
+    each must require grad."""
+    outputs = await _call(func, inputs_t)
+    is_outputs_tuple, outputs_t = _as_tuple(outputs, "outputs of the user-provided function", fn_name)
+    _check_requires_grad(outputs_t, "outputs", strict=strict)
+    return is_outputs_tuple, outputs_t
+
+
+async def _product(
+    outputs: tuple[_Any, ...], inputs: tuple[_Tensor, ...], v: _Any, refs: tuple[_Tensor, ...],
+    stage: str, strict: bool, create_graph: bool,
+) -> tuple[_Tensor, ...]:
+    """A vector product's last backward, ``v`` against the gradient of ``outputs`` with respect
+    to ``inputs``, recorded only under ``create_graph`` (else in the caller's grad mode); a
+    missing gradient is zeros shaped as its ``refs`` entry, or strict's error for ``stage``."""
+    with _set_grad_enabled(True if create_graph else _is_grad_enabled()):
+        grad_res = await _autograd_grad(outputs, inputs, v, create_graph=create_graph)
+        return _fill_in_zeros(grad_res, refs, strict, create_graph, stage)
+
+
+def _pair(
+    outputs_t: tuple[_Tensor, ...], is_outputs_tuple: bool, result: tuple[_Tensor, ...], is_result_tuple: bool,
+    create_graph: bool,
+) -> tuple[_Any, _Any]:
+    """``(the function's outputs, the product)``, each detached unless ``create_graph`` and a
+    tuple only where the caller's was one."""
+    outputs_t = _grad_postprocess(outputs_t, create_graph)
+    result = _grad_postprocess(result, create_graph)
+    return _tuple_postprocess(outputs_t, is_outputs_tuple), _tuple_postprocess(result, is_result_tuple)
+
+
 # ------------------------------------------------------------------------------ the API
 async def vjp(
     func: _Func, inputs: _Inputs, v: _Inputs | None = None, create_graph: bool = False, strict: bool = False
@@ -231,18 +269,11 @@ async def vjp(
     ``create_graph`` makes both results differentiable; ``strict`` raises when an output does
     not depend on an input instead of returning zeros. PyTorch's ``vjp``."""
     with _enable_grad():
-        is_inputs_tuple, inputs_t = _as_tuple(inputs, "inputs", "vjp")
-        inputs_t = _grad_preprocess(inputs_t, create_graph=create_graph, need_graph=True)
-        outputs = await _call(func, inputs_t)
-        is_outputs_tuple, outputs_t = _as_tuple(outputs, "outputs of the user-provided function", "vjp")
-        _check_requires_grad(outputs_t, "outputs", strict=strict)
+        is_inputs_tuple, inputs_t = _inputs_to_differentiate(inputs, "vjp", create_graph)
+        is_outputs_tuple, outputs_t = await _outputs_of(func, inputs_t, "vjp", strict)
         v_t = _v_or_error(v, outputs_t, is_outputs_tuple, "vjp", create_graph, _V_OF_OUTPUT)
-    with _set_grad_enabled(True if create_graph else _is_grad_enabled()):
-        grad_res = await _autograd_grad(outputs_t, inputs_t, v_t, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs_t, strict, create_graph, "back")
-    outputs_t = _grad_postprocess(outputs_t, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return _tuple_postprocess(outputs_t, is_outputs_tuple), _tuple_postprocess(result, is_inputs_tuple)
+    result = await _product(outputs_t, inputs_t, v_t, inputs_t, "back", strict, create_graph)
+    return _pair(outputs_t, is_outputs_tuple, result, is_inputs_tuple, create_graph)
 
 
 async def jvp(
@@ -253,21 +284,14 @@ async def jvp(
 
     ``v`` has the inputs' shapes (optional for a single one-element input). PyTorch's ``jvp``."""
     with _enable_grad():
-        is_inputs_tuple, inputs_t = _as_tuple(inputs, "inputs", "jvp")
-        inputs_t = _grad_preprocess(inputs_t, create_graph=create_graph, need_graph=True)
+        is_inputs_tuple, inputs_t = _inputs_to_differentiate(inputs, "jvp", create_graph)
         v_t = _v_or_error(v, inputs_t, is_inputs_tuple, "jvp", create_graph, _V_OF_INPUT)
-        outputs = await _call(func, inputs_t)
-        is_outputs_tuple, outputs_t = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
-        _check_requires_grad(outputs_t, "outputs", strict=strict)
+        is_outputs_tuple, outputs_t = await _outputs_of(func, inputs_t, "jvp", strict)
         grad_outputs = tuple(_zeros_like(out, requires_grad=True) for out in outputs_t)
         grad_inputs = await _autograd_grad(outputs_t, inputs_t, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
-    with _set_grad_enabled(True if create_graph else _is_grad_enabled()):
-        grad_res = await _autograd_grad(grad_inputs, grad_outputs, v_t, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, outputs_t, strict, create_graph, "back_trick")
-    outputs_t = _grad_postprocess(outputs_t, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return _tuple_postprocess(outputs_t, is_outputs_tuple), _tuple_postprocess(result, is_outputs_tuple)
+    result = await _product(grad_inputs, grad_outputs, v_t, outputs_t, "back_trick", strict, create_graph)
+    return _pair(outputs_t, is_outputs_tuple, result, is_outputs_tuple, create_graph)
 
 
 def _standard_basis(tensors: tuple[_Tensor, ...], numels: tuple[int, ...]) -> tuple[_Tensor, ...]:
@@ -323,11 +347,8 @@ async def jacobian(
             'aiograd has no forward-mode AD: use strategy="reverse-mode" (the default).'
         )
     with _enable_grad():
-        is_inputs_tuple, inputs_t = _as_tuple(inputs, "inputs", "jacobian")
-        inputs_t = _grad_preprocess(inputs_t, create_graph=create_graph, need_graph=True)
-        outputs = await _call(func, inputs_t)
-        is_outputs_tuple, outputs_t = _as_tuple(outputs, "outputs of the user-provided function", "jacobian")
-        _check_requires_grad(outputs_t, "outputs", strict=strict)
+        is_inputs_tuple, inputs_t = _inputs_to_differentiate(inputs, "jacobian", create_graph)
+        is_outputs_tuple, outputs_t = await _outputs_of(func, inputs_t, "jacobian", strict)
         if vectorize:
             if strict:
                 raise RuntimeError(
@@ -411,16 +432,7 @@ async def hessian(
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
 
     async def ensure_single_output_function(*inp: _Tensor) -> _Tensor:
-        out = await _call(func, inp)
-        is_out_tuple, t_out = _as_tuple(out, "outputs of the user-provided function", "hessian")
-        _check_requires_grad(t_out, "outputs", strict=strict)
-        if is_out_tuple or not isinstance(out, _Tensor):
-            raise RuntimeError("The function given to hessian should return a single Tensor")
-        if out.numel() != 1:
-            raise RuntimeError(
-                "The Tensor returned by the function given to hessian should contain a single element"
-            )
-        return out.squeeze()
+        return (await _scalar_output(func, inp, "hessian", strict)).squeeze()
 
     async def jac_func(*inp: _Tensor) -> _Any:
         jac = await jacobian(ensure_single_output_function, inp, create_graph=True)
@@ -434,15 +446,16 @@ async def hessian(
     return _tuple_postprocess(res, (is_inputs_tuple, is_inputs_tuple))
 
 
-async def _scalar_output(func: _Func, inputs_t: tuple[_Tensor, ...], fn_name: str, strict: bool) -> tuple[bool, tuple[_Tensor, ...]]:
-    outputs = await _call(func, inputs_t)
-    is_outputs_tuple, outputs_t = _as_tuple(outputs, "outputs of the user-provided function", fn_name)
-    _check_requires_grad(outputs_t, "outputs", strict=strict)
-    if is_outputs_tuple or not isinstance(outputs_t[0], _Tensor):
+async def _scalar_output(func: _Func, inputs_t: tuple[_Tensor, ...], fn_name: str, strict: bool) -> _Tensor:
+    """The one one-element tensor the user's function (of ``hessian``, ``vhp``, ``hvp``) must
+    return."""
+    is_outputs_tuple, outputs_t = await _outputs_of(func, inputs_t, fn_name, strict)
+    if is_outputs_tuple:
         raise RuntimeError(f"The function given to {fn_name} should return a single Tensor")
-    if outputs_t[0].numel() != 1:
+    (output,) = outputs_t
+    if output.numel() != 1:
         raise RuntimeError(f"The Tensor returned by the function given to {fn_name} should contain a single element")
-    return is_outputs_tuple, outputs_t
+    return output
 
 
 async def vhp(
@@ -451,18 +464,13 @@ async def vhp(
     """``(func(*inputs), v^T H)``: the vector-Hessian product of a scalar function (two
     backwards). PyTorch's ``vhp``."""
     with _enable_grad():
-        is_inputs_tuple, inputs_t = _as_tuple(inputs, "inputs", "vhp")
-        inputs_t = _grad_preprocess(inputs_t, create_graph=create_graph, need_graph=True)
+        is_inputs_tuple, inputs_t = _inputs_to_differentiate(inputs, "vhp", create_graph)
         v_t = _v_or_error(v, inputs_t, is_inputs_tuple, "vhp", create_graph, _V_OF_INPUT)
-        is_outputs_tuple, outputs_t = await _scalar_output(func, inputs_t, "vhp", strict)
+        outputs_t = (await _scalar_output(func, inputs_t, "vhp", strict),)
         jac = await _autograd_grad(outputs_t, inputs_t, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict=strict)
-    with _set_grad_enabled(True if create_graph else _is_grad_enabled()):
-        grad_res = await _autograd_grad(jac, inputs_t, v_t, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs_t, strict, create_graph, "double_back")
-    outputs_t = _grad_postprocess(outputs_t, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return _tuple_postprocess(outputs_t, is_outputs_tuple), _tuple_postprocess(result, is_inputs_tuple)
+    result = await _product(jac, inputs_t, v_t, inputs_t, "double_back", strict, create_graph)
+    return _pair(outputs_t, False, result, is_inputs_tuple, create_graph)
 
 
 async def hvp(
@@ -471,18 +479,13 @@ async def hvp(
     """``(func(*inputs), H v)``: the Hessian-vector product of a scalar function, by the
     double-backward trick (three backwards). PyTorch's ``hvp``."""
     with _enable_grad():
-        is_inputs_tuple, inputs_t = _as_tuple(inputs, "inputs", "hvp")
-        inputs_t = _grad_preprocess(inputs_t, create_graph=create_graph, need_graph=True)
+        is_inputs_tuple, inputs_t = _inputs_to_differentiate(inputs, "hvp", create_graph)
         v_t = _v_or_error(v, inputs_t, is_inputs_tuple, "hvp", create_graph, _V_OF_INPUT)
-        is_outputs_tuple, outputs_t = await _scalar_output(func, inputs_t, "hvp", strict)
+        outputs_t = (await _scalar_output(func, inputs_t, "hvp", strict),)
         jac = await _autograd_grad(outputs_t, inputs_t, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict=strict)
         grad_jac = tuple(_zeros_like(inp, requires_grad=True) for inp in inputs_t)
         double_back = await _autograd_grad(jac, inputs_t, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict=strict)
-    with _set_grad_enabled(True if create_graph else _is_grad_enabled()):
-        grad_res = await _autograd_grad(double_back, grad_jac, v_t, create_graph=create_graph)
-        result = _fill_in_zeros(grad_res, inputs_t, strict, create_graph, "double_back_trick")
-    outputs_t = _grad_postprocess(outputs_t, create_graph)
-    result = _grad_postprocess(result, create_graph)
-    return _tuple_postprocess(outputs_t, is_outputs_tuple), _tuple_postprocess(result, is_inputs_tuple)
+    result = await _product(double_back, grad_jac, v_t, inputs_t, "double_back_trick", strict, create_graph)
+    return _pair(outputs_t, False, result, is_inputs_tuple, create_graph)

@@ -13,24 +13,6 @@ state in context variables or per backward call, so concurrent backward calls on
 (and hooks set in one asyncio task) do not see each other's.
 """
 
-from ._core._graph import (
-    GradientEdge,
-    disable_saved_tensors_hooks,
-    get_gradient_edge,
-    increment_version,
-    register_multi_grad_hook,
-    save_on_cpu,
-)
-from ._core._node import Node
-from ._core._saved import saved_tensors_hooks
-
-__all__ = [
-    "GradientEdge",
-    "Node",
-    "disable_saved_tensors_hooks",
-    "get_gradient_edge",
-    "increment_version",
-    "register_multi_grad_hook",
-    "save_on_cpu",
-    "saved_tensors_hooks",
-]
+# The names, and the one list of them, are _core/_graph.py's.
+from ._core._graph import *  # noqa: F403
+from ._core._graph import __all__ as __all__

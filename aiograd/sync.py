@@ -39,6 +39,7 @@ import atexit as _atexit
 import concurrent.futures as _futures
 import contextvars as _contextvars
 import functools as _functools
+import inspect as _inspect
 import os as _os
 import sys as _sys
 import threading as _threading
@@ -46,22 +47,21 @@ from collections.abc import Callable as _Callable
 from collections.abc import Coroutine as _Coroutine
 from contextlib import AbstractContextManager as _AbstractContextManager
 from typing import Any as _Any
+from typing import ParamSpec as _ParamSpec
 from typing import TypeVar as _TypeVar
 from typing import cast as _cast
 
+from . import functional as _functional
 from ._api import _autograd
-from ._api._autograd import GradientsLike as _GradientsLike
-from ._api._autograd import InputsLike as _InputsLike
-from ._api._autograd import TensorOrTensors as _TensorOrTensors
 from ._base._graph_context import current_graph_task as _current_graph_task
 from ._core._anomaly import current_node as _current_node
-from ._core._tensor import Tensor as _Tensor
 from ._engine import current_worker as _current_worker
 from ._engine.completion import release_frames as _release_frames
 
 __all__ = ["backward", "functional", "grad", "shutdown"]
 
 _T = _TypeVar("_T")
+_P = _ParamSpec("_P")
 
 #: The name of the background loop's thread.
 _THREAD_NAME = "aiograd-sync-portal"
@@ -304,15 +304,18 @@ def _submit(name: str, fn: _Callable[[], _Any]) -> tuple[_futures.Future[_Any], 
 _BRIDGE_MODULES = ("aiograd.", "anyio.", "asyncio.", "concurrent.futures.")
 
 
-def _call(name: str, function: _Callable[..., _Coroutine[_Any, _Any, _T]], *args: _Any) -> _T:
-    """Run ``await function(*args)`` on the background loop and wait for its result."""
+def _call(
+    name: str, function: _Callable[_P, _Coroutine[_Any, _Any, _T]], /, *args: _P.args, **kwargs: _P.kwargs
+) -> _T:
+    """Run ``await function(*args, **kwargs)`` on the background loop and wait for its result."""
     _check_no_running_loop(name)
     context = _contextvars.copy_context()
     context.run(_forget_backward)
     finished = _threading.Event()
     handover = _Handover()
+    with_keywords = _functools.partial(function, **kwargs)
     try:
-        future, thread = _submit(name, _functools.partial(_spawn, context, function, args, finished, handover))
+        future, thread = _submit(name, _functools.partial(_spawn, context, with_keywords, args, finished, handover))
     except BaseException:
         # Interrupted (KeyboardInterrupt) while handing the call over: it may have started.
         _cancel_handover(handover, finished)
@@ -339,66 +342,35 @@ def _call(name: str, function: _Callable[..., _Coroutine[_Any, _Any, _T]], *args
         raise
 
 
+def _blocking(name: str, function: _Callable[_P, _Coroutine[_Any, _Any, _T]]) -> _Callable[_P, _T]:
+    """``aiograd.<name>``, blocking: a function with ``function``'s parameters (to type checkers
+    through ``_P``; to ``inspect.signature`` and the docs through ``__signature__``) that hands
+    its arguments as given to ``await function(...)`` on the background loop, and waits. (Not
+    ``__wrapped__``: the docs would unwrap it and show the async function instead.)"""
+
+    def blocking(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        return _call(name, function, *args, **kwargs)
+
+    blocking.__name__ = name.rpartition(".")[2]
+    blocking.__qualname__ = name
+    blocking.__doc__ = _blocking_doc(name, function)
+    blocking.__signature__ = _inspect.signature(function)  # type: ignore[attr-defined]
+    return blocking
 
 
-def backward(
-    tensors: _TensorOrTensors,
-    grad_tensors: _GradientsLike | None = None,
-    retain_graph: bool | None = None,
-    create_graph: bool = False,
-    inputs: _InputsLike | None = None,
-    *,
-    atomic: bool = False,
-) -> None:
-    """Accumulate the gradients of ``tensors`` into the ``.grad`` of the graph's leaves; blocks.
-
-    ``aiograd.backward`` (``torch.autograd.backward``) for code with no running event loop:
-    ``grad_tensors`` (one per tensor; None for scalars), ``retain_graph`` (defaults to
-    ``create_graph``), ``create_graph`` (record the backward for higher-order gradients) and
-    ``inputs`` (accumulate only into these); ``atomic=True`` updates every ``.grad`` at once
-    when the call completes, or none. ``aiograd.sync.backward(loss)`` is the blocking
-    ``await loss.backward()``. Raises what ``aiograd.backward`` raises, and ``RuntimeError`` when
-    called from a thread whose event loop is running (use ``await aiograd.backward(...)``).
-    """
-    _call(
-        "backward",
-        _functools.partial(_autograd.backward, atomic=atomic),
-        tensors, grad_tensors, retain_graph, create_graph, inputs,
+def _blocking_doc(name: str, function: _Callable[..., _Any]) -> str:
+    """The async function's summary (its docstring's first paragraph), then what differs."""
+    summary = (_inspect.getdoc(function) or "").partition("\n\n")[0]
+    return (
+        f"{summary}\n\n``await aiograd.{name}(...)``, blocking, for code with no running event "
+        f"loop: the same arguments, results and errors (see ``aiograd.{name}``), and "
+        "``RuntimeError`` when called from a thread whose event loop is running (await the "
+        "async function there)."
     )
 
 
-def grad(
-    outputs: _TensorOrTensors,
-    inputs: _InputsLike,
-    grad_outputs: _GradientsLike | None = None,
-    retain_graph: bool | None = None,
-    create_graph: bool = False,
-    only_inputs: bool = True,
-    allow_unused: bool | None = None,
-    is_grads_batched: bool = False,
-    materialize_grads: bool = False,
-) -> tuple[_Tensor | None, ...]:
-    """Return the gradients of ``outputs`` with respect to ``inputs``; ``.grad`` is untouched;
-    blocks.
-
-    ``aiograd.grad`` (``torch.autograd.grad``) for code with no running event loop, with the same
-    arguments. Unused inputs raise unless ``allow_unused=True`` (their result is None) or
-    ``materialize_grads=True`` (zeros). Raises what ``aiograd.grad`` raises, and ``RuntimeError``
-    when called from a thread whose event loop is running (use ``await aiograd.grad(...)``).
-    """
-    return _call(
-        "grad",
-        _autograd.grad,
-        outputs,
-        inputs,
-        grad_outputs,
-        retain_graph,
-        create_graph,
-        only_inputs,
-        allow_unused,
-        is_grads_batched,
-        materialize_grads,
-    )
+backward = _blocking("backward", _autograd.backward)
+grad = _blocking("grad", _autograd.grad)
 
 
 class _Functional:
@@ -411,71 +383,15 @@ class _Functional:
     background loop, so it must not call ``aiograd.sync`` itself (it may be ``async def`` and
     await ``aiograd.grad``)."""
 
-    @staticmethod
-    def vjp(
-        func: _Callable[..., _Any], inputs: _Any, v: _Any = None, create_graph: bool = False, strict: bool = False
-    ) -> tuple[_Any, _Any]:
-        """Blocking ``aiograd.functional.vjp``."""
-        return _call("functional.vjp", _fn("vjp"), func, inputs, v, create_graph, strict)
+    __slots__ = ()
 
-    @staticmethod
-    def jvp(
-        func: _Callable[..., _Any], inputs: _Any, v: _Any = None, create_graph: bool = False, strict: bool = False
-    ) -> tuple[_Any, _Any]:
-        """Blocking ``aiograd.functional.jvp``."""
-        return _call("functional.jvp", _fn("jvp"), func, inputs, v, create_graph, strict)
-
-    @staticmethod
-    def jacobian(
-        func: _Callable[..., _Any],
-        inputs: _Any,
-        create_graph: bool = False,
-        strict: bool = False,
-        vectorize: bool = False,
-        strategy: str = "reverse-mode",
-    ) -> _Any:
-        """Blocking ``aiograd.functional.jacobian``."""
-        return _call(
-            "functional.jacobian", _fn("jacobian"), func, inputs, create_graph, strict, vectorize, strategy
-        )
-
-    @staticmethod
-    def hessian(
-        func: _Callable[..., _Any],
-        inputs: _Any,
-        create_graph: bool = False,
-        strict: bool = False,
-        vectorize: bool = False,
-        outer_jacobian_strategy: str = "reverse-mode",
-    ) -> _Any:
-        """Blocking ``aiograd.functional.hessian``."""
-        return _call(
-            "functional.hessian", _fn("hessian"), func, inputs, create_graph, strict, vectorize,
-            outer_jacobian_strategy,
-        )
-
-    @staticmethod
-    def hvp(
-        func: _Callable[..., _Any], inputs: _Any, v: _Any = None, create_graph: bool = False, strict: bool = False
-    ) -> tuple[_Any, _Any]:
-        """Blocking ``aiograd.functional.hvp``."""
-        return _call("functional.hvp", _fn("hvp"), func, inputs, v, create_graph, strict)
-
-    @staticmethod
-    def vhp(
-        func: _Callable[..., _Any], inputs: _Any, v: _Any = None, create_graph: bool = False, strict: bool = False
-    ) -> tuple[_Any, _Any]:
-        """Blocking ``aiograd.functional.vhp``."""
-        return _call("functional.vhp", _fn("vhp"), func, inputs, v, create_graph, strict)
-
-
-def _fn(name: str) -> _Any:
-    """``aiograd.functional.<name>``, imported on first use (importing ``aiograd.sync`` does not
-    load the functional API)."""
-    from . import functional
-
-    return getattr(functional, name)
+    vjp = staticmethod(_blocking("functional.vjp", _functional.vjp))
+    jvp = staticmethod(_blocking("functional.jvp", _functional.jvp))
+    jacobian = staticmethod(_blocking("functional.jacobian", _functional.jacobian))
+    hessian = staticmethod(_blocking("functional.hessian", _functional.hessian))
+    hvp = staticmethod(_blocking("functional.hvp", _functional.hvp))
+    vhp = staticmethod(_blocking("functional.vhp", _functional.vhp))
 
 
 #: ``aiograd.functional``, blocking (see ``_Functional``).
-functional = _Functional()
+functional: _Functional = _Functional()

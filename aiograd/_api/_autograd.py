@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
@@ -32,12 +33,12 @@ GradientsLike = GradientLike | Sequence[GradientLike | None]
 _warned_create_graph = False
 
 
-
 def _on(out: Tensor, host: np.ndarray[Any, Any]) -> Any:
     """``host`` (a gradient made on the host) in the memory of ``out``'s device: itself for a
     numpy device, a copy in device memory for a CUDA one."""
     dev = out._device
     return host if dev.xp is np else device_type(dev.type).to_device(host, dev.index)
+
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
     """A tensor (or anything that is not a list or tuple) stands for a sequence of one; so does
@@ -45,6 +46,21 @@ def _as_tuple(value: Any) -> tuple[Any, ...]:
     if isinstance(value, GradientEdge):
         return (value,)
     return tuple(value) if isinstance(value, (list, tuple)) else (value,)
+
+
+def _nonempty_inputs(inputs: Any, function: str) -> tuple[Any, ...]:
+    """``inputs`` as a tuple; ``function`` (backward or grad) refuses an empty one."""
+    input_tuple = _as_tuple(inputs)
+    if len(input_tuple) == 0:
+        raise RuntimeError(f"`inputs` argument to `{function}()` cannot be empty.")
+    return input_tuple
+
+
+def _gradients_for(outputs: tuple[Any, ...], given: Any, is_grads_batched: bool = False) -> list[Tensor | None]:
+    """One gradient per output, checked (``_make_grads``): the ``given`` one(s), or, given none,
+    the implicit ones."""
+    grad_tuple = (None,) * len(outputs) if given is None else _as_tuple(given)
+    return _make_grads(outputs, grad_tuple, is_grads_batched)
 
 
 def _make_grads(
@@ -168,11 +184,20 @@ def _input_edges(inputs: tuple[Any, ...]) -> list[Edge]:
     return edges
 
 
-#: Runs a backward for a caller in whose thread no asyncio loop runs (a trio task): set by
-#: ``aiograd._api._trio_bridge`` when it is imported, to its ``run_on_trio`` (which runs the backward
-#: on ``aiograd.sync``'s background asyncio loop); a hook, so that this module need not import
-#: that one, which imports it.
-run_without_asyncio: Callable[[Callable[[], Coroutine[Any, Any, Any]]], Awaitable[Any]] | None = None
+#: What runs a backward for a caller in whose thread no asyncio loop runs: ``await
+#: runner(make)`` awaits ``make()`` somewhere an asyncio loop runs.
+BackwardRunner = Callable[[Callable[[], Coroutine[Any, Any, Any]]], Awaitable[Any]]
+
+_run_without_asyncio: BackwardRunner | None = None
+
+
+def set_run_without_asyncio(runner: BackwardRunner) -> None:
+    """Install what runs a backward for a caller in whose thread no asyncio loop runs (a trio
+    task): ``aiograd._api._trio_bridge`` installs its ``run_on_trio`` (which runs the backward on
+    ``aiograd.sync``'s background asyncio loop) when it is imported. A hook, so that this module
+    need not import that one, which imports it."""
+    global _run_without_asyncio
+    _run_without_asyncio = runner
 
 
 async def _run_backward(
@@ -188,9 +213,9 @@ async def _run_backward(
     try:
         engine = get_engine()
     except RuntimeError:  # no asyncio loop in this thread: trio's, or none at all
-        if run_without_asyncio is None:
+        if _run_without_asyncio is None:
             raise
-        return await run_without_asyncio(functools.partial(
+        return await _run_without_asyncio(functools.partial(
             _run_backward, outputs, grads, keep_graph, create_graph, inputs, accumulate_grad,
             atomic, batch_ndim,
         ))
@@ -247,16 +272,8 @@ async def backward(
     """
     global _warned_create_graph
     outputs = _as_tuple(tensors)
-    input_tuple = None
-    if inputs is not None:
-        input_tuple = _as_tuple(inputs)
-        if len(input_tuple) == 0:
-            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-    if grad_tensors is None:
-        grad_tuple: tuple[Any, ...] = (None,) * len(outputs)
-    else:
-        grad_tuple = _as_tuple(grad_tensors)
-    grads = _make_grads(outputs, grad_tuple)
+    input_tuple = _nonempty_inputs(inputs, "backward") if inputs is not None else None
+    grads = _gradients_for(outputs, grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph
     if create_graph and not _warned_create_graph:
@@ -305,14 +322,8 @@ async def grad(
     if allow_unused is None:
         allow_unused = materialize_grads
     output_tuple = _as_tuple(outputs)
-    input_tuple = _as_tuple(inputs)
-    if len(input_tuple) == 0:
-        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
-    if grad_outputs is None:
-        grad_tuple: tuple[Any, ...] = (None,) * len(output_tuple)
-    else:
-        grad_tuple = _as_tuple(grad_outputs)
-    grads = _make_grads(output_tuple, grad_tuple, is_grads_batched)
+    input_tuple = _nonempty_inputs(inputs, "grad")
+    grads = _gradients_for(output_tuple, grad_outputs, is_grads_batched)
     if is_grads_batched:
         _batch_size(grads)
     if retain_graph is None:
@@ -340,22 +351,33 @@ async def grad(
 
 
 def tensor_backward(
-    self: Tensor,
-    gradient: GradientLike | None = None,
-    retain_graph: bool | None = None,
-    create_graph: bool = False,
-    inputs: InputsLike | None = None,
-    *,
-    atomic: bool = False,
+    self: Tensor, gradient: GradientLike | None = None, *args: Any, **kwargs: Any
 ) -> Coroutine[Any, Any, None]:
     """Awaitable: accumulate the gradient of this tensor into the leaves' ``.grad``.
 
     ``await loss.backward()`` is ``await aiograd.backward(loss, ...)``; see :func:`backward`
     (``atomic=True``: all-or-nothing accumulation).
     """
-    return _BackwardCall(
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs, atomic=atomic)
+    return _BackwardCall(backward(self, gradient, *args, **kwargs))
+
+
+def _tensor_backward_signature() -> inspect.Signature:
+    """``backward``'s parameters as ``Tensor.backward``'s: ``self`` for the tensors, and
+    ``gradient`` (one tensor's, PyTorch's name) for their gradients; the rest passes on as is."""
+    tensors, gradients, *rest = inspect.signature(backward).parameters.values()
+    return inspect.Signature(
+        [
+            tensors.replace(name="self", annotation="Tensor"),
+            gradients.replace(name="gradient", annotation="GradientLike | None"),
+            *rest,
+        ],
+        return_annotation="Coroutine[Any, Any, None]",
     )
+
+
+# What inspect.signature shows of Tensor.backward (the API reference; tests/test_typing.py holds
+# it to the declaration in _core/_tensor_api.py): backward's own parameters, not *args/**kwargs.
+tensor_backward.__signature__ = _tensor_backward_signature()  # type: ignore[attr-defined]
 
 
 class _BackwardCall(Coroutine[Any, Any, None]):

@@ -3,8 +3,8 @@
 The engine is asyncio's (its queues, futures and workers), so under trio the GraphTask runs on
 ``aiograd.sync``'s background asyncio loop, and the trio task waits for it on trio's terms
 (docs/engine.md, "Under trio"). ``aiograd/__init__`` imports this module, which installs
-``run_on_trio`` as ``_autograd.run_without_asyncio``: what a backward call runs when no asyncio
-loop is running.
+``run_on_trio`` with ``_autograd.set_run_without_asyncio``: what a backward call runs when no
+asyncio loop is running.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ async def run_on_trio(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     engine is asyncio's: its queues, futures and workers), and the trio task waits for it on
     trio's terms. Cancelling the waiting task (a cancel scope, a deadline, KeyboardInterrupt)
     cancels the backward and waits, shielded, until it has stopped, so no ``.grad`` changes
-    after the cancellation reaches the caller. Set as ``_autograd.run_without_asyncio``.
+    after the cancellation reaches the caller. Installed with ``_autograd.set_run_without_asyncio``.
 
     The task is made with ``loop.call_soon_threadsafe``, not through anyio's portal: a round
     trip measured 100 us that way against 250 us through ``start_task_soon``."""
@@ -91,4 +91,4 @@ async def run_on_trio(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     return task.result()
 
 
-_autograd.run_without_asyncio = run_on_trio
+_autograd.set_run_without_asyncio(run_on_trio)

@@ -12,11 +12,10 @@ from .optimizer import (
     addcmul_,
     check_flags,
     check_nonnegative,
+    gradient,
     increment_step,
     lerp_,
-    new_step,
     write,
-    zeros_state,
 )
 
 __all__ = ["Adam"]
@@ -76,25 +75,14 @@ class Adam(Optimizer):
         beta1, beta2 = group["betas"]
         lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
         amsgrad, maximize, decoupled = group["amsgrad"], group["maximize"], group["decoupled_weight_decay"]
-        for p in group["params"]:
-            if p._grad is None:
-                continue
-            state = self.state[p]
-            if len(state) == 0:
-                state["step"] = new_step()
-                state["exp_avg"] = zeros_state(p)
-                state["exp_avg_sq"] = zeros_state(p)
-                if amsgrad:
-                    state["max_exp_avg_sq"] = zeros_state(p)
-            xp, param, grad = p._device.xp, p.data, p._grad.data
-            if maximize:
-                grad = -grad
+        buffers = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
+        for p, state in self._with_state(group, *buffers):
+            xp, param = p._device.xp, p.data
+            # Decoupled (AdamW): the decay scales the parameter instead of adding to the gradient.
+            grad = gradient(p, maximize, 0 if decoupled else weight_decay)
             step = increment_step(state["step"])
-            if weight_decay != 0:
-                if decoupled:
-                    param *= 1 - lr * weight_decay
-                else:
-                    grad = grad + weight_decay * param
+            if decoupled and weight_decay != 0:
+                param *= 1 - lr * weight_decay
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             lerp_(xp, exp_avg.data, grad, 1 - beta1)
             exp_avg_sq.data *= beta2

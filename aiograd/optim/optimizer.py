@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from copy import deepcopy
 from itertools import chain
 from typing import Any
@@ -121,6 +121,18 @@ def add_(start: Any, other: Any, alpha: float) -> None:
 def write(p: Tensor) -> None:
     """Mark ``p`` as modified in place (its version counter, shared with its views)."""
     _bump(p)
+
+
+def gradient(p: Tensor, maximize: bool, weight_decay: float) -> Any:
+    """The gradient array a step follows: ``p``'s own (the very array when nothing applies),
+    negated under ``maximize``, plus ``weight_decay * p`` (L2 weight decay)."""
+    assert p._grad is not None
+    grad = p._grad.data
+    if maximize:
+        grad = -grad
+    if weight_decay != 0:
+        grad = grad + weight_decay * p.data
+    return grad
 
 
 #: PyTorch's words for each hyperparameter in its ``Invalid <words>: <value>`` refusals.
@@ -298,6 +310,19 @@ class Optimizer:
     def _update_group(self, group: dict[str, Any]) -> None:
         """One group's update (the subclasses' arithmetic)."""
         raise NotImplementedError
+
+    def _with_state(self, group: dict[str, Any], *buffers: str) -> Iterator[tuple[Tensor, dict[str, Any]]]:
+        """The parameters of ``group`` that have a gradient, each with its state, which counts
+        its steps: on its first step a fresh ``step`` counter, and zeros shaped as the parameter
+        for each of ``buffers`` (in PyTorch's order of its state's keys)."""
+        for p in group["params"]:
+            if p._grad is None:
+                continue
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = new_step()
+                state.update((name, zeros_state(p)) for name in buffers)
+            yield p, state
 
     # ----------------------------------------------------------------------------- state dicts
     def state_dict(self) -> dict[str, Any]:

@@ -13,11 +13,10 @@ from .optimizer import (
     addcmul_,
     check_flags,
     check_nonnegative,
+    gradient,
     increment_step,
     lerp_,
-    new_step,
     write,
-    zeros_state,
 )
 
 __all__ = ["RMSprop"]
@@ -66,23 +65,15 @@ class RMSprop(Optimizer):
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, alpha, eps, weight_decay = group["lr"], group["alpha"], group["eps"], group["weight_decay"]
         momentum, centered, maximize = group["momentum"], group["centered"], group["maximize"]
-        for p in group["params"]:
-            if p._grad is None:
-                continue
-            state = self.state[p]
-            if len(state) == 0:
-                state["step"] = new_step()
-                state["square_avg"] = zeros_state(p)
-                if momentum > 0:
-                    state["momentum_buffer"] = zeros_state(p)
-                if centered:
-                    state["grad_avg"] = zeros_state(p)
-            xp, param, grad = p._device.xp, p.data, p._grad.data
-            if maximize:
-                grad = -grad
+        buffers = ["square_avg"]
+        if momentum > 0:
+            buffers.append("momentum_buffer")
+        if centered:
+            buffers.append("grad_avg")
+        for p, state in self._with_state(group, *buffers):
+            xp, param = p._device.xp, p.data
+            grad = gradient(p, maximize, weight_decay)
             increment_step(state["step"])
-            if weight_decay != 0:
-                grad = grad + weight_decay * param
             square_avg = state["square_avg"]
             square_avg.data *= alpha
             addcmul_(square_avg.data, grad, grad, 1 - alpha)

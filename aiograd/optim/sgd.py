@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .optimizer import Optimizer, add_, check_flags, tensor_on, write
+from .optimizer import Optimizer, add_, check_flags, gradient, tensor_on, write
 
 __all__ = ["SGD"]
 
@@ -60,11 +60,7 @@ class SGD(Optimizer):
         for p in group["params"]:
             if p._grad is None:
                 continue
-            param, grad = p.data, p._grad.data
-            if maximize:
-                grad = -grad
-            if weight_decay != 0:
-                grad = grad + weight_decay * param
+            param, grad = p.data, gradient(p, maximize, weight_decay)
             if momentum != 0:
                 state = self.state[p]
                 buf = state.get("momentum_buffer")

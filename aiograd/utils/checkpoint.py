@@ -30,22 +30,6 @@ with a plain ``backward()`` only. Leaving ``use_reentrant`` out warns and means 
 PyTorch 2.13.
 """
 
-from .._api._checkpoint import (
-    CheckpointError,
-    CheckpointFunction,
-    checkpoint,
-    checkpoint_sequential,
-    noop_context_fn,
-    set_checkpoint_debug_enabled,
-    set_checkpoint_early_stop,
-)
-
-__all__ = [
-    "CheckpointError",
-    "CheckpointFunction",
-    "checkpoint",
-    "checkpoint_sequential",
-    "noop_context_fn",
-    "set_checkpoint_debug_enabled",
-    "set_checkpoint_early_stop",
-]
+# The names, and the one list of them, are _api/_checkpoint.py's.
+from .._api._checkpoint import *  # noqa: F403
+from .._api._checkpoint import __all__ as __all__

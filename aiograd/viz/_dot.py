@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, cast
 
-from .._api._autograd import _as_tuple, _input_edges
+from .._api._autograd import _input_edges, _nonempty_inputs
 from .._core._graph import GradientEdge
 from .._core._node import GraphRoot, Node, edge_of
 from .._core._tensor import Tensor
@@ -24,6 +25,9 @@ Roots: TypeAlias = Tensor | Sequence[Tensor] | Mapping[str, Tensor]
 Params: TypeAlias = Mapping[str, Tensor] | Iterable[tuple[str, Tensor]]
 #: What ``grad(roots, inputs)`` would differentiate with respect to.
 Inputs: TypeAlias = Tensor | GradientEdge | Sequence[Tensor | GradientEdge]
+
+_P = ParamSpec("_P")
+
 
 def to_dot(
     roots: Roots,
@@ -64,31 +68,31 @@ def to_dot(
     return "\n".join(lines) + "\n"
 
 
-def to_graphviz(
-    roots: Roots,
-    *,
-    params: Params | None = None,
-    inputs: Inputs | None = None,
-    show_saved: bool = True,
-    show_attrs: bool = False,
-    max_attr_chars: int = 50,
-    graph_name: str = "aiograd",
-) -> graphviz.Source:
-    """:func:`to_dot`'s text as a ``graphviz.Source`` (same arguments), which renders it
-    (``.render("graph", format="svg")``, or shown inline in Jupyter). Needs the ``graphviz``
-    package (``pip install aiograd[viz]``); rendering also needs Graphviz's ``dot`` program."""
-    try:
-        import graphviz
-    except ImportError as exc:
-        raise ImportError(
-            "aiograd.viz.to_graphviz needs the graphviz package: pip install aiograd[viz] "
-            "(to_dot gives the DOT text without it)"
-        ) from exc
-    text = to_dot(
-        roots, params=params, inputs=inputs, show_saved=show_saved, show_attrs=show_attrs,
-        max_attr_chars=max_attr_chars, graph_name=graph_name,
+def _as_graphviz_source(to_text: Callable[_P, str]) -> Callable[_P, graphviz.Source]:
+    """``to_graphviz``: ``to_text``'s parameters (to type checkers through ``_P``, to
+    ``inspect.signature`` and the docs through ``__signature__``), its text as a Source."""
+
+    def to_graphviz(*args: _P.args, **kwargs: _P.kwargs) -> graphviz.Source:
+        """:func:`to_dot`'s text as a ``graphviz.Source`` (same arguments), which renders it
+        (``.render("graph", format="svg")``, or shown inline in Jupyter). Needs the ``graphviz``
+        package (``pip install aiograd[viz]``); rendering also needs Graphviz's ``dot`` program."""
+        try:
+            import graphviz
+        except ImportError as exc:
+            raise ImportError(
+                "aiograd.viz.to_graphviz needs the graphviz package: pip install aiograd[viz] "
+                "(to_dot gives the DOT text without it)"
+            ) from exc
+        return graphviz.Source(to_text(*args, **kwargs))
+
+    to_graphviz.__qualname__ = to_graphviz.__name__
+    to_graphviz.__signature__ = inspect.signature(to_text).replace(  # type: ignore[attr-defined]
+        return_annotation="graphviz.Source"
     )
-    return graphviz.Source(text)
+    return to_graphviz
+
+
+to_graphviz = _as_graphviz_source(to_dot)
 
 
 # ------------------------------------------------------------------------------ arguments
@@ -143,10 +147,7 @@ def _names(params: Params | None) -> dict[int, tuple[str, Tensor]]:
 def _exec_info(roots: list[tuple[str, Tensor]], inputs: Inputs) -> dict[Node, ExecInfo]:
     """What the engine would run for ``grad(roots, inputs)``: its own ``init_to_execute``, on the
     root it would make (the one root node, or a GraphRoot over several)."""
-    as_tuple = _as_tuple(inputs)
-    if not as_tuple:
-        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
-    output_edges = _input_edges(as_tuple)
+    output_edges = _input_edges(_nonempty_inputs(inputs, "grad"))
     root_edges = [edge for _, tensor in roots if (edge := edge_of(tensor)) is not None]
     root: Node = root_edges[0][0] if len(root_edges) == 1 else GraphRoot(tuple(root_edges), [])
     min_topo_nr = min((e[0].topological_nr for e in output_edges), default=0)

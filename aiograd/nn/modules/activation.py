@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 from ..._core._tensor import Tensor
 from .. import functional as F
@@ -19,20 +20,43 @@ def _inplace_str(inplace: bool, leading: str = ", ") -> str:
     return f"{leading}inplace=True" if inplace else ""
 
 
-class ReLU(Module):
-    """``max(0, x)``; ``inplace=True`` overwrites the input."""
+class _InplaceOnly(Module):
+    """An activation whose one setting is ``inplace``."""
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
 
-    def forward(self, input: Tensor) -> Tensor:
-        """``F.relu(input)`` (``input.relu_()`` in place)."""
-        return input.relu_() if self.inplace else F.relu(input)
-
     def extra_repr(self) -> str:
         """``inplace=True`` when set."""
         return _inplace_str(self.inplace, "")
+
+
+class _OverDim(Module):
+    """An activation over one dimension ``dim`` (``None``: PyTorch's legacy choice, with its
+    warning): ``_function(input, dim)``."""
+
+    _function: Callable[..., Tensor]
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``_function(input, dim)``."""
+        return self._function(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self) -> str:
+        """``dim=...``."""
+        return f"dim={self.dim}"
+
+
+class ReLU(_InplaceOnly):
+    """``max(0, x)``; ``inplace=True`` overwrites the input."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``F.relu(input)`` (``input.relu_()`` in place)."""
+        return input.relu_() if self.inplace else F.relu(input)
 
 
 class Tanh(Module):
@@ -51,36 +75,16 @@ class Sigmoid(Module):
         return F.sigmoid(input)
 
 
-class Softmax(Module):
-    """Softmax over ``dim``."""
+class Softmax(_OverDim):
+    """Softmax over ``dim``: ``F.softmax(input, dim)``."""
 
-    def __init__(self, dim: int | None = None) -> None:
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input: Tensor) -> Tensor:
-        """``F.softmax(input, dim)``."""
-        return F.softmax(input, self.dim, _stacklevel=5)
-
-    def extra_repr(self) -> str:
-        """``dim=...``."""
-        return f"dim={self.dim}"
+    _function = staticmethod(F.softmax)
 
 
-class LogSoftmax(Module):
-    """Log of the softmax over ``dim``."""
+class LogSoftmax(_OverDim):
+    """Log of the softmax over ``dim``: ``F.log_softmax(input, dim)``."""
 
-    def __init__(self, dim: int | None = None) -> None:
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input: Tensor) -> Tensor:
-        """``F.log_softmax(input, dim)``."""
-        return F.log_softmax(input, self.dim, _stacklevel=5)
-
-    def extra_repr(self) -> str:
-        """``dim=...``."""
-        return f"dim={self.dim}"
+    _function = staticmethod(F.log_softmax)
 
 
 class GELU(Module):
@@ -99,36 +103,20 @@ class GELU(Module):
         return f"approximate={repr(self.approximate)}"
 
 
-class SiLU(Module):
+class SiLU(_InplaceOnly):
     """``x * sigmoid(x)``."""
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
         """``F.silu(input, inplace)``."""
         return F.silu(input, inplace=self.inplace)  # type: ignore[attr-defined]
 
-    def extra_repr(self) -> str:
-        """``inplace=True`` when set."""
-        return _inplace_str(self.inplace, "")
 
-
-class Mish(Module):
+class Mish(_InplaceOnly):
     """``x * tanh(softplus(x))``."""
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
         """``F.mish(input, inplace)``."""
         return F.mish(input, inplace=self.inplace)  # type: ignore[attr-defined]
-
-    def extra_repr(self) -> str:
-        """``inplace=True`` when set."""
-        return _inplace_str(self.inplace, "")
 
 
 class ELU(Module):

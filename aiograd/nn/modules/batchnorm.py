@@ -59,8 +59,7 @@ class _NormBase(Module):
     def reset_parameters(self) -> None:
         """Reset the running statistics, weight 1 and bias 0."""
         self.reset_running_stats()
-        if self.affine:
-            reset_affine(self.weight, self.bias)  # type: ignore[arg-type]  # (not None: affine)
+        reset_affine(self, self.affine)
 
     def _check_input_dim(self, input: Tensor) -> None:
         raise NotImplementedError

@@ -8,8 +8,8 @@ from typing import Any
 
 from ..._core._tensor import Tensor
 from .. import functional as F
-from ..parameter import Parameter, new_tensor
-from .linear import reset_weight_and_bias
+from ..parameter import Parameter
+from .linear import register_weight_and_bias, reset_weight_and_bias
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
@@ -79,11 +79,7 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups, *kernel_size)
         else:
             shape = (out_channels, in_channels // groups, *kernel_size)
-        self.weight = Parameter(new_tensor(shape, dtype, device))
-        if bias:
-            self.bias = Parameter(new_tensor((out_channels,), dtype, device))
-        else:
-            self.register_parameter("bias", None)
+        register_weight_and_bias(self, shape, (out_channels,) if bias else None, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -14,6 +14,18 @@ from .module import Module
 __all__ = ["Identity", "Linear", "NonDynamicallyQuantizableLinear"]
 
 
+def register_weight_and_bias(
+    module: Module, weight_shape: tuple[int, ...], bias_shape: tuple[int, ...] | None, dtype: Any, device: Any
+) -> None:
+    """``module.weight`` of ``weight_shape`` and ``module.bias`` of ``bias_shape`` (None when that
+    is), as Parameters whose values ``reset_parameters`` draws."""
+    module.weight = Parameter(new_tensor(weight_shape, dtype, device))
+    if bias_shape is not None:
+        module.bias = Parameter(new_tensor(bias_shape, dtype, device))
+    else:
+        module.register_parameter("bias", None)
+
+
 def reset_weight_and_bias(weight: Parameter, bias: Parameter | None, *, bias_without_fan_in: bool) -> None:
     """torch's initialisation of Linear's and the convolutions' parameters: ``weight`` by
     ``kaiming_uniform_(a=sqrt(5))``, ``bias`` from U(-1/sqrt(fan_in), 1/sqrt(fan_in)). With no
@@ -56,11 +68,7 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(new_tensor((out_features, in_features), dtype, device))
-        if bias:
-            self.bias = Parameter(new_tensor((out_features,), dtype, device))
-        else:
-            self.register_parameter("bias", None)
+        register_weight_and_bias(self, (out_features, in_features), (out_features,) if bias else None, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

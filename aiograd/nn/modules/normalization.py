@@ -9,7 +9,8 @@ from typing import Any
 from ..._core._tensor import Tensor
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter, new_tensor
+from ..parameter import Parameter
+from .linear import register_weight_and_bias
 from .module import Module
 
 __all__ = ["GroupNorm", "LayerNorm"]
@@ -21,21 +22,19 @@ def register_affine(
     """The normalisation layers' ``weight`` and ``bias`` of ``shape`` (``bias`` None without
     ``bias``), or both None without ``affine``, as torch's LayerNorm, GroupNorm and BatchNorm."""
     if affine:
-        module.weight = Parameter(new_tensor(shape, dtype, device))
-        if bias:
-            module.bias = Parameter(new_tensor(shape, dtype, device))
-        else:
-            module.register_parameter("bias", None)
+        register_weight_and_bias(module, shape, shape if bias else None, dtype, device)
     else:
         module.register_parameter("weight", None)
         module.register_parameter("bias", None)
 
 
-def reset_affine(weight: Parameter, bias: Parameter | None) -> None:
-    """A normalisation layer's affine parameters as torch starts them: weight 1, bias 0."""
-    init.ones_(weight)
-    if bias is not None:
-        init.zeros_(bias)
+def reset_affine(module: Module, affine: bool) -> None:
+    """A normalisation layer's affine parameters as torch starts them: weight 1, bias 0 (none
+    to reset without ``affine``)."""
+    if affine:
+        init.ones_(module.weight)
+        if module.bias is not None:
+            init.zeros_(module.bias)
 
 
 class LayerNorm(Module):
@@ -60,8 +59,7 @@ class LayerNorm(Module):
 
     def reset_parameters(self) -> None:
         """Weight 1, bias 0."""
-        if self.elementwise_affine:
-            reset_affine(self.weight, self.bias)  # type: ignore[arg-type]  # (not None: affine)
+        reset_affine(self, self.elementwise_affine)
 
     def forward(self, input: Tensor) -> Tensor:
         """``F.layer_norm(input, normalized_shape, weight, bias, eps)``."""
@@ -96,8 +94,7 @@ class GroupNorm(Module):
 
     def reset_parameters(self) -> None:
         """Weight 1, bias 0."""
-        if self.affine:
-            reset_affine(self.weight, self.bias)  # type: ignore[arg-type]  # (not None: affine)
+        reset_affine(self, self.affine)
 
     def forward(self, input: Tensor) -> Tensor:
         """``F.group_norm(input, num_groups, weight, bias, eps)``."""

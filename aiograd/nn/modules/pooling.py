@@ -12,19 +12,31 @@ from .module import Module
 __all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "MaxPool2d"]
 
 
-class MaxPool2d(Module):
-    """Maximum over ``kernel_size`` windows (``stride`` defaults to ``kernel_size``)."""
+class _Pool2d(Module):
+    """A pool over ``kernel_size`` windows ``stride`` apart (``kernel_size`` when not given),
+    after ``padding``."""
 
     stride: Any
+
+    def __init__(self, kernel_size: Any, stride: Any, padding: Any) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+
+    def extra_repr(self) -> str:
+        """``kernel_size=..., stride=..., padding=...``."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool2d(_Pool2d):
+    """Maximum over ``kernel_size`` windows (``stride`` defaults to ``kernel_size``)."""
 
     def __init__(
         self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
         return_indices: bool = False, ceil_mode: bool = False,
     ) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if (stride is not None) else kernel_size
-        self.padding = padding
+        super().__init__(kernel_size, stride, padding)
         self.dilation = dilation
         self.return_indices = return_indices
         self.ceil_mode = ceil_mode
@@ -38,25 +50,17 @@ class MaxPool2d(Module):
 
     def extra_repr(self) -> str:
         """``kernel_size=..., stride=..., padding=..., dilation=..., ceil_mode=...``."""
-        return (
-            f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-            f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
-        )
+        return f"{super().extra_repr()}, dilation={self.dilation}, ceil_mode={self.ceil_mode}"
 
 
-class AvgPool2d(Module):
+class AvgPool2d(_Pool2d):
     """Mean over ``kernel_size`` windows (``stride`` defaults to ``kernel_size``)."""
-
-    stride: Any
 
     def __init__(
         self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
         count_include_pad: bool = True, divisor_override: int | None = None,
     ) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if (stride is not None) else kernel_size
-        self.padding = padding
+        super().__init__(kernel_size, stride, padding)
         self.ceil_mode = ceil_mode
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
@@ -67,10 +71,6 @@ class AvgPool2d(Module):
             input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
             self.divisor_override,
         )
-
-    def extra_repr(self) -> str:
-        """``kernel_size=..., stride=..., padding=...``."""
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AdaptiveAvgPool2d(Module):

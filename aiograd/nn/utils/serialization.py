@@ -23,7 +23,7 @@ import os
 import struct
 import zipfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import IO, Any, NamedTuple, cast
 
 import numpy as np
@@ -126,6 +126,32 @@ def _over(nbytes: int, max_bytes: int | None) -> bool:
     return max_bytes is not None and nbytes > max_bytes
 
 
+class _ByteCount:
+    """The bytes the arrays of one file declare, refused over ``max_bytes``: each array's, then
+    all of them together (``kind``, "tensors" or "arrays", names them in the message)."""
+
+    def __init__(self, name: str, kind: str, max_bytes: int | None) -> None:
+        self.name, self.kind, self.max_bytes = name, kind, max_bytes
+        self.total = 0
+
+    def of(self, what: str, itemsize: int, shape: Sequence[int], dtype: object) -> int:
+        """The bytes of ``what``: ``shape`` of ``itemsize``-byte items of ``dtype``."""
+        declared = itemsize
+        for n in shape:
+            declared *= n
+        if _over(declared, self.max_bytes):
+            raise ValueError(f"{self.name}: {what} declares {declared} bytes of {dtype} "
+                             f"(over max_bytes={self.max_bytes})")
+        return declared
+
+    def add(self, declared: int) -> None:
+        """Count an array's bytes (checked by ``of``) into the file's total."""
+        self.total += declared
+        if _over(self.total, self.max_bytes):
+            raise ValueError(f"{self.name}: the {self.kind} hold {self.total} bytes or more in all "
+                             f"(over max_bytes={self.max_bytes})")
+
+
 def _check_safetensors(filename: str, max_bytes: int | None) -> None:
     """Check a ``.safetensors`` file's header against the file, without loading its data: the
     header's length, each tensor's dtype, shape and offsets, and the total against ``max_bytes``."""
@@ -148,7 +174,7 @@ def _check_safetensors(filename: str, max_bytes: int | None) -> None:
     if not isinstance(header, dict):
         raise ValueError(f"{name}: the header is not a JSON object")
     data_size = size - 8 - length
-    total = 0
+    count = _ByteCount(name, "tensors", max_bytes)
     for key, info in header.items():
         if key == "__metadata__":
             continue
@@ -161,12 +187,7 @@ def _check_safetensors(filename: str, max_bytes: int | None) -> None:
         if dtype not in _SAFETENSORS_DTYPES:
             raise ValueError(f"{name}: tensor {key!r} has dtype {dtype[:20]!r}, not one that "
                              f"loads ({', '.join(_SAFETENSORS_DTYPES)})")
-        declared = _SAFETENSORS_DTYPES[dtype]
-        for n in shape:
-            declared *= n
-        if _over(declared, max_bytes):
-            raise ValueError(f"{name}: tensor {key!r} declares {declared} bytes of {dtype} "
-                             f"(over max_bytes={max_bytes})")
+        declared = count.of(f"tensor {key!r}", _SAFETENSORS_DTYPES[dtype], shape, dtype)
         if end > data_size:
             raise ValueError(f"{name}: tensor {key!r} has data offsets [{begin}, {end}] past the "
                              f"end of the file's {data_size} bytes of data")
@@ -176,10 +197,7 @@ def _check_safetensors(filename: str, max_bytes: int | None) -> None:
         if end - begin != declared:
             raise ValueError(f"{name}: tensor {key!r} declares {declared} bytes of {dtype} "
                              f"(shape {tuple(shape)}) but its offsets hold {end - begin}")
-        total += declared
-        if _over(total, max_bytes):
-            raise ValueError(f"{name}: the tensors hold {total} bytes or more in all "
-                             f"(over max_bytes={max_bytes})")
+        count.add(declared)
 
 
 def _is_int_list(value: Any) -> bool:
@@ -239,7 +257,7 @@ def _check_npz(archive: zipfile.ZipFile, name: str, max_bytes: int | None) -> li
     bytes of all arrays against ``max_bytes``."""
     entries = []
     seen: set[str] = set()
-    total = 0
+    count = _ByteCount(name, "arrays", max_bytes)
     for info in archive.infolist():
         entry = info.filename
         if not entry.endswith(".npy"):
@@ -268,20 +286,12 @@ def _check_npz(archive: zipfile.ZipFile, name: str, max_bytes: int | None) -> li
                              "integer, floating point and complex arrays load")
         if any(n < 0 for n in shape):
             raise ValueError(f"{name}: entry {entry!r} declares a negative shape {shape}")
-        declared = dtype.itemsize
-        for n in shape:
-            declared *= n
-        if _over(declared, max_bytes):
-            raise ValueError(f"{name}: {entry!r} declares {declared} bytes of {dtype} "
-                             f"(over max_bytes={max_bytes})")
+        declared = count.of(repr(entry), dtype.itemsize, shape, dtype)
         held = info.file_size - header_size
         if declared != held:
             raise ValueError(f"{name}: {entry!r} declares {declared} bytes of {dtype} "
                              f"(shape {shape}) but holds {held}")
-        total += declared
-        if _over(total, max_bytes):
-            raise ValueError(f"{name}: the arrays hold {total} bytes or more in all "
-                             f"(over max_bytes={max_bytes})")
+        count.add(declared)
         entries.append(_Entry(info, header_size, shape, fortran_order, dtype, declared))
     return entries
 
