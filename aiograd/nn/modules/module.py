@@ -1,24 +1,23 @@
 """``Module`` (torch.nn.Module): attribute registration of parameters, buffers and submodules,
-their traversal, train/eval, moving and casting, and torch's tree ``repr``; the forward hooks and
-``__call__`` come from ``_hooks``, ``state_dict``/``load_state_dict`` from ``_state_dict``. Mirrors PyTorch's torch/nn/modules/module.py, its semantics and error
+train/eval, and torch's tree ``repr``; the forward hooks and ``__call__`` come from ``_hooks``,
+``state_dict``/``load_state_dict`` from ``_state_dict``, the traversal (``parameters``,
+``named_modules``, ...) from ``_traversal``, moving and casting (``to``, ``float``, ...) from
+``_casting``. Mirrors PyTorch's torch/nn/modules/module.py, its semantics and error
 messages (``torch`` spelled ``aiograd`` where a message names a type)."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
-from ..._base._grad_mode import no_grad
 from ..._core._format import legacy_type_name
 from ..._core._tensor import Tensor
-from ..._devices._device import CPU
-from ..._ops.casting import _to_args, to
 from ..parameter import Buffer, Parameter
+from ._casting import Casting
 from ._hooks import ForwardHooks
 from ._state_dict import StateDict
+from ._traversal import Traversal
 
 __all__ = ["Module", "typename"]
 
@@ -46,7 +45,7 @@ def _addindent(s_: str, num_spaces: int) -> str:
     return first + "\n" + "\n".join((num_spaces * " ") + line for line in lines)
 
 
-class Module(ForwardHooks, StateDict):
+class Module(ForwardHooks, StateDict, Traversal, Casting):
     """Base class of every layer and model, as ``torch.nn.Module``.
 
     Assigning a ``Parameter``, a ``Module`` or a registered buffer name as an attribute registers
@@ -243,84 +242,6 @@ class Module(ForwardHooks, StateDict):
         keys = list(super().__dir__()) + list(self._parameters) + list(self._modules) + list(self._buffers)
         return sorted(k for k in set(keys) if not k[0].isdigit())
 
-    # ------------------------------------------------------------------------ traversal
-    def _named_members(
-        self, get_members_fn: Callable[[Module], Any], prefix: str = "", recurse: bool = True,
-        remove_duplicate: bool = True,
-    ) -> Iterator[tuple[str, Any]]:
-        memo: set[int] = set()
-        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
-        for module_prefix, module in modules:
-            for k, v in get_members_fn(module):
-                if v is None or id(v) in memo:
-                    continue
-                if remove_duplicate:
-                    memo.add(id(v))
-                yield (module_prefix + ("." if module_prefix else "") + k, v)
-
-    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
-        """This module's parameters (and its submodules' if ``recurse``), each once."""
-        for _name, param in self.named_parameters(recurse=recurse):
-            yield param
-
-    def named_parameters(
-        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
-    ) -> Iterator[tuple[str, Parameter]]:
-        """``(dotted name, parameter)`` pairs; a parameter shared by two modules comes once
-        unless ``remove_duplicate=False``."""
-        return self._named_members(
-            lambda module: module._parameters.items(), prefix=prefix, recurse=recurse,
-            remove_duplicate=remove_duplicate,
-        )
-
-    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
-        """This module's buffers (and its submodules' if ``recurse``)."""
-        for _, buf in self.named_buffers(recurse=recurse):
-            yield buf
-
-    def named_buffers(
-        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
-    ) -> Iterator[tuple[str, Tensor]]:
-        """``(dotted name, buffer)`` pairs."""
-        return self._named_members(
-            lambda module: module._buffers.items(), prefix=prefix, recurse=recurse,
-            remove_duplicate=remove_duplicate,
-        )
-
-    def children(self) -> Iterator[Module]:
-        """The immediate submodules."""
-        for _name, module in self.named_children():
-            yield module
-
-    def named_children(self) -> Iterator[tuple[str, Module]]:
-        """``(name, submodule)`` for the immediate submodules, each module once."""
-        memo: set[int] = set()
-        for name, module in self._modules.items():
-            if module is not None and id(module) not in memo:
-                memo.add(id(module))
-                yield name, module
-
-    def modules(self) -> Iterator[Module]:
-        """This module and every submodule, depth first, each once."""
-        for _, module in self.named_modules():
-            yield module
-
-    def named_modules(
-        self, memo: set[Any] | None = None, prefix: str = "", remove_duplicate: bool = True
-    ) -> Iterator[tuple[str, Module]]:
-        """``(dotted name, module)`` for this module (name ``prefix``) and every submodule."""
-        if memo is None:
-            memo = set()
-        if self not in memo:
-            if remove_duplicate:
-                memo.add(self)
-            yield prefix, self
-            for name, module in self._modules.items():
-                if module is None:
-                    continue
-                submodule_prefix = prefix + ("." if prefix else "") + name
-                yield from module.named_modules(memo, submodule_prefix, remove_duplicate)
-
     # ------------------------------------------------------------------------ modes and grads
     def train(self, mode: bool = True) -> Module:
         """Set training mode (``training``) here and in every submodule; returns self."""
@@ -354,75 +275,6 @@ class Module(ForwardHooks, StateDict):
                         p.grad.requires_grad_(False)
                     p.grad.zero_()
 
-    # ------------------------------------------------------------------------ moving and casting
-    def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
-        """Apply ``fn`` to every parameter, gradient and buffer, as torch's ``_apply``: a parameter
-        stays the same object and gets the new data (``param.data = fn(param)``), buffers are
-        replaced."""
-        for module in self.children():
-            module._apply(fn)
-        for param in self._parameters.values():
-            if param is None:
-                continue
-            with no_grad():
-                _set_data(param, fn(param))
-            if param._grad is not None:
-                with no_grad():
-                    _set_data(param._grad, fn(param._grad))
-        for key, buf in self._buffers.items():
-            if buf is not None:
-                self._buffers[key] = fn(buf)
-        return self
-
-    def apply(self, fn: Callable[[Module], None]) -> Module:
-        """Call ``fn`` on every submodule (children first) and then on this module; returns self."""
-        for module in self.children():
-            module.apply(fn)
-        fn(self)
-        return self
-
-    def to(self, *args: Any, **kwargs: Any) -> Module:
-        """Move and/or cast the parameters and buffers, as ``torch.nn.Module.to``:
-        ``to(device)``, ``to(dtype)`` (floating point tensors only), ``to(device, dtype)``,
-        ``to(tensor)``; in place (parameters stay the same objects), returns self."""
-        device, dtype, _ = _to_args(args, kwargs)
-        if dtype is not None and dtype.kind not in "fc":
-            raise TypeError(
-                f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype=aiograd.{dtype}"
-            )
-
-        def convert(t: Tensor) -> Tensor:
-            if dtype is not None and t.data.dtype.kind in "fc":
-                return to(t, device, dtype) if device is not None else to(t, dtype)
-            return to(t, device) if device is not None else t
-
-        return self._apply(convert)
-
-    def cpu(self) -> Module:
-        """Move every parameter and buffer to the CPU; returns self."""
-        return self._apply(lambda t: to(t, CPU))
-
-    def cuda(self, device: Any = None) -> Module:
-        """Move every parameter and buffer to a CUDA device (``cuda:0`` by default)."""
-        return self._apply(lambda t: t.cuda(device))
-
-    def type(self, dst_type: Any) -> Module:
-        """Cast every parameter and buffer to ``dst_type``."""
-        return self._apply(lambda t: to(t, dst_type))
-
-    def float(self) -> Module:
-        """Cast floating point parameters and buffers to float32."""
-        return self._apply(lambda t: to(t, np.float32) if t.data.dtype.kind == "f" else t)
-
-    def double(self) -> Module:
-        """Cast floating point parameters and buffers to float64."""
-        return self._apply(lambda t: to(t, np.float64) if t.data.dtype.kind == "f" else t)
-
-    def half(self) -> Module:
-        """Cast floating point parameters and buffers to float16."""
-        return self._apply(lambda t: to(t, np.float16) if t.data.dtype.kind == "f" else t)
-
-    # ------------------------------------------------------------------------ calling and hooks
     # ------------------------------------------------------------------------ repr
     def extra_repr(self) -> str:
         """The module's own settings for ``repr`` (one line, or several); subclasses override."""
@@ -448,13 +300,3 @@ class Module(ForwardHooks, StateDict):
             else:
                 main_str += "\n  " + "\n  ".join(lines) + "\n"
         return main_str + ")"
-
-
-def _set_data(param: Tensor, new: Tensor) -> None:
-    """``param.data = new``: ``param`` keeps its identity and takes ``new``'s array and device."""
-    param.data = new.data
-    if new._device is CPU:
-        param.__dict__.pop("_device", None)
-    else:
-        param._device = new._device
-
