@@ -14,11 +14,12 @@ source), and no module sets another module's globals:
    device-type registry), one module per device type (``cpu``, ``sim``, ``cuda``, ``simcuda``,
    loaded by name when its first device is made) and CuPy's runtime (``_cuda_runtime``: CuPy
    loaded on first use, CUDA streams and events);
-3. graph core, ``_core``, in this run-time import order: ``_format``, ``_tensor_api`` (Tensor's
-   methods as type checkers see them), ``_anomaly``, ``_tensor``, ``_saved``, ``_node`` (nodes,
-   edges, AccumulateGrad, the hooks a node carries), ``_hooks`` (running hooks), ``_views``,
-   ``_graph`` (gradient edges, saved-tensor hooks); where it needs an op (``sum_to_size``,
-   ``to``, ``clone``) it calls a Tensor method;
+3. graph core, ``_core``, in this run-time import order: ``_types`` (the type aliases of the
+   ops' signatures, for type checkers), ``_format``, ``_tensor_api`` (Tensor's methods as type
+   checkers see them, generated from the ops), ``_anomaly``, ``_tensor``, ``_saved``, ``_node``
+   (nodes, edges, AccumulateGrad, the hooks a node carries), ``_hooks`` (running hooks),
+   ``_views``, ``_graph`` (gradient edges, saved-tensor hooks); where it needs an op
+   (``sum_to_size``, ``to``, ``clone``) it calls a Tensor method;
 4. ops: ``_ops`` (the op registry and one module per family of rules) and ``nn`` (its
    functional ops, ``Module`` and the layers, ``init``, ``utils``: weights in files);
 5. executors: ``executors`` (where heavy nodes' math runs: threads, or shipped to a Dask
@@ -123,42 +124,11 @@ from ._engine import (
 )
 from ._ops.binary_math import atan2, fmod, hypot, remainder, xlogy
 from ._ops.convenience import norm, square, std, t
-from ._ops.elementwise import (
-    abs,
-    add,
-    clamp,
-    clip,
-    clone,
-    cos,
-    div,
-    eq,
-    exp,
-    ge,
-    gt,
-    le,
-    log,
-    log1p,
-    lt,
-    maximum,
-    minimum,
-    mul,
-    ne,
-    neg,
-    pow,
-    relu,
-    sigmoid,
-    sign,
-    sin,
-    sqrt,
-    sub,
-    tanh,
-    true_divide,
-    where,
-)
+from ._ops.elementwise import add, div, eq, ge, gt, le, lt, mul, ne, pow, sub, true_divide, where
 from ._ops.indexing import gather, index_select
 from ._ops.joining import cat, chunk, concat, concatenate, split, split_with_sizes, stack, unbind
 from ._ops.linalg import matmul, mm
-from ._ops.pointwise import addcdiv, addcmul, lerp, masked_fill
+from ._ops.pointwise import addcdiv, addcmul, clamp, clip, lerp, masked_fill, maximum, minimum
 from ._ops.products import bmm, dot, einsum, outer, tensordot, trace
 from ._ops.rearrange import (
     diag,
@@ -200,21 +170,34 @@ from ._ops.softmax import log_softmax, logsumexp, softmax
 from ._ops.sorting import argsort, kthvalue, median, sort, topk
 from ._ops.special import erf, erfc
 from ._ops.unary_math import (
+    abs,
     acos,
     asin,
     atan,
     ceil,
+    clone,
+    cos,
     cosh,
+    exp,
     expm1,
     floor,
     frac,
+    log,
+    log1p,
     log2,
     log10,
+    neg,
     reciprocal,
+    relu,
     round,
     rsqrt,
+    sigmoid,
+    sign,
+    sin,
     sinh,
+    sqrt,
     tan,
+    tanh,
     trunc,
 )
 from .function import Function

@@ -48,7 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 #: The graph core's modules in their run-time import order (see the last tests).
-CORE_ORDER: tuple[str, ...] = ("_format", "_tensor_api", "_anomaly", "_tensor", "_saved", "_node", "_hooks", "_views", "_graph")
+CORE_ORDER: tuple[str, ...] = ("_types", "_format", "_tensor_api", "_anomaly", "_tensor", "_saved", "_node", "_hooks", "_views", "_graph")
 
 
 # ------------------------------------------------------------------------------ the import graph

@@ -1,9 +1,10 @@
 """The typed public surface: what mypy and pyright see of aiograd.
 
 - ``aiograd/_core/_tensor_api.py`` declares, for type checkers only, the Tensor methods, operators and
-  properties that ``_tensor_methods`` binds with ``setattr`` at import time. The declarations are
-  compared here with the live ``Tensor`` (names both ways; parameter names, kinds and defaults),
-  so a new op or a changed signature cannot drift from them unnoticed.
+  properties that ``_tensor_methods`` binds with ``setattr`` at import time. It is generated from
+  the bound functions (``python3 tools/gen_tensor_api.py``), and must be what the generator writes
+  now; the declarations are also compared with the live ``Tensor`` (names both ways; parameter
+  names, kinds and defaults), so a new op or a changed signature cannot drift from them unnoticed.
 - ``mypy --strict`` and pyright (strict) must accept ``tests/typing/user_script.py``, a user's
   script over the public API, and the declarations themselves; both must flag the forgotten
   ``await`` in ``tests/typing/unawaited_backward.py`` and each mistake in
@@ -17,6 +18,7 @@ and are skipped when not installed (``pip install -e ".[dev]"`` installs both).
 from __future__ import annotations
 
 import ast
+import difflib
 import importlib.util
 import inspect
 import json
@@ -39,6 +41,7 @@ pytestmark = pytest.mark.slow  # mypy and pyright, a few seconds each
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "aiograd"
 DECLARATIONS = PACKAGE / "_core" / "_tensor_api.py"
+GENERATOR = ROOT / "tools" / "gen_tensor_api.py"  # writes DECLARATIONS
 SCRIPTS = Path(__file__).resolve().parent / "typing"
 USER_SCRIPT = SCRIPTS / "user_script.py"
 UNAWAITED = SCRIPTS / "unawaited_backward.py"
@@ -94,17 +97,20 @@ def _decorator_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
 
 
 def declared_methods(source: str, class_name: str = "TensorMethods") -> dict[str, Declared]:
-    """The methods and properties declared under ``if TYPE_CHECKING:`` in ``class_name``; of an
-    overloaded method, its implementation signature (the one the runtime function has)."""
+    """The methods and properties that ``class_name``, defined under ``if TYPE_CHECKING:``,
+    declares in its body and its bases defined there (one per module of ops); of an overloaded
+    method, its implementation signature (the one the runtime function has)."""
     module = ast.parse(source)
-    (cls,) = [n for n in module.body if isinstance(n, ast.ClassDef) and n.name == class_name]
     blocks = [
-        n for n in cls.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+        n for n in module.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
     ]
-    assert blocks, f"{class_name} has no `if TYPE_CHECKING:` block"
+    assert blocks, "no `if TYPE_CHECKING:` block"
+    classes = {n.name: n for block in blocks for n in block.body if isinstance(n, ast.ClassDef)}
+    assert class_name in classes, f"{class_name} is not defined under `if TYPE_CHECKING:`"
+    cls = classes[class_name]
     found: dict[str, Declared] = {}
-    for block in blocks:
-        for node in block.body:
+    for declaring in [*(classes[ast.unparse(b)] for b in cls.bases if ast.unparse(b) in classes), cls]:
+        for node in declaring.body:
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             decorators = _decorator_names(node)
@@ -162,6 +168,19 @@ def drift(declared: dict[str, Declared], bound: dict[str, tuple[str, Callable[..
 
 
 # ----------------------------------------------------------------------------- declarations
+def test_declarations_are_generated_from_what_tensor_methods_binds() -> None:
+    spec = importlib.util.spec_from_file_location("gen_tensor_api", GENERATOR)
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    current = generator.render()
+    written = DECLARATIONS.read_text()
+    stale = list(difflib.unified_diff(written.splitlines(), current.splitlines(), "written", "current", lineterm=""))
+    assert not stale, (
+        f"{DECLARATIONS.relative_to(ROOT)} is not current: run {generator.COMMAND}\n" + "\n".join(stale[:40])
+    )
+
+
 def test_declarations_match_what_tensor_methods_binds() -> None:
     declared = declared_methods(DECLARATIONS.read_text())
     bound = bound_methods(Tensor)

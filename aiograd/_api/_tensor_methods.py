@@ -1,7 +1,10 @@
 """Binds the op functions to Tensor as methods, operators and properties (one table per family).
 
-Type checkers cannot follow these ``setattr`` calls: ``_tensor_api.TensorMethods`` declares the same
-names for them, and ``tests/test_typing.py`` keeps the two in step.
+Type checkers cannot follow these ``setattr`` calls: ``_core/_tensor_api.py`` declares the same
+names for them, generated from ``BOUND_METHODS`` and ``BOUND_PROPERTIES`` (each function's own
+signature, overloads and docstring) by ``python3 tools/gen_tensor_api.py``; ``tests/test_typing.py``
+fails while that file is not what the generator writes. A new Tensor method is an op function,
+annotated, in its family's ``TENSOR_METHODS`` table (a new family module goes in ``_FAMILIES``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from .._core import _hooks
 from .._core._tensor import Tensor
 from .._ops import (
     binary_math,
+    casting,
     convenience,
     elementwise,
     indexing,
@@ -38,7 +42,7 @@ from ._autograd import tensor_backward
 __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]
 
 _FAMILIES = (
-    elementwise, unary_math, binary_math, pointwise, indexing, joining, linalg, reduction, softmax,
+    elementwise, unary_math, casting, binary_math, pointwise, indexing, joining, linalg, reduction, softmax,
     shape, convenience, inplace, _hooks,
     products,  # linear algebra
     special,  # erf, erfc

@@ -13,10 +13,7 @@ from .._base._dtypes import is_array, type_name
 from .._core._views import View, view_rebase_error
 from .._devices._device import CPU, mixed_devices_error
 from ._util import Node, Tensor, grad_enabled, infer_size, like
-from .casting import result_type
-from .elementwise import (
-    to,
-)
+from .casting import result_type, to
 from .operands import NUMBERS, constant
 from .rebase import rebase_inplace
 

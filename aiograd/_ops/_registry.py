@@ -3,7 +3,7 @@
 An op's rule is written once, next to its forward (micrograd's locality), and registered here
 (HIPS autograd's ``defvjp``, tinygrad's gradient table). Three ways to write one:
 
-* a unary elementwise op is one row of a table (``Unary``, see ``elementwise.UNARY``):
+* a unary elementwise op is one row of a table (``Unary``, see ``unary_math.UNARY``):
   name, PyTorch's node name, forward on arrays, vjp on tensors, what to save;
 * any other op decorates its backward formula with ``@backward(saved=...)``, which makes the
   Node subclass named after the function (``MulBackward0``), and its forward with

@@ -6,7 +6,7 @@ as Tensor methods too.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from .indexing import (
 )
 from .rebase import CopySlices, rebase_inplace
 from .shape import sum_to_size
+
+if TYPE_CHECKING:
+    from .._core._types import Index, TensorLike
 
 __all__ = ["copy_", "fill_", "index_put_", "setitem", "zero_"]
 
@@ -113,7 +116,7 @@ def zero_(self: Tensor) -> Tensor:
 
 
 @op(FillBackward2, FillBackward3)
-def fill_(self: Tensor, value: Any) -> Tensor:
+def fill_(self: Tensor, value: TensorLike) -> Tensor:
     """Set every element to ``value`` (a number or a 0-dim tensor) in place."""
     if isinstance(value, Tensor) and value.data.ndim:
         raise RuntimeError(
@@ -142,7 +145,7 @@ def _assign(self: Tensor, src: Any) -> None:
 
 
 @op(CopyBackwards)
-def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
+def copy_(self: Tensor, src: TensorLike, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` (broadcast to this shape, cast to this dtype, from any device) into this
     tensor in place."""
     s = src.data if isinstance(src, Tensor) else np.asarray(src)
@@ -260,7 +263,7 @@ def _full(basic: tuple[Any, ...], shape: tuple[int, ...]) -> bool:
 
 
 @op(IndexPutBackward0, CopySlices, name="setitem")
-def setitem(self: Tensor, index: Any, value: Any) -> None:
+def setitem(self: Tensor, index: Index | tuple[Index, ...], value: TensorLike) -> None:
     """``self[index] = value``: a basic index copies ``value`` into the view ``self[index]``; an
     advanced one (masks, integer arrays) is PyTorch's ``index_put_`` (on the view of its basic
     part, if any). Gradients flow to ``value`` when it requires grad."""

@@ -9,18 +9,21 @@ on); ``atan2`` and ``hypot`` take tensors only, as PyTorch's do.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, data_of, edge_of, needs_grad, save, saved, wrap
 from .casting import place2
-from .elementwise import _keep, _shape, _xp, div, log, where
+from .elementwise import _keep, _shape, _xp, div, where
 from .operands import promoted
 from .quiet import quietly
 from .shape import reduce_grad
-from .unary_math import reciprocal, trunc
+from .unary_math import log, reciprocal, trunc
+
+if TYPE_CHECKING:
+    from .._core._types import TensorLike
 
 __all__ = ["atan2", "fmod", "hypot", "remainder", "xlogy"]
 
@@ -120,7 +123,7 @@ FmodBackward0 = variant("FmodBackward0", FmodBackward1, doc="``fmod`` by a numbe
 
 
 @op(FmodBackward0, FmodBackward1)
-def fmod(input: Any, other: Any) -> Tensor:
+def fmod(input: TensorLike, other: TensorLike) -> Tensor:
     """The C remainder of ``input / other``: the sign of ``input``, as PyTorch's (and C's)."""
     return _binary("fmod", input, other, lambda xp, a, b: xp.fmod(a, b), (FmodBackward1, FmodBackward0, FmodBackward1))
 
@@ -158,7 +161,7 @@ def _floor_divide(xp: Any, a: Any, b: Any) -> Any:
 
 
 @op(RemainderBackward0, RemainderBackward1)
-def remainder(input: Any, other: Any) -> Tensor:
+def remainder(input: TensorLike, other: TensorLike) -> Tensor:
     """Python's modulus of ``input / other``: the sign of ``other``, as PyTorch's."""
     return _binary("remainder", input, other, _remainder,
                    (RemainderBackward1, RemainderBackward0, RemainderBackward1))
@@ -199,7 +202,7 @@ XlogyBackward2 = variant("XlogyBackward2", XlogyBackward0, doc="``xlogy`` with a
 
 
 @op(XlogyBackward0, XlogyBackward1, XlogyBackward2)
-def xlogy(input: Any, other: Any) -> Tensor:
+def xlogy(input: TensorLike, other: TensorLike) -> Tensor:
     """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN), as PyTorch's."""
     return _binary("xlogy", input, other, _xlogy, (XlogyBackward0, XlogyBackward2, XlogyBackward1))
 

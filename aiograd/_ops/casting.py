@@ -274,3 +274,9 @@ def bool_(input: Tensor) -> Tensor:
     return to(input, np.bool_)
 
 
+
+
+#: Tensor methods (bound by ``aiograd._api._tensor_methods``), as PyTorch's.
+TENSOR_METHODS = {
+    "to": to, "cpu": cpu, "cuda": cuda, "float": float_, "double": double, "long": long, "bool": bool_,
+}

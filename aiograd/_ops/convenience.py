@@ -4,17 +4,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._registry import backward, op, register
 from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
 from .casting import ToCopyBackward0
-from .elementwise import PowBackward0, clone, sign, where
+from .elementwise import PowBackward0, where
 from .quiet import quietly
 from .reduction import _dtype_name, axes_of, expand_reduced, var_grad, variance
 from .shape import ExpandBackward0, TBackward0, ViewBackward0, expand, reshape, swapped
+from .unary_math import clone, sign
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 __all__ = ["t", "square", "std", "norm"]
 
@@ -196,7 +200,7 @@ def norm(
     p: float | str | None = "fro",
     dim: int | Sequence[int] | None = None,
     keepdim: bool = False,
-    dtype: Any = None,
+    dtype: DTypeLike | None = None,
 ) -> Tensor:
     """The vector p-norm over ``dim`` (all elements by default), as ``torch.norm``: ``p`` any
     number (inf and -inf: the largest and smallest magnitude; 0: the count of non-zeros, with
@@ -231,6 +235,7 @@ def norm(
 
 
 def _pos(input: Tensor) -> Tensor:
+    """``+input``: the tensor itself."""
     return input
 
 

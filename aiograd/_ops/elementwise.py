@@ -1,20 +1,21 @@
-"""Elementwise ops: arithmetic with broadcasting, unary math, comparisons, where, clamp.
+"""Elementwise arithmetic and comparisons: ``add``, ``sub``, ``mul``, ``div``, ``pow`` (and the
+operators), ``where``, ``eq``... with broadcasting.
 
 Gradients of broadcast operands are summed back to each operand's shape (``reduce_grad``).
 Python numbers stay Python numbers, so numpy's weak typing keeps a float32 tensor float32.
-Outputs follow PyTorch's TensorIterator device rule (``casting.place``). Unary ops are rows of
-one table (``UNARY``); the others register their backward with ``@backward`` next to the
-forward.
+Outputs follow PyTorch's TensorIterator device rule (``casting.place``). Each op registers its
+backward with ``@backward`` next to the forward. The unary ops are rows of ``unary_math.UNARY``;
+``clamp``, ``maximum`` and ``minimum`` are in ``pointwise``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from .._base._dtypes import DEVICE_ARRAY_TYPES, is_array
-from ._registry import Unary, UnaryOp, backward, op, register, unary, variant
+from ._registry import backward, op, register, variant
 from ._util import (
     CPU,
     Tensor,
@@ -28,16 +29,16 @@ from ._util import (
     saved,
     wrap,
 )
-from .casting import bool_, cpu, cuda, double, float_, long, place, place2, to
-from .operands import BOOL, NEG_BOOL_ERROR, operands, promoted, refuse_bool_sub
+from .casting import place, place2
+from .operands import BOOL, operands, promoted, refuse_bool_sub
 from .quiet import quietly, quietly1, quietly2
 from .shape import _sum_to, reduce_grad
+from .unary_math import log
 
-__all__ = [
-    "add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "log1p", "sqrt", "abs",
-    "sign", "sin", "cos", "tanh", "sigmoid", "relu", "clamp", "clip", "maximum", "minimum", "where",
-    "clone", "eq", "ne", "lt", "le", "gt", "ge",
-]
+if TYPE_CHECKING:
+    from .._core._types import TensorLike
+
+__all__ = ["add", "sub", "mul", "div", "true_divide", "pow", "where", "eq", "ne", "lt", "le", "gt", "ge"]
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -90,7 +91,7 @@ def AddBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]
 
 
 @op(AddBackward0)
-def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
+def add(input: TensorLike, other: TensorLike, *, alpha: float = 1) -> Tensor:
     """``input + alpha * other`` with broadcasting."""
     # The device test rides on the unwrapping (this is the hottest path there is): ``dev`` stays
     # the CPU only if every tensor operand is on it.
@@ -137,7 +138,7 @@ RsubBackward1 = variant("RsubBackward1", SubBackward0, "``number - tensor`` (the
 
 
 @op(SubBackward0, RsubBackward1)
-def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
+def sub(input: TensorLike, other: TensorLike, *, alpha: float = 1) -> Tensor:
     """``input - alpha * other`` with broadcasting."""
     # (the device test rides on the unwrapping, as in ``add``)
     if isinstance(input, Tensor):
@@ -217,7 +218,7 @@ def _keep(x: Any) -> Any:
 
 
 @op(MulBackward0)
-def mul(input: Any, other: Any) -> Tensor:
+def mul(input: TensorLike, other: TensorLike) -> Tensor:
     """Elementwise product with broadcasting."""
     # (the device test rides on the unwrapping, as in ``add``)
     if isinstance(input, Tensor):
@@ -266,7 +267,7 @@ def DivBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]
 
 
 @op(DivBackward0)
-def div(input: Any, other: Any) -> Tensor:
+def div(input: TensorLike, other: TensorLike) -> Tensor:
     """Elementwise true division with broadcasting."""
     input, other = promoted(input, other, fname="div")
     out = wrap(quietly2(_xp(input, other).true_divide, data_of(input), data_of(other)))
@@ -280,7 +281,7 @@ def div(input: Any, other: Any) -> Tensor:
 
 
 @op(DivBackward0)
-def true_divide(input: Any, other: Any) -> Tensor:
+def true_divide(input: TensorLike, other: TensorLike) -> Tensor:
     """Elementwise true division with broadcasting; the same as :func:`div`."""
     return div(input, other)
 
@@ -336,7 +337,7 @@ PowBackward2 = variant("PowBackward2", PowBackward1, "``number ** tensor``.")
 
 
 @op(PowBackward0, PowBackward1, PowBackward2)
-def pow(input: Any, exponent: Any) -> Tensor:
+def pow(input: TensorLike, exponent: TensorLike) -> Tensor:
     """``input ** exponent`` with broadcasting; either side may be a number."""
     input, exponent = promoted(input, exponent, fname="pow")
     a, b = data_of(input), data_of(exponent)
@@ -364,240 +365,6 @@ def pow(input: Any, exponent: Any) -> Tensor:
     node.result = save(out, is_output=True)
     node.a_shape, node.b_shape = _shape(input), _shape(exponent)
     return out
-
-
-# ------------------------------------------------------------------------------ unary table
-def _negative(xp: Any, x: Any) -> Any:
-    if getattr(x, "dtype", None) is BOOL:  # PyTorch refuses it (numpy's words differ)
-        raise RuntimeError(NEG_BOOL_ERROR)
-    return xp.negative(x)
-
-
-def _sigmoid(xp: Any, x: Any) -> Any:
-    # exp(-|x|) cannot overflow, and for x < 0 the form z / (1 + z) keeps tiny results accurate
-    # (0.5 * tanh(x / 2) + 0.5 rounds sigmoid(-40) to 0); Python numbers keep the dtype.
-    z = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1.0, z) / (1.0 + z)
-
-
-def _quiet(name: str) -> Any:
-    """The forward of a unary row that may meet numpy's warnings at ordinary inputs (log(0),
-    sqrt(-1), exp(1000), sin(inf)): computed quietly (aiograd/_ops/quiet.py)."""
-
-    def forward(xp: Any, x: Any) -> Any:
-        return quietly1(getattr(xp, name), x)  # (the user's numpy state is left alone)
-
-    forward.__name__ = name
-    return forward
-
-
-def _tanh_vjp(g: Any, y: Any) -> Any:
-    try:  # (the hot path: no context entered, see aiograd/_ops/quiet.py)
-        return g * (1.0 - y * y)
-    except RuntimeWarning:
-        return quietly(lambda: g * (1.0 - y * y))
-
-
-def _sigmoid_vjp(g: Any, y: Any) -> Any:
-    return g * (y * (1.0 - y))
-
-
-def _exp_vjp(g: Any, y: Any) -> Any:
-    return quietly2(np.multiply, g, y)  # (0 * inf where exp overflowed)
-
-
-# One row per op: name, PyTorch's node, forward (the name of the array-module function, or
-# ``(xp, array) -> array``), vjp(grad, saved) on tensors, what the node saves ("input" as ``x``,
-# "result" as ``result``), and optionally ``fast``: the vjp on arrays, for the backward with
-# grad mode off (no tensors made on that hot path).
-UNARY = [
-    Unary("neg", "NegBackward0", _negative, lambda g, _: -g,
-          doc="``-input``."),
-    Unary("exp", "ExpBackward0", _quiet("exp"), lambda g, y: g * y, "result",
-          fast=_exp_vjp, doc="Elementwise ``e ** input``."),
-    Unary("log", "LogBackward0", _quiet("log"), lambda g, x: g / x, "input",
-          doc="Natural logarithm."),
-    Unary("log1p", "Log1PBackward0", _quiet("log1p"), lambda g, x: g / (x + 1.0), "input",
-          doc="``log(1 + input)``, accurate near zero."),
-    Unary("sqrt", "SqrtBackward0", _quiet("sqrt"), lambda g, y: g / (y * 2.0), "result",
-          doc="Elementwise square root."),
-    Unary("abs", "AbsBackward0", "abs", lambda g, x: g * sign(x), "input",
-          doc="Elementwise absolute value (gradient 0 at 0, as PyTorch)."),
-    Unary("sign", "SignBackward0", lambda xp, x: xp.where(xp.isnan(x), 0, xp.sign(x)), lambda g, _: g * 0.0,
-          doc="Elementwise sign: -1, 0 or 1, and 0 at NaN as PyTorch (gradient zero everywhere)."),
-    Unary("sin", "SinBackward0", _quiet("sin"), lambda g, x: g * cos(x), "input",
-          doc="Elementwise sine."),
-    Unary("cos", "CosBackward0", _quiet("cos"), lambda g, x: g * -sin(x), "input",
-          doc="Elementwise cosine."),
-    Unary("tanh", "TanhBackward0", "tanh", lambda g, y: g * (1.0 - y * y), "result",
-          fast=_tanh_vjp, doc="Elementwise hyperbolic tangent."),
-    Unary("sigmoid", "SigmoidBackward0", lambda xp, x: quietly2(_sigmoid, xp, x), lambda g, y: g * (y * (1.0 - y)), "result",
-          fast=lambda g, y: quietly2(_sigmoid_vjp, g, y),
-          doc="Elementwise logistic function ``1 / (1 + exp(-x))``, computed without overflow."),
-    # maximum(0, x) returns x at a tie (-0.0 stays -0.0), and the gradient is zeroed where
-    # y <= 0, so it passes at NaN, both as PyTorch (clamp_min, threshold_backward); y is >= 0
-    # or NaN, so ``y != 0`` is that mask in one pass.
-    Unary("relu", "ReluBackward0", lambda xp, x: xp.maximum(0, x), lambda g, y: g * (y.data != 0), "result",
-          fast=lambda g, y: g * (y != 0), doc="Elementwise ``max(x, 0)`` (gradient 0 at 0, as PyTorch)."),
-    Unary("clone", "CloneBackward0", lambda xp, x: x.copy(), lambda g, _: g,
-          doc="A copy of the data, recorded in the graph (its gradient passes through unchanged)."),
-]
-
-_MADE = {row.name: unary(row, __name__) for row in UNARY}  # registered, by name
-# Declared, so type checkers (and pyright --verifytypes) see each one's signature.
-neg: UnaryOp
-exp: UnaryOp
-log: UnaryOp
-log1p: UnaryOp
-sqrt: UnaryOp
-abs: UnaryOp
-sign: UnaryOp
-sin: UnaryOp
-cos: UnaryOp
-tanh: UnaryOp
-sigmoid: UnaryOp
-relu: UnaryOp
-clone: UnaryOp
-neg, NegBackward0 = _MADE["neg"]
-exp, ExpBackward0 = _MADE["exp"]
-log, LogBackward0 = _MADE["log"]
-log1p, Log1PBackward0 = _MADE["log1p"]
-sqrt, SqrtBackward0 = _MADE["sqrt"]
-abs, AbsBackward0 = _MADE["abs"]
-sign, SignBackward0 = _MADE["sign"]
-sin, SinBackward0 = _MADE["sin"]
-cos, CosBackward0 = _MADE["cos"]
-tanh, TanhBackward0 = _MADE["tanh"]
-sigmoid, SigmoidBackward0 = _MADE["sigmoid"]
-relu, ReluBackward0 = _MADE["relu"]
-clone, CloneBackward0 = _MADE["clone"]
-
-
-@backward(saved=("x",), batched=True)
-def ClampBackward1(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
-    g = grads[0]
-    x = self.x.unpack(self).data
-    inside = g._device.xp.ones(x.shape, dtype=bool)
-    if self.min is not None:
-        inside &= x >= self.min
-    if self.max is not None:
-        inside &= x <= self.max
-    return (g * inside,)
-
-
-@backward(saved=("x", "lo", "hi"), batched=True)
-def ClampBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
-    """``clamp`` with tensor bounds: the gradient goes to whichever of input, min and max the
-    output took its value from (PyTorch's ``clamp_backward_min_max``; none of them at a NaN)."""
-    g = grads[0]
-    x, lo, hi = (None if v is None else data_of(saved(self, v)) for v in (self.x, self.lo, self.hi))
-    if lo is not None and hi is not None:
-        masks = ((x >= lo) & (x <= hi), (x < lo) & (lo < hi), (x > hi) | (hi < lo))
-    elif lo is not None:
-        masks = (x >= lo, x < lo, None)
-    else:
-        masks = (x <= hi, None, x > hi)
-    zero = g._device.xp.zeros((), dtype=g.data.dtype)  # a constant in the device's memory
-    return tuple(
-        None if e is None else reduce_grad(where(m, g, zero), shape, batch)
-        for e, m, shape in zip(self.next_edges, masks, self.shapes)
-    )
-
-
-def _clamp_tensors(input: Tensor, min: Any, max: Any) -> Tensor:
-    """``clamp`` with a tensor bound: max with ``min`` first, then min with ``max`` (so ``max``
-    wins where ``min > max``), in the operands' promoted dtype."""
-    operands = promoted(*(v for v in (input, min, max) if v is not None), fname="clamp")
-    it = iter(operands)
-    input, min, max = next(it), None if min is None else next(it), None if max is None else next(it)
-    xp, data = input._device.xp, input.data
-    if min is not None:  # (a +-0 tie returns the bound, as PyTorch's vectorized loop)
-        data = xp.maximum(data, data_of(min))
-    if max is not None:
-        data = xp.minimum(data, data_of(max))
-    out = wrap(data)
-    input, min, max = place(out, input, min, max)
-    if needs_grad(input, min, max):
-        node: Any = attach(ClampBackward0((edge_of(input), edge_of(min), edge_of(max))), out)
-        node.x, node.lo, node.hi = save(input), _keep(min), _keep(max)
-        node.shapes = (_shape(input), _shape(min), _shape(max))
-    return out
-
-
-@op(ClampBackward1, ClampBackward0)
-def clamp(input: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
-    """Limit values to ``[min, max]``; the gradient passes where ``min <= x <= max``."""
-    if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if isinstance(min, Tensor) or isinstance(max, Tensor):
-        return _clamp_tensors(input, min, max)
-    xp, data = input._device.xp, input.data
-    # As PyTorch: max with min, then min with max (max wins if min > max); the bound first, so
-    # that a tie returns x (clamp(-0.0, min=0.0) is -0.0); a NaN bound gives NaN.
-    if min is not None:
-        data = xp.maximum(min, data)
-    if max is not None:
-        data = xp.minimum(max, data)
-    out = like(data, input)
-    if needs_grad(input):
-        node: Any = attach(ClampBackward1((edge_of(input),)), out)
-        node.x, node.min, node.max = save(input), min, max
-    return out
-
-
-@op(ClampBackward1)
-def clip(input: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
-    """Limit values to ``[min, max]``; the same as :func:`clamp`."""
-    return clamp(input, min, max)
-
-
-@backward(saved=("a", "b"), batched=True)
-def MaximumBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
-    """Shared by maximum and minimum: ``self.pick_a_larger`` says where the gradient goes to ``a``."""
-    g = grads[0]
-    a, b = data_of(saved(self, self.a)), data_of(saved(self, self.b))
-    xp, tie = g._device.xp, a == b
-    # PyTorch's rule: halved at a tie, zero where the other operand wins, and so whole to both
-    # where either is NaN.
-    a_loses, b_loses = (a < b, a > b) if self.pick_a_larger else (a > b, a < b)
-    ea, eb = self.next_edges
-    ga = gb = None
-    if ea is not None:
-        ga = reduce_grad(g * xp.where(tie, 0.5, ~a_loses).astype(g.data.dtype), self.a_shape, batch)
-    if eb is not None:
-        gb = reduce_grad(g * xp.where(tie, 0.5, ~b_loses).astype(g.data.dtype), self.b_shape, batch)
-    return (ga, gb)
-
-
-MinimumBackward0 = variant("MinimumBackward0", MaximumBackward0)
-
-
-def _extremum(input: Any, other: Any, larger: bool) -> Tensor:
-    # Numbers stay numbers, as in mul: a 0-d float64 array would make a float32 result float64.
-    input, other = promoted(input, other, fname="maximum" if larger else "minimum")
-    xp = _xp(input, other)
-    # (At a tie of +0 and -0 numpy returns ``other``, as PyTorch's vectorized loop does; its
-    # scalar loop, for the last few elements, returns ``input``.)
-    out = wrap((xp.maximum if larger else xp.minimum)(data_of(input), data_of(other)))
-    input, other = place2(out, input, other)
-    if needs_grad(input, other):
-        cls = MaximumBackward0 if larger else MinimumBackward0
-        node: Any = attach(cls(_binary_edges(input, other)), out)
-        node.a, node.b, node.pick_a_larger = _keep(input), _keep(other), larger
-        node.a_shape, node.b_shape = _shape(input), _shape(other)
-    return out
-
-
-@op(MaximumBackward0)
-def maximum(input: Any, other: Any) -> Tensor:
-    """Elementwise maximum; at ties the gradient is split evenly, as in PyTorch."""
-    return _extremum(input, other, True)
-
-
-@op(MinimumBackward0)
-def minimum(input: Any, other: Any) -> Tensor:
-    """Elementwise minimum; at ties the gradient is split evenly, as in PyTorch."""
-    return _extremum(input, other, False)
 
 
 @backward(batched=True)
@@ -630,11 +397,11 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
 class Comparison(Protocol):
     """The signature of a comparison op: ``eq(input, other) -> Tensor`` (bool)."""
 
-    def __call__(self, input: Any, other: Any) -> Tensor: ...
+    def __call__(self, input: TensorLike, other: TensorLike) -> Tensor: ...
 
 
 def _compare(name: str, ufunc: str) -> Comparison:
-    def compare(input: Any, other: Any) -> Tensor:
+    def compare(input: TensorLike, other: TensorLike) -> Tensor:
         input, other = promoted(input, other, fname=name)  # compared in the common dtype
         out = wrap(getattr(_xp(input, other), ufunc)(data_of(input), data_of(other)))
         place2(out, input, other)
@@ -654,22 +421,20 @@ ge: Comparison = _compare("ge", "greater_equal")
 
 
 def _reflected(fn: Any) -> Any:
-    def reflected(self: Tensor, other: Any) -> Tensor:
+    """The reflected operator of ``fn`` (``__radd__`` of ``add``): ``fn`` with the operands swapped."""
+
+    def reflected(self: Tensor, other: TensorLike) -> Tensor:
         return fn(other, self)
 
+    reflected.__doc__ = f"``{fn.__name__}(other, self)``: a number or an array on the left."
     return reflected
 
 
 TENSOR_METHODS = {
-    "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow, "neg": neg, "exp": exp,
-    "log": log, "log1p": log1p, "sqrt": sqrt, "abs": abs, "sign": sign, "sin": sin, "cos": cos,
-    "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "clamp": clamp, "clip": clip,
-    "maximum": maximum, "minimum": minimum, "clone": clone, "to": to, "cpu": cpu, "cuda": cuda,
-    "float": float_, "double": double, "long": long, "bool": bool_, "eq": eq, "ne": ne, "lt": lt, "le": le,
-    "gt": gt, "ge": ge,
+    "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow,
+    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
     "__add__": add, "__radd__": _reflected(add), "__sub__": sub, "__rsub__": _reflected(sub),
     "__mul__": mul, "__rmul__": _reflected(mul), "__truediv__": div,
     "__rtruediv__": _reflected(div), "__pow__": pow, "__rpow__": _reflected(pow),
-    "__neg__": neg, "__abs__": abs, "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le,
-    "__gt__": gt, "__ge__": ge,
+    "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
 }

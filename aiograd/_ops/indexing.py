@@ -18,7 +18,7 @@ import operator
 import re
 import sys
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,16 +28,23 @@ from ._registry import backward, op, variant
 from ._util import Tensor, attach, common_device, edge_of, like, needs_grad, save, wrap
 from .shape import _dim
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import NDArray
+
+    from .._core._types import Index
+
 __all__ = ["getitem", "index_select", "gather"]
 
-# (basic, adv, accumulate): see the module docstring.
-Index = tuple[tuple[Any, ...] | None, tuple[Any, ...] | None, bool]
+#: An index normalized as (basic, adv, accumulate): see the module docstring.
+NormalIndex = tuple[tuple[Any, ...] | None, tuple[Any, ...] | None, bool]
 
 _FULL = slice(None)
 
 
 # ------------------------------------------------------------------------------ backward nodes
-def _batched(index: Index, nb: int) -> Index | None:
+def _batched(index: NormalIndex, nb: int) -> NormalIndex | None:
     """``index`` for gradients with ``nb`` leading batch dims (``is_grads_batched``): full slices
     in front. None where numpy would move the batch dim (index arrays that are not adjacent put
     their dims first): such a node runs once per sample."""
@@ -115,7 +122,7 @@ GatherBackward0 = variant("GatherBackward0", _TakeBackward, scatter_cls=ScatterA
 
 
 # ------------------------------------------------------------------------------ the two kernels
-def _take(input: Tensor, index: Index, cls: type[_TakeBackward]) -> Tensor:
+def _take(input: Tensor, index: NormalIndex, cls: type[_TakeBackward]) -> Tensor:
     """``input`` indexed by a normalised index, recorded as ``cls``."""
     basic, adv, _ = index
     data = input.data
@@ -141,7 +148,7 @@ def _take(input: Tensor, index: Index, cls: type[_TakeBackward]) -> Tensor:
     return out
 
 
-def _scatter(grad: Tensor, shape: tuple[int, ...], index: Index, take_cls: type[_TakeBackward]) -> Tensor:
+def _scatter(grad: Tensor, shape: tuple[int, ...], index: NormalIndex, take_cls: type[_TakeBackward]) -> Tensor:
     """Zeros of ``shape`` with ``grad`` added at ``index`` (the adjoint of ``_take``)."""
     basic, adv, accumulate = index
     g = grad.data
@@ -284,7 +291,7 @@ def _sequence_as_tuple(index: list[Any]) -> bool:
     return False
 
 
-def _normalize(data: np.ndarray[Any, Any], index: Any) -> tuple[Index, type[_TakeBackward]]:
+def _normalize(data: np.ndarray[Any, Any], index: Any) -> tuple[NormalIndex, type[_TakeBackward]]:
     kind = type(index)
     if kind is int:  # fast paths for the commonest indices
         return ((index,), None, False), SelectBackward0
@@ -374,7 +381,7 @@ def check_index_devices(input: Tensor, index: Any) -> None:
 
 
 @op(IndexBackward0, SliceBackward0, SelectBackward0, UnsqueezeBackward0, AliasBackward0)
-def getitem(input: Tensor, index: Any) -> Tensor:
+def getitem(input: Tensor, index: Index | tuple[Index, ...]) -> Tensor:
     """``input[index]``: ints, slices (any step), None, Ellipsis, boolean masks, integer arrays,
     lists or tensors, and tuples of them, with PyTorch's (= numpy's) semantics."""
     data = input.data
@@ -402,7 +409,7 @@ def _index_array(index: Any) -> np.ndarray[Any, Any]:
 
 
 @op(IndexSelectBackward0)
-def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
+def index_select(input: Tensor, dim: int, index: Tensor | Sequence[int] | NDArray[Any]) -> Tensor:
     """The entries of ``input`` at positions ``index`` (a vector of ints) along ``dim``."""
     common_device(input, index)
     idx = _index_array(index)
@@ -424,7 +431,7 @@ def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
 
 # ------------------------------------------------------------------------------ gather
 @op(GatherBackward0)
-def gather(input: Tensor, dim: int, index: Any, *, sparse_grad: bool = False) -> Tensor:
+def gather(input: Tensor, dim: int, index: Tensor | NDArray[Any], *, sparse_grad: bool = False) -> Tensor:
     """``out[i][j][k] = input[index[i][j][k]][j][k]`` for ``dim=0`` (and so on for other dims)."""
     common_device(input, index)
     idx = _index_array(index)

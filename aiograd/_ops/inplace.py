@@ -27,7 +27,7 @@ When a gradient is involved (grad mode on, and the tensor or an operand requires
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -51,28 +51,24 @@ from .assign import copy_, fill_, setitem, zero_
 from .casting import result_type
 from .elementwise import (
     AddBackward0,
-    ClampBackward0,
-    ClampBackward1,
     DivBackward0,
-    ExpBackward0,
     MulBackward0,
-    NegBackward0,
     PowBackward0,
     PowBackward1,
-    ReluBackward0,
     SubBackward0,
     add,
-    clamp,
     div,
-    exp,
     mul,
-    neg,
     pow,
-    relu,
     sub,
 )
 from .operands import BOOL, NEG_BOOL_ERROR, NUMBERS, refuse_bool_sub
+from .pointwise import ClampBackward0, ClampBackward1, clamp
 from .rebase import CopySlices, _save_result, rebase_inplace
+from .unary_math import ExpBackward0, NegBackward0, ReluBackward0, exp, neg, relu
+
+if TYPE_CHECKING:
+    from .._core._types import TensorLike
 
 __all__ = [
     "add_", "sub_", "mul_", "div_", "pow_", "neg_", "exp_", "relu_", "clamp_", "zero_", "fill_",
@@ -81,7 +77,7 @@ __all__ = [
 
 # ------------------------------------------------------------------------------ arithmetic
 @op(AddBackward0)
-def add_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
+def add_(self: Tensor, other: TensorLike, *, alpha: float = 1) -> Tensor:
     """``self += alpha * other`` in place."""
     other = _operand(self, other, "add_")
     if _recording(self, other):
@@ -94,7 +90,7 @@ def add_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
 
 
 @op(SubBackward0)
-def sub_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
+def sub_(self: Tensor, other: TensorLike, *, alpha: float = 1) -> Tensor:
     """``self -= alpha * other`` in place."""
     other = _operand(self, other, "sub_")
     if self.data.dtype is BOOL or (other.dtype if isinstance(other, Tensor) or is_array(other) else np.asarray(other).dtype) is BOOL:
@@ -109,7 +105,7 @@ def sub_(self: Tensor, other: Any, *, alpha: float = 1) -> Tensor:
 
 
 @op(MulBackward0)
-def mul_(self: Tensor, other: Any) -> Tensor:
+def mul_(self: Tensor, other: TensorLike) -> Tensor:
     """``self *= other`` in place."""
     other = _operand(self, other, "mul_")
     if _recording(self, other):
@@ -121,7 +117,7 @@ def mul_(self: Tensor, other: Any) -> Tensor:
 
 
 @op(DivBackward0)
-def div_(self: Tensor, other: Any) -> Tensor:
+def div_(self: Tensor, other: TensorLike) -> Tensor:
     """``self /= other`` in place (true division)."""
     other = _operand(self, other, "div_")
     if _recording(self, other):
@@ -133,7 +129,7 @@ def div_(self: Tensor, other: Any) -> Tensor:
 
 
 @op(PowBackward0, PowBackward1)
-def pow_(self: Tensor, exponent: Any) -> Tensor:
+def pow_(self: Tensor, exponent: TensorLike) -> Tensor:
     """``self **= exponent`` in place."""
     if not isinstance(exponent, (Tensor, np.ndarray, np.generic, *NUMBERS)):
         raise TypeError(_invalid_arguments("pow_", ("Tensor exponent", "Number exponent"), exponent))
@@ -183,7 +179,7 @@ def relu_(self: Tensor) -> Tensor:
 
 
 @op(ClampBackward0, ClampBackward1)
-def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
+def clamp_(self: Tensor, min: TensorLike | None = None, max: TensorLike | None = None) -> Tensor:
     """Limit the values to ``[min, max]`` in place (bounds: numbers or tensors)."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")

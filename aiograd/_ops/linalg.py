@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from .shape import (
     unsafe_view,
     unsqueeze,
 )
+
+if TYPE_CHECKING:
+    from .._core._types import TensorLike
 
 __all__ = ["matmul", "mm", "linear"]
 
@@ -335,7 +338,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 TENSOR_METHODS = {"matmul": matmul, "mm": mm, "__matmul__": matmul}
 
 
-def _rmatmul(self: Tensor, other: Any) -> Tensor:
+def _rmatmul(self: Tensor, other: TensorLike) -> Tensor:
+    """``other @ self``, ``other`` made a tensor first (an array, say)."""
     return matmul(to_tensor(other, self), self)
 
 

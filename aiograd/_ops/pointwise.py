@@ -1,25 +1,156 @@
-"""Pointwise ops of three operands, as PyTorch's: ``lerp``, ``addcmul``, ``addcdiv`` and
-``masked_fill``, broadcasting, with PyTorch's checks, nodes and derivatives (written with
-differentiable ops, so double backward works)."""
+"""Pointwise ops, as PyTorch's: ``clamp`` (``clip``), ``maximum`` and ``minimum``; and of three
+operands ``lerp``, ``addcmul``, ``addcdiv`` and ``masked_fill``; broadcasting, with PyTorch's
+checks, nodes and derivatives (written with differentiable ops, so double backward works)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._base._dtypes import cpp_type_name
 from .._devices._device import device_type
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, data_of, edge_of, needs_grad, wrap
+from ._util import Tensor, attach, data_of, edge_of, like, needs_grad, save, saved, wrap
 from .binary_math import operand_grads, record_operands, saved_operands
-from .casting import place
-from .elementwise import _xp, where
+from .casting import place, place2
+from .elementwise import _binary_edges, _keep, _shape, _xp, where
 from .operands import promoted
 from .quiet import quietly
 from .shape import reduce_grad
 
-__all__ = ["addcdiv", "addcmul", "lerp", "masked_fill"]
+if TYPE_CHECKING:
+    from .._core._types import TensorLike
+
+__all__ = ["addcdiv", "addcmul", "clamp", "clip", "lerp", "masked_fill", "maximum", "minimum"]
+
+
+# ------------------------------------------------------------------------------ clamp, maximum, minimum
+@backward(saved=("x",), batched=True)
+def ClampBackward1(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
+    g = grads[0]
+    x = self.x.unpack(self).data
+    inside = g._device.xp.ones(x.shape, dtype=bool)
+    if self.min is not None:
+        inside &= x >= self.min
+    if self.max is not None:
+        inside &= x <= self.max
+    return (g * inside,)
+
+
+@backward(saved=("x", "lo", "hi"), batched=True)
+def ClampBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
+    """``clamp`` with tensor bounds: the gradient goes to whichever of input, min and max the
+    output took its value from (PyTorch's ``clamp_backward_min_max``; none of them at a NaN)."""
+    g = grads[0]
+    x, lo, hi = (None if v is None else data_of(saved(self, v)) for v in (self.x, self.lo, self.hi))
+    if lo is not None and hi is not None:
+        masks = ((x >= lo) & (x <= hi), (x < lo) & (lo < hi), (x > hi) | (hi < lo))
+    elif lo is not None:
+        masks = (x >= lo, x < lo, None)
+    else:
+        masks = (x <= hi, None, x > hi)
+    zero = g._device.xp.zeros((), dtype=g.data.dtype)  # a constant in the device's memory
+    return tuple(
+        None if e is None else reduce_grad(where(m, g, zero), shape, batch)
+        for e, m, shape in zip(self.next_edges, masks, self.shapes)
+    )
+
+
+def _clamp_tensors(input: Tensor, min: Any, max: Any) -> Tensor:
+    """``clamp`` with a tensor bound: max with ``min`` first, then min with ``max`` (so ``max``
+    wins where ``min > max``), in the operands' promoted dtype."""
+    operands = promoted(*(v for v in (input, min, max) if v is not None), fname="clamp")
+    it = iter(operands)
+    input, min, max = next(it), None if min is None else next(it), None if max is None else next(it)
+    xp, data = input._device.xp, input.data
+    if min is not None:  # (a +-0 tie returns the bound, as PyTorch's vectorized loop)
+        data = xp.maximum(data, data_of(min))
+    if max is not None:
+        data = xp.minimum(data, data_of(max))
+    out = wrap(data)
+    input, min, max = place(out, input, min, max)
+    if needs_grad(input, min, max):
+        node: Any = attach(ClampBackward0((edge_of(input), edge_of(min), edge_of(max))), out)
+        node.x, node.lo, node.hi = save(input), _keep(min), _keep(max)
+        node.shapes = (_shape(input), _shape(min), _shape(max))
+    return out
+
+
+@op(ClampBackward1, ClampBackward0)
+def clamp(input: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
+    """Limit values to ``[min, max]``; the gradient passes where ``min <= x <= max``."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return _clamp_tensors(input, min, max)
+    xp, data = input._device.xp, input.data
+    # As PyTorch: max with min, then min with max (max wins if min > max); the bound first, so
+    # that a tie returns x (clamp(-0.0, min=0.0) is -0.0); a NaN bound gives NaN.
+    if min is not None:
+        data = xp.maximum(min, data)
+    if max is not None:
+        data = xp.minimum(max, data)
+    out = like(data, input)
+    if needs_grad(input):
+        node: Any = attach(ClampBackward1((edge_of(input),)), out)
+        node.x, node.min, node.max = save(input), min, max
+    return out
+
+
+@op(ClampBackward1)
+def clip(input: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
+    """Limit values to ``[min, max]``; the same as :func:`clamp`."""
+    return clamp(input, min, max)
+
+
+@backward(saved=("a", "b"), batched=True)
+def MaximumBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
+    """Shared by maximum and minimum: ``self.pick_a_larger`` says where the gradient goes to ``a``."""
+    g = grads[0]
+    a, b = data_of(saved(self, self.a)), data_of(saved(self, self.b))
+    xp, tie = g._device.xp, a == b
+    # PyTorch's rule: halved at a tie, zero where the other operand wins, and so whole to both
+    # where either is NaN.
+    a_loses, b_loses = (a < b, a > b) if self.pick_a_larger else (a > b, a < b)
+    ea, eb = self.next_edges
+    ga = gb = None
+    if ea is not None:
+        ga = reduce_grad(g * xp.where(tie, 0.5, ~a_loses).astype(g.data.dtype), self.a_shape, batch)
+    if eb is not None:
+        gb = reduce_grad(g * xp.where(tie, 0.5, ~b_loses).astype(g.data.dtype), self.b_shape, batch)
+    return (ga, gb)
+
+
+MinimumBackward0 = variant("MinimumBackward0", MaximumBackward0)
+
+
+def _extremum(input: Any, other: Any, larger: bool) -> Tensor:
+    # Numbers stay numbers, as in mul: a 0-d float64 array would make a float32 result float64.
+    input, other = promoted(input, other, fname="maximum" if larger else "minimum")
+    xp = _xp(input, other)
+    # (At a tie of +0 and -0 numpy returns ``other``, as PyTorch's vectorized loop does; its
+    # scalar loop, for the last few elements, returns ``input``.)
+    out = wrap((xp.maximum if larger else xp.minimum)(data_of(input), data_of(other)))
+    input, other = place2(out, input, other)
+    if needs_grad(input, other):
+        cls = MaximumBackward0 if larger else MinimumBackward0
+        node: Any = attach(cls(_binary_edges(input, other)), out)
+        node.a, node.b, node.pick_a_larger = _keep(input), _keep(other), larger
+        node.a_shape, node.b_shape = _shape(input), _shape(other)
+    return out
+
+
+@op(MaximumBackward0)
+def maximum(input: TensorLike, other: TensorLike) -> Tensor:
+    """Elementwise maximum; at ties the gradient is split evenly, as in PyTorch."""
+    return _extremum(input, other, True)
+
+
+@op(MinimumBackward0)
+def minimum(input: TensorLike, other: TensorLike) -> Tensor:
+    """Elementwise minimum; at ties the gradient is split evenly, as in PyTorch."""
+    return _extremum(input, other, False)
 
 
 # ------------------------------------------------------------------------------ lerp
@@ -35,7 +166,7 @@ LerpBackward0 = variant("LerpBackward0", LerpBackward1, doc="``lerp`` with a num
 
 
 @op(LerpBackward0, LerpBackward1)
-def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
+def lerp(input: Tensor, end: Tensor, weight: TensorLike) -> Tensor:
     """``input + weight * (end - input)``, elementwise; ``weight`` a number or a tensor."""
     if isinstance(end, Tensor) and end.data.dtype != input.data.dtype:
         raise RuntimeError(f"expected dtype {cpp_type_name(input.data.dtype)} for `end` but got dtype {cpp_type_name(end.data.dtype)}")
@@ -112,7 +243,7 @@ MaskedFillBackward1 = variant(
 
 
 @op(MaskedFillBackward0, MaskedFillBackward1)
-def masked_fill(input: Tensor, mask: Any, value: Any) -> Tensor:
+def masked_fill(input: Tensor, mask: Tensor, value: TensorLike) -> Tensor:
     """``value`` where ``mask`` (a boolean tensor, broadcast to ``input``) holds, ``input``
     elsewhere; ``value`` a number or a 0-dim tensor (then differentiable)."""
     mask_data = data_of(mask)
@@ -141,4 +272,7 @@ def masked_fill(input: Tensor, mask: Any, value: Any) -> Tensor:
 
 
 #: Tensor methods (bound by ``aiograd._api._tensor_methods``), as PyTorch's.
-TENSOR_METHODS = {"lerp": lerp, "addcmul": addcmul, "addcdiv": addcdiv, "masked_fill": masked_fill}
+TENSOR_METHODS = {
+    "clamp": clamp, "clip": clip, "maximum": maximum, "minimum": minimum,
+    "lerp": lerp, "addcmul": addcmul, "addcdiv": addcdiv, "masked_fill": masked_fill,
+}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +37,11 @@ from .shape import (
     repeat,
     view,
 )
+
+if TYPE_CHECKING:
+    from typing import SupportsIndex
+
+    from .._core._types import Dims
 
 __all__ = [
     "flip", "roll", "narrow", "select", "movedim", "moveaxis", "unflatten", "tril", "triu",
@@ -74,7 +79,7 @@ def FlipBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 
 
 @op(FlipBackward0)
-def flip(input: Tensor, *dims: Any) -> Tensor:
+def flip(input: Tensor, *dims: Dims) -> Tensor:
     """A copy with the order of the entries along ``dims`` reversed (``torch.flip(input, dims)``;
     ``t.flip(0, 1)`` or ``t.flip((0, 1))``)."""
     axes = _unique_dims(_shape_arg(dims) if dims else (), input.data.ndim)
@@ -144,7 +149,7 @@ def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
 
 
 @op(SelectBackward0)
-def select(input: Tensor, dim: int, index: int) -> Tensor:
+def select(input: Tensor, dim: int, index: SupportsIndex) -> Tensor:
     """The view ``input[..., index, ...]`` with ``index`` at dimension ``dim`` (that dim removed)."""
     data = input.data
     if data.ndim == 0:
@@ -350,7 +355,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
 
 # ------------------------------------------------------------------------------ tile
 @op(RepeatBackward0)
-def tile(input: Tensor, *dims: Any) -> Tensor:
+def tile(input: Tensor, *dims: Dims) -> Tensor:
     """``input`` repeated ``dims[i]`` times along dim ``i``; fewer ``dims`` than dims are padded
     with 1s in front (``torch.tile(input, dims)``; ``t.tile(2, 1)`` or ``t.tile((2, 1))``)."""
     reps = _shape_arg(dims) if dims else ()

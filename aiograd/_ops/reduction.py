@@ -10,16 +10,22 @@ from __future__ import annotations
 import warnings
 from collections import namedtuple
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
 from .batching import per_sample_scalar
-from .elementwise import maximum, minimum, where
+from .elementwise import where
+from .pointwise import maximum, minimum
 from .quiet import quietly
 from .shape import _dim
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from .._core._types import ValuesIndices
 
 __all__ = ["sum", "mean", "var", "max", "min", "prod", "argmax", "argmin"]
 
@@ -89,7 +95,9 @@ SumBackward1 = variant("SumBackward1", SumBackward0, doc="``sum`` over given dim
 
 
 @op(SumBackward0, SumBackward1)
-def sum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def sum(
+    input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: DTypeLike | None = None
+) -> Tensor:
     """Sum over ``dim`` (int, tuple, or None for all)."""
     axes = axes_of(dim, input.data.ndim)
     data = input.data
@@ -118,7 +126,9 @@ MeanBackward1 = variant("MeanBackward1", MeanBackward0, doc="``mean`` over given
 
 
 @op(MeanBackward0, MeanBackward1)
-def mean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def mean(
+    input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: DTypeLike | None = None
+) -> Tensor:
     """Mean over ``dim`` (int, tuple, or None for all)."""
     data = input.data
     if data.dtype.kind != "f" and dtype is None:
@@ -331,8 +341,17 @@ def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
     return (MaxResult if largest else MinResult)(out, like(idx.astype(np.int64), input))
 
 
+# The forms of ``max`` and ``min``, for type checkers (``Tensor.max``'s declaration is made from them).
+@overload
+def max(input: Tensor) -> Tensor: ...
+@overload
+def max(input: Tensor, dim: int, keepdim: bool = False) -> ValuesIndices: ...
+@overload
+def max(input: Tensor, dim: Tensor) -> Tensor: ...
+
+
 @op(MaxBackward0, MaxBackward1)
-def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+def max(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
     """Maximum, as ``torch.max``.
 
     ``max(input)``: the largest element (its gradient is split evenly among ties).
@@ -343,8 +362,16 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     return _extreme(input, dim, keepdim, True)
 
 
+@overload
+def min(input: Tensor) -> Tensor: ...
+@overload
+def min(input: Tensor, dim: int, keepdim: bool = False) -> ValuesIndices: ...
+@overload
+def min(input: Tensor, dim: Tensor) -> Tensor: ...
+
+
 @op(MinBackward0, MinBackward1)
-def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+def min(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
     """Minimum, as ``torch.min``: see :func:`max`."""
     return _extreme(input, dim, keepdim, False)
 
@@ -463,7 +490,7 @@ def _prod(input: Tensor, axes: tuple[int, ...] | None, keepdim: bool, dtype: Any
 
 
 @op(ProdBackward0, ProdBackward1)
-def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: DTypeLike | None = None) -> Tensor:
     """Product of all elements, or over ``dim`` (an int); exact gradients also with zeros.
 
     Integer and bool inputs give int64, as ``torch.prod``.

@@ -13,7 +13,7 @@ batch dims of ``grad(..., is_grads_batched=True)`` pass through them untouched.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from .indexing import getitem
 from .joining import cat
 from .quiet import quietly
 from .shape import _dim
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 __all__ = ["cumsum", "cumprod"]
 
@@ -81,7 +84,7 @@ def _cumsum(input: Tensor, d: int, reverse: bool) -> Tensor:
 
 
 @op(CumsumBackward0)
-def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+def cumsum(input: Tensor, dim: int, *, dtype: DTypeLike | None = None) -> Tensor:
     """Cumulative sum along ``dim``, as ``torch.cumsum``; bool and integer inputs give int64
     unless ``dtype`` says otherwise (the input is cast to ``dtype`` first)."""
     d = _scan_dim(input, dim, "cumsum")
@@ -156,7 +159,7 @@ def _cumprod(input: Tensor, d: int) -> Tensor:
 
 
 @op(CumprodBackward0)
-def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+def cumprod(input: Tensor, dim: int, *, dtype: DTypeLike | None = None) -> Tensor:
     """Cumulative product along ``dim``, as ``torch.cumprod`` (bool and integer inputs give
     int64); its gradient is exact also where the input has zeros."""
     d = _scan_dim(input, dim, "cumprod")

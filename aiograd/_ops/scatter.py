@@ -29,7 +29,7 @@ gradient for it. Index tensors are read on the host (``indexing._host_index``), 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -49,6 +49,13 @@ from .padding import pad
 from .rearrange import in_place
 from .reduction import _dtype_name
 from .shape import _dim, expand, reduce_grad, reshape
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import NDArray
+
+    from .._core._types import Number
 
 __all__ = [
     "scatter", "scatter_add", "index_add", "masked_select", "take_along_dim", "nonzero", "scatter_",
@@ -178,7 +185,10 @@ def _scattered(input: Tensor, d: int, idx: np.ndarray[Any, Any], src: Any, add: 
 
 
 @op(ScatterBackward0, ScatterBackward1)
-def scatter(input: Tensor, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Tensor:
+def scatter(
+    input: Tensor, dim: int, index: Tensor | NDArray[Any], src: Tensor | Number | None = None, *,
+    value: Tensor | Number | None = None,
+) -> Tensor:
     """A copy of ``input`` with ``src[i][j][k]`` written at ``[index[i][j][k]][j][k]`` for
     ``dim=0`` (and so on for other dims); ``src`` is a tensor or a number (also as ``value=``).
     Where ``index`` repeats a position, which write wins is unspecified, as in PyTorch."""
@@ -214,7 +224,7 @@ def ScatterAddBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 
 
 @op(ScatterAddBackward0)
-def scatter_add(input: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
+def scatter_add(input: Tensor, dim: int, index: Tensor | NDArray[Any], src: Tensor) -> Tensor:
     """A copy of ``input`` with ``src[i][j][k]`` added at ``[index[i][j][k]][j][k]`` for
     ``dim=0`` (and so on); entries that ``index`` sends to one position all add up."""
     common_device(input, index, src)
@@ -241,7 +251,9 @@ def IndexAddBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 
 
 @op(IndexAddBackward0)
-def index_add(input: Tensor, dim: int, index: Any, source: Tensor, *, alpha: Any = 1) -> Tensor:
+def index_add(
+    input: Tensor, dim: int, index: Tensor | Sequence[int] | NDArray[Any], source: Tensor, *, alpha: Number = 1
+) -> Tensor:
     """A copy of ``input`` with ``alpha * source[..., i, ...]`` added at ``index[i]`` along
     ``dim`` (repeated indices add up)."""
     common_device(input, index, source)
@@ -286,19 +298,24 @@ def index_add(input: Tensor, dim: int, index: Any, source: Tensor, *, alpha: Any
 
 # ------------------------------------------------------------------------------ in place
 @op(ScatterBackward0, ScatterBackward1)
-def scatter_(input: Tensor, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Tensor:
+def scatter_(
+    input: Tensor, dim: int, index: Tensor | NDArray[Any], src: Tensor | Number | None = None, *,
+    value: Tensor | Number | None = None,
+) -> Tensor:
     """``scatter`` in place."""
     return in_place(input, lambda x: scatter(x, dim, index, src, value=value), src)
 
 
 @op(ScatterAddBackward0)
-def scatter_add_(input: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
+def scatter_add_(input: Tensor, dim: int, index: Tensor | NDArray[Any], src: Tensor) -> Tensor:
     """``scatter_add`` in place."""
     return in_place(input, lambda x: scatter_add(x, dim, index, src), src)
 
 
 @op(IndexAddBackward0)
-def index_add_(input: Tensor, dim: int, index: Any, source: Tensor, *, alpha: Any = 1) -> Tensor:
+def index_add_(
+    input: Tensor, dim: int, index: Tensor | Sequence[int] | NDArray[Any], source: Tensor, *, alpha: Number = 1
+) -> Tensor:
     """``index_add`` in place."""
     return in_place(input, lambda x: index_add(x, dim, index, source, alpha=alpha), source)
 
@@ -324,7 +341,7 @@ def MaskedSelectBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 
 
 @op(MaskedSelectBackward0)
-def masked_select(input: Tensor, mask: Any) -> Tensor:
+def masked_select(input: Tensor, mask: Tensor | NDArray[Any]) -> Tensor:
     """The entries of ``input`` where the boolean ``mask`` (broadcast with it) is true, as a
     1-D tensor (a copy)."""
     common_device(input, mask)
@@ -346,10 +363,9 @@ def masked_select(input: Tensor, mask: Any) -> Tensor:
 
 # ------------------------------------------------------------------------------ take_along_dim
 @op(GatherBackward0)
-def take_along_dim(input: Tensor, indices: Any, dim: int | None = None) -> Tensor:
-    """The entries of ``input`` at ``indices`` along ``dim`` (numpy's ``take_along_axis``), the
-    two broadcast against each other except along ``dim``; without ``dim``, of the flattened
-    input."""
+def take_along_dim(input: Tensor, indices: Tensor | NDArray[Any], dim: int | None = None) -> Tensor:
+    """The entries of ``input`` at ``indices`` along ``dim``, the two broadcast against each other
+    except along ``dim``; without ``dim``, of the flattened input. As numpy's ``take_along_axis``."""
     common_device(input, indices)
     idx = _index_array(indices)
     if idx.dtype != np.int64:
@@ -379,7 +395,7 @@ def take_along_dim(input: Tensor, indices: Any, dim: int | None = None) -> Tenso
 
 # ------------------------------------------------------------------------------ nonzero
 @op()
-def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
     """The indices of the nonzero entries: an int64 tensor of shape ``(count, ndim)``, or with
     ``as_tuple=True`` one int64 vector per dim (a 0-d input counts as 1-D there, as in torch)."""
     xp, data = input._device.xp, input.data

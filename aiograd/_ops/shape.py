@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from ._registry import backward, op, variant
 from ._util import Tensor, attach, batched_shape, edge_of, like, needs_grad
 from .batching import batched_sum_to, sum_to_array
 from .quiet import quietly
+
+if TYPE_CHECKING:
+    from .._core._types import Dims
 
 __all__ = [
     "reshape",
@@ -104,14 +107,14 @@ def unsafe_view(input: Tensor, shape: tuple[int, ...], cls: type[Node] | None = 
 
 
 @op(ViewBackward0, UnsafeViewBackward0)
-def reshape(input: Tensor, *shape: Any) -> Tensor:
+def reshape(input: Tensor, *shape: Dims) -> Tensor:
     """The same data with a new shape (one dim may be -1): a view when numpy can make one,
     else a copy."""
     return _view_or_copy(input, shape, False)
 
 
 @op(ViewBackward0)
-def view(input: Tensor, *shape: Any) -> Tensor:
+def view(input: Tensor, *shape: Dims) -> Tensor:
     """A view with a new shape (one dim may be -1); RuntimeError if the strides do not allow one."""
     return _view_or_copy(input, shape, True)
 
@@ -135,7 +138,7 @@ def PermuteBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 
 
 @op(PermuteBackward0)
-def permute(input: Tensor, *dims: Any) -> Tensor:
+def permute(input: Tensor, *dims: Dims) -> Tensor:
     """Reorder the dimensions."""
     order = _shape_arg(dims)
     ndim = input.data.ndim
@@ -272,7 +275,7 @@ def ExpandBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 
 
 @op(ExpandBackward0)
-def expand(input: Tensor, *sizes: Any) -> Tensor:
+def expand(input: Tensor, *sizes: Dims) -> Tensor:
     """Broadcast to ``sizes`` without copying; -1 keeps a dimension's size."""
     target = _shape_arg(sizes)
     shape = input.data.shape
@@ -346,7 +349,7 @@ def _sum_to_shape(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndar
 
 
 @op(SumToSizeBackward0)
-def sum_to_size(input: Tensor, *size: Any) -> Tensor:
+def sum_to_size(input: Tensor, *size: Dims) -> Tensor:
     """Sum broadcast dimensions away so that the result has shape ``size`` (broadcast's adjoint)."""
     shape = _shape_arg(size)
     if input.data.shape == shape:
@@ -375,7 +378,7 @@ def RepeatBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 
 
 @op(RepeatBackward0)
-def repeat(input: Tensor, *sizes: Any) -> Tensor:
+def repeat(input: Tensor, *sizes: Dims) -> Tensor:
     """Tile the tensor ``sizes[i]`` times along dim ``i`` (torch's ``Tensor.repeat``)."""
     reps = _shape_arg(sizes)
     shape = input.data.shape

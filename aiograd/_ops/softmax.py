@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,6 +14,9 @@ from ._util import CPU, Tensor, attach, edge_of, grad_enabled, like, needs_grad,
 from .batching import shift_axes
 from .quiet import quietly
 from .reduction import _dtype_name, _one_dim, _reduced_shape, axes_of, expand_reduced
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 __all__ = ["logsumexp", "softmax", "log_softmax"]
 
@@ -74,7 +77,7 @@ def SoftmaxBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 
 
 @op(SoftmaxBackward0)
-def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+def softmax(input: Tensor, dim: int, dtype: DTypeLike | None = None) -> Tensor:
     """``exp(x) / sum(exp(x), dim)``, computed without overflow (``dtype`` casts first)."""
     input, axes = _softmax_input(input, dim, dtype, "softmax")
     data, xp = input.data, input._device.xp
@@ -104,7 +107,7 @@ def _log_softmax_array(xp: Any, data: Any, peak: Any, axes: tuple[int, ...]) -> 
 
 
 @op(LogSoftmaxBackward0)
-def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+def log_softmax(input: Tensor, dim: int, dtype: DTypeLike | None = None) -> Tensor:
     """``x - logsumexp(x, dim)``, computed without overflow (``dtype`` casts first)."""
     input, axes = _softmax_input(input, dim, dtype, "log_softmax")
     data, xp = input.data, input._device.xp

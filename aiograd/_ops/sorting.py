@@ -21,7 +21,7 @@ of ``grad(..., is_grads_batched=True)`` pass through them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from .joining import cat
 from .reduction import _check_nonempty, _return_type, expand_reduced
 from .shape import _dim
 from .torch_selection import quickselect, topk_order
+
+if TYPE_CHECKING:
+    from .._core._types import ValuesIndices
 
 __all__ = ["sort", "argsort", "topk", "kthvalue", "median"]
 
@@ -106,7 +109,7 @@ def _sorted(input: Tensor, dim: Any, descending: bool, k: int | None, cls: type[
 
 
 @op(SortBackward0, SortBackward1)
-def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool | None = None) -> Any:
+def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool | None = None) -> ValuesIndices:
     """The values sorted along ``dim`` and the indices they came from: a ``(values, indices)``
     named tuple, as ``torch.sort``. Always stable (ties keep their order, also descending);
     NaN sorts as the largest value."""
@@ -126,7 +129,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: b
 
 
 @op(TopkBackward0)
-def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> ValuesIndices:
     """The ``k`` largest (``largest=False``: smallest) values along ``dim`` and their indices, a
     ``(values, indices)`` named tuple, as ``torch.topk``. The values always come sorted (PyTorch
     leaves their order unspecified when ``sorted=False``)."""
@@ -230,7 +233,7 @@ def _kthvalue_ties(xp: Any, data: Any, d: int, k: int, idx: Any, values: Any) ->
 
 
 @op(KthvalueBackward0)
-def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> Any:
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     """The ``k``-th smallest value (1-based) along ``dim`` and its index, a ``(values, indices)``
     named tuple, as ``torch.kthvalue``; NaN counts as the largest value."""
     k = _int_arg(k, "kthvalue", "k")
@@ -251,8 +254,15 @@ def MedianBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (where(self.mask, g / self.count, 0.0),)
 
 
+# The forms of ``median``, for type checkers (``Tensor.median``'s declaration is made from them).
+@overload
+def median(input: Tensor) -> Tensor: ...
+@overload
+def median(input: Tensor, dim: int, keepdim: bool = False) -> ValuesIndices: ...
+
+
 @op(MedianBackward0, MedianBackward1)
-def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Any:
+def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
     """The median, as ``torch.median``: the lower of the two middle values for an even count.
 
     ``median(input)``: of all elements (NaN if any is NaN), its gradient shared evenly among the

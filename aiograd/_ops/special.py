@@ -28,8 +28,8 @@ from __future__ import annotations
 from typing import Any
 
 from ._registry import Unary, UnaryOp, unary
-from .elementwise import exp
 from .quiet import quietly
+from .unary_math import exp
 
 __all__ = ["erf", "erfc"]
 

@@ -1,23 +1,28 @@
-"""More unary elementwise math, as PyTorch's: ``expm1``, ``log2``, ``log10``, ``rsqrt``,
-``reciprocal``, the trigonometric and hyperbolic functions, and the rounding functions.
+"""Unary elementwise math, as PyTorch's: ``neg``, ``exp``, ``log``, ``log1p``, ``sqrt``,
+``abs``, ``sign``, ``sin``, ``cos``, ``tanh``, ``sigmoid``, ``relu`` and ``clone``; ``expm1``,
+``log2``, ``log10``, ``rsqrt``, ``reciprocal``, the other trigonometric and hyperbolic functions,
+and the rounding functions.
 
-Table rows like ``elementwise.UNARY`` (one forward, one PyTorch node and its derivative each);
-every derivative is written with differentiable ops, so double backward works. The rounding
-functions have a zero gradient (PyTorch's ``FloorBackward0``... return zeros); ``frac`` passes
-the gradient through. On an integer tensor the rounding functions return a copy, as PyTorch's
-do, instead of numpy's float result.
+Each op is a row of one table (``UNARY``, see ``_registry.Unary``): one forward, one PyTorch node
+and its derivative; every derivative is written with differentiable ops, so double backward
+works. The rounding functions have a zero gradient (PyTorch's ``FloorBackward0``... return
+zeros); ``frac`` passes the gradient through. On an integer tensor the rounding functions return
+a copy, as PyTorch's do, instead of numpy's float result.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ._registry import Unary, UnaryOp, unary
-from .elementwise import _quiet, sqrt
-from .quiet import quietly
+from .operands import BOOL, NEG_BOOL_ERROR
+from .quiet import quietly, quietly1, quietly2
 
 __all__ = [
-    "expm1", "log2", "log10", "rsqrt", "reciprocal", "tan", "asin", "acos", "atan", "sinh",
+    "neg", "exp", "log", "log1p", "sqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
+    "clone", "expm1", "log2", "log10", "rsqrt", "reciprocal", "tan", "asin", "acos", "atan", "sinh",
     "cosh", "floor", "ceil", "round", "trunc", "frac",
 ]
 
@@ -25,6 +30,45 @@ __all__ = [
 # ``math.log(10)``, which would move log10's gradient by an ulp.
 _LN2 = 0.6931471805599453
 _LN10 = 2.3025850929940456
+
+
+def _negative(xp: Any, x: Any) -> Any:
+    if getattr(x, "dtype", None) is BOOL:  # PyTorch refuses it (numpy's words differ)
+        raise RuntimeError(NEG_BOOL_ERROR)
+    return xp.negative(x)
+
+
+def _sigmoid(xp: Any, x: Any) -> Any:
+    # exp(-|x|) cannot overflow, and for x < 0 the form z / (1 + z) keeps tiny results accurate
+    # (0.5 * tanh(x / 2) + 0.5 rounds sigmoid(-40) to 0); Python numbers keep the dtype.
+    z = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1.0, z) / (1.0 + z)
+
+
+def _quiet(name: str) -> Any:
+    """The forward of a unary row that may meet numpy's warnings at ordinary inputs (log(0),
+    sqrt(-1), exp(1000), sin(inf)): computed quietly (aiograd/_ops/quiet.py)."""
+
+    def forward(xp: Any, x: Any) -> Any:
+        return quietly1(getattr(xp, name), x)  # (the user's numpy state is left alone)
+
+    forward.__name__ = name
+    return forward
+
+
+def _tanh_vjp(g: Any, y: Any) -> Any:
+    try:  # (the hot path: no context entered, see aiograd/_ops/quiet.py)
+        return g * (1.0 - y * y)
+    except RuntimeWarning:
+        return quietly(lambda: g * (1.0 - y * y))
+
+
+def _sigmoid_vjp(g: Any, y: Any) -> Any:
+    return g * (y * (1.0 - y))
+
+
+def _exp_vjp(g: Any, y: Any) -> Any:
+    return quietly2(np.multiply, g, y)  # (0 * inf where exp overflowed)
 
 
 def _via_float64(name: str) -> Any:
@@ -67,7 +111,41 @@ def _zero(g: Any, _: Any) -> Any:
     return g * 0.0
 
 
+# One row per op: name, PyTorch's node, forward (the name of the array-module function, or
+# ``(xp, array) -> array``), vjp(grad, saved) on tensors, what the node saves ("input" as ``x``,
+# "result" as ``result``), and optionally ``fast``: the vjp on arrays, for the backward with
+# grad mode off (no tensors made on that hot path).
 UNARY = [
+    Unary("neg", "NegBackward0", _negative, lambda g, _: -g,
+          doc="``-input``."),
+    Unary("exp", "ExpBackward0", _quiet("exp"), lambda g, y: g * y, "result",
+          fast=_exp_vjp, doc="Elementwise ``e ** input``."),
+    Unary("log", "LogBackward0", _quiet("log"), lambda g, x: g / x, "input",
+          doc="Natural logarithm."),
+    Unary("log1p", "Log1PBackward0", _quiet("log1p"), lambda g, x: g / (x + 1.0), "input",
+          doc="``log(1 + input)``, accurate near zero."),
+    Unary("sqrt", "SqrtBackward0", _quiet("sqrt"), lambda g, y: g / (y * 2.0), "result",
+          doc="Elementwise square root."),
+    Unary("abs", "AbsBackward0", "abs", lambda g, x: g * sign(x), "input",
+          doc="Elementwise absolute value (gradient 0 at 0, as PyTorch)."),
+    Unary("sign", "SignBackward0", lambda xp, x: xp.where(xp.isnan(x), 0, xp.sign(x)), lambda g, _: g * 0.0,
+          doc="Elementwise sign: -1, 0 or 1, and 0 at NaN as PyTorch (gradient zero everywhere)."),
+    Unary("sin", "SinBackward0", _quiet("sin"), lambda g, x: g * cos(x), "input",
+          doc="Elementwise sine."),
+    Unary("cos", "CosBackward0", _quiet("cos"), lambda g, x: g * -sin(x), "input",
+          doc="Elementwise cosine."),
+    Unary("tanh", "TanhBackward0", "tanh", lambda g, y: g * (1.0 - y * y), "result",
+          fast=_tanh_vjp, doc="Elementwise hyperbolic tangent."),
+    Unary("sigmoid", "SigmoidBackward0", lambda xp, x: quietly2(_sigmoid, xp, x), lambda g, y: g * (y * (1.0 - y)), "result",
+          fast=lambda g, y: quietly2(_sigmoid_vjp, g, y),
+          doc="Elementwise logistic function ``1 / (1 + exp(-x))``, computed without overflow."),
+    # maximum(0, x) returns x at a tie (-0.0 stays -0.0), and the gradient is zeroed where
+    # y <= 0, so it passes at NaN, both as PyTorch (clamp_min, threshold_backward); y is >= 0
+    # or NaN, so ``y != 0`` is that mask in one pass.
+    Unary("relu", "ReluBackward0", lambda xp, x: xp.maximum(0, x), lambda g, y: g * (y.data != 0), "result",
+          fast=lambda g, y: g * (y != 0), doc="Elementwise ``max(x, 0)`` (gradient 0 at 0, as PyTorch)."),
+    Unary("clone", "CloneBackward0", lambda xp, x: x.copy(), lambda g, _: g,
+          doc="A copy of the data, recorded in the graph (its gradient passes through unchanged)."),
     Unary("expm1", "Expm1Backward0", _quiet("expm1"), lambda g, y: g * (y + 1.0), "result",
           doc="``exp(input) - 1``, accurate near zero."),
     Unary("log2", "Log2Backward0", _via_float64("log2"), lambda g, x: g / (x * _LN2), "input",
@@ -104,6 +182,19 @@ UNARY = [
 
 _MADE = {row.name: unary(row, __name__) for row in UNARY}  # registered, by name
 # Declared, so type checkers (and pyright --verifytypes) see each one's signature.
+neg: UnaryOp
+exp: UnaryOp
+log: UnaryOp
+log1p: UnaryOp
+sqrt: UnaryOp
+abs: UnaryOp
+sign: UnaryOp
+sin: UnaryOp
+cos: UnaryOp
+tanh: UnaryOp
+sigmoid: UnaryOp
+relu: UnaryOp
+clone: UnaryOp
 expm1: UnaryOp
 log2: UnaryOp
 log10: UnaryOp
@@ -120,6 +211,19 @@ ceil: UnaryOp
 round: UnaryOp
 trunc: UnaryOp
 frac: UnaryOp
+neg, NegBackward0 = _MADE["neg"]
+exp, ExpBackward0 = _MADE["exp"]
+log, LogBackward0 = _MADE["log"]
+log1p, Log1PBackward0 = _MADE["log1p"]
+sqrt, SqrtBackward0 = _MADE["sqrt"]
+abs, AbsBackward0 = _MADE["abs"]
+sign, SignBackward0 = _MADE["sign"]
+sin, SinBackward0 = _MADE["sin"]
+cos, CosBackward0 = _MADE["cos"]
+tanh, TanhBackward0 = _MADE["tanh"]
+sigmoid, SigmoidBackward0 = _MADE["sigmoid"]
+relu, ReluBackward0 = _MADE["relu"]
+clone, CloneBackward0 = _MADE["clone"]
 expm1, Expm1Backward0 = _MADE["expm1"]
 log2, Log2Backward0 = _MADE["log2"]
 log10, Log10Backward0 = _MADE["log10"]
@@ -137,5 +241,5 @@ round, RoundBackward0 = _MADE["round"]
 trunc, TruncBackward0 = _MADE["trunc"]
 frac, FracBackward0 = _MADE["frac"]
 
-#: Tensor methods (bound by ``aiograd._api._tensor_methods``), as PyTorch's.
-TENSOR_METHODS = {name: fn for name, (fn, _) in _MADE.items()}
+#: Tensor methods and operators (bound by ``aiograd._api._tensor_methods``), as PyTorch's.
+TENSOR_METHODS = {name: fn for name, (fn, _) in _MADE.items()} | {"__neg__": neg, "__abs__": abs}

@@ -22,10 +22,11 @@ from typing import Any
 from .._ops._inplace_util import _alias, _bump, _commit, _dtype_name, _recording
 from .._ops._registry import backward, register
 from .._ops._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
-from .._ops.elementwise import exp, log1p, sigmoid, tanh, where
+from .._ops.elementwise import where
 from .._ops.quiet import quietly
 from .._ops.rebase import _save_result
 from .._ops.special import _CHUNK, _erf_rational_into, erf, erf_of_array
+from .._ops.unary_math import exp, log1p, sigmoid, tanh
 
 __all__ = ["elu", "gelu", "hardtanh", "leaky_relu", "mish", "silu", "softplus"]
 

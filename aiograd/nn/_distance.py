@@ -10,9 +10,11 @@ from .._ops._registry import register
 from .._ops._util import Tensor, infer_size
 from .._ops.casting import result_type, to
 from .._ops.convenience import LinalgVectorNormBackward0, norm
-from .._ops.elementwise import ClampBackward1, CloneBackward0, DivBackward0, MulBackward0, clone
+from .._ops.elementwise import DivBackward0, MulBackward0
+from .._ops.pointwise import ClampBackward1
 from .._ops.reduction import SumBackward1
 from .._ops.shape import ExpandBackward0, broadcast_to
+from .._ops.unary_math import CloneBackward0, clone
 
 __all__ = ["cosine_similarity", "normalize"]
 

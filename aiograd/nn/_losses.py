@@ -32,16 +32,11 @@ from .._ops._util import (
 )
 from .._ops.batching import per_sample_scalar
 from .._ops.binary_math import xlogy
-from .._ops.elementwise import (
-    AbsBackward0,
-    DivBackward0,
-    MulBackward0,
-    SubBackward0,
-    where,
-)
+from .._ops.elementwise import DivBackward0, MulBackward0, SubBackward0, where
 from .._ops.quiet import quietly
 from .._ops.reduction import MeanBackward0, SumBackward0
 from .._ops.shape import broadcast_to
+from .._ops.unary_math import AbsBackward0
 
 __all__ = [
     "binary_cross_entropy",

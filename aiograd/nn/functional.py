@@ -32,7 +32,6 @@ from .._ops._util import on as _on
 from .._ops._util import to_tensor as _to_tensor
 from .._ops._util import wrap as _wrap
 from .._ops.batching import per_sample_scalar as _per_sample_scalar
-from .._ops.elementwise import relu, sigmoid, tanh
 from .._ops.linalg import linear
 from .._ops.padding import one_hot, pad  # shape and indexing
 from .._ops.pointwise import masked_fill as _masked_fill
@@ -41,6 +40,7 @@ from .._ops.reduction import _dtype_name
 from .._ops.shape import reduce_grad as _reduce_grad
 from .._ops.softmax import log_softmax as _log_softmax
 from .._ops.softmax import softmax as _softmax
+from .._ops.unary_math import relu, sigmoid, tanh
 from ._activations import elu, gelu, hardtanh, leaky_relu, mish, silu, softplus
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention
 
