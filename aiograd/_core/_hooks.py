@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._format import legacy_type_name
 from ._node import NodeHooks, RemovableHandle, add_hook, grad_accumulator, hooks_of
 from ._tensor import Tensor
+
+if TYPE_CHECKING:
+    from ._types import GradHook, PostAccumulateGradHook
 
 __all__ = ["RemovableHandle", "NodeHooks", "hooks_of", "add_hook"]
 
@@ -131,7 +134,7 @@ async def run_post_accumulate_hooks(hooks: NodeHooks, tensor: Tensor) -> None:
 
 
 # ------------------------------------------------------------------------------ Tensor methods
-def register_hook(self: Tensor, hook: Callable[[Tensor], Any]) -> RemovableHandle:
+def register_hook(self: Tensor, hook: GradHook) -> RemovableHandle:
     """Call ``hook(grad)`` (sync or ``async def``) each time the gradient of this tensor is
     computed; a returned tensor replaces the gradient. Returns a handle with ``remove()``."""
     if not self._requires_grad:
@@ -141,7 +144,7 @@ def register_hook(self: Tensor, hook: Callable[[Tensor], Any]) -> RemovableHandl
     return add_hook(hooks_of(node).tensor_pre.setdefault(output_nr, {}), hook)
 
 
-def register_post_accumulate_grad_hook(self: Tensor, hook: Callable[[Tensor], Any]) -> RemovableHandle:
+def register_post_accumulate_grad_hook(self: Tensor, hook: PostAccumulateGradHook) -> RemovableHandle:
     """Call ``hook(tensor)`` (sync or ``async def``) after this leaf's ``.grad`` was updated.
 
     The hook must return None. Only leaves can have one.

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import builtins
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
     from typing import Any, SupportsIndex, TypeAlias, overload
 
     import numpy as np
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ._graph import GradientEdge
     from ._node import RemovableHandle
     from ._tensor import Tensor
-    from ._types import Dims, Index, Number, TensorLike, ValuesIndices
+    from ._types import Dims, GradHook, Index, Number, PostAccumulateGradHook, TensorLike, ValuesIndices
 
     # Also Tensor methods: inside the classes these names mean the methods, so annotations
     # spell the builtins through these aliases.
@@ -574,12 +574,12 @@ if TYPE_CHECKING:
     class _Hooks:
         """Declared from ``aiograd._core._hooks``."""
 
-        def register_hook(self, hook: Callable[[Tensor], Any]) -> RemovableHandle:
+        def register_hook(self, hook: GradHook) -> RemovableHandle:
             """Call ``hook(grad)`` (sync or ``async def``) each time the gradient of this tensor is
             computed; a returned tensor replaces the gradient."""
             ...
         def register_post_accumulate_grad_hook(
-            self, hook: Callable[[Tensor], Any]
+            self, hook: PostAccumulateGradHook
         ) -> RemovableHandle:
             """Call ``hook(tensor)`` (sync or ``async def``) after this leaf's ``.grad`` was
             updated."""

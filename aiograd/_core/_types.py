@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Awaitable, Callable, Sequence
     from types import EllipsisType
     from typing import Any, NamedTuple, SupportsIndex, TypeAlias
 
@@ -30,10 +30,15 @@ if TYPE_CHECKING:
     #: A shape given as separate ints or one sequence: ``t.reshape(2, 3)`` or ``t.reshape((2, 3))``.
     Dims: TypeAlias = int | Sequence[int]
 
+    #: A gradient hook: ``hook(grad)``, sync or ``async def``; a returned tensor replaces the grad.
+    GradHook: TypeAlias = Callable[[Tensor], Tensor | None] | Callable[[Tensor], Awaitable[Tensor | None]]
+    #: A post-accumulate-grad hook: ``hook(tensor)``, sync or ``async def``, returning None.
+    PostAccumulateGradHook: TypeAlias = Callable[[Tensor], None] | Callable[[Tensor], Awaitable[None]]
+
     class ValuesIndices(NamedTuple):
         """``max``/``min``/``sort``... along a dimension: the values and the index of each."""
 
         values: Tensor
         indices: Tensor
 
-    __all__ = ["Dims", "Index", "Number", "TensorLike", "ValuesIndices"]
+    __all__ = ["Dims", "GradHook", "Index", "Number", "PostAccumulateGradHook", "TensorLike", "ValuesIndices"]
