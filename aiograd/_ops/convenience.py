@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._reduce_util import _dtype_name, axes_of, expand_reduced
 from ._registry import backward, op, register
 from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
 from .casting import ToCopyBackward0
 from .elementwise import PowBackward0, where
 from .quiet import quietly
-from .reduction import _dtype_name, axes_of, expand_reduced, var_grad, variance
+from .reduction import var_grad, variance
 from .shape import ExpandBackward0, TBackward0, ViewBackward0, expand, reshape, swapped
 from .unary_math import clone, sign
 

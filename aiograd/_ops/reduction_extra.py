@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ._reduce_util import _check_nonempty, axes_of, expand_reduced
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, like, needs_grad
-from .reduction import _check_nonempty, axes_of, expand_reduced
 
 __all__ = ["amax", "amin", "all", "any", "count_nonzero"]
 

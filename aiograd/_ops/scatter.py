@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._reduce_util import _dtype_name
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, common_device, edge_of, infer_size, like, needs_grad, save, wrap
 from .indexing import (
@@ -47,7 +48,6 @@ from .indexing import (
 )
 from .padding import pad
 from .rearrange import in_place
-from .reduction import _dtype_name
 from .shape import _dim, expand, reduce_grad, reshape
 
 if TYPE_CHECKING:

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._reduce_util import _dtype_name, _one_dim, _reduced_shape, axes_of, expand_reduced
 from ._registry import backward, op
 from ._util import CPU, Tensor, attach, edge_of, grad_enabled, like, needs_grad, save, wrap
 from .batching import shift_axes
 from .quiet import quietly
-from .reduction import _dtype_name, _one_dim, _reduced_shape, axes_of, expand_reduced
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike

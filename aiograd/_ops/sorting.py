@@ -25,13 +25,14 @@ from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
+from ._reduce_util import _check_nonempty, expand_reduced
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, like, needs_grad
 from .batching import per_sample_scalar
 from .elementwise import where
 from .indexing import gather
 from .joining import cat
-from .reduction import _check_nonempty, _return_type, expand_reduced
+from .reduction import _return_type
 from .shape import _dim
 from .torch_selection import quickselect, topk_order
 

@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from .._devices._device import CPU as _CPU
+from .._ops._reduce_util import _dtype_name
 from .._ops._registry import backward as _backward
 from .._ops._registry import op as _op
 from .._ops._registry import variant as _variant
@@ -36,7 +37,6 @@ from .._ops.linalg import linear
 from .._ops.padding import one_hot, pad  # shape and indexing
 from .._ops.pointwise import masked_fill as _masked_fill
 from .._ops.quiet import quietly as _quietly
-from .._ops.reduction import _dtype_name
 from .._ops.shape import reduce_grad as _reduce_grad
 from .._ops.softmax import log_softmax as _log_softmax
 from .._ops.softmax import softmax as _softmax
