@@ -1,10 +1,11 @@
 """The typed public surface: what mypy and pyright see of aiograd.
 
-- ``aiograd/_core/_tensor_api.py`` declares, for type checkers only, the Tensor methods, operators and
-  properties that ``_tensor_methods`` binds with ``setattr`` at import time. It is generated from
-  the bound functions (``python3 tools/gen_tensor_api.py``), and must be what the generator writes
-  now; the declarations are also compared with the live ``Tensor`` (names both ways; parameter
-  names, kinds and defaults), so a new op or a changed signature cannot drift from them unnoticed.
+- The package ``aiograd/_core/_tensor_api/`` declares, for type checkers only, the Tensor methods,
+  operators and properties that ``_tensor_methods`` binds with ``setattr`` at import time. It is
+  generated from the bound functions (``python3 tools/gen_tensor_api.py``), and each of its files
+  must be what the generator writes now (no file more, none less); the declarations are also
+  compared with the live ``Tensor`` (names both ways; parameter names, kinds and defaults), so a
+  new op or a changed signature cannot drift from them unnoticed.
 - ``mypy --strict`` and pyright (strict) must accept ``tests/typing/user_script.py``, a user's
   script over the public API, and the declarations themselves; both must flag the forgotten
   ``await`` in ``tests/typing/unawaited_backward.py`` and each mistake in
@@ -40,7 +41,8 @@ pytestmark = pytest.mark.slow  # mypy and pyright, a few seconds each
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "aiograd"
-DECLARATIONS = PACKAGE / "_core" / "_tensor_api.py"
+DECLARATIONS = PACKAGE / "_core" / "_tensor_api"  # a package: __init__.py and one module per family
+DECLARATION_FILES = sorted(DECLARATIONS.glob("*.py"))
 GENERATOR = ROOT / "tools" / "gen_tensor_api.py"  # writes DECLARATIONS
 SCRIPTS = Path(__file__).resolve().parent / "typing"
 USER_SCRIPT = SCRIPTS / "user_script.py"
@@ -96,13 +98,21 @@ def _decorator_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return {ast.unparse(d) for d in fn.decorator_list}
 
 
-def declared_methods(source: str, class_name: str = "TensorMethods") -> dict[str, Declared]:
-    """The methods and properties that ``class_name``, defined under ``if TYPE_CHECKING:``,
-    declares in its body and its bases defined there (one per module of ops); of an overloaded
-    method, its implementation signature (the one the runtime function has)."""
-    module = ast.parse(source)
+def declaration_sources() -> list[str]:
+    """The source of each file of DECLARATIONS."""
+    return [path.read_text() for path in DECLARATION_FILES]
+
+
+def declared_methods(sources: list[str], class_name: str = "TensorMethods") -> dict[str, Declared]:
+    """The methods and properties that ``class_name``, defined under ``if TYPE_CHECKING:`` in one
+    of ``sources``, declares in its body and its bases defined there in any of them (one per module
+    of ops); of an overloaded method, its implementation signature (the one the runtime function
+    has)."""
     blocks = [
-        n for n in module.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+        n
+        for module in map(ast.parse, sources)
+        for n in module.body
+        if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
     ]
     assert blocks, "no `if TYPE_CHECKING:` block"
     classes = {n.name: n for block in blocks for n in block.body if isinstance(n, ast.ClassDef)}
@@ -173,16 +183,24 @@ def test_declarations_are_generated_from_what_tensor_methods_binds() -> None:
     assert spec is not None and spec.loader is not None
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
-    current = generator.render()
-    written = DECLARATIONS.read_text()
-    stale = list(difflib.unified_diff(written.splitlines(), current.splitlines(), "written", "current", lineterm=""))
+    current: dict[str, str] = generator.render()
+    written = {path.name: path.read_text() for path in DECLARATION_FILES}
+    # A file of one side only (a stale module, a missing one) differs from the empty file.
+    stale = [
+        line
+        for name in sorted(current.keys() | written.keys())
+        for line in difflib.unified_diff(
+            written.get(name, "").splitlines(), current.get(name, "").splitlines(),
+            f"written/{name}", f"current/{name}", lineterm="",
+        )
+    ]
     assert not stale, (
-        f"{DECLARATIONS.relative_to(ROOT)} is not current: run {generator.COMMAND}\n" + "\n".join(stale[:40])
+        f"{DECLARATIONS.relative_to(ROOT)}/ is not current: run {generator.COMMAND}\n" + "\n".join(stale[:40])
     )
 
 
 def test_declarations_match_what_tensor_methods_binds() -> None:
-    declared = declared_methods(DECLARATIONS.read_text())
+    declared = declared_methods(declaration_sources())
     bound = bound_methods(Tensor)
     assert drift(declared, bound) == []
     # The live derivation sees exactly what _tensor_methods binds (and nothing it missed).
@@ -190,14 +208,14 @@ def test_declarations_match_what_tensor_methods_binds() -> None:
 
 
 def test_drift_is_reported_by_name() -> None:
-    source = DECLARATIONS.read_text()
-    mutated = (
+    mutated = [
         source.replace("def unsqueeze(self, dim: int)", "def unsqueeze(self, axis: int)")
         .replace("def flatten(self, start_dim: int = 0,", "def flatten(self, start_dim: int = 1,")
         .replace("def sum(\n            self,", "def total(\n            self,")
         .replace("def is_contiguous(self)", "async def is_contiguous(self)")
-    )
-    assert mutated.count("axis") == 1 and "def total(" in mutated
+        for source in declaration_sources()
+    ]
+    assert "".join(mutated).count("axis") == 1 and "def total(" in "".join(mutated)
     problems = drift(declared_methods(mutated), bound_methods(Tensor))
     named = sorted(p.split(":")[0] for p in problems)
     assert named == ["flatten", "sum", "total", "unsqueeze"], problems
@@ -214,7 +232,7 @@ def test_drift_catches_a_coroutine_declared_sync() -> None:
 
 
 async def test_backward_is_awaitable_as_declared() -> None:
-    assert declared_methods(DECLARATIONS.read_text())["backward"].is_async
+    assert declared_methods(declaration_sources())["backward"].is_async
     w = ag.randn(3, requires_grad=True)
     pending = (w * w).sum().backward()
     assert inspect.isawaitable(pending)
@@ -229,6 +247,11 @@ def test_tensor_methods_has_no_runtime_body() -> None:
     assert base.__name__ == "TensorMethods"
     assert set(vars(base)) <= {"__module__", "__doc__", "__slots__", "__qualname__", "__firstlineno__",
                                "__static_attributes__"}
+    # Nor does importing aiograd import the package's modules of declarations (in a fresh
+    # interpreter: here another test may have imported one).
+    probe = f"import sys, aiograd; print([m for m in sys.modules if m.startswith('{base.__module__}.')])"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert proc.stdout.strip() == "[]"
 
 
 def test_package_ships_py_typed() -> None:
@@ -271,11 +294,11 @@ def _require(module: str) -> None:
 def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> str:
     _require("mypy")
     workdir = tmp_path_factory.mktemp("mypy")
-    # aiograd's own modules are analysed but not reported on, except the declarations: the
-    # scripts and TensorMethods are what is checked.
+    # aiograd's own modules are analysed but not reported on, except the declarations (the
+    # package and each of its modules): the scripts and TensorMethods are what is checked.
     (workdir / "mypy.ini").write_text(
         "[mypy]\nstrict = True\n\n[mypy-aiograd.*]\nfollow_imports = silent\n\n"
-        "[mypy-aiograd._core._tensor_api]\nfollow_imports = normal\n"
+        "[mypy-aiograd._core._tensor_api,aiograd._core._tensor_api.*]\nfollow_imports = normal\n"
     )
     cmd = [sys.executable, "-m", "mypy", "--config-file", str(workdir / "mypy.ini"),
            "--cache-dir", str(workdir / "cache"), "--no-error-summary", "--show-error-codes",
@@ -303,9 +326,9 @@ def pyright_diagnostics(tmp_path_factory: pytest.TempPathFactory) -> list[dict[s
     workdir = tmp_path_factory.mktemp("pyright")
     config = {"typeCheckingMode": "strict", "extraPaths": [str(ROOT)], "pythonVersion": "3.11"}
     (workdir / "pyrightconfig.json").write_text(json.dumps(config))
-    files = [str(USER_SCRIPT), str(UNAWAITED), str(MISUSE), str(DECLARATIONS)]
+    files = [str(USER_SCRIPT), str(UNAWAITED), str(MISUSE), *map(str, DECLARATION_FILES)]
     result = _pyright(["-p", str(workdir / "pyrightconfig.json"), *files], workdir)
-    assert result["summary"]["filesAnalyzed"] == 4
+    assert result["summary"]["filesAnalyzed"] == len(files)
     diagnostics: list[dict[str, Any]] = result["generalDiagnostics"]
     return diagnostics
 
@@ -316,7 +339,7 @@ def _errors_about(output: str, script: Path) -> list[str]:
 
 def test_mypy_strict_accepts_the_user_script_and_the_declarations(mypy_output: str) -> None:
     assert _errors_about(mypy_output, USER_SCRIPT) == []
-    assert _errors_about(mypy_output, DECLARATIONS) == []
+    assert [e for path in DECLARATION_FILES for e in _errors_about(mypy_output, path)] == []
     # Nothing else either: every error of the run is about the two scripts with mistakes.
     errors = [line for line in mypy_output.splitlines() if ": error:" in line]
     assert all(line.startswith((f"{UNAWAITED}:", f"{MISUSE}:")) for line in errors), mypy_output
@@ -330,7 +353,7 @@ def test_mypy_flags_an_unawaited_backward(mypy_output: str) -> None:
 def test_pyright_strict_accepts_the_user_script_and_the_declarations(
     pyright_diagnostics: list[dict[str, Any]],
 ) -> None:
-    about = [d for d in pyright_diagnostics if Path(d["file"]) in (USER_SCRIPT, DECLARATIONS)]
+    about = [d for d in pyright_diagnostics if Path(d["file"]) in (USER_SCRIPT, *DECLARATION_FILES)]
     assert about == []
 
 

@@ -1,8 +1,8 @@
-"""Writes ``aiograd/_core/_tensor_api.py``: Tensor's methods as type checkers see them, generated
-from the functions that ``aiograd._api._tensor_methods`` binds onto ``Tensor``.
+"""Writes the package ``aiograd/_core/_tensor_api/``: Tensor's methods as type checkers see them,
+generated from the functions that ``aiograd._api._tensor_methods`` binds onto ``Tensor``.
 
-    python3 tools/gen_tensor_api.py            # rewrite the file
-    python3 tools/gen_tensor_api.py --check    # exit 1 if it is not current
+    python3 tools/gen_tensor_api.py            # rewrite the package's files
+    python3 tools/gen_tensor_api.py --check    # exit 1 if one is not current (or not generated)
 
 mypy and pyright cannot follow the ``setattr`` calls that bind the ops, so ``Tensor`` derives from
 ``TensorMethods``, which declares them for the checkers only. Each bound name becomes one
@@ -11,12 +11,16 @@ defaults and its own annotations as written, its overloads (``typing.get_overloa
 sentence of its docstring (not for an operator whose function a named method has: ``__add__`` is
 ``add``); ``@property`` for a property, ``async def`` for a coroutine function or one annotated to
 return ``Coroutine[Any, Any, T]`` (``backward``). ``__eq__`` and ``__ne__`` take an ``object``, as
-``object``'s own do. One mixin class per module of functions, and ``TensorMethods`` derives from
-them all (for the checkers; at run time it is an empty class).
+``object``'s own do. One mixin class per module of functions, each in a module of the package
+(``aiograd._ops.elementwise`` -> ``_elementwise.py``: the declarations together would outgrow the
+project's 500 lines a module), and ``TensorMethods``, in its ``__init__``, derives from them all
+(for the checkers; at run time it is an empty class, and the package imports none of its modules).
+The whole package is generated: a module the generator no longer writes is deleted (``--check``
+reports it).
 
 The names an annotation uses are imported as the function's own module imports them, from the
 graph core or below (``_core``, ``_devices``, ``_base``) or from outside aiograd, since the
-generated module sits in the graph core; a type alias defined in a layer above (``backward``'s
+generated modules sit in the graph core; a type alias defined in a layer above (``backward``'s
 ``GradientLike``, in ``_api``) is written out in place, and anything else from above is an error
 that names the module to move it to (``aiograd/_core/_types.py``). A builtin that is also a
 Tensor method (``bool``, ``float``) is spelled through an alias (``_bool``), since inside the
@@ -40,10 +44,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGET = ROOT / "aiograd" / "_core" / "_tensor_api.py"
+TARGET = ROOT / "aiograd" / "_core" / "_tensor_api"
 COMMAND = "python3 tools/gen_tensor_api.py"
-#: The generated module's own package, and the aiograd layers it may import from.
-HOME = "aiograd._core"
+#: The generated modules' own package, and the aiograd layers they may import from.
+HOME = "aiograd._core._tensor_api"
 IMPORTABLE_LAYERS = ("aiograd._base", "aiograd._devices", "aiograd._core")
 LINE_LENGTH = 100
 #: Methods that override ``object``'s (``__eq__``): they take any ``other``, as ``object``'s own do
@@ -56,11 +60,24 @@ HEADER = '''"""Tensor's methods, operators and properties as type checkers see t
 Written by ``python3 tools/gen_tensor_api.py`` from the functions that
 ``aiograd._api._tensor_methods`` binds onto ``Tensor`` with ``setattr``, which mypy and pyright
 cannot follow; run it again after adding or changing a bound op (``tests/test_typing.py`` fails
-while this file is not current). Each declaration is the bound function's signature (its first
+while this package is not current). Each declaration is the bound function's signature (its first
 parameter as ``self``), overloads and the first sentence of its docstring, in one class per module
-of ops. ``Tensor`` derives from ``TensorMethods``, which derives from those classes for the
-checkers only: at run time it is an empty class, so attribute lookups and the hot paths are as
-before, and this module imports nothing from aiograd at run time.
+of ops, each in a module of this package. ``Tensor`` derives from ``TensorMethods``, which derives
+from those classes for the checkers only: at run time it is an empty class, so attribute lookups
+and the hot paths are as before, and this package imports nothing at run time, its own modules
+included.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+'''
+#: The header of a module of declarations (one class), with the module of ops it declares.
+MIXIN_HEADER = '''"""Tensor's methods bound from ``{module}``. GENERATED: do not edit.
+
+Declared for type checkers only, as the package's docstring says; written by
+``python3 tools/gen_tensor_api.py``.
 """
 
 from __future__ import annotations
@@ -312,9 +329,16 @@ def declaration(
     ]
 
 
-# ----------------------------------------------------------------------------- the module
+# ----------------------------------------------------------------------------- the package
 def _mixin_name(module_name: str) -> str:
-    return "_" + "".join(part.capitalize() for part in module_name.rpartition(".")[2].split("_"))
+    """``ElementwiseMethods`` for ``aiograd._ops.elementwise``: a public name, as the package's
+    ``__init__`` imports it (pyright's strict mode flags a private one used outside its module)."""
+    return "".join(part.capitalize() for part in module_name.rpartition(".")[2].split("_")) + "Methods"
+
+
+def _file_name(module_name: str) -> str:
+    """The module of the package declaring ``module_name``'s ops: ``elementwise`` -> ``_elementwise.py``."""
+    return "_" + module_name.rpartition(".")[2].lstrip("_") + ".py"
 
 
 def _import_lines(names: Names) -> list[str]:
@@ -361,56 +385,102 @@ def _class_line(name: str, bases: list[str]) -> list[str]:
     return [f"    class {name}(", *(f"        {b}," for b in bases), "    ):"]
 
 
-def render() -> str:
-    """The source of ``aiograd/_core/_tensor_api.py`` for the functions bound onto Tensor now."""
-    from aiograd._api._tensor_methods import BOUND_METHODS, BOUND_PROPERTIES
-
-    members = [(n, f, "method") for n, f in BOUND_METHODS.items()]
-    members += [(n, f, "property") for n, f in BOUND_PROPERTIES.items()]
-    names = Names(shadowed={n for n, _, _ in members})
-    # An operator bound to a named method's function (``__add__``, ``add``) goes undocumented:
-    # its documentation is the method's.
-    named = {id(fn) for n, fn, _ in members if not n.startswith("__")}
-    mixins: dict[str, list[str]] = {}
-    for name, fn, kind in members:
-        documented = not (name.startswith("__") and id(fn) in named)
-        mixins.setdefault(fn.__module__, []).extend(declaration(name, fn, kind, names, " " * 8, documented))
-    classes: list[str] = []
-    for module_name, body in mixins.items():
-        classes += [f"    class {_mixin_name(module_name)}:", f'        """Declared from ``{module_name}``."""', "", *body, ""]
+def _type_checking_block(names: Names, body: list[str]) -> str:
+    """``if TYPE_CHECKING:`` with the imports ``names`` needs, the builtins' aliases, then ``body``."""
+    imports = _import_lines(names)  # (first: it adds the aliases' own imports)
     aliases = [
         "",
-        "    # Also Tensor methods: inside the classes these names mean the methods, so annotations",
+        "    # Also Tensor methods: inside the class these names mean the methods, so annotations",
         "    # spell the builtins through these aliases.",
         *(f"    _{b}: TypeAlias = builtins.{b}" for b in sorted(names.builtin_aliases)),
     ]
     lines = [
         "if TYPE_CHECKING:",
-        *("    " + line if line else "" for line in _import_lines(names)),
+        *("    " + line if line else "" for line in imports),
         *(aliases if names.builtin_aliases else []),
         "",
-        *classes,
-        *_class_line("TensorMethods", [_mixin_name(m) for m in mixins]),
+        *body,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _mixin_module(module_name: str, declarations: list[str], names: Names) -> str:
+    """The source of the module declaring the methods bound from ``module_name``."""
+    body = [f"    class {_mixin_name(module_name)}:", f'        """Declared from ``{module_name}``."""', "", *declarations]
+    return MIXIN_HEADER.format(module=module_name) + _type_checking_block(names, body)
+
+
+def _package_init(module_names: list[str]) -> str:
+    """The source of the package's ``__init__``: ``TensorMethods``, deriving from the mixins."""
+    names = Names(shadowed=set())
+    for module_name in module_names:
+        mixin = _mixin_name(module_name)
+        names.add_import(mixin, (f"{HOME}.{_file_name(module_name).removesuffix('.py')}", mixin))
+    body = [
+        *_class_line("TensorMethods", [_mixin_name(m) for m in module_names]),
         '        """Declarations (for type checkers only) of the methods bound onto Tensor by ``_tensor_methods``."""',
         "",
         "        __slots__ = ()",
     ]
-    return HEADER + "\n".join(lines) + "\n" + RUNTIME_CLASS
+    return HEADER + _type_checking_block(names, body) + RUNTIME_CLASS
+
+
+def render() -> dict[str, str]:
+    """The files of ``aiograd/_core/_tensor_api/`` for the functions bound onto Tensor now: file
+    name -> source, ``__init__.py`` and one module per module of ops."""
+    from aiograd._api._tensor_methods import BOUND_METHODS, BOUND_PROPERTIES
+
+    members = [(n, f, "method") for n, f in BOUND_METHODS.items()]
+    members += [(n, f, "property") for n, f in BOUND_PROPERTIES.items()]
+    shadowed = {n for n, _, _ in members}
+    # An operator bound to a named method's function (``__add__``, ``add``) goes undocumented:
+    # its documentation is the method's.
+    named = {id(fn) for n, fn, _ in members if not n.startswith("__")}
+    declarations: dict[str, list[str]] = {}
+    names: dict[str, Names] = {}  # per module: each imports what its own declarations use
+    for name, fn, kind in members:
+        documented = not (name.startswith("__") and id(fn) in named)
+        module_names = names.setdefault(fn.__module__, Names(shadowed))
+        declarations.setdefault(fn.__module__, []).extend(
+            declaration(name, fn, kind, module_names, " " * 8, documented)
+        )
+    files = {_file_name(m): _mixin_module(m, body, names[m]) for m, body in declarations.items()}
+    if len(files) != len(declarations):
+        raise ValueError(f"two modules of ops share a file name: {sorted(declarations)}")
+    return {"__init__.py": _package_init(list(declarations)), **files}
+
+
+def stale(files: dict[str, str]) -> list[str]:
+    """The package's files that are not ``files`` as rendered: changed, missing, or a module the
+    generator no longer writes (one per module of ops that binds nothing now)."""
+    written = {p.name: p.read_text() for p in TARGET.glob("*.py")}
+    return sorted(name for name in files.keys() | written.keys() if written.get(name) != files.get(name))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the file is not current")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a file is not current")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))  # this checkout's aiograd, whichever is installed
-    source = render()
+    files = render()
+    out_of_date = stale(files)
     if args.check:
-        if TARGET.read_text() != source:
-            print(f"{TARGET.relative_to(ROOT)} is not current: run {COMMAND}", file=sys.stderr)
-            return 1
-        return 0
-    TARGET.write_text(source)
-    print(f"wrote {TARGET.relative_to(ROOT)} ({source.count(chr(10))} lines)")
+        for name in out_of_date:
+            path = TARGET / name
+            problem = "is missing" if not path.exists() else "is not current" if name in files else "is stale (no longer generated)"
+            print(f"{path.relative_to(ROOT)} {problem}: run {COMMAND}", file=sys.stderr)
+        return 1 if out_of_date else 0
+    TARGET.mkdir(exist_ok=True)
+    for name in out_of_date:
+        path = TARGET / name
+        if name in files:
+            path.write_text(files[name])
+            print(f"wrote {path.relative_to(ROOT)} ({files[name].count(chr(10))} lines)")
+        else:
+            path.unlink()
+            print(f"deleted {path.relative_to(ROOT)} (it declares nothing now)")
+    if not out_of_date:
+        print(f"{TARGET.relative_to(ROOT)}/ is current ({len(files)} files)")
     return 0
 
 

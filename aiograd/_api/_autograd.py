@@ -376,7 +376,7 @@ def _tensor_backward_signature() -> inspect.Signature:
 
 
 # What inspect.signature shows of Tensor.backward (the API reference; tests/test_typing.py holds
-# it to the declaration in _core/_tensor_api.py): backward's own parameters, not *args/**kwargs.
+# it to the declaration in _core/_tensor_api/): backward's own parameters, not *args/**kwargs.
 tensor_backward.__signature__ = _tensor_backward_signature()  # type: ignore[attr-defined]
 
 

@@ -1,9 +1,9 @@
 """Binds the op functions to Tensor as methods, operators and properties (one table per family).
 
-Type checkers cannot follow these ``setattr`` calls: ``_core/_tensor_api.py`` declares the same
-names for them, generated from ``BOUND_METHODS`` and ``BOUND_PROPERTIES`` (each function's own
+Type checkers cannot follow these ``setattr`` calls: the package ``_core/_tensor_api/`` declares the
+same names for them, generated from ``BOUND_METHODS`` and ``BOUND_PROPERTIES`` (each function's own
 signature, overloads and docstring) by ``python3 tools/gen_tensor_api.py``; ``tests/test_typing.py``
-fails while that file is not what the generator writes. A new Tensor method is an op function,
+fails while its files are not what the generator writes. A new Tensor method is an op function,
 annotated, in its family's ``TENSOR_METHODS`` table (a new family module goes in ``_FAMILIES``).
 """
 

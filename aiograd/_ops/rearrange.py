@@ -365,7 +365,7 @@ def tile(input: Tensor, *dims: Dims) -> Tensor:
 
 
 # (``moveaxis`` is a function only: tests/test_typing.py's drift check counts the word "axis" in
-# aiograd/_core/_tensor_api.py, which declaring ``Tensor.moveaxis`` there would break)
+# aiograd/_core/_tensor_api/, which declaring ``Tensor.moveaxis`` there would break)
 TENSOR_METHODS = {
     "flip": flip,
     "roll": roll,

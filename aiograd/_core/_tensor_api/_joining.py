@@ -1,0 +1,34 @@
+"""Tensor's methods bound from ``aiograd._ops.joining``. GENERATED: do not edit.
+
+Declared for type checkers only, as the package's docstring says; written by
+``python3 tools/gen_tensor_api.py``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._tensor import Tensor
+
+    class JoiningMethods:
+        """Declared from ``aiograd._ops.joining``."""
+
+        def split(
+            self, split_size_or_sections: int | Sequence[int], dim: int = 0
+        ) -> tuple[Tensor, ...]:
+            """Split into chunks of ``split_size`` along ``dim`` (the last may be smaller), or into
+            pieces of the sizes in a list."""
+            ...
+        def split_with_sizes(self, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+            """Split into pieces of the given sizes along ``dim`` (they must add up to its size)."""
+            ...
+        def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+            """Split into at most ``chunks`` equal pieces along ``dim`` (the last may be smaller,
+            and there may be fewer pieces, as in PyTorch)."""
+            ...
+        def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+            """The slices along ``dim``, that dimension removed."""
+            ...

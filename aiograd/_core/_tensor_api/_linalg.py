@@ -1,0 +1,27 @@
+"""Tensor's methods bound from ``aiograd._ops.linalg``. GENERATED: do not edit.
+
+Declared for type checkers only, as the package's docstring says; written by
+``python3 tools/gen_tensor_api.py``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
+    from .._types import TensorLike
+
+    class LinalgMethods:
+        """Declared from ``aiograd._ops.linalg``."""
+
+        def matmul(self, other: Tensor) -> Tensor:
+            """Matrix product with numpy's ``matmul`` rules (dot, mv, mm, batched mm)."""
+            ...
+        def mm(self, mat2: Tensor) -> Tensor:
+            """Product of two 2-D matrices."""
+            ...
+        def __matmul__(self, other: Tensor) -> Tensor: ...
+        def __rmatmul__(self, other: TensorLike) -> Tensor:
+            """``other @ self``, ``other`` made a tensor first (an array, say)."""
+            ...

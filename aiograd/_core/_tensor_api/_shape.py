@@ -1,0 +1,64 @@
+"""Tensor's methods bound from ``aiograd._ops.shape``. GENERATED: do not edit.
+
+Declared for type checkers only, as the package's docstring says; written by
+``python3 tools/gen_tensor_api.py``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from .._tensor import Tensor
+    from .._types import Dims
+
+    class ShapeMethods:
+        """Declared from ``aiograd._ops.shape``."""
+
+        def reshape(self, *shape: Dims) -> Tensor:
+            """The same data with a new shape (one dim may be -1): a view when numpy can make one,
+            else a copy."""
+            ...
+        def view(self, *shape: Dims) -> Tensor:
+            """A view with a new shape (one dim may be -1); RuntimeError if the strides do not allow
+            one."""
+            ...
+        def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+            """Merge dims ``start_dim`` to ``end_dim`` into one."""
+            ...
+        def transpose(self, dim0: int, dim1: int) -> Tensor:
+            """Swap two dimensions."""
+            ...
+        def permute(self, *dims: Dims) -> Tensor:
+            """Reorder the dimensions."""
+            ...
+        def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+            """Remove dimensions of size 1 (all, or those in ``dim`` that have size 1)."""
+            ...
+        def unsqueeze(self, dim: int) -> Tensor:
+            """Insert a dimension of size 1 at ``dim``."""
+            ...
+        def expand(self, *sizes: Dims) -> Tensor:
+            """Broadcast to ``sizes`` without copying; -1 keeps a dimension's size."""
+            ...
+        def broadcast_to(self, shape: Sequence[int]) -> Tensor:
+            """Broadcast to ``shape`` (numpy's rules), as ``expand``."""
+            ...
+        def sum_to_size(self, *size: Dims) -> Tensor:
+            """Sum broadcast dimensions away so that the result has shape ``size`` (broadcast's
+            adjoint)."""
+            ...
+        def repeat(self, *sizes: Dims) -> Tensor:
+            """Tile the tensor ``sizes[i]`` times along dim ``i`` (torch's ``Tensor.repeat``)."""
+            ...
+        @property
+        def T(self) -> Tensor:
+            """``Tensor.T``: all dimensions reversed (the transpose, for a matrix); a view recorded
+            as ``PermuteBackward0``."""
+            ...
+        @property
+        def mT(self) -> Tensor:
+            """``Tensor.mT``: the last two dimensions swapped."""
+            ...

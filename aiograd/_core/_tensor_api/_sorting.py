@@ -1,0 +1,54 @@
+"""Tensor's methods bound from ``aiograd._ops.sorting``. GENERATED: do not edit.
+
+Declared for type checkers only, as the package's docstring says; written by
+``python3 tools/gen_tensor_api.py``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import builtins
+    from typing import TypeAlias, overload
+
+    from .._tensor import Tensor
+    from .._types import ValuesIndices
+
+    # Also Tensor methods: inside the class these names mean the methods, so annotations
+    # spell the builtins through these aliases.
+    _bool: TypeAlias = builtins.bool
+
+    class SortingMethods:
+        """Declared from ``aiograd._ops.sorting``."""
+
+        def sort(
+            self, dim: int = -1, descending: _bool = False, *, stable: _bool | None = None
+        ) -> ValuesIndices:
+            """The values sorted along ``dim`` and the indices they came from: a ``(values,
+            indices)`` named tuple, as ``torch.sort``."""
+            ...
+        def argsort(
+            self, dim: int = -1, descending: _bool = False, *, stable: _bool = False
+        ) -> Tensor:
+            """The indices that sort ``input`` along ``dim`` (int64, not differentiable), as
+            ``torch.argsort``; always stable."""
+            ...
+        def topk(
+            self, k: int, dim: int = -1, largest: _bool = True, sorted: _bool = True
+        ) -> ValuesIndices:
+            """The ``k`` largest (``largest=False``: smallest) values along ``dim`` and their
+            indices, a ``(values, indices)`` named tuple, as ``torch.topk``."""
+            ...
+        def kthvalue(self, k: int, dim: int = -1, keepdim: _bool = False) -> ValuesIndices:
+            """The ``k``-th smallest value (1-based) along ``dim`` and its index, a ``(values,
+            indices)`` named tuple, as ``torch.kthvalue``; NaN counts as the largest value."""
+            ...
+        @overload
+        def median(self) -> Tensor: ...
+        @overload
+        def median(self, dim: int, keepdim: _bool = False) -> ValuesIndices: ...
+        def median(self, dim: int | None = None, keepdim: _bool = False) -> Tensor | ValuesIndices:
+            """The median, as ``torch.median``: the lower of the two middle values for an even
+            count."""
+            ...
