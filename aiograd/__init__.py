@@ -122,7 +122,7 @@ from ._engine import (
     set_shuffle_seed,
     use_deterministic_algorithms,
 )
-from ._ops.binary_math import atan2, fmod, hypot, remainder, xlogy
+from ._ops.binary_math import atan2, fmod, hypot, logaddexp, remainder, xlogy
 from ._ops.convenience import norm, square, std, t
 from ._ops.elementwise import add, div, eq, ge, gt, le, lt, mul, ne, pow, sub, true_divide, where
 from ._ops.indexing import gather, index_select
@@ -224,7 +224,7 @@ __all__ = [
     "sign", "sin", "cos", "tanh", "sigmoid", "relu", "clamp", "clip", "maximum", "minimum", "where",
     "clone", "square", "eq", "ne", "lt", "le", "gt", "ge",
     "expm1", "log2", "log10", "rsqrt", "reciprocal", "tan", "asin", "acos", "atan", "sinh", "cosh",
-    "floor", "ceil", "round", "trunc", "frac", "atan2", "hypot", "fmod", "remainder", "xlogy",
+    "floor", "ceil", "round", "trunc", "frac", "atan2", "hypot", "fmod", "remainder", "xlogy", "logaddexp",
     "lerp", "addcmul", "addcdiv", "masked_fill", "erf", "erfc",
     # reductions
     "sum", "mean", "var", "std", "norm", "max", "min", "prod", "logsumexp", "softmax", "log_softmax", "argmax",

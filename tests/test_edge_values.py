@@ -132,6 +132,7 @@ BINARY: dict[str, Fn] = {
     "addcdiv": lambda lib, ab: lib.addcdiv(ab[0], ab[0], ab[1]),
     "atan2": lambda lib, ab: lib.atan2(ab[0], ab[1]),
     "hypot": lambda lib, ab: lib.hypot(ab[0], ab[1]),
+    "logaddexp": lambda lib, ab: lib.logaddexp(ab[0], ab[1]),
     "fmod": lambda lib, ab: lib.fmod(ab[0], ab[1]),
     "remainder": lambda lib, ab: lib.remainder(ab[0], ab[1]),
     "xlogy": lambda lib, ab: lib.xlogy(ab[0], ab[1]),

@@ -44,6 +44,9 @@ SPECS = [
     OpSpec("atan2", lambda lib, a, b: lib.atan2(a, b), nonzero_pair, grad_fn="Atan2Backward0"),
     OpSpec("atan2_method", lambda lib, a, b: a.atan2(b), ((3,), (2, 3)), op="atan2"),
     OpSpec("hypot", lambda lib, a, b: lib.hypot(a, b), nonzero_pair, grad_fn="HypotBackward0"),
+    OpSpec("logaddexp", lambda lib, a, b: lib.logaddexp(a, b), ((2, 3), (2, 3)), domain=(-3.0, 3.0),
+           grad_fn="LogaddexpBackward0"),
+    OpSpec("logaddexp_method_broadcast", lambda lib, a, b: a.logaddexp(b), ((3,), (2, 3)), op="logaddexp"),
     OpSpec("fmod", lambda lib, a, b: lib.fmod(a, b), quotients((2, 3)), grad_fn="FmodBackward1"),
     OpSpec("fmod_number", lambda lib, a: a.fmod(0.7), ((2, 3),), domain=(0.05, 0.65), grad_fn="FmodBackward0",
            op="fmod"),
@@ -64,7 +67,7 @@ B = np.array([1.0, -1.0, -2.0, 2.0, 0.0, -0.0, 2.0, 1.0, 1.0, np.nan, 0.0, np.in
 
 
 @requires_torch
-@pytest.mark.parametrize("name", ["atan2", "hypot", "fmod", "remainder", "xlogy"])
+@pytest.mark.parametrize("name", ["atan2", "hypot", "logaddexp", "fmod", "remainder", "xlogy"])
 def test_edge_values_and_signs_match_torch_quietly(name: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -76,7 +79,7 @@ def test_edge_values_and_signs_match_torch_quietly(name: str) -> None:
 
 
 @requires_torch
-@pytest.mark.parametrize("name", ["atan2", "hypot"])
+@pytest.mark.parametrize("name", ["atan2", "hypot", "logaddexp"])
 def test_tensor_only_ops_refuse_a_number_as_torch(name: str) -> None:
     with pytest.raises(TypeError) as theirs:
         getattr(torch, name)(torch.ones(2), 2.0)
@@ -93,3 +96,26 @@ async def test_xlogy_gradient_at_zero_input_matches_torch() -> None:
     ex, ey = torch.autograd.grad(torch.xlogy(tx, ty).sum(), [tx, ty])
     np.testing.assert_allclose(gx.numpy(), ex.numpy(), equal_nan=True)
     np.testing.assert_allclose(gy.numpy(), ey.numpy(), equal_nan=True)
+
+
+@requires_torch
+def test_logaddexp_refuses_integers_as_torch() -> None:
+    with pytest.raises(NotImplementedError) as theirs:
+        torch.logaddexp(torch.tensor([1]), torch.tensor([2]))
+    with pytest.raises(NotImplementedError, match=f"^{str(theirs.value)}$"):
+        ag.logaddexp(ag.tensor([1]), ag.tensor([2]))
+
+
+@requires_torch
+async def test_logaddexp_gradient_at_infinities_matches_torch() -> None:
+    """Where both operands are the same infinity PyTorch's formula gives NaN; one infinity
+    takes the whole gradient."""
+    a, b = np.array([-np.inf, np.inf, np.inf, 2.0]), np.array([-np.inf, np.inf, 1.0, -np.inf])
+    x, y = ag.tensor(a, requires_grad=True), ag.tensor(b, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (quietly, as torch)
+        gx, gy = await ag.grad(ag.logaddexp(x, y), [x, y], ag.ones(4))
+    tx, ty = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    ex, ey = torch.autograd.grad(torch.logaddexp(tx, ty), [tx, ty], torch.ones(4, dtype=torch.float64))
+    np.testing.assert_array_equal(gx.numpy(), ex.numpy())
+    np.testing.assert_array_equal(gy.numpy(), ey.numpy())

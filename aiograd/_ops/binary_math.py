@@ -1,10 +1,10 @@
-"""Binary elementwise math, as PyTorch's: ``atan2``, ``hypot``, ``fmod``, ``remainder`` and
-``xlogy``, broadcasting, with PyTorch's type promotion, nodes and derivatives.
+"""Binary elementwise math, as PyTorch's: ``atan2``, ``hypot``, ``logaddexp``, ``fmod``,
+``remainder`` and ``xlogy``, broadcasting, with PyTorch's type promotion, nodes and derivatives.
 
 Each derivative is written with differentiable ops, so double backward works. An operand may be
 a number where PyTorch allows one (``fmod``, ``remainder``, ``xlogy``), which selects PyTorch's
 scalar node (``FmodBackward0`` for a number divisor, ``FmodBackward1`` for a tensor one, and so
-on); ``atan2`` and ``hypot`` take tensors only, as PyTorch's do.
+on); ``atan2``, ``hypot`` and ``logaddexp`` take tensors only, as PyTorch's do.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._base._dtypes import scalar_type_name
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, data_of, edge_of, needs_grad, save, saved, wrap
 from .casting import place2
@@ -20,12 +21,12 @@ from .elementwise import _keep, _shape, _xp, div, where
 from .operands import promoted
 from .quiet import quietly
 from .shape import reduce_grad
-from .unary_math import log, reciprocal, trunc
+from .unary_math import exp, log, reciprocal, trunc
 
 if TYPE_CHECKING:
     from .._core._types import TensorLike
 
-__all__ = ["atan2", "fmod", "hypot", "remainder", "xlogy"]
+__all__ = ["atan2", "fmod", "hypot", "logaddexp", "remainder", "xlogy"]
 
 
 def _tensor_only(fname: str, other: Any) -> None:
@@ -108,6 +109,26 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:
     """``sqrt(input ** 2 + other ** 2)``, elementwise, without overflow."""
     _tensor_only("hypot", other)
     return _binary("hypot", input, other, lambda xp, a, b: xp.hypot(a, b), (HypotBackward0,) * 3, keep_result=True)
+
+
+# ------------------------------------------------------------------------------ logaddexp
+@backward(saved=("x0", "x1"), batched=True)
+def LogaddexpBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
+    """PyTorch's: ``grad / (1 + exp(other - input))`` and ``grad / (1 + exp(input - other))``
+    (NaN where both are the same infinity, as there)."""
+    g = grads[0]
+    a, b = saved_operands(self)
+    return operand_grads(self, batch, lambda: g / (1 + exp(b - a)), lambda: g / (1 + exp(a - b)))
+
+
+@op(LogaddexpBackward0)
+def logaddexp(input: Tensor, other: Tensor) -> Tensor:
+    """``log(exp(input) + exp(other))``, elementwise, without overflow; floating point only."""
+    _tensor_only("logaddexp", other)
+    input, other = promoted(input, other, fname="logaddexp")
+    if input.data.dtype.kind not in "fc":
+        raise NotImplementedError(f'"logaddexp_cpu" not implemented for \'{scalar_type_name(input.data.dtype)}\'')
+    return _binary("logaddexp", input, other, lambda xp, a, b: xp.logaddexp(a, b), (LogaddexpBackward0,) * 3)
 
 
 # ------------------------------------------------------------------------------ fmod, remainder
@@ -210,5 +231,5 @@ def xlogy(input: TensorLike, other: TensorLike) -> Tensor:
 #: Tensor methods (bound by ``aiograd._api._tensor_methods``), as PyTorch's.
 TENSOR_METHODS = {
     "atan2": atan2, "hypot": hypot, "fmod": fmod, "remainder": remainder, "xlogy": xlogy,
-    "arctan2": atan2,
+    "arctan2": atan2, "logaddexp": logaddexp,
 }
