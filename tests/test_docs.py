@@ -208,3 +208,20 @@ def test_the_graph_task_table_names_every_field() -> None:
     named = set(re.findall(r"`(\w+)`", "\n".join(line.split(" | ")[0] for line in table.splitlines())))
     fields = {name for name in GraphTask.__slots__ if name != "__weakref__"}
     assert fields - named == set(), fields - named
+
+
+def test_the_adding_an_op_page_quotes_the_code_as_it_is() -> None:
+    """docs/adding-an-op.md shows logaddexp's record whole: the quoted block must be in
+    aiograd/_ops/binary_math.py as it stands, its Tensor method bound, and the files the page
+    names must exist."""
+    import aiograd as ag
+    from aiograd._ops._registry import OPS
+
+    text = (ROOT / "docs" / "adding-an-op.md").read_text()
+    block = text.split("```py\n", 1)[1].split("```", 1)[0]  # (py, not python: quoted, not run)
+    assert block in (ROOT / "aiograd" / "_ops" / "binary_math.py").read_text()
+    assert OPS["logaddexp"].node_names == ("LogaddexpBackward0",)
+    assert OPS["logaddexp"].nodes[0].batched
+    assert ag.Tensor.logaddexp is ag.logaddexp
+    for path in re.findall(r"`((?:aiograd|tests|tools|docs)/[\w/.]+)`", text):
+        assert (ROOT / path.rstrip("/")).exists(), path
