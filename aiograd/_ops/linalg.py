@@ -61,30 +61,42 @@ def _mm_cost(self: Any, grads: list[Any]) -> float:
     return matmul_cost(m, k, n, products)
 
 
+def _mm_grads(g: Any, a: Any, b: Any, b_transposed: bool, swap: Any) -> tuple[Any, Any]:
+    """``mm``'s derivative, written once for both carriers: arrays (the first-order fast path,
+    ``swap`` swapping their last two axes) and tensors (differentiable, ``swap`` = ``.mT``).
+    ``a`` is None where its gradient is not wanted, as is ``b``. A transposed ``b`` (``linear``'s
+    ``weight.t()``, which TBackward0 transposes back) gets its gradient made transposed too, so
+    that the weight's is contiguous and AccumulateGrad takes it without a copy (PyTorch's
+    ``mm_mat2_backward`` does the same)."""
+    ga = g @ swap(b) if b is not None else None
+    gb = None
+    if a is not None:
+        gb = swap(swap(g) @ a) if b_transposed else swap(a) @ g
+    return ga, gb
+
+
+def _swap_arrays(x: Any) -> Any:
+    return x.swapaxes(-1, -2)
+
+
+def _swap_tensors(x: Tensor) -> Tensor:
+    return x.mT
+
+
 @backward(saved=("a", "b"), cost=_mm_cost, b_transposed=False, batched=True)
 def MmBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Backward of a product of two 2-D matrices."""
     g = grads[0]
     ea, eb = self.next_edges
-    want_a, want_b = should_compute(ea), should_compute(eb)
-    if not grad_enabled():
-        gd = g.data
-        ga = wrap(gd @ self.b.unpack(self).data.T) if want_a else None
-        gb = None
-        if want_b:
-            a = self.a.unpack(self).data
-            # A transposed operand (``linear``'s ``weight.t()``, which TBackward0 transposes
-            # back): its gradient is made transposed too, so that the weight's is contiguous and
-            # AccumulateGrad takes it without a copy (PyTorch's mm_mat2_backward does the same).
-            gb = wrap((gd.swapaxes(-1, -2) @ a).swapaxes(-1, -2) if self.b_transposed else a.T @ gd)
-        if g._device is not CPU:
-            for r in (ga, gb):
-                if r is not None:
-                    r._device = g._device
-        return (ga, gb)
-    ga = matmul(g, self.b.unpack(self).mT) if want_a else None
-    gb = matmul(self.a.unpack(self).mT, g) if want_b else None
-    return (ga, gb)
+    # (each gradient needs the other operand: a's needs b, b's needs a)
+    b = self.b.unpack(self) if should_compute(ea) else None
+    a = self.a.unpack(self) if should_compute(eb) else None
+    if grad_enabled():
+        return _mm_grads(g, a, b, self.b_transposed, _swap_tensors)
+    ga, gb = _mm_grads(
+        g.data, None if a is None else a.data, None if b is None else b.data, self.b_transposed, _swap_arrays
+    )
+    return tuple(None if r is None else on(wrap(r), g._device) for r in (ga, gb))
 
 
 def _matmul_cost(self: Any, grads: list[Any]) -> float:
