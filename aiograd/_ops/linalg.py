@@ -83,6 +83,10 @@ def _swap_tensors(x: Tensor) -> Tensor:
     return x.mT
 
 
+def _array(t: Tensor | None) -> Any:
+    return None if t is None else t.data
+
+
 @backward(saved=("a", "b"), cost=_mm_cost, b_transposed=False, batched=True)
 def MmBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Backward of a product of two 2-D matrices."""
@@ -93,10 +97,8 @@ def MmBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     a = self.a.unpack(self) if should_compute(eb) else None
     if grad_enabled():
         return _mm_grads(g, a, b, self.b_transposed, _swap_tensors)
-    ga, gb = _mm_grads(
-        g.data, None if a is None else a.data, None if b is None else b.data, self.b_transposed, _swap_arrays
-    )
-    return tuple(None if r is None else on(wrap(r), g._device) for r in (ga, gb))
+    out = _mm_grads(g.data, _array(a), _array(b), self.b_transposed, _swap_arrays)
+    return tuple(None if r is None else on(wrap(r), g._device) for r in out)
 
 
 def _matmul_cost(self: Any, grads: list[Any]) -> float:
@@ -275,23 +277,26 @@ def AddmmBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     PyTorch has two (its ``TBackward0`` of the weight is folded in)."""
     g = grads[0]
     eb, ex, ew = self.next_edges
-    want_x, want_w = should_compute(ex), should_compute(ew)
-    if not grad_enabled():
-        gd = g.data
-        gx = wrap(gd @ self.weight.unpack(self).data) if want_x else None
-        gw = wrap(gd.swapaxes(-1, -2) @ self.x.unpack(self).data) if want_w else None
-        gb = None
-        if eb is not None:
-            gb = wrap(_sum_to(gd, self.bias_shape, batch))
-        if g._device is not CPU:
-            for r in (gb, gx, gw):
-                if r is not None:
-                    r._device = g._device
-        return (gb, gx, gw)
-    gx = matmul(g, self.weight.unpack(self)) if want_x else None
-    gw = matmul(g.mT, self.x.unpack(self)) if want_w else None
-    gb = reduce_grad(g, self.bias_shape, batch) if eb is not None else None
-    return (gb, gx, gw)
+    # (each gradient needs the other operand: x's needs the weight, the weight's needs x)
+    w = self.weight.unpack(self) if should_compute(ex) else None
+    x = self.x.unpack(self) if should_compute(ew) else None
+    bias_shape = self.bias_shape if eb is not None else None
+    if grad_enabled():
+        return _addmm_grads(g, x, w, bias_shape, batch, _swap_tensors, reduce_grad)
+    out = _addmm_grads(g.data, _array(x), _array(w), bias_shape, batch, _swap_arrays, _sum_to)
+    return tuple(None if r is None else on(wrap(r), g._device) for r in out)
+
+
+def _addmm_grads(
+    g: Any, x: Any, w: Any, bias_shape: tuple[int, ...] | None, batch: int, swap: Any, sum_to: Any
+) -> tuple[Any, Any, Any]:
+    """``linear``'s derivative (bias, input, weight), written once for arrays or tensors as
+    ``_mm_grads`` is (``sum_to`` sums the bias's gradient back to its shape, behind ``batch``
+    batch dims); None where a gradient is not wanted (its operand, or ``bias_shape``, None)."""
+    gx = g @ w if w is not None else None
+    gw = swap(g) @ x if x is not None else None
+    gb = sum_to(g, bias_shape, batch) if bias_shape is not None else None
+    return gb, gx, gw
 
 
 @op(AddmmBackward0, MmBackward0, TBackward0, MatmulBackward0)
