@@ -135,7 +135,20 @@ class Engine:
             batch_ndim=batch_ndim, executor=self.offload_executor("cpu"),
             offload_threshold=self.offload_threshold,
         )
-        root, buffer, kind = walk_graph(graph_task, root_edges, root_grads, output_edges, staged_inputs, accumulate_grad, atomic)
+        if len(root_edges) == 1:  # (inline, not a helper: a call costs a small backward ~2%)
+            root, input_nr = root_edges[0]
+            buffer: list[Any] = [None] * root.num_inputs
+            buffer[input_nr] = root_grads[0]
+            if graph_task.streams is not None and root_grads[0]._device.has_streams:
+                hand_over_root(graph_task, root, root_grads[0])
+        else:
+            root = GraphRoot(tuple(root_edges), root_grads)
+            buffer = [None]  # (see GraphRoot.runs_on_undefined)
+        min_topo_nr = min((e[0].topological_nr for e in output_edges), default=0) if output_edges else 0
+        graph_task.dependencies = compute_dependencies(root, min_topo_nr)
+        kind = "backward" if accumulate_grad or atomic else "grad"
+        if atomic or output_edges is not None:
+            prune(graph_task, root, output_edges, staged_inputs, accumulate_grad, atomic, min_topo_nr)
         if watch.watching or engine_log.isEnabledFor(DEBUG):  # a profiler, progress, debug logs
             watch.start(self, graph_task, parent, kind, root)
         self.push(graph_task, root, buffer)
@@ -207,7 +220,7 @@ class Engine:
         coroutine when there is work to await (a slow node, final callbacks), None otherwise."""
         kind, _, _, _, graph_task, node, buffer, result = task
         if graph_task is not driving:
-            return self._handle_foreign(task, graph_task)
+            return handle_foreign(self, task, graph_task)
         if kind == RUN:
             if graph_task.error is None:
                 try:
@@ -229,16 +242,6 @@ class Engine:
         if graph_task.outstanding == 0 and not graph_task.future.done():
             return complete(graph_task)
         return None
-
-    def _handle_foreign(self, task: NodeTask, owner: GraphTask) -> Any:
-        """``handle`` for a NodeTask of a GraphTask other than the one being driven (a reentrant
-        child's or parent's, or any on a device worker): it runs as that GraphTask's."""
-        if owner.future.done():
-            discard(task)  # its GraphTask failed or was cancelled: dropped
-            return None
-        with running(owner):
-            pending = self.handle(task, owner)
-        return None if pending is None else await_as(owner, pending)
 
     def propagate(self, graph_task: GraphTask, node: Node, outputs: Any) -> None:
         """Hand each output gradient to the InputBuffer of the node its edge leads to, and push
@@ -347,41 +350,42 @@ class Engine:
         return snapshot(self, self._driven, self._device_queues)
 
 
-def walk_graph(
+
+def handle_foreign(engine: Engine, task: NodeTask, owner: GraphTask) -> Any:
+    """``Engine.handle`` for a NodeTask of a GraphTask other than the one being driven (a
+    reentrant child's or parent's, or any on a device worker): it runs as that GraphTask's."""
+    if owner.future.done():
+        discard(task)  # its GraphTask failed or was cancelled: dropped
+        return None
+    with running(owner):
+        pending = engine.handle(task, owner)
+    return None if pending is None else await_as(owner, pending)
+
+def hand_over_root(graph_task: GraphTask, root: Node, grad: Tensor) -> None:
+    """The root gradient was made on the caller's stream: PyTorch adds it to the root's
+    InputBuffer with that stream as its producer's."""
+    dev = grad._device
+    graph_task.producer = (None, graph_task.streams[dev], dev)  # type: ignore[index]
+    hand_over(graph_task, grad, None, root)
+
+
+def prune(
     graph_task: GraphTask,
-    root_edges: list[Edge],
-    root_grads: list[Tensor],
+    root: Node,
     output_edges: list[Edge] | None,
     staged_inputs: tuple[Tensor, ...] | None,
     accumulate_grad: bool,
     atomic: bool,
-) -> tuple[Node, list[Any], str]:
-    """The root and its InputBuffer, then the two graph walks (dependencies; for ``grad()`` and
-    ``inputs=``, which nodes run and which gradients are captured): the GraphTask ready for
-    its root to be queued. Returns the root, its buffer and the call's kind (for ``watch``)."""
-    if len(root_edges) == 1:
-        root, input_nr = root_edges[0]
-        buffer: list[Any] = [None] * root.num_inputs
-        buffer[input_nr] = root_grads[0]
-        if graph_task.streams is not None and root_grads[0]._device.has_streams:
-            # The root gradient was made on the caller's stream (PyTorch adds it to the
-            # root's InputBuffer with that stream as its producer's).
-            dev = root_grads[0]._device
-            graph_task.producer = (None, graph_task.streams[dev], dev)
-            hand_over(graph_task, root_grads[0], None, root)
-    else:
-        root = GraphRoot(tuple(root_edges), root_grads)
-        buffer = [None]  # (see GraphRoot.runs_on_undefined)
-    min_topo_nr = min((e[0].topological_nr for e in output_edges), default=0) if output_edges else 0
-    graph_task.dependencies = compute_dependencies(root, min_topo_nr)
-    kind = "backward" if accumulate_grad or atomic else "grad"
+    min_topo_nr: int,
+) -> None:
+    """For ``grad()``, ``inputs=`` and ``atomic``: which nodes run and which gradients are
+    captured (``init_to_execute``), an atomic backward's captures staged for its commit."""
     if atomic:
         output_edges, graph_task.staged = staging_targets(root, graph_task.dependencies, output_edges, staged_inputs)
         accumulate_grad = False  # captured, then committed on completion
     if output_edges is not None:
         graph_task.exec_info = init_to_execute(root, output_edges, accumulate_grad, min_topo_nr)
         graph_task.captured = [None] * len(output_edges)
-    return root, buffer, kind
 
 
 _engines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Engine] = weakref.WeakKeyDictionary()
