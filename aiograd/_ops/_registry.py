@@ -81,12 +81,12 @@ def register(name: str, forward: F, *nodes: type[Node], family: str | None = Non
     return forward
 
 
-def op(*nodes: type[Node], name: str | None = None) -> Callable[[F], F]:
+def op(*nodes: type[Node], name: str | None = None, family: str | None = None) -> Callable[[F], F]:
     """Decorator: register the decorated forward (under its own name unless ``name`` is given)
-    as an op recording ``nodes``."""
+    as an op recording ``nodes``, in ``family`` (by default its module's name)."""
 
     def deco(forward: F) -> F:
-        return register(name or forward.__name__, forward, *nodes)
+        return register(name or forward.__name__, forward, *nodes, family=family)
 
     return deco
 

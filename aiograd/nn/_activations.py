@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._ops._inplace_util import _alias, _bump, _commit, _dtype_name, _recording
-from .._ops._registry import backward, register
+from .._ops._registry import backward, op
 from .._ops._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
 from .._ops.elementwise import where
 from .._ops.quiet import quietly
@@ -169,6 +169,7 @@ def _release_variables_and_cdf(self: Any) -> None:
 _GeluBackward0.release_variables = _release_variables_and_cdf  # type: ignore[method-assign]
 
 
+@op(_GeluBackward0, family="activations")
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``x * Phi(x)``, Phi the standard normal CDF; ``approximate='tanh'`` uses
     ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
@@ -202,6 +203,7 @@ def _SiluBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
     return (g * (s * (x * (1.0 - s) + 1.0)),)
 
 
+@op(_SiluBackward0, family="activations")
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)`` (the swish)."""
     return _apply(input, _silu, _SiluBackward0, inplace, "silu_cpu")
@@ -219,6 +221,7 @@ def _MishBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
     return (g * (t + x * sigmoid(x) * (1.0 - t * t)),)
 
 
+@op(_MishBackward0, family="activations")
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * tanh(softplus(x))``."""
     return _apply(input, _mish, _MishBackward0, inplace, "mish_cpu")
@@ -249,6 +252,7 @@ def _elu(alpha: float) -> Callable[[Any, Any], Any]:
     return forward
 
 
+@op(_EluBackward0, _EluBackward1, family="activations")
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
     if inplace:
@@ -307,6 +311,7 @@ def _leaky(slope: float) -> Callable[[Any, Any], Any]:
     return forward
 
 
+@op(_LeakyReluBackward0, _LeakyReluBackward1, family="activations")
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """``x`` where positive, ``negative_slope * x`` elsewhere."""
     if inplace:
@@ -325,6 +330,7 @@ def _SoftplusBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any
     return (g * where((x.data * self.beta) > self.threshold, 1.0, z / (z + 1.0)),)
 
 
+@op(_SoftplusBackward0, family="activations")
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta x)) / beta``, and ``x`` itself where ``beta x > threshold``."""
 
@@ -345,6 +351,7 @@ def _HardtanhBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any
     return (where(outside, 0.0, g),)
 
 
+@op(_HardtanhBackward0, family="activations")
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` clamped to ``[min_val, max_val]``."""
     if min_val > max_val:
@@ -354,12 +361,3 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
         return xp.minimum(xp.maximum(x, min_val), max_val)
 
     return _apply(input, forward, _HardtanhBackward0, inplace, "hardtanh_cpu", min_val=min_val, max_val=max_val)
-
-
-register("gelu", gelu, _GeluBackward0, family="activations")
-register("silu", silu, _SiluBackward0, family="activations")
-register("mish", mish, _MishBackward0, family="activations")
-register("elu", elu, _EluBackward0, _EluBackward1, family="activations")
-register("leaky_relu", leaky_relu, _LeakyReluBackward0, _LeakyReluBackward1, family="activations")
-register("softplus", softplus, _SoftplusBackward0, family="activations")
-register("hardtanh", hardtanh, _HardtanhBackward0, family="activations")

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._base._dtypes import cpp_type_name
-from .._ops._registry import register
+from .._ops._registry import op
 from .._ops._util import Tensor, common_device, to_tensor
 from .._ops.elementwise import where
 from .._ops.joining import cat
@@ -104,6 +104,7 @@ def dropout_by_default_generator(input: Tensor, p: float) -> Tensor:
     return input * dropout_mask(input, p)
 
 
+@op(MatmulBackward0, MmBackward0, family="attention")
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,
@@ -148,7 +149,6 @@ def scaled_dot_product_attention(
     return weights @ value  # type: ignore[no-any-return]
 
 
-register("scaled_dot_product_attention", scaled_dot_product_attention, MatmulBackward0, MmBackward0, family="attention")
 
 
 # ------------------------------------------------------------------------------ multi-head
@@ -255,6 +255,7 @@ def _static(t: Tensor, name: str, heads: int, head_dim: int) -> Tensor:
     return t
 
 
+@op(MatmulBackward0, MmBackward0, family="attention")
 def multi_head_attention_forward(
     query: Tensor,
     key: Tensor,
@@ -406,6 +407,3 @@ def multi_head_attention_forward(
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
     out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
     return (out if is_batched else out.squeeze(1)), None
-
-
-register("multi_head_attention_forward", multi_head_attention_forward, MatmulBackward0, MmBackward0, family="attention")

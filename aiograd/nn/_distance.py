@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .._base._dtypes import scalar_type_name
 from .._base._grad_mode import no_grad
-from .._ops._registry import register
+from .._ops._registry import op
 from .._ops._util import Tensor, infer_size
 from .._ops.casting import result_type, to
 from .._ops.convenience import LinalgVectorNormBackward0, norm
@@ -19,6 +19,7 @@ from .._ops.unary_math import CloneBackward0, clone
 __all__ = ["cosine_similarity", "normalize"]
 
 
+@op(DivBackward0, LinalgVectorNormBackward0, ClampBackward1, ExpandBackward0, family="distance")
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Tensor | None = None) -> Tensor:
     """``input / max(||input||_p, eps)`` along ``dim`` (torch.nn.functional.normalize).
 
@@ -35,6 +36,15 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     return out.copy_(input / denom)  # type: ignore[no-any-return]
 
 
+@op(
+    SumBackward1,
+    MulBackward0,
+    DivBackward0,
+    CloneBackward0,
+    LinalgVectorNormBackward0,
+    ExpandBackward0,
+    family="distance",
+)
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """Cosine similarity along ``dim``, as PyTorch 2.13 computes it (ATen's Distance.cpp):
     ``sum((x1 / max(||x1||, eps)) * (x2 / max(||x2||, eps)), dim)`` after broadcasting the two.
@@ -60,8 +70,3 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
         n1.clamp_(min=eps)
         n2.clamp_(min=eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)  # type: ignore[no-any-return]
-
-
-register("normalize", normalize, DivBackward0, LinalgVectorNormBackward0, ClampBackward1, ExpandBackward0, family="distance")
-register("cosine_similarity", cosine_similarity, SumBackward1, MulBackward0, DivBackward0, CloneBackward0,
-         LinalgVectorNormBackward0, ExpandBackward0, family="distance")

@@ -15,7 +15,7 @@ import numpy as np
 from .._base import _random
 from .._devices._device import device_type
 from .._ops._inplace_util import _dtype_name
-from .._ops._registry import register
+from .._ops._registry import op
 from .._ops._util import Tensor, wrap
 from .._ops.elementwise import MulBackward0, mul
 from .._ops.inplace import mul_
@@ -40,6 +40,7 @@ def dropout_mask(input: Tensor, p: float) -> Tensor:
     return out
 
 
+@op(MulBackward0, family="dropout")
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """During training, zero each element with probability ``p`` (drawn from the default
     generator) and scale the others by ``1 / (1 - p)``; the input itself otherwise."""
@@ -51,6 +52,3 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         raise RuntimeError(f"result type Float can't be cast to the desired output type {_dtype_name(input.data.dtype)}")
     mask = dropout_mask(input, p)
     return mul_(input, mask) if inplace else mul(input, mask)
-
-
-register("dropout", dropout, MulBackward0, family="dropout")

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._core._format import legacy_type_name
 from .._ops._inplace_util import _bump
-from .._ops._registry import backward, register
+from .._ops._registry import backward, op
 from .._ops._util import Tensor, attach, common_device, edge_of, like, needs_grad, to_tensor
 from .._ops.elementwise import where
 from .._ops.indexing import IndexBackward0, _scatter
@@ -51,6 +51,7 @@ def _renorm(weight: Tensor, idx: Any, max_norm: float, norm_type: float) -> None
     _bump(weight)
 
 
+@op(_EmbeddingBackward0, family="embedding")
 def embedding(
     input: Tensor,
     weight: Tensor,
@@ -96,6 +97,3 @@ def embedding(
             counts = xp.bincount(idx.reshape(-1), minlength=num_embeddings)
             node.freq_scale = (1.0 / counts[idx])[..., None].astype(weight.data.dtype)
     return out
-
-
-register("embedding", embedding, _EmbeddingBackward0, family="embedding")

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._ops._inplace_util import _bump, _dtype_name
-from .._ops._registry import backward, register
+from .._ops._registry import backward, op
 from .._ops._util import (
     Tensor,
     attach,
@@ -146,6 +146,7 @@ def _NativeLayerNormBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
     return (gx, gw, gb)
 
 
+@op(_NativeLayerNormBackward0, family="normalization")
 def layer_norm(
     input: Tensor,
     normalized_shape: Sequence[int],
@@ -211,6 +212,7 @@ def _check_channels(name: str, p: Any, channels: int) -> None:
         raise RuntimeError(f"{name} should contain {channels} elements not {p.data.size}")
 
 
+@op(_NativeBatchNormBackward0, family="normalization")
 def batch_norm(
     input: Tensor,
     running_mean: Tensor | None,
@@ -292,6 +294,7 @@ def _NativeGroupNormBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
     return (gx, gw, gb)
 
 
+@op(_NativeGroupNormBackward0, family="normalization")
 def group_norm(
     input: Tensor,
     num_groups: int,
@@ -333,8 +336,3 @@ def group_norm(
     out = like(quietly(compute), input)
     _record(_NativeGroupNormBackward0, out, input, weight, bias, eps=eps, grouped_shape=grouped)
     return out
-
-
-register("layer_norm", layer_norm, _NativeLayerNormBackward0, family="normalization")
-register("batch_norm", batch_norm, _NativeBatchNormBackward0, family="normalization")
-register("group_norm", group_norm, _NativeGroupNormBackward0, family="normalization")
