@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+import aiograd
 import aiograd as ag
 from aiograd._api import _tensor_methods
 from aiograd._core._tensor import Tensor
@@ -197,6 +198,24 @@ def test_declarations_are_generated_from_what_tensor_methods_binds() -> None:
     assert not stale, (
         f"{DECLARATIONS.relative_to(ROOT)}/ is not current: run {generator.COMMAND}\n" + "\n".join(stale[:40])
     )
+
+
+def test_the_ops_re_exported_at_the_top_level_are_generated_from_the_registry() -> None:
+    """aiograd/__init__.py imports every top-level op from its module and lists it in
+    ``__all__`` between markers the generator writes (from ``OPS``: ``top_level``, ``aliases``);
+    a registered op that is not there, or a name that is no op, makes the file stale."""
+    spec = importlib.util.spec_from_file_location("gen_tensor_api", GENERATOR)
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    written = generator.INIT.read_text()
+    assert generator.exports_written(written) == written, f"run {generator.COMMAND}"
+    from aiograd._ops._registry import OPS
+
+    top_level = {n for name, rule in OPS.items() if rule.top_level and rule.forward.__module__.startswith("aiograd._ops.")
+                 for n in (name, *rule.aliases)}
+    assert top_level <= set(aiograd.__all__)
+    assert all(getattr(aiograd, n) is OPS[n].forward for n in top_level if n in OPS)
 
 
 def test_declarations_match_what_tensor_methods_binds() -> None:

@@ -55,6 +55,12 @@ class OpRule:
     #: The Node classes the op records (several where PyTorch names variants differently);
     #: empty for ops with no gradient (comparisons, argmax, ...).
     nodes: tuple[type[Node], ...] = ()
+    #: Re-exported as ``aiograd.<name>`` (and its ``aliases``): tools/gen_tensor_api.py writes
+    #: those imports into aiograd/__init__.py. False for a Tensor method only (``view``, ``to``),
+    #: an in-place op (a trailing ``_``), or an op public elsewhere (``aiograd.linalg``,
+    #: ``nn.functional``).
+    top_level: bool = True
+    aliases: tuple[str, ...] = ()
 
     @property
     def differentiable(self) -> bool:
@@ -71,22 +77,39 @@ class OpRule:
 OPS: dict[str, OpRule] = {}
 
 
-def register(name: str, forward: F, *nodes: type[Node], family: str | None = None) -> F:
-    """Register ``forward`` as op ``name`` recording ``nodes``; returns ``forward``."""
+def register(
+    name: str,
+    forward: F,
+    *nodes: type[Node],
+    family: str | None = None,
+    top_level: bool | None = None,
+    aliases: tuple[str, ...] = (),
+) -> F:
+    """Register ``forward`` as op ``name`` recording ``nodes``; returns ``forward``. ``top_level``
+    (by default: unless ``name`` ends in ``_``, an in-place op) and ``aliases``: see ``OpRule``."""
     if name in OPS:
         raise ValueError(f"op {name!r} is registered twice")
     if family is None:
         family = forward.__module__.rsplit(".", 1)[-1]
-    OPS[name] = OpRule(name, family, forward, nodes)
+    if top_level is None:
+        top_level = not name.endswith("_")
+    OPS[name] = OpRule(name, family, forward, nodes, top_level, aliases)
     return forward
 
 
-def op(*nodes: type[Node], name: str | None = None, family: str | None = None) -> Callable[[F], F]:
+def op(
+    *nodes: type[Node],
+    name: str | None = None,
+    family: str | None = None,
+    top_level: bool | None = None,
+    aliases: tuple[str, ...] = (),
+) -> Callable[[F], F]:
     """Decorator: register the decorated forward (under its own name unless ``name`` is given)
-    as an op recording ``nodes``, in ``family`` (by default its module's name)."""
+    as an op recording ``nodes``, in ``family`` (by default its module's name); ``top_level``
+    and ``aliases`` as ``register``'s."""
 
     def deco(forward: F) -> F:
-        return register(name or forward.__name__, forward, *nodes, family=family)
+        return register(name or forward.__name__, forward, *nodes, family=family, top_level=top_level, aliases=aliases)
 
     return deco
 

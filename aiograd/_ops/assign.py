@@ -262,7 +262,7 @@ def _full(basic: tuple[Any, ...], shape: tuple[int, ...]) -> bool:
     return True
 
 
-@op(IndexPutBackward0, CopySlices, name="setitem")
+@op(IndexPutBackward0, CopySlices, name="setitem", top_level=False)
 def setitem(self: Tensor, index: Index | tuple[Index, ...], value: TensorLike) -> None:
     """``self[index] = value``: a basic index copies ``value`` into the view ``self[index]``; an
     advanced one (masks, integer arrays) is PyTorch's ``index_put_`` (on the view of its basic

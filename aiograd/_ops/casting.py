@@ -191,7 +191,7 @@ def _to_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, b
     return dev, dtype, bool(flags["copy"])
 
 
-@op(ToCopyBackward0)
+@op(ToCopyBackward0, top_level=False)
 def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """Move to a device and/or cast to a dtype, as ``torch.Tensor.to``: ``t.to("sim:0")``,
     ``t.to(np.float32)``, ``t.to(device, dtype)``, ``t.to(other)`` (its device and dtype),
@@ -227,7 +227,7 @@ def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     return out
 
 
-@op(ToCopyBackward0)
+@op(ToCopyBackward0, top_level=False)
 def cpu(input: Tensor) -> Tensor:
     """``input`` on the CPU (itself if it is there already); differentiable."""
     return input if input._device is CPU else to(input, CPU)
@@ -250,25 +250,25 @@ def cuda(input: Tensor, device: Any = None, non_blocking: bool = False) -> Tenso
     return input if input._device is dev else to(input, dev)
 
 
-@op(ToCopyBackward0, name="float")
+@op(ToCopyBackward0, name="float", top_level=False)
 def float_(input: Tensor) -> Tensor:
     """Cast to float32."""
     return to(input, np.float32)
 
 
-@op(ToCopyBackward0)
+@op(ToCopyBackward0, top_level=False)
 def double(input: Tensor) -> Tensor:
     """Cast to float64."""
     return to(input, np.float64)
 
 
-@op()
+@op(top_level=False)
 def long(input: Tensor) -> Tensor:
     """Cast to int64 (not differentiable)."""
     return to(input, np.int64)
 
 
-@op(name="bool")
+@op(name="bool", top_level=False)
 def bool_(input: Tensor) -> Tensor:
     """Cast to bool."""
     return to(input, np.bool_)

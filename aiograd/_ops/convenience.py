@@ -35,22 +35,22 @@ def t(input: Tensor) -> Tensor:
     return swapped(input, 0, 1 if ndim == 2 else 0, TBackward0)
 
 
-@op(ExpandBackward0)
+@op(ExpandBackward0, top_level=False)
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
     """``input.expand(other.shape)``."""
     return expand(input, other.data.shape)
 
 
-@op(ViewBackward0)
+@op(ViewBackward0, top_level=False)
 def view_as(input: Tensor, other: Tensor) -> Tensor:
     """``input.view(other.shape)``."""
     return reshape(input, other.data.shape)
 
 
-reshape_as = register("reshape_as", view_as, ViewBackward0)
+reshape_as = register("reshape_as", view_as, ViewBackward0, top_level=False)
 
 
-@op()
+@op(top_level=False)
 def contiguous(input: Tensor) -> Tensor:
     """``input`` itself when its array is C-contiguous, else a recorded contiguous copy."""
     if input.data.flags.c_contiguous:
@@ -70,7 +70,7 @@ def is_floating_point(input: Tensor) -> bool:
     return input.data.dtype.kind == "f"
 
 
-@op(ToCopyBackward0)
+@op(ToCopyBackward0, top_level=False)
 def type_as(input: Tensor, other: Tensor) -> Tensor:
     """``input`` cast to ``other``'s dtype (differentiable)."""
     return input.to(other)  # type: ignore[attr-defined, no-any-return]

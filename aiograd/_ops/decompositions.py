@@ -106,7 +106,7 @@ def LinalgDetBackward0(self: Any, grads: list[Any]) -> Any:
     return (parts[order].reshape(*batch, n, n),)
 
 
-@op(LinalgDetBackward0, name="linalg_det")
+@op(LinalgDetBackward0, name="linalg_det", top_level=False)
 def det(A: Tensor) -> Tensor:
     """The determinant of a square matrix (of each in a batch)."""
     check_square(A, "linalg.det")
@@ -142,7 +142,7 @@ def LinalgSlogdetBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (solve(A.mT, rhs),)
 
 
-@op(LinalgSlogdetBackward0, name="linalg_slogdet")
+@op(LinalgSlogdetBackward0, name="linalg_slogdet", top_level=False)
 def slogdet(A: Tensor) -> Any:
     """``(sign, logabsdet)`` of the determinant: ``det = sign * exp(logabsdet)``, without
     overflow; sign 0 and logabsdet -inf for a singular matrix."""
@@ -190,7 +190,7 @@ def _not_positive_definite(xp: Any, a: Any) -> LinAlgError:
     return LinAlgError("linalg.cholesky: The factorization could not be completed because the input is not positive-definite.")
 
 
-@op(LinalgCholeskyExBackward0, name="linalg_cholesky")
+@op(LinalgCholeskyExBackward0, name="linalg_cholesky", top_level=False)
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """The Cholesky factor of a symmetric positive-definite matrix: lower ``L`` with
     ``A = L L^H`` (read from ``A``'s lower triangle), or upper ``U = L^H`` with ``upper=True``

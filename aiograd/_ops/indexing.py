@@ -380,7 +380,7 @@ def check_index_devices(input: Tensor, index: Any) -> None:
             )
 
 
-@op(IndexBackward0, SliceBackward0, SelectBackward0, UnsqueezeBackward0, AliasBackward0)
+@op(IndexBackward0, SliceBackward0, SelectBackward0, UnsqueezeBackward0, AliasBackward0, top_level=False)
 def getitem(input: Tensor, index: Index | tuple[Index, ...]) -> Tensor:
     """``input[index]``: ints, slices (any step), None, Ellipsis, boolean masks, integer arrays,
     lists or tensors, and tuples of them, with PyTorch's (= numpy's) semantics."""

@@ -72,7 +72,7 @@ def CatBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return tuple(out)
 
 
-@op(CatBackward0)
+@op(CatBackward0, aliases=("concat", "concatenate"))
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors along an existing dimension ``dim``."""
     tensors = _tensor_list(tensors, "cat")

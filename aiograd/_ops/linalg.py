@@ -299,7 +299,7 @@ def _addmm_grads(
     return gb, gx, gw
 
 
-@op(AddmmBackward0, MmBackward0, TBackward0, MatmulBackward0)
+@op(AddmmBackward0, MmBackward0, TBackward0, MatmulBackward0, top_level=False)
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``, as ``torch.nn.functional.linear``."""
     if bias is not None and bias.data.dtype != weight.data.dtype:  # addmm's check, made first

@@ -33,7 +33,7 @@ def LinalgInvExBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (-matmul(inv_h, matmul(grads[0], inv_h)),)
 
 
-@op(LinalgInvExBackward0, name="linalg_inv")
+@op(LinalgInvExBackward0, name="linalg_inv", top_level=False)
 def inv(A: Tensor) -> Tensor:
     """The inverse of a square matrix (of each in a batch); ``LinAlgError`` if one is singular."""
     check_square(A, "linalg.inv")
@@ -78,7 +78,7 @@ def LinalgSolveExBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (gA, reduce_grad(gB, self.b_shape, batch))
 
 
-@op(LinalgSolveExBackward0, name="linalg_solve")
+@op(LinalgSolveExBackward0, name="linalg_solve", top_level=False)
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """The solution ``X`` of ``A X = B`` (``X A = B`` with ``left=False``), batch dims
     broadcast; ``B`` a vector or a matrix. ``LinAlgError`` if ``A`` is singular."""

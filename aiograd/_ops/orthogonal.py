@@ -81,7 +81,7 @@ def LinalgQrBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (gA,)
 
 
-@op(LinalgQrBackward0, name="linalg_qr")
+@op(LinalgQrBackward0, name="linalg_qr", top_level=False)
 def qr(A: Tensor, mode: str = "reduced") -> Any:
     """``A = Q R`` with orthonormal columns in ``Q`` and upper triangular ``R``; ``mode`` is
     ``"reduced"`` (``Q`` m x k), ``"complete"`` (``Q`` m x m) or ``"r"`` (``R`` only, ``Q``
@@ -131,7 +131,7 @@ def LinalgEighBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (matmul(V, matmul(inner, V.mT)),)
 
 
-@op(LinalgEighBackward0, name="linalg_eigh")
+@op(LinalgEighBackward0, name="linalg_eigh", top_level=False)
 def eigh(A: Tensor, UPLO: str = "L") -> Any:
     """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of a symmetric matrix, read
     from its lower (``UPLO="L"``) or upper (``"U"``) triangle."""
@@ -199,7 +199,7 @@ def LinalgSvdBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (matmul(U, matmul(gA, Vh)) if m >= n else matmul(matmul(U, gA), Vh),)
 
 
-@op(LinalgSvdBackward0, name="linalg_svd")
+@op(LinalgSvdBackward0, name="linalg_svd", top_level=False)
 def svd(A: Tensor, full_matrices: bool = True) -> Any:
     """``A = U diag(S) Vh``, singular values descending; ``full_matrices=False`` gives the reduced
     factors (``U`` m x k, ``Vh`` k x n, k = min(m, n))."""

@@ -193,7 +193,7 @@ def _plan(mode: str, shape: tuple[int, ...], widths: tuple[int, ...]) -> Plan:
 
 
 # ------------------------------------------------------------------------------ pad
-@op(ConstantPadNdBackward0, *_NODES.values(), IndexSelectBackward0)
+@op(ConstantPadNdBackward0, *_NODES.values(), IndexSelectBackward0, top_level=False)
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:
     """``input`` padded by ``pad``: ``(left, right)`` widths for the last dim, then the one before
     it, and so on (negative widths crop); ``mode`` is ``"constant"`` (``value``, default 0),
@@ -234,7 +234,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
 
 
 # ------------------------------------------------------------------------------ one_hot
-@op()
+@op(top_level=False)
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot vectors of the class indices in the int64 ``tensor``: a last dim of size
     ``num_classes`` (-1: one more than the largest index), 1 at each index, 0 elsewhere."""

@@ -113,7 +113,7 @@ def reshape(input: Tensor, *shape: Dims) -> Tensor:
     return _view_or_copy(input, shape, False)
 
 
-@op(ViewBackward0)
+@op(ViewBackward0, top_level=False)
 def view(input: Tensor, *shape: Dims) -> Tensor:
     """A view with a new shape (one dim may be -1); RuntimeError if the strides do not allow one."""
     return _view_or_copy(input, shape, True)
@@ -194,7 +194,7 @@ T_OF_ND = (
 )
 
 
-@op(PermuteBackward0, name="T")
+@op(PermuteBackward0, name="T", top_level=False)
 def t_property(input: Tensor) -> Tensor:
     """``Tensor.T``: all dimensions reversed (the transpose, for a matrix); a view recorded as
     ``PermuteBackward0``. On other than 2 dimensions it warns, as PyTorch does (deprecated)."""
@@ -204,7 +204,7 @@ def t_property(input: Tensor) -> Tensor:
     return permute(input, *range(ndim - 1, -1, -1))
 
 
-@op(TransposeBackward0, name="mT")
+@op(TransposeBackward0, name="mT", top_level=False)
 def mT_property(input: Tensor) -> Tensor:
     """``Tensor.mT``: the last two dimensions swapped."""
     if input.data.ndim < 2:
@@ -377,7 +377,7 @@ def RepeatBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (summed.reshape(batched_shape(g, self.shape, batch)),)
 
 
-@op(RepeatBackward0)
+@op(RepeatBackward0, top_level=False)
 def repeat(input: Tensor, *sizes: Dims) -> Tensor:
     """Tile the tensor ``sizes[i]`` times along dim ``i`` (torch's ``Tensor.repeat``)."""
     reps = _shape_arg(sizes)
