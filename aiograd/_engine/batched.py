@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._base._grad_mode import grad_enabled
 from .._core._tensor import Tensor
+from .._devices._device import CPU
 from .._ops.joining import stack
 
 if TYPE_CHECKING:
@@ -29,7 +30,8 @@ __all__ = ["apply_per_sample"]
 
 def _on_device_of(data: Any, tensor: Tensor) -> Tensor:
     out = Tensor._wrap(data)
-    out._device = tensor._device
+    if tensor._device is not CPU:  # (a CPU tensor keeps the class default, as every op's does)
+        out._device = tensor._device
     return out
 
 
