@@ -31,6 +31,7 @@ BENCHMARKS = (
     "bench_saliency.py",
     "bench_jacobian.py",
     "bench_models.py",
+    "bench_fast_paths.py",
     "bench_cuda.py",  # prints "skipped: no CUDA GPU (...)" and exits 0 without CuPy or a GPU
     "bench_distributed.py",  # prints "skipped: ..." and exits 0 without distributed
 )

@@ -34,7 +34,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from .._core._node import Node, edge_of, save
 from .._core._tensor import Tensor
-from ._util import CPU, attach, grad_enabled, needs_grad, wrap
+from ._util import CPU, attach, first_order, needs_grad, wrap
 from .quiet import quietly1
 
 __all__ = ["OPS", "OpRule", "Unary", "UnaryOp", "backward", "op", "register", "unary", "variant"]
@@ -205,7 +205,7 @@ def _unary_node(row: Unary, module: str) -> type[Node]:
         def apply(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
             s = (self.result if by_result else self.x).unpack(self)
             g = grads[0]
-            if fast is not None and not grad_enabled():
+            if fast is not None and first_order():
                 out = wrap(fast(g.data, s.data))
                 if g._device is not CPU:
                     out._device = g._device

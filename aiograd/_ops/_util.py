@@ -28,10 +28,17 @@ of the elementwise ops. Numbers and numpy arrays are device-less constants. Back
 keep their gradients on the incoming gradient's device the same way. Math on a tensor's data
 goes through its device's array module ``x._device.xp`` (numpy for cpu and sim), so a device
 whose arrays are not numpy's works unchanged.
+
+Fast paths: a rule's derivative is written once, with aiograd ops. A few rules also compute it on
+arrays when ``first_order()`` (grad mode off: a first-order backward, nothing to record), each
+one earned by ``benchmarks/bench_fast_paths.py``; ``tests/test_fast_paths.py`` runs every such
+rule both ways (``array_fast_paths(False)`` turns them off) and checks that they agree.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -46,11 +53,13 @@ __all__ = [
     "CPU",
     "Node",
     "Tensor",
+    "array_fast_paths",
     "attach",
     "batched_shape",
     "common_device",
     "data_of",
     "edge_of",
+    "first_order",
     "infer_size",
     "grad_enabled",
     "like",
@@ -63,6 +72,26 @@ __all__ = [
 ]
 
 wrap = Tensor._wrap
+
+_fast_paths_on = True
+
+
+def first_order() -> bool:
+    """True when a rule may take its array fast path: grad mode is off (the backward records
+    nothing) and fast paths are not switched off by ``array_fast_paths(False)``."""
+    return _fast_paths_on and not grad_enabled()
+
+
+@contextmanager
+def array_fast_paths(enabled: bool) -> Iterator[None]:
+    """Within the block, rules take their array fast paths only if ``enabled`` (the benchmark
+    and the test that compare each fast path with its rule's formula turn them off)."""
+    global _fast_paths_on
+    previous, _fast_paths_on = _fast_paths_on, enabled
+    try:
+        yield
+    finally:
+        _fast_paths_on = previous
 
 
 def infer_size(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:

@@ -13,7 +13,7 @@ import numpy as np
 from .._core._views import View
 from ._inplace_util import _bump, _check_shape, _error, _operand, _overlapping, _recording
 from ._registry import backward, op
-from ._util import Node, Tensor, edge_of, grad_enabled, like
+from ._util import Node, Tensor, edge_of, first_order, grad_enabled, like
 from .casting import to
 from .indexing import (
     IndexBackward0,
@@ -174,7 +174,7 @@ def IndexPutBackward0(self: Any, grads: list[Any]) -> Any:
     adv = self.index
     grad_self = grad_values = None
     if e_self is not None:
-        if grad_enabled():
+        if not first_order():
             keep = g._device.xp.ones(g.data.shape, dtype=bool)
             keep[adv] = False
             grad_self = g * keep

@@ -10,7 +10,7 @@ import numpy as np
 
 from ._reduce_util import _dtype_name, axes_of, expand_reduced
 from ._registry import backward, op, register
-from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
+from ._util import Tensor, attach, edge_of, first_order, like, needs_grad, save
 from .casting import ToCopyBackward0
 from .elementwise import PowBackward0, where
 from .quiet import quietly
@@ -143,7 +143,7 @@ def LinalgVectorNormBackward0(self: Any, grads: list[Any], batch: int = 0) -> An
         norm = expand_reduced(result, shape, self.axes, self.keepdim)
         g = expand_reduced(g, shape, self.axes, self.keepdim)
         return (_norm_grad(x, norm, g, self.p, self.axes),)  # (its ops are quiet: quiet.py)
-    if not grad_enabled() and not batch:  # batched: the tensor path puts the batch first
+    if first_order() and not batch:  # batched: the tensor path puts the batch first
         xp = g._device.xp
         n, gd = result.data, g.data
         if self.axes is not None and not self.keepdim:

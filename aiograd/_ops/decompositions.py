@@ -25,7 +25,7 @@ from ._linalg_util import (
     tril,
 )
 from ._registry import backward, op
-from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
+from ._util import Tensor, attach, edge_of, first_order, like, needs_grad, save
 from .joining import cat
 from .linalg import matmul
 from .linear_systems import solve
@@ -81,7 +81,7 @@ def LinalgDetBackward0(self: Any, grads: list[Any]) -> Any:
     if A.data.size == 0:
         return (None,)
     xp = A._device.xp
-    if not grad_enabled():
+    if first_order():
         singular = d.data == 0
         if not singular.any():
             return (_det_grad_nonsingular(A, g, d),)
@@ -130,7 +130,7 @@ def LinalgSlogdetBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     A = self.A.unpack(self)
     n = A.data.shape[-1]
     rhs = diag_embed(g.unsqueeze(-1).expand(*g.data.shape, n))
-    if not grad_enabled():
+    if first_order():
         xp = A._device.xp
         try:
             return (like(xp.linalg.solve(xp.swapaxes(A.data, -1, -2), rhs.data), g),)

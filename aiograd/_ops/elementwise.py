@@ -22,8 +22,6 @@ from ._util import (
     attach,
     data_of,
     edge_of,
-    grad_enabled,
-    like,
     needs_grad,
     save,
     saved,
@@ -32,7 +30,7 @@ from ._util import (
 from .casting import place, place2
 from .operands import BOOL, operands, promoted, refuse_bool_sub
 from .quiet import quietly, quietly1, quietly2
-from .shape import _sum_to, reduce_grad
+from .shape import reduce_grad
 from .unary_math import log
 
 if TYPE_CHECKING:
@@ -62,14 +60,6 @@ def _xp(*xs: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------ arithmetic
-def _summed(gd: Any, shape: tuple[int, ...], batch: int) -> Any:
-    """``_sum_to`` without numpy's warning (inf + -inf) turned error."""
-    try:
-        return _sum_to(gd, shape, batch)
-    except RuntimeWarning:
-        return quietly(_sum_to, gd, shape, batch)
-
-
 def _add(a: Any, b: Any, alpha: float) -> Any:
     return a + (b if alpha == 1 else alpha * b)
 
@@ -78,12 +68,6 @@ def _add(a: Any, b: Any, alpha: float) -> Any:
 def AddBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
     g = grads[0]
     ea, eb = self.next_edges
-    if self.alpha == 1 and not grad_enabled():
-        gd = g.data
-        return (
-            (g if gd.shape == self.a_shape else like(_summed(gd, self.a_shape, batch), g)) if ea is not None else None,
-            (g if gd.shape == self.b_shape else like(_summed(gd, self.b_shape, batch), g)) if eb is not None else None,
-        )
     gb = None
     if eb is not None:
         gb = reduce_grad(g if self.alpha == 1 else g * self.alpha, self.b_shape, batch)
@@ -180,36 +164,9 @@ def sub(input: TensorLike, other: TensorLike, *, alpha: float = 1) -> Tensor:
 def MulBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
     g = grads[0]
     ea, eb = self.next_edges
-    if not grad_enabled():
-        gd = g.data
-        ga = gb = None
-        dev = g._device
-        # (the try blocks inline, not a helper's: this is the hottest backward path)
-        if ea is not None:
-            b = data_of(saved(self, self.b))
-            try:
-                ga = wrap(_sum_to(gd * b, self.a_shape, batch))
-            except RuntimeWarning:  # numpy's warning made an error (0 * inf): quietly
-                ga = wrap(_product_summed(gd, b, self.a_shape, batch))
-            if dev is not CPU:
-                ga._device = dev
-        if eb is not None:
-            a = data_of(saved(self, self.a))
-            try:
-                gb = wrap(_sum_to(gd * a, self.b_shape, batch))
-            except RuntimeWarning:
-                gb = wrap(_product_summed(gd, a, self.b_shape, batch))
-            if dev is not CPU:
-                gb._device = dev
-        return (ga, gb)
     ga = reduce_grad(g * saved(self, self.b), self.a_shape, batch) if ea is not None else None
     gb = reduce_grad(g * saved(self, self.a), self.b_shape, batch) if eb is not None else None
     return (ga, gb)
-
-
-def _product_summed(gd: Any, other: Any, shape: tuple[int, ...], batch: int) -> Any:
-    """``_sum_to(gd * other, shape, batch)``, quietly."""
-    return quietly(lambda: _sum_to(gd * other, shape, batch))
 
 
 def _keep(x: Any) -> Any:

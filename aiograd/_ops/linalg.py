@@ -16,7 +16,7 @@ from ._util import (
     attach,
     common_device,
     edge_of,
-    grad_enabled,
+    first_order,
     infer_size,
     needs_grad,
     on,
@@ -95,7 +95,7 @@ def MmBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     # (each gradient needs the other operand: a's needs b, b's needs a)
     b = self.b.unpack(self) if should_compute(ea) else None
     a = self.a.unpack(self) if should_compute(eb) else None
-    if grad_enabled():
+    if not first_order():
         return _mm_grads(g, a, b, self.b_transposed, _swap_tensors)
     out = _mm_grads(g.data, _array(a), _array(b), self.b_transposed, _swap_arrays)
     return tuple(None if r is None else on(wrap(r), g._device) for r in out)
@@ -281,7 +281,7 @@ def AddmmBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     w = self.weight.unpack(self) if should_compute(ex) else None
     x = self.x.unpack(self) if should_compute(ew) else None
     bias_shape = self.bias_shape if eb is not None else None
-    if grad_enabled():
+    if not first_order():
         return _addmm_grads(g, x, w, bias_shape, batch, _swap_tensors, reduce_grad)
     out = _addmm_grads(g.data, _array(x), _array(w), bias_shape, batch, _swap_arrays, _sum_to)
     return tuple(None if r is None else on(wrap(r), g._device) for r in out)

@@ -13,7 +13,7 @@ from .._core._node import mark_async
 from .._core._saved import ERR_BACKWARD_TWICE, SavedTensor
 from .._core._views import View, move_retains_grad, regenerate_grad_fn, view_index
 from .._devices._device import CPU
-from ._util import Node, Tensor, edge_of, grad_enabled, like, save, wrap
+from ._util import Node, Tensor, edge_of, first_order, like, save, wrap
 from .indexing import IndexBackward0, _scatter, _take
 
 __all__ = ["CopySlices", "rebase_inplace"]
@@ -98,7 +98,7 @@ class CopySlices(Node):
         fn = self.fn
         if fn is None:
             raise RuntimeError(ERR_BACKWARD_TWICE)
-        if grad_enabled():
+        if not first_order():
             flat_grad = g.reshape(-1)
             grad_slice = _take(flat_grad, (None, (self.flat,), False), IndexBackward0)
             res = fn.apply([grad_slice])

@@ -22,7 +22,7 @@ from ._reduce_util import (
     expand_reduced,
 )
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
+from ._util import Tensor, attach, edge_of, first_order, grad_enabled, like, needs_grad, save
 from .batching import per_sample_scalar
 from .elementwise import where
 from .pointwise import maximum, minimum
@@ -39,7 +39,7 @@ __all__ = ["sum", "mean", "var", "max", "min", "prod", "argmax", "argmin"]
 @backward(batched=True)
 def SumBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     g = grads[0]
-    if not grad_enabled():
+    if first_order():
         out = like(_expand_reduced_array(g._device.xp, g.data, self.shape, self.axes, self.keepdim), g)
         return (out,)
     return (expand_reduced(g, self.shape, self.axes, self.keepdim),)
@@ -69,7 +69,7 @@ def sum(
 
 @backward(batched=True)
 def MeanBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
-    if not grad_enabled():
+    if first_order():
         # the mean of nothing (count 0): its gradient is empty, so the NaN of 0/0 goes nowhere
         g = grads[0].data / self.count if self.count else quietly(lambda: grads[0].data / self.count)
         return (like(_expand_reduced_array(grads[0]._device.xp, g, self.shape, self.axes, self.keepdim), grads[0]),)
@@ -91,13 +91,17 @@ def mean(
             f"complex dtype. Got: {data.dtype}"
         )
     axes = axes_of(dim, data.ndim)
-    try:
-        out = like(data.mean(axis=axes, keepdims=keepdim, dtype=dtype), input)
-    except RuntimeWarning:  # numpy's warning made an error (inf + -inf): quietly, as torch
-        out = like(quietly(lambda: data.mean(axis=axes, keepdims=keepdim, dtype=dtype)), input)
+    count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
+    if not count:  # the mean of nothing: 0 / 0, NaN, without numpy's "Mean of empty slice" warning
+        total = data.sum(axis=axes, keepdims=keepdim, dtype=dtype)
+        out = like(quietly(lambda: total / total.dtype.type(0)), input)
+    else:
+        try:
+            out = like(data.mean(axis=axes, keepdims=keepdim, dtype=dtype), input)
+        except RuntimeWarning:  # numpy's warning made an error (inf + -inf): quietly, as torch
+            out = like(quietly(lambda: data.mean(axis=axes, keepdims=keepdim, dtype=dtype)), input)
     if needs_grad(input):
         node = attach((MeanBackward0 if dim is None else MeanBackward1)((edge_of(input),)), out)
-        count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
         node.shape, node.axes, node.keepdim, node.count = data.shape, axes, keepdim, float(count)
     return out
 
@@ -352,7 +356,7 @@ def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdi
     zero = data == 0
     if not zero.any():
         return expand_reduced(result, shape, axes, keepdim) / x
-    if not grad_enabled():
+    if first_order():
         return like(_exclusive_products(xp, data, axes, int(zero.sum())), x)
     x_nonzero = where(zero, 1.0, x)
     q = _prod(x_nonzero, axes, keepdim=True).expand(shape)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._registry import backward, op
-from ._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
+from ._util import Tensor, attach, edge_of, first_order, like, needs_grad, save
 from .indexing import getitem
 from .joining import cat
 from .quiet import quietly
@@ -121,7 +121,7 @@ def CumprodBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     if not (x.data == 0).any():
         result = self.result.unpack(self)
         return (_cumsum(result * g, d, True) / x,)
-    if not grad_enabled():  # first order: PyTorch's O(n) formula, NaN and inf as it gives them
+    if first_order():  # first order: PyTorch's O(n) formula, NaN and inf as it gives them
         result = self.result.unpack(self)
         return (like(quietly(_first_order_with_zeros, g._device.xp, x.data, g.data, result.data, d), g),)
     return (_cumprod_grad_with_zeros(x, g, d),)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ._reduce_util import _dtype_name, _one_dim, _reduced_shape, axes_of, expand_reduced
 from ._registry import backward, op
-from ._util import CPU, Tensor, attach, edge_of, grad_enabled, like, needs_grad, save, wrap
+from ._util import CPU, Tensor, attach, edge_of, first_order, like, needs_grad, save, wrap
 from .batching import shift_axes
 from .quiet import quietly
 
@@ -91,7 +91,7 @@ def softmax(input: Tensor, dim: int, dtype: DTypeLike | None = None) -> Tensor:
 @backward(saved=("result",), batched=True)
 def LogSoftmaxBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     y, g = self.result.unpack(self), grads[0]
-    if not grad_enabled():
+    if first_order():
         gd = g.data
         return (like(quietly(_log_softmax_vjp, g._device.xp, gd, y.data, shift_axes(self.axes, batch)), g),)
     return (g - y.exp() * g.sum(shift_axes(self.axes, batch), keepdim=True),)

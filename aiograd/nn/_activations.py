@@ -21,7 +21,7 @@ from typing import Any
 
 from .._ops._inplace_util import _alias, _bump, _commit, _dtype_name, _recording
 from .._ops._registry import backward, op
-from .._ops._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, save
+from .._ops._util import Tensor, attach, edge_of, first_order, like, needs_grad, save
 from .._ops.elementwise import where
 from .._ops.quiet import quietly
 from .._ops.rebase import _save_result
@@ -153,7 +153,7 @@ def _GeluBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
         t = tanh(inner)
         right_derivative = (1.0 - t * t) * ((x * x * (3.0 * _TANH_KAPPA) + 1.0) * _TANH_BETA)
         return (g * ((t + 1.0) * 0.5 + x * 0.5 * right_derivative),)
-    if not grad_enabled() and g.data.dtype == x.data.dtype:
+    if first_order() and g.data.dtype == x.data.dtype:
         return (like(quietly(_gelu_grad_from_cdf, g._device.xp, g.data, x.data, self.cdf), g),)
     cdf = (erf(x * _SQRT1_2) + 1.0) * 0.5
     pdf = exp(x * x * -0.5) * _GELU_PDF

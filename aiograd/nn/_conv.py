@@ -28,7 +28,7 @@ from .._ops._util import (
     attach,
     common_device,
     edge_of,
-    grad_enabled,
+    first_order,
     like,
     needs_grad,
     save,
@@ -164,7 +164,7 @@ def ConvolutionBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     g = grads[0]
     ex, ew, eb = self.next_edges
     x, w = self.input.unpack(self), self.weight.unpack(self)
-    recorded = grad_enabled()
+    recorded = not first_order()
     xp = xp_of(g)
     xa, wa, ga = (x, w, g) if recorded else (x.data, w.data, g.data)
     if self.one_d:  # (N, C, L) as (N, C, 1, L)

@@ -33,7 +33,7 @@ from .._ops._util import (
     attach,
     common_device,
     edge_of,
-    grad_enabled,
+    first_order,
     like,
     needs_grad,
     save,
@@ -136,7 +136,7 @@ def _NativeLayerNormBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
     g, x = grads[0], self.input.unpack(self)
     axes, w = self.axes, self.weight.unpack(self) if self.weight is not None else None
     lead = tuple(range(x.data.ndim - len(axes)))
-    if not grad_enabled():
+    if first_order():
         return _array_grads(self, g, x, w, lead, self.normalized_shape)
     xhat, rstd = _normalized(x, axes, self.eps)
     gx = None
@@ -192,7 +192,7 @@ def _NativeBatchNormBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
     shape = self.channel_shape
     w_b = w.reshape(shape) if w is not None else None
     if self.training:
-        if not grad_enabled():
+        if first_order():
             return _array_grads(self, g, x, w_b, axes, (x.data.shape[1],))
         xhat, rstd = _normalized(x, axes, self.eps)
         gx = None

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from .._ops._registry import backward, op
-from .._ops._util import Tensor, attach, edge_of, grad_enabled, like, needs_grad, to_tensor
-from ._windows import Axis, fold, overlap_add, windows, xp_of
+from .._ops._util import Tensor, attach, edge_of, first_order, like, needs_grad, to_tensor
+from ._windows import Axis, fold, windows, xp_of
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
 
@@ -147,7 +147,7 @@ def MaxPool2DWithIndicesBackward0(self: Any, grads: list[Any], batch: int = 0) -
     """Each output's gradient added at its input position (overlapping windows sum)."""
     g = grads[0]
     xp = xp_of(g)
-    if grad_enabled():
+    if not first_order():
         return (_scatter(g, _flat_index(xp, self.pick, self.geom), (self.geom[0].size, self.geom[1].size)),)
     spread = _tile_spread if _tiles(self.geom) else _spread
     return (like(spread(xp, g.data, self.pick, self.geom), g),)
@@ -290,11 +290,6 @@ def AvgPool2DBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Each output's gradient, divided by its divisor, spread over its window (``fold``)."""
     g = grads[0]
     kh, kw = self.geom[0].kernel, self.geom[1].kernel
-    if not grad_enabled():
-        xp = xp_of(g)
-        scaled = (g.data / self.divisor)[..., None, None, :, :]
-        spread = xp.broadcast_to(scaled, g.data.shape[:-2] + (kh, kw) + g.data.shape[-2:])
-        return (like(overlap_add(xp, spread, self.geom), g),)
     scaled = (g / to_tensor(self.divisor, g)).unsqueeze(-3).unsqueeze(-3)
     return (fold(scaled.expand(*g.data.shape[:-2], kh, kw, *g.data.shape[-2:]), self.geom),)
 
@@ -347,7 +342,7 @@ def AdaptiveAvgPool2DBackward0(self: Any, grads: list[Any], batch: int = 0) -> A
     """``P_h.T @ g @ P_w``: each output's gradient spread evenly over its bin."""
     g = grads[0]
     ph, pw = self.bins
-    if not grad_enabled():
+    if first_order():
         return (like(ph.T @ g.data @ pw, g),)
     return (to_tensor(ph.T, g) @ g @ to_tensor(pw, g),)
 

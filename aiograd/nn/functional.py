@@ -26,7 +26,7 @@ from .._ops._util import Tensor as _Tensor
 from .._ops._util import attach as _attach
 from .._ops._util import common_device as _common_device
 from .._ops._util import edge_of as _edge_of
-from .._ops._util import grad_enabled as _grad_enabled
+from .._ops._util import first_order as _first_order
 from .._ops._util import like as _like
 from .._ops._util import needs_grad as _needs_grad
 from .._ops._util import on as _on
@@ -205,7 +205,7 @@ def _NllLossBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     g = grads[0]
     if self.reduction != "none":
         g = _per_sample_scalar(g, self.coef.ndim, batch)  # batched: (B, 1, ...) against the coefficients
-    if self.reduction != "none" and not _grad_enabled():
+    if self.reduction != "none" and _first_order():
         out = _wrap(g.data * self.coef)
         if g._device is not _CPU:
             out._device = g._device
