@@ -165,7 +165,7 @@ async def train_model(seed: int = 0, *, epochs: int = 12, points: int = 4096) ->
     teacher = [rng.standard_normal((FEATURES, 8)), rng.standard_normal((8, CLASSES))]
     x_train, y_train = make_data(rng, points, teacher)
     x_test, y_test = make_data(rng, points // 4, teacher)
-    module = make_module()
+    module = make_module().double()  # (float64, as the data; the default dtype is float32)
     opt = optim.SGD(module.parameters(), lr=0.2, momentum=0.5)
     start = time.perf_counter()
     batch = 64

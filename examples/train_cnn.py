@@ -37,7 +37,7 @@ def load_digits(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
 
 
 def make_model() -> nn.Sequential:
-    """torch's float32 (aiograd's layers are made in float64, its default floating dtype)."""
+    """torch's layers, in float32 (the default dtype of both; ``.float()`` says so)."""
     return nn.Sequential(
         nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),

@@ -40,7 +40,9 @@ async def train(client: object, epochs: int, batch: int) -> None:
     rng = np.random.default_rng(0)
     aiograd.manual_seed(0)
     x_all, y_all = make_spiral(rng)
-    model = nn.Sequential(nn.Linear(2, 128), nn.ReLU(), nn.Linear(128, 3))
+    # float64 (the spiral's dtype; the default is float32): the last check compares the cluster's
+    # gradients with this process's to float64 rounding
+    model = nn.Sequential(nn.Linear(2, 128), nn.ReLU(), nn.Linear(128, 3)).double()
     optimizer = optim.Adam(model.parameters(), lr=0.01)
     dp = DataParallel(client, model, F.cross_entropy)
     start = time.perf_counter()

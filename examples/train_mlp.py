@@ -35,7 +35,8 @@ def make_spiral(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         theta += rng.normal(0.0, 0.3, POINTS_PER_CLASS)
         xs.append(np.stack([r * np.sin(theta), r * np.cos(theta)], axis=1))
         ys.append(np.full(POINTS_PER_CLASS, k))
-    return np.concatenate(xs), np.concatenate(ys)
+    # float32, the dtype of the parameters (aiograd's default, as torch's): numpy's is float64
+    return np.concatenate(xs).astype(np.float32), np.concatenate(ys)
 
 
 def init_linear(fan_in: int, fan_out: int) -> tuple[aiograd.Tensor, aiograd.Tensor]:

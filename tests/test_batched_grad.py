@@ -36,6 +36,7 @@ BATCH = 3
 #: helpers.ULPS there. (``batched_vec``, a batch of matrices times a vector, folds into one
 #: matrix times the vector.)
 MATVEC_SPECS = frozenset({"mv", "vm", "quadratic_form", "mlp", "linear_1d", "batched_vec"})
+MATVEC_SPECS |= {"mv_method", "addmv", "addmv_scaled", "addmv_broadcast_input", "addmv_scalar_input_beta_zero"}
 GRAD_SPECS = [s for s in all_specs() if s.grad]
 once = pytest.mark.aiograd(backends=["asyncio"])  # op math: the loop variant is irrelevant
 

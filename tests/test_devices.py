@@ -35,6 +35,7 @@ import test_ops_binary_math
 import test_ops_convenience
 import test_ops_elementwise
 import test_ops_indexing
+import test_ops_inplace_variants
 import test_ops_joining
 import test_ops_linalg
 import test_ops_padding
@@ -714,6 +715,7 @@ SPEC_TABLES.update({
     "normalization": test_nn_normalization.NORM_SPECS,
     "embedding": test_nn_embedding.EMBEDDING_SPECS,
 })
+SPEC_TABLES["inplace_variants"] = test_ops_inplace_variants.INPLACE_SPECS  # sin_, lerp_, eq_, t_...
 SPECS = [pytest.param(s, id=f"{family}-{s.name}") for family, table in SPEC_TABLES.items() for s in table]
 
 

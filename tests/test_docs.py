@@ -30,6 +30,7 @@ def _blocks() -> list[tuple[str, str]]:
     return found
 
 
+@pytest.mark.real_default_dtype  # (as a reader runs them: float32, torch's default)
 @pytest.mark.parametrize("block", [b for _, b in _blocks()], ids=[n for n, _ in _blocks()])
 def test_doc_block_runs_and_prints_what_it_says(block: str) -> None:
     out = io.StringIO()

@@ -9,6 +9,7 @@ fails if torch changes its mind)."""
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -272,6 +273,9 @@ NOT_POINTWISE |= {"binary_cross_entropy", "normalize", "cosine_similarity", "sca
                   "multi_head_attention_forward"}
 # convolutions and pooling (families _conv, _pooling): products and window selections
 NOT_POINTWISE |= {"conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"}
+# the in-place view ops (aiograd/_ops/inplace_variants.py): a new shape, no arithmetic
+NOT_POINTWISE |= {"t_", "transpose_", "squeeze_", "unsqueeze_"}
+NOT_POINTWISE |= {"mv", "addmv", "vdot", "inner"}  # products with vectors (aiograd/_ops/vector_products.py)
 
 
 def _numpy(t: Any) -> np.ndarray[Any, Any]:
@@ -354,6 +358,9 @@ def test_every_differentiable_op_is_covered() -> None:
     covered |= {name.removeprefix("F.") for name in UNARY} | set(UNARY) | set(BINARY) | set(REDUCTIONS)
     covered |= {"clip", "true_divide", "relu_", "exp_", "neg_", "clamp_", "pow_", "square",
                 "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "log1p", "clone"}
+    # the in-place variants write their out-of-place op's edge values, bit for bit
+    # (tests/test_ops_inplace_variants.py, test_edge_values_equal_the_out_of_place_op)
+    covered |= importlib.import_module("test_ops_inplace_variants").EDGE_COVERED
     missing = [name for name, rule in OPS.items()
                if rule.differentiable and name not in covered and name not in NOT_POINTWISE]
     assert not missing, f"differentiable ops without an edge-value test: {missing}"

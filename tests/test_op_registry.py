@@ -129,6 +129,9 @@ SPEC_MODULES = (
 )
 # special functions, activations, dropout, normalization, embedding
 SPEC_MODULES += ("test_ops_special", "test_nn_activations", "test_nn_dropout", "test_nn_normalization", "test_nn_embedding")
+# rounding divisions, bitwise and logical ops, products with vectors
+SPEC_MODULES += ("test_ops_rounding", "test_ops_bitwise", "test_ops_vector_products")
+SPEC_MODULES += ("test_ops_inplace_variants",)  # sin_, atan2_, lerp_, eq_, t_... (aiograd/_ops/inplace_variants.py)
 
 
 def all_specs() -> list[OpSpec]:
@@ -171,6 +174,7 @@ def test_registry_rules_are_consistent() -> None:
     families |= {"rearrange", "scatter", "padding"}  # shape and indexing
     families |= {"losses", "distance", "attention"}  # nn losses, distances, attention (aiograd/nn)
     families |= {"_conv", "_pooling"}  # convolutions and pooling (aiograd/nn/_conv.py, _pooling.py)
+    families |= {"rounding", "bitwise", "vector_products"}  # rounding divisions, bitwise, mv/addmv/vdot/inner
     for name, rule in OPS.items():
         assert rule.name == name and rule.family in families, name
         assert callable(rule.forward), name

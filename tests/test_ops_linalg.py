@@ -216,14 +216,19 @@ async def test_float32_second_order(op: Any) -> None:
 
 def test_linear_records_torchs_nodes_in_torchs_order() -> None:
     """``linear`` with a bias records AddmmBackward0 whose edges go to the bias, the input and
-    the weight, as torch's ``addmm(bias, input, weight.t())``; without one, MmBackward0 over
-    the weight's TBackward0. The weight's gradient comes out contiguous (no copy in .grad)."""
+    the weight's TBackward0, as torch's ``addmm(bias, input, weight.t())``; without one,
+    MmBackward0 over the weight's TBackward0. The weight's gradient comes out contiguous (no
+    copy in .grad)."""
     x = ag.tensor(np.ones((2, 3)), requires_grad=True)
     w = ag.tensor(np.arange(12.0).reshape(4, 3), requires_grad=True)
     b = ag.tensor(np.zeros(4), requires_grad=True)
     out = ag.nn.functional.linear(x, w, b)
     edges = out.grad_fn.next_functions
-    assert len(edges) == 3 and all(fn.variable is t for (fn, _), t in zip(edges, (b, x, w), strict=True))
+    assert len(edges) == 3 and all(fn.variable is t for (fn, _), t in zip(edges[:2], (b, x), strict=True))
+    assert edges[2][0].name() == "TBackward0" and edges[2][0].next_functions[0][0].variable is w
+    ag.sync.backward(out.sum())
+    assert w.grad.data.flags.c_contiguous and w.grad.tolist() == [[2.0] * 3] * 4
+    w.grad = None
     bare = ag.nn.functional.linear(x, w)
     (mm_x, mm_w) = bare.grad_fn.next_functions
     assert bare.grad_fn.name() == "MmBackward0" and mm_w[0].name() == "TBackward0"

@@ -125,6 +125,7 @@ def _assert_state_matches(ours: dict[str, Any], theirs: dict[str, Any], tol: dic
             np.testing.assert_allclose(mine.data, value.numpy(), **tol, err_msg=key)
 
 
+@pytest.mark.real_default_dtype  # (the step counter's dtype follows it, as torch's)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
 @pytest.mark.parametrize(("name", "kw"), CASES, ids=IDS)
 def test_100_steps_match_torch(name: str, kw: dict[str, Any], dtype: Any) -> None:

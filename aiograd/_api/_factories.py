@@ -1,4 +1,5 @@
-"""Tensor factories with torch's names; dtypes are numpy's (Python floats give float64).
+"""Tensor factories with torch's names; dtypes are numpy's, and floats are the default dtype
+(``get_default_dtype``: float32 unless ``set_default_dtype`` changed it), as in torch.
 
 ``device=`` places the new tensor (``"cpu"``, ``"sim:0"``, an ``aiograd.device``); by default
 the CPU, or the device set by ``set_default_device`` or ``with aiograd.device(...)``, except for
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._base import _random
-from .._base._dtypes import numeric_array
+from .._base._dtypes import default_complex_dtype, get_default_dtype, numeric_array
 from .._base._random import manual_seed
 from .._core._tensor import Tensor
 from .._devices._device import CPU, _default_device, device_type, placement
@@ -82,51 +83,70 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """A tensor of zeros (float64 unless ``dtype`` says otherwise)."""
-    return _finish(np.zeros(_size(size), dtype=dtype or np.float64), requires_grad, device)
+    """A tensor of zeros (of the default dtype unless ``dtype`` says otherwise)."""
+    return _finish(np.zeros(_size(size), dtype=dtype or get_default_dtype()), requires_grad, device)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of ones."""
-    return _finish(np.ones(_size(size), dtype=dtype or np.float64), requires_grad, device)
+    return _finish(np.ones(_size(size), dtype=dtype or get_default_dtype()), requires_grad, device)
 
 
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """A tensor filled with ``fill_value`` (its dtype follows the value, as in numpy)."""
+    """A tensor filled with ``fill_value`` (its dtype follows the value: a float gives the
+    default dtype, an int int64, a bool bool, as in torch)."""
+    if dtype is None:
+        dtype = _number_dtype(fill_value)
     return _finish(np.full(tuple(size), fill_value, dtype=dtype), requires_grad, device)
+
+
+def _number_dtype(value: Any) -> Any:
+    """The default dtype for a float ``value`` (the default complex dtype for a complex one),
+    else None: numpy's inference (int64, bool) is torch's there."""
+    if isinstance(value, (float, np.floating)):
+        return get_default_dtype()
+    if isinstance(value, (complex, np.complexfloating)):
+        return default_complex_dtype()
+    return None
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor."""
-    return _finish(np.empty(_size(size), dtype=dtype or np.float64), requires_grad, device)
+    return _finish(np.empty(_size(size), dtype=dtype or get_default_dtype()), requires_grad, device)
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Values from ``start`` (default 0) up to ``end`` (excluded) by ``step``."""
     if end is None:
         start, end = 0, start
-    return _finish(np.arange(start, end, step, dtype=dtype), requires_grad, device)
+    data = np.arange(start, end, step, dtype=dtype)
+    if dtype is None and data.dtype.kind == "f":  # a float bound or step: the default dtype
+        data = data.astype(get_default_dtype(), copy=False)  # (values computed in float64, as torch's)
+    return _finish(data, requires_grad, device)
 
 
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
-    return _finish(np.linspace(start, end, steps, dtype=dtype), requires_grad, device)
+    data = np.linspace(start, end, steps, dtype=dtype)
+    if dtype is None and data.dtype.kind == "f":
+        data = data.astype(get_default_dtype(), copy=False)  # (computed in float64, then rounded)
+    return _finish(data, requires_grad, device)
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """An ``n`` x ``m`` identity matrix."""
-    return _finish(np.eye(n, m, dtype=dtype or np.float64), requires_grad, device)
+    return _finish(np.eye(n, m, dtype=dtype or get_default_dtype()), requires_grad, device)
 
 
 def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1)."""
-    data = _random.generator().random(_size(size)).astype(dtype or np.float64, copy=False)
+    data = _random.generator().random(_size(size)).astype(dtype or get_default_dtype(), copy=False)
     return _finish(data, requires_grad, device)
 
 
 def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples."""
-    data = _random.generator().standard_normal(_size(size)).astype(dtype or np.float64, copy=False)
+    data = _random.generator().standard_normal(_size(size)).astype(dtype or get_default_dtype(), copy=False)
     return _finish(data, requires_grad, device)
 
 

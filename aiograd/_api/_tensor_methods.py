@@ -16,11 +16,13 @@ from .._core import _hooks
 from .._core._tensor import Tensor
 from .._ops import (
     binary_math,
+    bitwise,
     casting,
     convenience,
     elementwise,
     indexing,
     inplace,
+    inplace_variants,
     joining,
     linalg,
     padding,
@@ -29,6 +31,7 @@ from .._ops import (
     rearrange,
     reduction,
     reduction_extra,
+    rounding,
     scans,
     scatter,
     shape,
@@ -36,6 +39,7 @@ from .._ops import (
     sorting,
     special,
     unary_math,
+    vector_products,
 )
 from ._autograd import tensor_backward
 
@@ -43,11 +47,12 @@ __all__ = ["BOUND_METHODS", "BOUND_PROPERTIES"]
 
 _FAMILIES = (
     elementwise, unary_math, casting, binary_math, pointwise, indexing, joining, linalg, reduction, softmax,
-    shape, convenience, inplace, _hooks,
+    shape, convenience, inplace, inplace_variants, _hooks,
     products,  # linear algebra
     special,  # erf, erfc
     reduction_extra, scans, sorting,
     rearrange, scatter, padding,  # shape and indexing
+    rounding, bitwise, vector_products,  # rounding divisions, bitwise and logical ops, mv/addmv/vdot/inner
 )
 
 #: Every method and operator bound onto Tensor here: name -> function (a later family wins).

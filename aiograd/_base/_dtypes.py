@@ -9,7 +9,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["float16", "float32", "float64", "half", "double", "int32", "int64", "uint8", "bool_"]
+__all__ = [
+    "float16", "float32", "float64", "half", "double", "int32", "int64", "uint8", "bool_",
+    "get_default_dtype", "set_default_dtype",
+]
 
 float16: np.dtype[Any] = np.dtype(np.float16)
 half: np.dtype[Any] = float16
@@ -20,6 +23,43 @@ int32: np.dtype[Any] = np.dtype(np.int32)
 int64: np.dtype[Any] = np.dtype(np.int64)
 uint8: np.dtype[Any] = np.dtype(np.uint8)
 bool_: np.dtype[Any] = np.dtype(np.bool_)
+
+
+# ------------------------------------------------------------------------------ the default dtype
+# Process-global, as torch's (``torch.set_default_dtype`` is not per thread or per task): the
+# dtype of factories without ``dtype=``, of Python floats in ``tensor()``, of Python floats in
+# type promotion and of integer tensors through float ops (``sqrt``, ``/``).
+_default_dtype: np.dtype[Any] = float32
+#: The complex dtype that goes with each default float dtype (torch: float64 -> complex128;
+#: numpy has no complex32, so float16's is complex64).
+_COMPLEX_OF: dict[np.dtype[Any], np.dtype[Any]] = {float16: np.dtype(np.complex64), float32: np.dtype(np.complex64), float64: np.dtype(np.complex128)}
+_NOT_FLOATING = "only floating-point types are supported as the default type"
+
+
+def get_default_dtype() -> np.dtype[Any]:
+    """The default floating point dtype (``aiograd.float32`` unless ``set_default_dtype`` changed
+    it), as ``torch.get_default_dtype``."""
+    return _default_dtype
+
+
+def default_complex_dtype() -> np.dtype[Any]:
+    """The complex dtype of Python complex numbers under the default dtype."""
+    return _COMPLEX_OF[_default_dtype]
+
+
+def set_default_dtype(d: Any) -> None:
+    """Set the default floating point dtype (float16, float32 or float64), for the whole
+    process, as ``torch.set_default_dtype``; any other dtype raises torch's TypeError."""
+    # aiograd's dtypes are numpy's, so a numpy scalar type (np.float64) names one too; strings,
+    # Python's ``float`` and None are not dtype objects, as in torch.
+    if isinstance(d, type) and issubclass(d, np.generic):
+        d = np.dtype(d)
+    if not isinstance(d, np.dtype):
+        raise TypeError(f"invalid dtype object: {_NOT_FLOATING}")
+    if d not in _COMPLEX_OF:
+        raise TypeError(_NOT_FLOATING)
+    global _default_dtype
+    _default_dtype = next(k for k in _COMPLEX_OF if k == d)  # (the canonical instance)
 
 
 # ------------------------------------------------------------------------------ numeric data only
@@ -140,8 +180,11 @@ def numeric_array(data: Any, dtype: Any = None, copy: bool = True) -> np.ndarray
     """``data`` as a numeric numpy array (a copy unless ``copy`` is False and no conversion is
     needed), refusing objects, strings, None and ragged nesting with PyTorch's errors. A device
     array (CuPy's) is copied to the host first."""
-    if type(data) in DEVICE_ARRAY_TYPES or (
+    if _is_torch_tensor(data):
+        data = data.detach().cpu().numpy()  # (its dtype kept, as torch.tensor keeps a tensor's)
+    elif type(data) in DEVICE_ARRAY_TYPES or (
         not isinstance(data, (np.ndarray, list, tuple, int, float)) and hasattr(type(data), "__cuda_array_interface__")
+        and hasattr(data, "get")
     ):
         data = data.get()  # (CuPy's arrays, also before any CUDA device registered their type)
     if isinstance(data, np.ndarray):
@@ -157,7 +200,40 @@ def numeric_array(data: Any, dtype: Any = None, copy: bool = True) -> np.ndarray
     if arr.dtype.kind not in NUMERIC_KINDS:
         _refuse(data, dtype is None)
         raise cant_convert(arr.dtype)
+    if dtype is None and arr.dtype.kind in "fc":
+        dtype = _inferred_float(data, arr.dtype)
     return arr if dtype is None else arr.astype(dtype, copy=False)
+
+
+def _is_torch_tensor(data: Any) -> bool:
+    """A torch tensor, told by duck typing (aiograd never imports torch). Its class has a
+    ``__cuda_array_interface__`` even on the CPU, so it must not be taken for a CuPy array; and
+    ``np.array`` of it refuses one that requires grad, where ``torch.tensor`` copies it."""
+    return type(data).__module__.startswith("torch") and hasattr(data, "detach") and hasattr(data, "numpy")
+
+
+def _inferred_float(data: Any, inferred: np.dtype[Any]) -> np.dtype[Any] | None:
+    """torch's dtype for float or complex ``data`` that numpy inferred as ``inferred``: Python
+    floats (and complex numbers) stand for the default dtype, numpy scalars, arrays and tensors
+    among them keep theirs; None where numpy's is already right (saves the walk)."""
+    if _default_dtype is float64 or isinstance(data, np.generic) or hasattr(data, "__array__"):
+        return None  # float64 is numpy's choice for Python floats too; an array keeps its dtype
+    wanted = default_complex_dtype() if inferred.kind == "c" else _default_dtype
+    for leaf in _array_leaves(data):
+        if leaf.kind in "fc":
+            wanted = np.promote_types(wanted, leaf)
+    return None if wanted == inferred else wanted
+
+
+def _array_leaves(data: Any) -> Any:
+    """The dtypes of the elements of nested ``data`` that are not Python numbers (numpy
+    scalars, arrays, tensors): those keep their dtype in torch's inference."""
+    if isinstance(data, (list, tuple)):
+        for item in data:
+            if type(item) is not float and type(item) is not int and type(item) is not bool:
+                yield from _array_leaves(item)
+    elif hasattr(data, "dtype") and isinstance(data.dtype, np.dtype):
+        yield data.dtype
 
 
 # ------------------------------------------------------------------------------ PyTorch's names

@@ -6,11 +6,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._base._dtypes import get_default_dtype
+
 if TYPE_CHECKING:
     from .._core._tensor import Tensor
 
-# Dtypes a reader can infer from the printed values; any other dtype is spelled out.
-_IMPLIED = {np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_)}
+# Dtypes a reader can infer from the printed values, with the default float dtype (as torch's
+# repr: float32 goes unsaid, float64 is spelled out unless it is the default); any other dtype
+# is spelled out.
+_IMPLIED = {np.dtype(np.int64), np.dtype(np.bool_)}
 
 
 def format_tensor(t: Tensor, data: Any = None) -> str:
@@ -39,7 +43,7 @@ def format_tensor(t: Tensor, data: Any = None) -> str:
             edgeitems=3,
             max_line_width=80,
         )
-    if data.dtype not in _IMPLIED:
+    if data.dtype not in _IMPLIED and data.dtype != get_default_dtype():
         extras.append(f"dtype={data.dtype}")
     try:
         grad_fn = t.grad_fn

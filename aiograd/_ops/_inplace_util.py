@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._base._dtypes import is_array, type_name
+from .._base._dtypes import get_default_dtype, is_array, type_name
 from .._core._views import View, view_rebase_error
 from .._devices._device import CPU, mixed_devices_error
 from ._util import Node, Tensor, grad_enabled, infer_size, like
@@ -59,7 +59,9 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def _overlapping(data: np.ndarray[Any, Any]) -> bool:
-    return any(s == 0 and n > 1 for n, s in zip(data.shape, data.strides))
+    """Whether elements share memory (a stride 0 over a dim of 2 or more: ``expand``). An empty
+    array has none to share, whatever strides numpy gives it (often 0)."""
+    return data.size > 0 and any(s == 0 and n > 1 for n, s in zip(data.shape, data.strides))
 
 
 def _broadcast_message(out_shape: tuple[int, ...], shape: tuple[int, ...]) -> str | None:
@@ -83,7 +85,7 @@ def _error(exc: Exception, self: Tensor, operand: Any = None, true_division: boo
     if isinstance(exc, TypeError) and operand is not None:
         result = result_type(data, operand)
         if true_division and result.kind in "biu":
-            result = np.dtype(np.float64)
+            result = get_default_dtype()
         return RuntimeError(
             f"result type {_dtype_name(result)} can't be cast to the desired output type "
             f"{_dtype_name(data.dtype)}"

@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal, Protocol, TypeVar
 
+from .._base._dtypes import get_default_dtype
 from .._core._node import Node, edge_of, save
 from .._core._tensor import Tensor
-from ._util import CPU, attach, first_order, needs_grad, wrap
+from ._util import CPU, attach, first_order, needs_grad, not_tensor, wrap
 from .quiet import quietly1
 
 __all__ = ["OPS", "OpRule", "Unary", "UnaryOp", "backward", "op", "register", "unary", "variant"]
@@ -152,11 +153,13 @@ def backward(
     return deco
 
 
-def variant(name: str, of: type[Node], doc: str | None = None, **attrs: Any) -> type[Node]:
+def variant(name: str, of: type[Node], doc: str | None = None, *, module: str | None = None,
+            **attrs: Any) -> type[Node]:
     """A node with ``of``'s rule under another of PyTorch's names (``RsubBackward1`` for
     ``number - tensor``); ``attrs`` override class attributes (``batched=False``: the variant
-    runs per sample though ``of`` batches)."""
-    return _node_class(name, of, of.__module__, {"__doc__": doc, **attrs})
+    runs per sample though ``of`` batches). ``module``: the module that binds the class to its
+    name, when that is not ``of``'s (so pickling and tracebacks find it)."""
+    return _node_class(name, of, module or of.__module__, {"__doc__": doc, **attrs})
 
 
 # ----------------------------------------------------------------------- unary elementwise rows
@@ -219,6 +222,18 @@ def _unary_node(row: Unary, module: str) -> type[Node]:
     return _node_class(row.node, Node, module, namespace)
 
 
+def _floating_input(compute: Callable[[Any, Any], Any], xp: Any, data: Any) -> Any:
+    """An integer or bool input of a unary op, cast to the default dtype where the op's result
+    is floating (``sqrt``, ``sin``; not ``abs`` or ``floor``): torch computes those in the
+    default dtype, where numpy gives float64 (float16 for bool). Tried on one element."""
+    probe = data.reshape(-1)[:1]
+    try:
+        floating = quietly1(partial(compute, xp), probe).dtype.kind == "f"
+    except Exception:  # (bool negation: the op itself raises torch's error on the whole input)
+        return data
+    return data.astype(get_default_dtype()) if floating else data
+
+
 def unary(row: Unary, module: str) -> tuple[UnaryOp, type[Node]]:
     """The forward function and node class of a unary table row, registered."""
     saves = row.saves
@@ -237,17 +252,23 @@ def unary(row: Unary, module: str) -> tuple[UnaryOp, type[Node]]:
     by_result, by_input = saves == "result", saves == "input"  # decided once, not per call
 
     def fn(input: Tensor) -> Tensor:
-        dev = input._device
+        try:
+            dev = input._device
+        except AttributeError:  # a number, an array, a list: PyTorch's TypeError
+            raise not_tensor(row.name, input) from None
+        data = input.data
+        if data.dtype.kind in "biu":
+            data = _floating_input(compute, dev.xp, data)
         if dev is CPU:
             try:  # (the hot path: no context entered, see aiograd/_ops/quiet.py)
-                out = wrap(on_cpu(input.data))
+                out = wrap(on_cpu(data))
             except RuntimeWarning:
                 # numpy's warning made an error by the user's filters: an underflow at a
                 # subnormal input, say (tanh's baseline kernel flags one, its AVX-512 kernel
                 # does not; torch never warns). Computed again quietly, as torch is silent.
-                out = wrap(quietly1(on_cpu, input.data))
+                out = wrap(quietly1(on_cpu, data))
         else:
-            out = wrap(compute(dev.xp, input.data))
+            out = wrap(compute(dev.xp, data))
             out._device = dev
         if needs_grad(input):
             # attach, then save: a saved output must already require grad (for create_graph)

@@ -37,12 +37,14 @@ rule both ways (``array_fast_paths(False)`` turns them off) and checks that they
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
+from .._base._dtypes import type_name
 from .._base._grad_mode import grad_enabled
 from .._core._node import Node, edge_of, save
 from .._core._saved import SavedTensor
@@ -56,6 +58,7 @@ __all__ = [
     "array_fast_paths",
     "attach",
     "batched_shape",
+    "broadcast_error",
     "common_device",
     "data_of",
     "edge_of",
@@ -64,6 +67,7 @@ __all__ = [
     "grad_enabled",
     "like",
     "needs_grad",
+    "not_tensor",
     "on",
     "save",
     "saved",
@@ -106,6 +110,37 @@ def infer_size(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
                 f"non-singleton dimension {n - i}"
             )
     return tuple(np.broadcast_shapes(a, b))
+
+
+def broadcast_error(error: ValueError, *operands: Any) -> Exception:
+    """PyTorch's error for operands that do not broadcast, in place of numpy's ``ValueError``
+    ("operands could not be broadcast together"), for an op to raise from its ``except
+    ValueError`` (free while nothing is raised): ``infer_size``'s RuntimeError folded over the
+    operands' shapes from the left, as PyTorch's TensorIterator does (tensors, arrays, shapes;
+    numbers and None count as 0-dim). Without ``operands``, the shapes in numpy's message, in its
+    order. Any other error is returned as it is."""
+    message = str(error)
+    if "broadcast" not in message:
+        return error
+    if operands:
+        shapes = [x if type(x) is tuple else getattr(data_of(x), "shape", ()) for x in operands]
+    else:
+        # ("with shapes (2,) (3,)", or "with remapped shapes [original->remapped]: (2,)->(2,) ...")
+        found = re.findall(r"\(([\d, ]*)\)(->)?", message)
+        remapped = "->" in message
+        shapes = [tuple(int(n) for n in s.split(",") if n.strip()) for s, arrow in found if arrow or not remapped]
+    shape: tuple[int, ...] = ()
+    try:
+        for s in shapes:
+            shape = infer_size(shape, s)
+    except RuntimeError as e:
+        return e
+    return error
+
+
+def not_tensor(fname: str, x: Any, position: int = 1, arg: str = "input") -> TypeError:
+    """PyTorch's TypeError for a non-tensor passed where an op takes a tensor."""
+    return TypeError(f"{fname}(): argument '{arg}' (position {position}) must be Tensor, not {type_name(x)}")
 
 
 def data_of(x: Any) -> Any:

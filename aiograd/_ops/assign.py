@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._base._dtypes import scalar_type_name
 from .._core._views import View
 from ._inplace_util import _bump, _check_shape, _error, _operand, _overlapping, _recording
 from ._registry import backward, op
@@ -277,6 +278,11 @@ def setitem(self: Tensor, index: Index | tuple[Index, ...], value: TensorLike) -
             raise
         raise IndexError(msg) from None
     if adv is not None:
+        if isinstance(value, Tensor) and value.data.dtype != data.dtype:  # PyTorch casts no tensor here
+            raise RuntimeError(
+                "Index put requires the source and destination dtypes match, got "
+                f"{scalar_type_name(data.dtype)} for the destination and {scalar_type_name(value.data.dtype)} for the source."
+            )
         value = _operand(self, value)  # index_put_'s rule; a basic index copies from any device
     v = value.data if isinstance(value, Tensor) else value
     if grad_enabled() and (

@@ -14,11 +14,26 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._base._dtypes import scalar_type_name
+from ._division_util import check_division, floor_divide_floating, not_implemented, wrapped_integers
+from ._operator_util import binary_operator, inplace_operator
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, data_of, edge_of, needs_grad, save, saved, wrap
+from ._util import (
+    Tensor,
+    attach,
+    broadcast_error,
+    data_of,
+    edge_of,
+    needs_grad,
+    not_tensor,
+    save,
+    saved,
+    wrap,
+)
 from .casting import place2
-from .elementwise import _keep, _shape, _xp, div, where
-from .operands import promoted
+from .elementwise import _keep, div, where
+from .operands import array_module as _xp
+from .operands import floating, promoted
+from .operands import operand_shape as _shape
 from .quiet import quietly
 from .shape import reduce_grad
 from .unary_math import exp, log, reciprocal, trunc
@@ -34,13 +49,22 @@ def _tensor_only(fname: str, other: Any) -> None:
         raise TypeError(f"{fname}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
 
 
+#: The ops whose result is floating for integer operands too (in the default dtype, as torch).
+_FLOATING = frozenset({"atan2", "xlogy"})
+
+
 def _binary(fname: str, input: Any, other: Any, compute: Any, nodes: tuple[type[Any], ...],
             keep_result: bool = False) -> Tensor:
     """``compute(xp, a, b)`` on the promoted operands, recorded as ``nodes[0]`` (two tensors),
     ``nodes[1]`` (a number ``other``) or ``nodes[2]`` (a number ``input``)."""
     input, other = promoted(input, other, fname=fname)
+    if fname in _FLOATING:
+        input, other = floating(input, other)
     xp = _xp(input, other)
-    out = wrap(quietly(compute, xp, data_of(input), data_of(other)))
+    try:
+        out = wrap(quietly(compute, xp, data_of(input), data_of(other)))
+    except ValueError as e:  # numpy's broadcast error: PyTorch's
+        raise broadcast_error(e, input, other) from None
     input, other = place2(out, input, other)
     which = 0 if isinstance(input, Tensor) and isinstance(other, Tensor) else 1 if isinstance(input, Tensor) else 2
     node = record_operands(nodes[which], out, (input, other))
@@ -124,6 +148,8 @@ def LogaddexpBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any
 @op(LogaddexpBackward0)
 def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     """``log(exp(input) + exp(other))``, elementwise, without overflow; floating point only."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("logaddexp", input)
     _tensor_only("logaddexp", other)
     input, other = promoted(input, other, fname="logaddexp")
     if input.data.dtype.kind not in "fc":
@@ -146,7 +172,18 @@ FmodBackward0 = variant("FmodBackward0", FmodBackward1, doc="``fmod`` by a numbe
 @op(FmodBackward0, FmodBackward1)
 def fmod(input: TensorLike, other: TensorLike) -> Tensor:
     """The C remainder of ``input / other``: the sign of ``input``, as PyTorch's (and C's)."""
+    if not isinstance(input, Tensor):  # PyTorch has no fmod(number, tensor)
+        raise TypeError(_FMOD_SIGNATURES.format(type(input).__name__, type(other).__name__))
+    input, other = promoted(input, other, fname="fmod")
+    input, other = wrapped_integers(check_division("fmod", input, other), input, other)
     return _binary("fmod", input, other, lambda xp, a, b: xp.fmod(a, b), (FmodBackward1, FmodBackward0, FmodBackward1))
+
+
+_FMOD_SIGNATURES = (
+    "fmod() received an invalid combination of arguments - got ({}, {}), but expected one of:\n"
+    " * (Tensor input, Tensor other, *, Tensor out = None)\n"
+    " * (Tensor input, Number other, *, Tensor out = None)\n"
+)
 
 
 @backward(saved=("x0", "x1"), batched=True)
@@ -156,7 +193,7 @@ def RemainderBackward1(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any
     a, b = saved_operands(self)
     # floor(a / b) as PyTorch's floor division computes it (through fmod: NaN for an infinite
     # a), a constant: its own derivative is zero.
-    quotient = quietly(_floor_divide, g._device.xp, data_of(a), data_of(b))
+    quotient = quietly(floor_divide_floating, g._device.xp, data_of(a), data_of(b))
     return operand_grads(self, batch, lambda: g, lambda: g * -quotient)
 
 
@@ -170,22 +207,14 @@ def _remainder(xp: Any, a: Any, b: Any) -> Any:
     return xp.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod)
 
 
-def _floor_divide(xp: Any, a: Any, b: Any) -> Any:
-    """PyTorch's floating floor division (``div_floor_floating``)."""
-    mod = xp.fmod(a, b)
-    div = (a - mod) / b
-    div = xp.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
-    floored = xp.floor(div)
-    floored = xp.where(div - floored > 0.5, floored + 1.0, floored)
-    out = xp.where(div != 0, floored, xp.copysign(xp.zeros_like(div), a / b))
-    return xp.where(b == 0, a / b, out)
-
-
 @op(RemainderBackward0, RemainderBackward1)
 def remainder(input: TensorLike, other: TensorLike) -> Tensor:
-    """Python's modulus of ``input / other``: the sign of ``other``, as PyTorch's."""
+    """Python's modulus of ``input / other``: the sign of ``other``, as PyTorch's (a number
+    ``input`` has no derivative there: its node is ``NotImplemented``)."""
+    input, other = promoted(input, other, fname="remainder")
+    input, other = wrapped_integers(check_division("remainder", input, other), input, other)
     return _binary("remainder", input, other, _remainder,
-                   (RemainderBackward1, RemainderBackward0, RemainderBackward1))
+                   (RemainderBackward1, RemainderBackward0, not_implemented("remainder")))
 
 
 # ------------------------------------------------------------------------------ xlogy
@@ -232,4 +261,6 @@ def xlogy(input: TensorLike, other: TensorLike) -> Tensor:
 TENSOR_METHODS = {
     "atan2": atan2, "hypot": hypot, "fmod": fmod, "remainder": remainder, "xlogy": xlogy,
     "arctan2": atan2, "logaddexp": logaddexp,
+    "__mod__": binary_operator(remainder), "__rmod__": binary_operator(remainder, reflected=True),
+    "__imod__": inplace_operator(remainder),
 }

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._base._dtypes import is_array
+from .._base._dtypes import get_default_dtype, is_array
 from .._devices._device import CPU, device, device_type, mixed_devices_error, placement
 from ._registry import backward, op
 from ._util import Tensor, attach, edge_of, needs_grad, wrap
@@ -109,8 +109,8 @@ def _combine(higher: Any, lower: Any) -> Any:
 def result_type(*operands: Any) -> Any:
     """The dtype of an elementwise op over ``operands``, by PyTorch's rule (``at::result_type``):
     tensors with dimensions decide; 0-dim tensors, then Python numbers, count only when of a
-    higher category (bool < int < float). A Python float stands for aiograd's default float
-    dtype (float64), an int for int64. Arrays count as tensors."""
+    higher category (bool < int < float). A Python float stands for the default dtype
+    (``get_default_dtype``), an int for int64. Arrays count as tensors."""
     dim = zero = wrapped = None
     for x in operands:
         data = x.data if isinstance(x, Tensor) else x
@@ -124,7 +124,7 @@ def result_type(*operands: Any) -> Any:
         elif isinstance(data, (int, np.integer)):
             wrapped = _promote_types(wrapped, np.dtype(np.int64))
         elif isinstance(data, (float, np.floating)):
-            wrapped = _promote_types(wrapped, np.dtype(np.float64))
+            wrapped = _promote_types(wrapped, get_default_dtype())
     return _combine(dim, _combine(zero, wrapped))
 
 

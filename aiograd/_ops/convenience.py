@@ -10,12 +10,12 @@ import numpy as np
 
 from ._reduce_util import _dtype_name, axes_of, expand_reduced
 from ._registry import backward, op, register
-from ._util import Tensor, attach, edge_of, first_order, like, needs_grad, save
+from ._util import Tensor, attach, edge_of, first_order, like, needs_grad, not_tensor, save
 from .casting import ToCopyBackward0
 from .elementwise import PowBackward0, where
 from .quiet import quietly
 from .reduction import var_grad, variance
-from .shape import ExpandBackward0, TBackward0, ViewBackward0, expand, reshape, swapped
+from .shape import ExpandBackward0, TBackward0, ViewBackward0, expand, reshape, swapped, view
 from .unary_math import clone, sign
 
 if TYPE_CHECKING:
@@ -29,6 +29,8 @@ __all__ = ["t", "square", "std", "norm"]
 def t(input: Tensor) -> Tensor:
     """Transpose a tensor of at most 2 dimensions (``input.t()``): a view, recorded as
     ``TBackward0`` (a 0-D or 1-D tensor's is a view of it unchanged, as PyTorch's)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("t", input)
     ndim = input.data.ndim
     if ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {ndim}D")
@@ -43,11 +45,16 @@ def expand_as(input: Tensor, other: Tensor) -> Tensor:
 
 @op(ViewBackward0, top_level=False)
 def view_as(input: Tensor, other: Tensor) -> Tensor:
-    """``input.view(other.shape)``."""
+    """``input.view(other.shape)``: PyTorch's error where no view exists (``reshape_as`` copies)."""
+    return view(input, other.data.shape)
+
+
+def reshape_as(input: Tensor, other: Tensor) -> Tensor:
+    """``input.reshape(other.shape)``."""
     return reshape(input, other.data.shape)
 
 
-reshape_as = register("reshape_as", view_as, ViewBackward0, top_level=False)
+register("reshape_as", reshape_as, ViewBackward0, top_level=False)
 
 
 @op(top_level=False)
@@ -79,6 +86,8 @@ def type_as(input: Tensor, other: Tensor) -> Tensor:
 @op(PowBackward0)
 def square(input: Tensor) -> Tensor:
     """Elementwise ``input ** 2``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("square", input)
     return input**2
 
 
@@ -101,6 +110,8 @@ def std(
     correction: float | None = None,
 ) -> Tensor:
     """Standard deviation: ``sqrt(var(...))`` with ``var``'s arguments (one node, as PyTorch)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("std", input)
     values, axes, dof = variance(input, dim, unbiased, keepdim, correction, "std")
     out = like(input._device.xp.sqrt(values), input)
     if needs_grad(input):
@@ -208,6 +219,8 @@ def norm(
     no gradient) or ``'fro'`` (= 2, the default); ``dtype`` computes in a wider dtype. One node
     for every p, as PyTorch, with its gradients at zeros and NaNs (see
     docs/gradients-at-edges.md)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("norm", input)
     data = input.data
     if data.dtype.kind != "f":
         raise RuntimeError(

@@ -25,7 +25,7 @@ from ._linalg_util import (
     tril,
 )
 from ._registry import backward, op
-from ._util import Tensor, attach, edge_of, first_order, like, needs_grad, save
+from ._util import Tensor, attach, edge_of, first_order, like, needs_grad, not_tensor, save
 from .joining import cat
 from .linalg import matmul
 from .linear_systems import solve
@@ -109,6 +109,8 @@ def LinalgDetBackward0(self: Any, grads: list[Any]) -> Any:
 @op(LinalgDetBackward0, name="linalg_det", top_level=False)
 def det(A: Tensor) -> Tensor:
     """The determinant of a square matrix (of each in a batch)."""
+    if not isinstance(A, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("linalg_det", A, 1, "A")
     check_square(A, "linalg.det")
     check_float(A, "linalg.det")
     out = like(A._device.xp.asarray(A._device.xp.linalg.det(A.data)), A)
@@ -146,6 +148,8 @@ def LinalgSlogdetBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 def slogdet(A: Tensor) -> Any:
     """``(sign, logabsdet)`` of the determinant: ``det = sign * exp(logabsdet)``, without
     overflow; sign 0 and logabsdet -inf for a singular matrix."""
+    if not isinstance(A, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("linalg_slogdet", A, 1, "A")
     check_square(A, "linalg.slogdet")
     check_float(A, "linalg.slogdet")
     xp = A._device.xp
@@ -195,6 +199,8 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """The Cholesky factor of a symmetric positive-definite matrix: lower ``L`` with
     ``A = L L^H`` (read from ``A``'s lower triangle), or upper ``U = L^H`` with ``upper=True``
     (read from the upper one). ``LinAlgError`` if ``A`` is not positive-definite."""
+    if not isinstance(A, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("linalg_cholesky", A)
     check_square(A, "linalg.cholesky")
     check_float(A, "linalg.cholesky")
     xp = A._device.xp

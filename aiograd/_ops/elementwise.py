@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from .._base._dtypes import DEVICE_ARRAY_TYPES, is_array
+from .._base._dtypes import get_default_dtype, is_array
 from ._registry import backward, op, register, variant
 from ._util import (
     CPU,
     Tensor,
     attach,
+    broadcast_error,
     data_of,
     edge_of,
     needs_grad,
@@ -28,35 +29,22 @@ from ._util import (
     wrap,
 )
 from .casting import place, place2
-from .operands import BOOL, operands, promoted, refuse_bool_sub
+from .operands import BOOL, floating, operands, promoted, refuse_bool_sub
+from .operands import array_module as _xp
+from .operands import operand_shape as _shape
 from .quiet import quietly, quietly1, quietly2
+from .rounded_division import rounded_div
 from .shape import reduce_grad
 from .unary_math import log
 
 if TYPE_CHECKING:
     from .._core._types import TensorLike
 
-__all__ = ["add", "sub", "mul", "div", "true_divide", "pow", "where", "eq", "ne", "lt", "le", "gt", "ge"]
-
-
-def _shape(x: Any) -> tuple[int, ...]:
-    if isinstance(x, Tensor):
-        return x.data.shape
-    if type(x) is float or type(x) is int:  # the common constant, first
-        return ()
-    return x.shape if isinstance(x, np.ndarray) or type(x) in DEVICE_ARRAY_TYPES else ()
+__all__ = ["add", "sub", "mul", "div", "divide", "true_divide", "pow", "where", "eq", "ne", "lt", "le", "gt", "ge"]
 
 
 def _binary_edges(a: Any, b: Any) -> tuple[Any, Any]:
     return (edge_of(a), edge_of(b))
-
-
-def _xp(*xs: Any) -> Any:
-    """The array module of the first tensor among ``xs`` (numpy for numbers and arrays)."""
-    for x in xs:
-        if isinstance(x, Tensor):
-            return x._device.xp
-    return np
 
 
 # ------------------------------------------------------------------------------ arithmetic
@@ -88,10 +76,12 @@ def add(input: TensorLike, other: TensorLike, *, alpha: float = 1) -> Tensor:
         a, dev, dt = input, None, None
     if isinstance(other, Tensor):
         b = other.data
-        if other._device is not dev or (dt is not None and b.dtype is not dt):
+        if other._device is not dev or (dt is not None and b.dtype is not dt) or (dt is None and _int_with_float(input, b)):
             dev = None
     elif type(other) is float or type(other) is int:
         b = other
+        if type(b) is float and dt is not None and dt.kind in "biu":  # the default dtype, below
+            dev = None
     else:
         b, dev = other, None
     if dev is None:  # a device, dtype or operand out of the ordinary: see ``operands.operands``
@@ -100,12 +90,20 @@ def add(input: TensorLike, other: TensorLike, *, alpha: float = 1) -> Tensor:
         out = wrap(a + (b if alpha == 1 else alpha * b))
     except RuntimeWarning:  # numpy's warning made an error (inf - inf): quietly, as torch
         out = wrap(quietly(_add, a, b, alpha))
+    except ValueError as e:  # numpy's broadcast error: PyTorch's
+        raise broadcast_error(e, a, b) from None
     if dev is not CPU:
         input, other = place2(out, input, other)
     if needs_grad(input, other):
         node: Any = attach(AddBackward0(_binary_edges(input, other)), out)
         node.a_shape, node.b_shape, node.alpha = _shape(input), _shape(other), alpha
     return out
+
+
+def _int_with_float(input: Any, b: Any) -> bool:
+    """``number + tensor`` with a Python float and an integer or bool tensor: off the hot path,
+    as the result is the default dtype (``operands.operands``), where numpy's is float64."""
+    return type(input) is float and b.dtype.kind in "biu"
 
 
 @backward(batched=True)
@@ -134,12 +132,12 @@ def sub(input: TensorLike, other: TensorLike, *, alpha: float = 1) -> Tensor:
         a, dev, dt = input, None, None
     if isinstance(other, Tensor):
         b = other.data
-        if other._device is not dev or (dt is not None and b.dtype is not dt) or (dt is None and b.dtype is BOOL):
+        if other._device is not dev or (dt is not None and b.dtype is not dt) or (dt is None and b.dtype is BOOL) or (dt is None and _int_with_float(input, b)):
             dev = None
     elif type(other) is float or type(other) is int:
         b = other
-        if a.dtype is BOOL:  # PyTorch refuses it; numpy would subtract
-            dev = None
+        if a.dtype is BOOL or (type(b) is float and a.dtype.kind in "iu"):  # PyTorch refuses bool; numpy would subtract
+            dev = None  # (and an integer tensor with a float is of the default dtype, below)
     else:
         b, dev = other, None
     if dev is None:  # a device, dtype or operand out of the ordinary: see ``operands.operands``
@@ -151,6 +149,8 @@ def sub(input: TensorLike, other: TensorLike, *, alpha: float = 1) -> Tensor:
         raise
     except RuntimeWarning:  # numpy's warning made an error (inf - inf): quietly, as torch
         out = wrap(quietly(_add, a, b, -alpha))
+    except ValueError as e:  # numpy's broadcast error: PyTorch's
+        raise broadcast_error(e, a, b) from None
     if dev is not CPU:
         input, other = place2(out, input, other)
     if needs_grad(input, other):
@@ -187,10 +187,12 @@ def mul(input: TensorLike, other: TensorLike) -> Tensor:
         a, dev, dt = input, None, None
     if isinstance(other, Tensor):
         b = other.data
-        if other._device is not dev or (dt is not None and b.dtype is not dt):
+        if other._device is not dev or (dt is not None and b.dtype is not dt) or (dt is None and _int_with_float(input, b)):
             dev = None
     elif type(other) is float or type(other) is int:
         b = other
+        if type(b) is float and dt is not None and dt.kind in "biu":  # the default dtype, below
+            dev = None
     else:
         b, dev = other, None
     if dev is None:  # a device, dtype or operand out of the ordinary: see ``operands.operands``
@@ -199,6 +201,8 @@ def mul(input: TensorLike, other: TensorLike) -> Tensor:
         out = wrap(a * b)
     except RuntimeWarning:  # numpy's warning made an error (0 * inf): quietly, as torch
         out = wrap(quietly(np.multiply, a, b))
+    except ValueError as e:  # numpy's broadcast error: PyTorch's
+        raise broadcast_error(e, a, b) from None
     if dev is not CPU:
         input, other = place2(out, input, other)
     if needs_grad(input, other):
@@ -223,11 +227,18 @@ def DivBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]
     return (ga, gb)
 
 
-@op(DivBackward0)
-def div(input: TensorLike, other: TensorLike) -> Tensor:
-    """Elementwise true division with broadcasting."""
-    input, other = promoted(input, other, fname="div")
-    out = wrap(quietly2(_xp(input, other).true_divide, data_of(input), data_of(other)))
+@op(DivBackward0, aliases=("divide",))
+def div(input: TensorLike, other: TensorLike, *, rounding_mode: str | None = None) -> Tensor:
+    """Elementwise true division with broadcasting; ``rounding_mode="trunc"`` rounds the
+    quotient toward zero, ``"floor"`` down (``rounding.rounded_div``: zero gradients)."""
+    if rounding_mode is not None:
+
+        return rounded_div(input, other, rounding_mode)
+    input, other = floating(*promoted(input, other, fname="div"))
+    try:
+        out = wrap(quietly2(_xp(input, other).true_divide, data_of(input), data_of(other)))
+    except ValueError as e:  # numpy's broadcast error: PyTorch's
+        raise broadcast_error(e, input, other) from None
     input, other = place2(out, input, other)
     if needs_grad(input, other):
         node: Any = attach(DivBackward0(_binary_edges(input, other)), out)
@@ -235,6 +246,9 @@ def div(input: TensorLike, other: TensorLike) -> Tensor:
         node.b = _keep(other)
         node.a_shape, node.b_shape = _shape(input), _shape(other)
     return out
+
+
+divide = div
 
 
 @op(DivBackward0)
@@ -306,7 +320,8 @@ def pow(input: TensorLike, exponent: TensorLike) -> Tensor:
         try:
             out = wrap(quietly2(xp.power, a, b))
         except ValueError as e:  # "Integers to negative integer powers are not allowed."
-            raise RuntimeError(str(e)) from None
+            error = broadcast_error(e, a, b)  # (or numpy's broadcast error: PyTorch's)
+            raise (RuntimeError(str(e)) if error is e else error) from None
     input, exponent = place2(out, input, exponent)
     if not needs_grad(input, exponent):
         return out
@@ -334,6 +349,12 @@ def WhereBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[None, A
     return (None, ga, gb)
 
 
+def _numbers_with_a_float(a: Any, b: Any) -> bool:
+    """Two Python numbers, one a float: torch's ``where`` makes them the default dtype."""
+    numbers = (a, b)
+    return all(isinstance(x, (int, float)) for x in numbers) and any(isinstance(x, float) for x in numbers)
+
+
 @op(WhereBackward0)
 def where(condition: Any, input: Any, other: Any) -> Tensor:
     """Pick ``input`` where ``condition`` holds, ``other`` elsewhere (broadcasting all three)."""
@@ -342,12 +363,22 @@ def where(condition: Any, input: Any, other: Any) -> Tensor:
     if cond.dtype != np.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {cond.dtype}")
     input, other = promoted(input, other, fname="where")
-    out = wrap(xp.where(cond, data_of(input), data_of(other)))
+    try:
+        out = wrap(xp.where(cond, data_of(input), data_of(other)))
+    except ValueError as e:  # numpy's broadcast error: PyTorch's
+        raise broadcast_error(e, cond, input, other) from None
+    if _numbers_with_a_float(input, other):
+        out.data = out.data.astype(get_default_dtype())  # two numbers, one a float: the default dtype
     _, input, other = place(out, condition, input, other)
     if needs_grad(input, other):
         node: Any = attach(WhereBackward0((None, edge_of(input), edge_of(other))), out)
         node.cond, node.a_shape, node.b_shape = cond, _shape(input), _shape(other)
     return out
+
+
+def _where_method(input: Tensor, condition: Any, other: Any) -> Tensor:
+    """``where(condition, self, other)``: ``self`` where ``condition`` holds, ``other`` elsewhere."""
+    return where(condition, input, other)
 
 
 # ------------------------------------------------------------------------------ comparisons
@@ -360,7 +391,10 @@ class Comparison(Protocol):
 def _compare(name: str, ufunc: str) -> Comparison:
     def compare(input: TensorLike, other: TensorLike) -> Tensor:
         input, other = promoted(input, other, fname=name)  # compared in the common dtype
-        out = wrap(getattr(_xp(input, other), ufunc)(data_of(input), data_of(other)))
+        try:
+            out = wrap(getattr(_xp(input, other), ufunc)(data_of(input), data_of(other)))
+        except ValueError as e:  # numpy's broadcast error: PyTorch's
+            raise broadcast_error(e, input, other) from None
         place2(out, input, other)
         return out
 
@@ -387,11 +421,21 @@ def _reflected(fn: Any) -> Any:
     return reflected
 
 
+def _rtruediv(self: Tensor, other: TensorLike) -> Tensor:
+    """``other / self``, as torch's ``Tensor.__rtruediv__``: ``self.reciprocal() * other``
+    (``MulBackward0`` over ``ReciprocalBackward0``; so ``0 / x`` is NaN where ``1 / x``
+    overflows, a subnormal ``x``, as there)."""
+    from .unary_math import reciprocal  # (it imports this module's neighbours)
+
+    return mul(reciprocal(self), other)
+
+
 TENSOR_METHODS = {
     "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow,
+    "divide": div, "true_divide": true_divide, "where": _where_method,
     "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
     "__add__": add, "__radd__": _reflected(add), "__sub__": sub, "__rsub__": _reflected(sub),
     "__mul__": mul, "__rmul__": _reflected(mul), "__truediv__": div,
-    "__rtruediv__": _reflected(div), "__pow__": pow, "__rpow__": _reflected(pow),
+    "__rtruediv__": _rtruediv, "__pow__": pow, "__rpow__": _reflected(pow),
     "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
 }

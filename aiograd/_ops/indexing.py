@@ -25,7 +25,7 @@ import numpy as np
 from .._base._dtypes import is_device_array
 from .._core._views import make_view
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, common_device, edge_of, like, needs_grad, save, wrap
+from ._util import Tensor, attach, common_device, edge_of, like, needs_grad, not_tensor, save, wrap
 from .shape import _dim
 
 if TYPE_CHECKING:
@@ -411,6 +411,8 @@ def _index_array(index: Any) -> np.ndarray[Any, Any]:
 @op(IndexSelectBackward0)
 def index_select(input: Tensor, dim: int, index: Tensor | Sequence[int] | NDArray[Any]) -> Tensor:
     """The entries of ``input`` at positions ``index`` (a vector of ints) along ``dim``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("index_select", input)
     common_device(input, index)
     idx = _index_array(index)
     if idx.dtype.kind not in "iu":
@@ -433,6 +435,8 @@ def index_select(input: Tensor, dim: int, index: Tensor | Sequence[int] | NDArra
 @op(GatherBackward0)
 def gather(input: Tensor, dim: int, index: Tensor | NDArray[Any], *, sparse_grad: bool = False) -> Tensor:
     """``out[i][j][k] = input[index[i][j][k]][j][k]`` for ``dim=0`` (and so on for other dims)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("gather", input)
     common_device(input, index)
     idx = _index_array(index)
     if idx.dtype.kind not in "iu":

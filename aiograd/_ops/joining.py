@@ -13,9 +13,21 @@ from typing import Any
 
 import numpy as np
 
+from .._base._dtypes import type_name
 from .._core._views import MULTI_OUTPUT_NODE, make_view
 from ._registry import backward, op, variant
-from ._util import Node, Tensor, attach, common_device, edge_of, like, needs_grad, on, wrap
+from ._util import (
+    Node,
+    Tensor,
+    attach,
+    common_device,
+    edge_of,
+    like,
+    needs_grad,
+    not_tensor,
+    on,
+    wrap,
+)
 from .casting import result_type
 from .indexing import getitem
 from .shape import _dim
@@ -26,12 +38,12 @@ _FULL = slice(None)
 
 
 def _tensor_list(tensors: Any, fn: str) -> list[Tensor]:
-    if isinstance(tensors, Tensor):
-        raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not {type_name(tensors)}")
     tensors = list(tensors)
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
-            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type_name(t)}")
     return tensors
 
 
@@ -206,6 +218,8 @@ def _check_1d(input: Tensor, fn: str) -> None:
 @op(SplitWithSizesBackward0)
 def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Split into pieces of the given sizes along ``dim`` (they must add up to its size)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("split_with_sizes", input)
     _check_1d(input, "split")
     sizes = [int(s) for s in split_sizes]
     d = _dim(dim, input.data.ndim)
@@ -247,6 +261,8 @@ def split(input: Tensor, split_size_or_sections: int | Sequence[int], dim: int =
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into at most ``chunks`` equal pieces along ``dim`` (the last may be smaller, and
     there may be fewer pieces, as in PyTorch)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("chunk", input)
     _check_1d(input, "chunk")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")

@@ -19,6 +19,7 @@ from ._util import (
     first_order,
     infer_size,
     needs_grad,
+    not_tensor,
     on,
     save,
     to_tensor,
@@ -273,8 +274,8 @@ def _linear_cost(self: Any, grads: list[Any]) -> float:
 @backward(saved=("x", "weight"), cost=_linear_cost, batched=True)
 def AddmmBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """``linear(x, W, b)`` for 2-D ``x``, ``b + x @ W.T``: PyTorch records ``addmm(b, x, W.t())``,
-    and so its edges go to the bias, the input and the weight, in that order. One node where
-    PyTorch has two (its ``TBackward0`` of the weight is folded in)."""
+    and so its edges go to the bias, the input and the weight's ``TBackward0``, in that order
+    (the gradient for ``W.t()`` is made transposed, so that ``W``'s comes out contiguous)."""
     g = grads[0]
     eb, ex, ew = self.next_edges
     # (each gradient needs the other operand: x's needs the weight, the weight's needs x)
@@ -294,7 +295,7 @@ def _addmm_grads(
     ``_mm_grads`` is (``sum_to`` sums the bias's gradient back to its shape, behind ``batch``
     batch dims); None where a gradient is not wanted (its operand, or ``bias_shape``, None)."""
     gx = g @ w if w is not None else None
-    gw = swap(g) @ x if x is not None else None
+    gw = swap(swap(g) @ x) if x is not None else None  # (for W.t(): TBackward0 swaps it back)
     gb = sum_to(g, bias_shape, batch) if bias_shape is not None else None
     return gb, gx, gw
 
@@ -302,6 +303,8 @@ def _addmm_grads(
 @op(AddmmBackward0, MmBackward0, TBackward0, MatmulBackward0, top_level=False)
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``, as ``torch.nn.functional.linear``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("linear", input)
     if bias is not None and bias.data.dtype != weight.data.dtype:  # addmm's check, made first
         raise RuntimeError(
             "self and mat2 must have the same dtype, but got "
@@ -315,20 +318,18 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             else f"expected m1 and m2 to have the same dtype, but got: {cpp_type_name(x_dt)} != {cpp_type_name(w_dt)}"
         )
     if input.data.ndim != 2:  # (the 2-D case, a training step's, tests one comparison)
-        if input.data.ndim > 2 and weight.data.ndim == 2:
-            # The batch dims fold into rows: one 2-D product (one BLAS call, and one for the
-            # weight's gradient instead of a product per batch element and a sum), viewed back.
-            # As PyTorch's at::linear, the bias joins the product only for a contiguous 3-D input
-            # (ViewBackward0), and is added after it otherwise (AddBackward0).
+        wt = swapped(weight, 0, 1 if weight.data.ndim == 2 else 0, TBackward0)  # weight.t()
+        if (
+            bias is not None and bias.data.ndim == 1 and weight.data.ndim == 2 and input.data.ndim
+            and input.is_contiguous()
+        ):
+            # As PyTorch's at::linear (_flatten_nd_linear): a contiguous input's leading dims
+            # fold into rows (ViewBackward0), one addmm with the bias, viewed back (ViewBackward0)
             *batch, fan_in = input.data.shape
-            fused = bias is not None and input.data.ndim == 3 and input.is_contiguous()
-            folded = linear(input.reshape(-1, fan_in), weight, bias if fused else None)
-            shape = (*batch, folded.data.shape[-1])
-            if fused:  # addmm's result viewed (ViewBackward0); mm's, matmul's fold (UnsafeView)
-                return folded.reshape(*shape)
-            out = unsafe_view(folded, shape)
-            return out if bias is None else out + bias
-        out = matmul(input, weight.mT)
+            folded = linear(reshape(input, int(np.prod(batch, dtype=np.int64)), fan_in), weight, bias)
+            return reshape(folded, *batch, folded.data.shape[-1])
+        # else matmul(input, weight.t()) (which folds the batch dims into rows), the bias added
+        out = matmul(input, wt)
         return out if bias is None else out + bias
     if bias is None:  # as PyTorch: mm(input, weight.t()), recorded as MmBackward0 and TBackward0
         return matmul(input, swapped(weight, 0, 1, TBackward0))
@@ -344,7 +345,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if input._device is not CPU or weight._device is not CPU or bias._device is not CPU:
         on(out, common_device(input, weight, bias))
     if needs_grad(input, weight, bias):
-        node = attach(AddmmBackward0((edge_of(bias), edge_of(input), edge_of(weight))), out)
+        # (the weight's edge through weight.t()'s TBackward0, as torch's; no view without a grad)
+        wt = swapped(weight, 0, 1, TBackward0) if needs_grad(weight) else weight
+        node = attach(AddmmBackward0((edge_of(bias), edge_of(input), edge_of(wt))), out)
         _, ex, ew = node.next_edges
         node.x = save(input) if ew is not None else None
         node.weight = save(weight) if ex is not None else None

@@ -18,7 +18,18 @@ from ._linalg_util import (
     linalg_error_type,
 )
 from ._registry import backward, op
-from ._util import Tensor, attach, common_device, edge_of, like, needs_grad, on, save, wrap
+from ._util import (
+    Tensor,
+    attach,
+    common_device,
+    edge_of,
+    like,
+    needs_grad,
+    not_tensor,
+    on,
+    save,
+    wrap,
+)
 from .linalg import matmul
 from .shape import reduce_grad
 
@@ -36,6 +47,8 @@ def LinalgInvExBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 @op(LinalgInvExBackward0, name="linalg_inv", top_level=False)
 def inv(A: Tensor) -> Tensor:
     """The inverse of a square matrix (of each in a batch); ``LinAlgError`` if one is singular."""
+    if not isinstance(A, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("linalg_inv", A, 1, "A")
     check_square(A, "linalg.inv")
     check_float(A, "linalg.inv")
     xp = A._device.xp
@@ -82,6 +95,8 @@ def LinalgSolveExBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """The solution ``X`` of ``A X = B`` (``X A = B`` with ``left=False``), batch dims
     broadcast; ``B`` a vector or a matrix. ``LinAlgError`` if ``A`` is singular."""
+    if not isinstance(A, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("linalg_solve", A, 1, "A")
     check_square(A, "linalg.solve")
     a, b = A.data, B.data
     if a.dtype != b.dtype:

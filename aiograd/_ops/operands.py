@@ -9,12 +9,20 @@ from typing import Any
 
 import numpy as np
 
-from .._base._dtypes import NUMERIC_KINDS, cant_convert, is_array, numeric_array, type_name
+from .._base._dtypes import (
+    DEVICE_ARRAY_TYPES,
+    NUMERIC_KINDS,
+    cant_convert,
+    get_default_dtype,
+    is_array,
+    numeric_array,
+    type_name,
+)
 from .._devices._device import device_type
 from ._util import Tensor, data_of
-from .casting import join_devices, promote
+from .casting import join_devices, promote, to
 
-__all__ = ["BOOL", "NEG_BOOL_ERROR", "constant", "operands", "promoted", "refuse_bool_sub"]
+__all__ = ["BOOL", "NEG_BOOL_ERROR", "constant", "floating", "operands", "promoted", "refuse_bool_sub"]
 
 NUMBERS = (bool, int, float, complex, np.number, np.bool_)
 
@@ -46,12 +54,31 @@ def promoted(*xs: Any, fname: str) -> Any:
         b = xs[1]
         if isinstance(b, Tensor) and b.data.dtype is xs[0].data.dtype and b._device is xs[0]._device:
             return xs
-        if type(b) is float or type(b) is int:
+        if type(b) is int or (type(b) is float and xs[0].data.dtype.kind in "fc"):
             return xs
     xs = tuple(x if isinstance(x, Tensor) else constant(x, fname, i + 1) for i, x in enumerate(xs))
     xs = join_devices(_host_arrays_to_device(xs))
-    dtypes = {x.dtype for x in map(data_of, xs) if is_array(x)}
-    return promote(*xs) if len(dtypes) > 1 else xs
+    datas = tuple(map(data_of, xs))
+    dtypes = {x.dtype for x in datas if is_array(x)}
+    return promote(*xs) if len(dtypes) > 1 or _float_number_with_integers(datas) else xs
+
+
+def _float_number_with_integers(datas: tuple[Any, ...]) -> bool:
+    """True when a Python float meets integer or bool arrays only: the result is the default
+    dtype (``int_tensor * 2.5`` is float32 in torch), where numpy would say float64."""
+    kinds = {x.dtype.kind for x in datas if is_array(x)}
+    return bool(kinds) and kinds <= set("biu") and any(isinstance(x, float) for x in datas)
+
+
+def floating(*xs: Any) -> tuple[Any, ...]:
+    """The (promoted) operands of an op whose result is floating (true division, atan2), with
+    integer and bool arrays cast to the default dtype when none is floating: torch computes
+    ``int_tensor / 2`` in float32 (the default), numpy would in float64."""
+    datas = tuple(map(data_of, xs))
+    if any(isinstance(x, (float, complex)) or (is_array(x) and x.dtype.kind in "fc") for x in datas):
+        return xs
+    dtype = get_default_dtype()
+    return tuple(to(x, dtype) if isinstance(x, Tensor) else x.astype(dtype) if is_array(x) else x for x in xs)
 
 
 def operands(input: Any, other: Any, fname: str) -> tuple[Any, Any, Any, Any]:
@@ -69,7 +96,7 @@ def operands(input: Any, other: Any, fname: str) -> tuple[Any, Any, Any, Any]:
     a, b = data_of(input), data_of(other)
     if fname == "sub" and (_is_bool(a) or _is_bool(b)):
         refuse_bool_sub(a, b)
-    if is_array(a) and is_array(b) and a.dtype != b.dtype:
+    if (is_array(a) and is_array(b) and a.dtype != b.dtype) or _float_number_with_integers((a, b)):
         input, other = promote(input, other)
         a, b = data_of(input), data_of(other)
     return input, other, a, b
@@ -109,3 +136,20 @@ def refuse_bool_sub(a: Any, b: Any) -> None:
         "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
         "to invert a mask, use the `~` or `logical_not()` operator instead."
     )
+
+
+def operand_shape(x: Any) -> tuple[int, ...]:
+    """An operand's shape: a tensor's or an array's; () for a number."""
+    if isinstance(x, Tensor):
+        return x.data.shape
+    if type(x) is float or type(x) is int:  # the common constant, first
+        return ()
+    return x.shape if isinstance(x, np.ndarray) or type(x) in DEVICE_ARRAY_TYPES else ()
+
+
+def array_module(*xs: Any) -> Any:
+    """The array module of the first tensor among ``xs`` (numpy for numbers and arrays)."""
+    for x in xs:
+        if isinstance(x, Tensor):
+            return x._device.xp
+    return np

@@ -16,9 +16,19 @@ from collections import namedtuple
 from typing import Any
 
 from .._base._dtypes import scalar_type_name
-from ._linalg_util import check_float, check_matrix, check_square, diag_embed, eye_like, tril, triu
+from ._linalg_util import (
+    LinAlgError,
+    batch_prefix,
+    check_float,
+    check_matrix,
+    check_square,
+    diag_embed,
+    eye_like,
+    tril,
+    triu,
+)
 from ._registry import backward, op
-from ._util import Tensor, attach, edge_of, like, needs_grad, save
+from ._util import Tensor, attach, edge_of, like, needs_grad, not_tensor, save
 from .joining import cat
 from .linalg import matmul
 from .linear_systems import solve
@@ -86,6 +96,8 @@ def qr(A: Tensor, mode: str = "reduced") -> Any:
     """``A = Q R`` with orthonormal columns in ``Q`` and upper triangular ``R``; ``mode`` is
     ``"reduced"`` (``Q`` m x k), ``"complete"`` (``Q`` m x m) or ``"r"`` (``R`` only, ``Q``
     empty)."""
+    if not isinstance(A, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("linalg_qr", A, 1, "A")
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(
             f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or 'complete'"
@@ -135,6 +147,8 @@ def LinalgEighBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 def eigh(A: Tensor, UPLO: str = "L") -> Any:
     """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of a symmetric matrix, read
     from its lower (``UPLO="L"``) or upper (``"U"``) triangle."""
+    if not isinstance(A, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("linalg_eigh", A)
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     check_square(A, "linalg.eigh")
@@ -199,14 +213,51 @@ def LinalgSvdBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (matmul(U, matmul(gA, Vh)) if m >= n else matmul(matmul(U, gA), Vh),)
 
 
+#: Beyond this magnitude a matrix is scaled before its SVD: LAPACK's gesdd as numpy ships it
+#: (OpenBLAS) never returns for some matrices with entries near the top of float64's range
+#: (1e308), which PyTorch decomposes.
+_SVD_SCALE_ABOVE = 2.0**500
+
+
+def _svd_arrays(xp: Any, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
+    """numpy's SVD of ``a`` (a matrix or a batch), with PyTorch's error for NaN entries, NaN
+    factors for a matrix with an infinite entry (PyTorch's are NaN but for a few entries), and
+    huge matrices scaled first (the SVD of ``c A`` is ``U``, ``c S``, ``Vh``)."""
+    if not a.size:
+        return xp.linalg.svd(a, full_matrices=full_matrices)
+    peak = xp.abs(a).max(axis=(-2, -1), keepdims=True)
+    nan = xp.isnan(peak)
+    if nan.any():
+        index = int(xp.argmax(nan.reshape(-1)))
+        raise LinAlgError(
+            f"linalg.svd: {batch_prefix(a, index)}The algorithm failed to converge because the input matrix "
+            "contained non-finite values."
+        )
+    infinite = xp.isinf(peak)
+    if infinite.any():  # LAPACK may never return on these either: their factors are all NaN
+        u, s, vh = _svd_arrays(xp, xp.where(infinite, 0.0, a), full_matrices)
+        return (xp.where(infinite, xp.nan, u), xp.where(infinite[..., 0], xp.nan, s),
+                xp.where(infinite, xp.nan, vh))
+    huge = peak > _SVD_SCALE_ABOVE
+    if not huge.any():
+        return xp.linalg.svd(a, full_matrices=full_matrices)
+    # a power of two (exact) that brings the peak down to about 2**500: the small entries stay
+    # far from the subnormals, as they would not if the peak were scaled to 1
+    scale = xp.where(huge, xp.exp2(xp.ceil(xp.log2(xp.where(huge, peak, 1.0))) - 500), 1.0)
+    u, s, vh = xp.linalg.svd(a / scale, full_matrices=full_matrices)
+    return u, s * scale[..., 0], vh
+
+
 @op(LinalgSvdBackward0, name="linalg_svd", top_level=False)
 def svd(A: Tensor, full_matrices: bool = True) -> Any:
     """``A = U diag(S) Vh``, singular values descending; ``full_matrices=False`` gives the reduced
     factors (``U`` m x k, ``Vh`` k x n, k = min(m, n))."""
+    if not isinstance(A, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("linalg_svd", A, 1, "A")
     check_matrix(A, "linalg.svd")
     check_float(A, "linalg.svd")
     xp = A._device.xp
-    u, s, vh = xp.linalg.svd(A.data, full_matrices=full_matrices)
+    u, s, vh = _svd_arrays(xp, A.data, full_matrices)
     U, S, Vh = like(u, A), like(s, A), like(vh, A)
     if needs_grad(A):
         node: Any = attach(LinalgSvdBackward0((edge_of(A),)), U, S, Vh)

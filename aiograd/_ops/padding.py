@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ._registry import backward, op, variant
-from ._util import Node, Tensor, attach, edge_of, like, needs_grad, save
+from ._util import Node, Tensor, attach, edge_of, like, needs_grad, not_tensor, save
 from .indexing import IndexSelectBackward0, index_select
 
 __all__ = ["pad", "one_hot"]
@@ -198,6 +198,8 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     """``input`` padded by ``pad``: ``(left, right)`` widths for the last dim, then the one before
     it, and so on (negative widths crop); ``mode`` is ``"constant"`` (``value``, default 0),
     ``"reflect"``, ``"replicate"`` or ``"circular"``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("pad", input)
     widths = tuple(operator.index(w) for w in pad)
     if mode not in ("constant", "reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
@@ -238,6 +240,8 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot vectors of the class indices in the int64 ``tensor``: a last dim of size
     ``num_classes`` (-1: one more than the largest index), 1 at each index, 0 elsewhere."""
+    if not isinstance(tensor, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("one_hot", tensor)
     data = tensor.data
     if data.dtype != np.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")

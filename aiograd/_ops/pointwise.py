@@ -8,13 +8,27 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._base._dtypes import cpp_type_name
+from .._base._dtypes import cpp_type_name, get_default_dtype
 from .._devices._device import device_type
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, data_of, edge_of, like, needs_grad, save, saved, wrap
+from ._util import (
+    Tensor,
+    attach,
+    broadcast_error,
+    data_of,
+    edge_of,
+    like,
+    needs_grad,
+    not_tensor,
+    save,
+    saved,
+    wrap,
+)
 from .binary_math import operand_grads, record_operands, saved_operands
 from .casting import place, place2
-from .elementwise import _binary_edges, _keep, _shape, _xp, where
+from .elementwise import _binary_edges, _keep, where
+from .operands import array_module as _xp
+from .operands import operand_shape as _shape
 from .operands import promoted
 from .quiet import quietly
 from .shape import reduce_grad
@@ -64,10 +78,13 @@ def _clamp_tensors(input: Tensor, min: Any, max: Any) -> Tensor:
     it = iter(operands)
     input, min, max = next(it), None if min is None else next(it), None if max is None else next(it)
     xp, data = input._device.xp, input.data
-    if min is not None:  # (a +-0 tie returns the bound, as PyTorch's vectorized loop)
-        data = xp.maximum(data, data_of(min))
-    if max is not None:
-        data = xp.minimum(data, data_of(max))
+    try:
+        if min is not None:  # (a +-0 tie returns the bound, as PyTorch's vectorized loop)
+            data = xp.maximum(data, data_of(min))
+        if max is not None:
+            data = xp.minimum(data, data_of(max))
+    except ValueError as e:  # numpy's broadcast error: PyTorch's
+        raise broadcast_error(e, input, min, max) from None
     out = wrap(data)
     input, min, max = place(out, input, min, max)
     if needs_grad(input, min, max):
@@ -80,11 +97,15 @@ def _clamp_tensors(input: Tensor, min: Any, max: Any) -> Tensor:
 @op(ClampBackward1, ClampBackward0)
 def clamp(input: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
     """Limit values to ``[min, max]``; the gradient passes where ``min <= x <= max``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("clamp", input)
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensors(input, min, max)
     xp, data = input._device.xp, input.data
+    if data.dtype.kind in "biu" and (isinstance(min, float) or isinstance(max, float)):
+        data = data.astype(get_default_dtype())  # as torch's result type (numpy's: float64)
     # As PyTorch: max with min, then min with max (max wins if min > max); the bound first, so
     # that a tie returns x (clamp(-0.0, min=0.0) is -0.0); a NaN bound gives NaN.
     if min is not None:
@@ -101,6 +122,8 @@ def clamp(input: Tensor, min: float | None = None, max: float | None = None) -> 
 @op(ClampBackward1)
 def clip(input: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
     """Limit values to ``[min, max]``; the same as :func:`clamp`."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("clip", input)
     return clamp(input, min, max)
 
 
@@ -131,7 +154,10 @@ def _extremum(input: Any, other: Any, larger: bool) -> Tensor:
     xp = _xp(input, other)
     # (At a tie of +0 and -0 numpy returns ``other``, as PyTorch's vectorized loop does; its
     # scalar loop, for the last few elements, returns ``input``.)
-    out = wrap((xp.maximum if larger else xp.minimum)(data_of(input), data_of(other)))
+    try:
+        out = wrap((xp.maximum if larger else xp.minimum)(data_of(input), data_of(other)))
+    except ValueError as e:  # numpy's broadcast error: PyTorch's
+        raise broadcast_error(e, input, other) from None
     input, other = place2(out, input, other)
     if needs_grad(input, other):
         cls = MaximumBackward0 if larger else MinimumBackward0
@@ -168,13 +194,18 @@ LerpBackward0 = variant("LerpBackward0", LerpBackward1, doc="``lerp`` with a num
 @op(LerpBackward0, LerpBackward1)
 def lerp(input: Tensor, end: Tensor, weight: TensorLike) -> Tensor:
     """``input + weight * (end - input)``, elementwise; ``weight`` a number or a tensor."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("lerp", input)
     if isinstance(end, Tensor) and end.data.dtype != input.data.dtype:
         raise RuntimeError(f"expected dtype {cpp_type_name(input.data.dtype)} for `end` but got dtype {cpp_type_name(end.data.dtype)}")
     input, end, weight = promoted(input, end, weight, fname="lerp")
     xp = _xp(input, end, weight)
     a, b, w = data_of(input), data_of(end), data_of(weight)
     # PyTorch's formula (lerp_kernel): from the nearer end, so lerp(a, b, 1) is exactly b.
-    out = wrap(quietly(lambda: xp.asarray(xp.where(xp.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w)))))
+    try:
+        out = wrap(quietly(lambda: xp.asarray(xp.where(xp.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w)))))
+    except ValueError as e:  # numpy's broadcast error: PyTorch's
+        raise broadcast_error(e, input, end, weight) from None
     input, end, weight = place(out, input, end, weight)
     record_operands(LerpBackward1 if isinstance(weight, Tensor) else LerpBackward0, out, (input, end, weight))
     return out
@@ -195,7 +226,10 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
     input, tensor1, tensor2 = promoted(input, tensor1, tensor2, fname="addcmul")
     a, b, c = data_of(input), data_of(tensor1), data_of(tensor2)
     # (value * tensor1) * tensor2, PyTorch's order: it decides which of 0 * inf and inf comes out
-    out = wrap(quietly(lambda: _xp(input, tensor1, tensor2).asarray(a + (value * b) * c)))
+    try:
+        out = wrap(quietly(lambda: _xp(input, tensor1, tensor2).asarray(a + (value * b) * c)))
+    except ValueError as e:  # numpy's broadcast error: PyTorch's
+        raise broadcast_error(e, input, tensor1, tensor2) from None
     operands = place(out, input, tensor1, tensor2)
     node = record_operands(AddcmulBackward0, out, tuple(operands))
     if node is not None:
@@ -216,7 +250,10 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
     """``input + value * tensor1 / tensor2``, elementwise."""
     input, tensor1, tensor2 = promoted(input, tensor1, tensor2, fname="addcdiv")
     a, b, c = data_of(input), data_of(tensor1), data_of(tensor2)
-    out = wrap(quietly(lambda: _xp(input, tensor1, tensor2).asarray(a + value * (b / c))))
+    try:
+        out = wrap(quietly(lambda: _xp(input, tensor1, tensor2).asarray(a + value * (b / c))))
+    except ValueError as e:  # numpy's broadcast error: PyTorch's
+        raise broadcast_error(e, input, tensor1, tensor2) from None
     operands = place(out, input, tensor1, tensor2)
     node = record_operands(AddcdivBackward0, out, tuple(operands))
     if node is not None:
@@ -246,6 +283,8 @@ MaskedFillBackward1 = variant(
 def masked_fill(input: Tensor, mask: Tensor, value: TensorLike) -> Tensor:
     """``value`` where ``mask`` (a boolean tensor, broadcast to ``input``) holds, ``input``
     elsewhere; ``value`` a number or a 0-dim tensor (then differentiable)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("masked_fill", input)
     mask_data = data_of(mask)
     if mask_data.dtype.kind != "b":
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {cpp_type_name(mask_data.dtype)}")
@@ -258,7 +297,10 @@ def masked_fill(input: Tensor, mask: Tensor, value: TensorLike) -> Tensor:
     if xp is not np and type(mask_data) is np.ndarray:  # a host mask next to a CUDA tensor
         mask_data = device_type(input._device.type).to_device(mask_data, input._device.index)
     fill = value.to(input.data.dtype) if isinstance(value, Tensor) else value
-    out = wrap(xp.where(mask_data, xp.asarray(data_of(fill), dtype=input.data.dtype), input.data))
+    try:
+        out = wrap(xp.where(mask_data, xp.asarray(data_of(fill), dtype=input.data.dtype), input.data))
+    except ValueError as e:  # numpy's broadcast error: PyTorch's (the mask first, as there)
+        raise broadcast_error(e, mask_data, input) from None
     place(out, input, mask)
     if isinstance(value, Tensor):
         edges: tuple[Any, ...] = (edge_of(input), edge_of(fill))

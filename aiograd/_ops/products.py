@@ -15,7 +15,7 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
-from .._base._dtypes import scalar_type_name
+from .._base._dtypes import scalar_type_name, type_name
 from ._registry import backward, op
 from ._util import (
     Tensor,
@@ -24,6 +24,7 @@ from ._util import (
     edge_of,
     like,
     needs_grad,
+    not_tensor,
     on,
     save,
     wrap,
@@ -49,6 +50,8 @@ def BmmBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 @op(BmmBackward0)
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Batched matrix product of two 3-D tensors ``(b, n, m) @ (b, m, p)``, no broadcasting."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("bmm", input)
     a, b = input.data, mat2.data
     if a.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
@@ -84,6 +87,8 @@ def DotBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 @op(DotBackward0)
 def dot(input: Tensor, tensor: Tensor) -> Tensor:
     """The inner product of two 1-D tensors of the same size and dtype."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("dot", input)
     a, b = input.data, tensor.data
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
@@ -116,6 +121,8 @@ def _mul_node() -> Any:
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """The outer product of two 1-D tensors: ``input[:, None] * vec2`` (PyTorch's composite, so
     its node is ``MulBackward0``)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("outer", input)
     for name, t in (("self", input), ("vec2", vec2)):
         if t.data.ndim != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.data.ndim}-D")
@@ -134,6 +141,8 @@ def TraceBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 @op(TraceBackward0)
 def trace(input: Tensor) -> Tensor:
     """The sum of the main diagonal of a 2-D tensor (rectangular too)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("trace", input)
     data = input.data
     if data.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {data.ndim}")
@@ -162,6 +171,8 @@ def _dims_lists(dims: Any, ndim_a: int) -> tuple[list[int], list[int]]:
 def tensordot(a: Tensor, b: Tensor, dims: int | tuple[Sequence[int], Sequence[int]] | list[Any] = 2) -> Tensor:
     """Contract ``a``'s ``dims[0]`` with ``b``'s ``dims[1]`` (an int ``d``: ``a``'s last ``d``
     dims with ``b``'s first ``d``); PyTorch's composite: permute, reshape, ``mm``, reshape."""
+    if not isinstance(a, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("tensordot", a, 1, "a")
     dims_a, dims_b = _dims_lists(dims, a.data.ndim)
     if len(dims_a) != len(dims_b):
         raise RuntimeError("both dimension lists should have same length")
@@ -299,6 +310,9 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     or trailing dims, operands also given as one list."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
+    for i, x in enumerate(operands):
+        if not isinstance(x, Tensor):  # PyTorch's TypeError, not an AttributeError
+            raise TypeError(f"expected Tensor as element {i} in argument 1, but got {type_name(x)}")
     subs, out_subs = _parse(equation, operands)
     sizes = _broadcast_sizes(subs, operands)
     dtype = operands[0].data.dtype

@@ -25,7 +25,7 @@ import numpy as np
 from .._core._views import make_view
 from ._inplace_util import _alias, _commit, _recording
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, edge_of, like, needs_grad
+from ._util import Tensor, attach, edge_of, like, needs_grad, not_tensor
 from .indexing import SelectBackward0, SliceBackward0, _take
 from .shape import (
     PermuteBackward0,
@@ -82,6 +82,8 @@ def FlipBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 def flip(input: Tensor, *dims: Dims) -> Tensor:
     """A copy with the order of the entries along ``dims`` reversed (``torch.flip(input, dims)``;
     ``t.flip(0, 1)`` or ``t.flip((0, 1))``)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("flip", input)
     axes = _unique_dims(_shape_arg(dims) if dims else (), input.data.ndim)
     xp = input._device.xp
     data = input.data
@@ -109,6 +111,8 @@ def RollBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 def roll(input: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
     """A copy with the entries shifted by ``shifts`` along ``dims`` (cyclically: what falls off
     one end comes back at the other); without ``dims``, along the flattened tensor."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("roll", input)
     shift = _int_tuple(shifts)
     axes = () if dims is None else _int_tuple(dims)
     if len(shift) != len(axes) and not (not axes and len(shift) == 1):
@@ -131,6 +135,8 @@ def roll(input: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] |
 @op(SliceBackward0)
 def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
     """A view of ``length`` entries along ``dim`` from ``start`` (negative counts from the end)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("narrow", input)
     data = input.data
     if data.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
@@ -151,6 +157,8 @@ def narrow(input: Tensor, dim: int, start: int | Tensor, length: int) -> Tensor:
 @op(SelectBackward0)
 def select(input: Tensor, dim: int, index: SupportsIndex) -> Tensor:
     """The view ``input[..., index, ...]`` with ``index`` at dimension ``dim`` (that dim removed)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("select", input)
     data = input.data
     if data.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -168,6 +176,8 @@ def select(input: Tensor, dim: int, index: SupportsIndex) -> Tensor:
 def movedim(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
     """The view with dims ``source`` moved to positions ``destination`` (the others keep their
     order): a permute."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("movedim", input)
     src, dst = _int_tuple(source), _int_tuple(destination)
     if len(src) != len(dst):
         raise RuntimeError(
@@ -188,6 +198,8 @@ def movedim(input: Tensor, source: int | Sequence[int], destination: int | Seque
 @op(PermuteBackward0)
 def moveaxis(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
     """Alias of ``movedim`` (numpy's name)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("moveaxis", input)
     return movedim(input, source, destination)
 
 
@@ -195,6 +207,8 @@ def moveaxis(input: Tensor, source: int | Sequence[int], destination: int | Sequ
 @op(ViewBackward0)
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """The view with dim ``dim`` split into ``sizes`` (one of them may be -1)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("unflatten", input)
     shape = input.data.shape
     d = _dim(dim, len(shape))
     sizes = tuple(operator.index(s) for s in sizes)
@@ -238,12 +252,16 @@ def _triangle(input: Tensor, diagonal: int, lower: bool) -> Tensor:
 @op(TrilBackward0)
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     """A copy with the entries above diagonal ``diagonal`` of the last two dims zeroed."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("tril", input)
     return _triangle(input, diagonal, True)
 
 
 @op(TriuBackward0)
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """A copy with the entries below diagonal ``diagonal`` of the last two dims zeroed."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("triu", input)
     return _triangle(input, diagonal, False)
 
 
@@ -313,6 +331,8 @@ DiagonalBackward0_copy = variant("DiagonalBackward0_copy", DiagonalBackward0)
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The view of the diagonal ``offset`` (above the main one if positive) of the 2-D slices
     over ``dim1`` and ``dim2``; those dims are removed and the diagonal is the last dim."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("diagonal", input)
     data = input.data
     d1, d2 = _dim(dim1, data.ndim), _dim(dim2, data.ndim)
     if data.ndim == 0:  # torch wraps dim1 = 0 for a 0-d tensor, then fails on dim2 = 1
@@ -336,6 +356,8 @@ def DiagEmbedBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """A vector's square matrix with the vector on diagonal ``diagonal``, or a copy of a
     matrix's diagonal ``diagonal`` as a vector."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("diag", input)
     data = input.data
     if data.ndim not in (1, 2):
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {data.ndim}D")
@@ -358,20 +380,21 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
 def tile(input: Tensor, *dims: Dims) -> Tensor:
     """``input`` repeated ``dims[i]`` times along dim ``i``; fewer ``dims`` than dims are padded
     with 1s in front (``torch.tile(input, dims)``; ``t.tile(2, 1)`` or ``t.tile((2, 1))``)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("tile", input)
     reps = _shape_arg(dims) if dims else ()
     ndim = input.data.ndim
     reps = (1,) * (ndim - len(reps)) + reps
     return repeat(input, reps)
 
 
-# (``moveaxis`` is a function only: tests/test_typing.py's drift check counts the word "axis" in
-# aiograd/_core/_tensor_api/, which declaring ``Tensor.moveaxis`` there would break)
 TENSOR_METHODS = {
     "flip": flip,
     "roll": roll,
     "narrow": narrow,
     "select": select,
     "movedim": movedim,
+    "moveaxis": moveaxis,
     "unflatten": unflatten,
     "tril": tril,
     "triu": triu,

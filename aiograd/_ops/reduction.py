@@ -16,13 +16,24 @@ import numpy as np
 
 from ._reduce_util import (
     _check_nonempty,
+    _dtype_name,
     _expand_reduced_array,
     _one_dim,
     axes_of,
     expand_reduced,
 )
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, edge_of, first_order, grad_enabled, like, needs_grad, save
+from ._util import (
+    Tensor,
+    attach,
+    edge_of,
+    first_order,
+    grad_enabled,
+    like,
+    needs_grad,
+    not_tensor,
+    save,
+)
 from .batching import per_sample_scalar
 from .elementwise import where
 from .pointwise import maximum, minimum
@@ -36,13 +47,25 @@ if TYPE_CHECKING:
 __all__ = ["sum", "mean", "var", "max", "min", "prod", "argmax", "argmin"]
 
 
-@backward(batched=True)
+def _in_dtype(node: Any, grad: Tensor, recorded: bool) -> Tensor:
+    """A ``dtype=`` reduction's gradient cast back to its input's dtype, as torch's engine casts
+    every gradient to its input's (``in_dtype`` None: the dtypes are the same); ``recorded``:
+    the cast is recorded (a graph is being made), else done on the array."""
+    dtype = node.in_dtype
+    if dtype is None or grad.data.dtype == dtype:
+        return grad
+    if not recorded:
+        return like(grad.data.astype(dtype), grad)
+    return grad.to(dtype)  # type: ignore[no-any-return]
+
+
+@backward(batched=True, in_dtype=None)
 def SumBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     g = grads[0]
     if first_order():
         out = like(_expand_reduced_array(g._device.xp, g.data, self.shape, self.axes, self.keepdim), g)
-        return (out,)
-    return (expand_reduced(g, self.shape, self.axes, self.keepdim),)
+        return (_in_dtype(self, out, False),)
+    return (_in_dtype(self, expand_reduced(g, self.shape, self.axes, self.keepdim), True),)
 
 
 SumBackward1 = variant("SumBackward1", SumBackward0, doc="``sum`` over given dims (PyTorch's name for that overload).")
@@ -53,6 +76,8 @@ def sum(
     input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: DTypeLike | None = None
 ) -> Tensor:
     """Sum over ``dim`` (int, tuple, or None for all)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("sum", input)
     axes = axes_of(dim, input.data.ndim)
     data = input.data
     if data.dtype == np.bool_ and dtype is None:
@@ -64,16 +89,19 @@ def sum(
     if needs_grad(input):
         node = attach((SumBackward0 if dim is None else SumBackward1)((edge_of(input),)), out)
         node.shape, node.axes, node.keepdim = data.shape, axes, keepdim
+        if out.data.dtype != data.dtype:
+            node.in_dtype = data.dtype
     return out
 
 
-@backward(batched=True)
+@backward(batched=True, in_dtype=None)
 def MeanBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     if first_order():
         # the mean of nothing (count 0): its gradient is empty, so the NaN of 0/0 goes nowhere
         g = grads[0].data / self.count if self.count else quietly(lambda: grads[0].data / self.count)
-        return (like(_expand_reduced_array(grads[0]._device.xp, g, self.shape, self.axes, self.keepdim), grads[0]),)
-    return (expand_reduced(grads[0] / self.count, self.shape, self.axes, self.keepdim),)
+        out = like(_expand_reduced_array(grads[0]._device.xp, g, self.shape, self.axes, self.keepdim), grads[0])
+        return (_in_dtype(self, out, False),)
+    return (_in_dtype(self, expand_reduced(grads[0] / self.count, self.shape, self.axes, self.keepdim), True),)
 
 
 MeanBackward1 = variant("MeanBackward1", MeanBackward0, doc="``mean`` over given dims (PyTorch's name for that overload).")
@@ -84,11 +112,13 @@ def mean(
     input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: DTypeLike | None = None
 ) -> Tensor:
     """Mean over ``dim`` (int, tuple, or None for all)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("mean", input)
     data = input.data
     if data.dtype.kind != "f" and dtype is None:
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or "
-            f"complex dtype. Got: {data.dtype}"
+            f"complex dtype. Got: {_dtype_name(data.dtype)}"
         )
     axes = axes_of(dim, data.ndim)
     count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
@@ -103,6 +133,8 @@ def mean(
     if needs_grad(input):
         node = attach((MeanBackward0 if dim is None else MeanBackward1)((edge_of(input),)), out)
         node.shape, node.axes, node.keepdim, node.count = data.shape, axes, keepdim, float(count)
+        if out.data.dtype != data.dtype:
+            node.in_dtype = data.dtype
     return out
 
 
@@ -173,6 +205,8 @@ def var(
     As ``torch.var``: ``var(x, dim, unbiased, keepdim)``, ``var(x, dim, correction=c,
     keepdim=...)`` or ``var(x, unbiased)``; ``unbiased=False`` means ``correction=0``.
     """
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("var", input)
     values, axes, dof = variance(input, dim, unbiased, keepdim, correction)
     out = like(values, input)
     data = input.data
@@ -272,6 +306,8 @@ def max(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -
     the element at each returned index (the first maximum). ``max(input, other)`` with a tensor
     ``other`` is the elementwise ``maximum``.
     """
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("max", input)
     return _extreme(input, dim, keepdim, True)
 
 
@@ -286,6 +322,8 @@ def min(input: Tensor, dim: Tensor) -> Tensor: ...
 @op(MinBackward0, MinBackward1)
 def min(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
     """Minimum, as ``torch.min``: see :func:`max`."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("min", input)
     return _extreme(input, dim, keepdim, False)
 
 
@@ -311,12 +349,16 @@ def _arg_extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Tenso
 @op()
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the (first) maximum, flattened when ``dim`` is None; int64, not differentiable."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("argmax", input)
     return _arg_extreme(input, dim, keepdim, True)
 
 
 @op()
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """Index of the (first) minimum, flattened when ``dim`` is None; int64, not differentiable."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("argmin", input)
     return _arg_extreme(input, dim, keepdim, False)
 
 
@@ -408,6 +450,8 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype:
 
     Integer and bool inputs give int64, as ``torch.prod``.
     """
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("prod", input)
     if dim is None:
         if keepdim:
             raise TypeError("prod(): 'keepdim' needs 'dim'")

@@ -15,7 +15,7 @@ import numpy as np
 
 from ._reduce_util import _check_nonempty, axes_of, expand_reduced
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, edge_of, like, needs_grad
+from ._util import Tensor, attach, edge_of, like, needs_grad, not_tensor
 
 __all__ = ["amax", "amin", "all", "any", "count_nonzero"]
 
@@ -76,12 +76,16 @@ def amax(input: Tensor, dim: int | Sequence[int] = (), keepdim: bool = False) ->
     Unlike ``max(input, dim)`` it returns no indices and shares the gradient evenly among the
     elements equal to the maximum.
     """
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("amax", input)
     return _extreme(input, dim, keepdim, True)
 
 
 @op(AminBackward0)
 def amin(input: Tensor, dim: int | Sequence[int] = (), keepdim: bool = False) -> Tensor:
     """The smallest value over ``dim``, as ``torch.amin``: see :func:`amax`."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("amin", input)
     return _extreme(input, dim, keepdim, False)
 
 
@@ -98,12 +102,16 @@ def _logical(input: Tensor, dim: Any, keepdim: bool, name: str) -> Tensor:
 def all(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """True where every element over ``dim`` (int, tuple, or None for all) is non-zero; bool (uint8
     for a uint8 input), not differentiable, as ``torch.all``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("all", input)
     return _logical(input, dim, keepdim, "all")
 
 
 @op()
 def any(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """True where some element over ``dim`` is non-zero, as ``torch.any``: see :func:`all`."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("any", input)
     return _logical(input, dim, keepdim, "any")
 
 
@@ -111,6 +119,8 @@ def any(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = F
 def count_nonzero(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """How many elements over ``dim`` (int, tuple, or None for all) are non-zero; int64, as
     ``torch.count_nonzero`` (which has no ``keepdim``)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("count_nonzero", input)
     data, xp = input.data, input._device.xp
     axes = axes_of(dim, data.ndim)
     return like(xp.asarray(xp.count_nonzero(data, axis=axes)).astype(np.int64), input)

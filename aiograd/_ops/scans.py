@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._registry import backward, op
-from ._util import Tensor, attach, edge_of, first_order, like, needs_grad, save
+from ._util import Tensor, attach, edge_of, first_order, like, needs_grad, not_tensor, save
 from .indexing import getitem
 from .joining import cat
 from .quiet import quietly
@@ -87,6 +87,8 @@ def _cumsum(input: Tensor, d: int, reverse: bool) -> Tensor:
 def cumsum(input: Tensor, dim: int, *, dtype: DTypeLike | None = None) -> Tensor:
     """Cumulative sum along ``dim``, as ``torch.cumsum``; bool and integer inputs give int64
     unless ``dtype`` says otherwise (the input is cast to ``dtype`` first)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("cumsum", input)
     d = _scan_dim(input, dim, "cumsum")
     return _cumsum(_cast(input, dtype), d, False)
 
@@ -162,6 +164,8 @@ def _cumprod(input: Tensor, d: int) -> Tensor:
 def cumprod(input: Tensor, dim: int, *, dtype: DTypeLike | None = None) -> Tensor:
     """Cumulative product along ``dim``, as ``torch.cumprod`` (bool and integer inputs give
     int64); its gradient is exact also where the input has zeros."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("cumprod", input)
     d = _scan_dim(input, dim, "cumprod")
     return _cumprod(_cast(input, dtype), d)
 

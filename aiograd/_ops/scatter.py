@@ -35,7 +35,18 @@ import numpy as np
 
 from ._reduce_util import _dtype_name
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, common_device, edge_of, infer_size, like, needs_grad, save, wrap
+from ._util import (
+    Tensor,
+    attach,
+    common_device,
+    edge_of,
+    infer_size,
+    like,
+    needs_grad,
+    not_tensor,
+    save,
+    wrap,
+)
 from .indexing import (
     _FULL,
     GatherBackward0,
@@ -192,6 +203,8 @@ def scatter(
     """A copy of ``input`` with ``src[i][j][k]`` written at ``[index[i][j][k]][j][k]`` for
     ``dim=0`` (and so on for other dims); ``src`` is a tensor or a number (also as ``value=``).
     Where ``index`` repeats a position, which write wins is unspecified, as in PyTorch."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("scatter", input)
     if src is None:
         if value is None:
             raise TypeError("scatter() missing 1 required argument: 'src' (or 'value')")
@@ -227,6 +240,8 @@ def ScatterAddBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 def scatter_add(input: Tensor, dim: int, index: Tensor | NDArray[Any], src: Tensor) -> Tensor:
     """A copy of ``input`` with ``src[i][j][k]`` added at ``[index[i][j][k]][j][k]`` for
     ``dim=0`` (and so on); entries that ``index`` sends to one position all add up."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("scatter_add", input)
     common_device(input, index, src)
     d, idx = _checked_index("scatter", input, dim, index, src)
     out = like(_scattered(input, d, idx, src, True), input)
@@ -256,6 +271,8 @@ def index_add(
 ) -> Tensor:
     """A copy of ``input`` with ``alpha * source[..., i, ...]`` added at ``index[i]`` along
     ``dim`` (repeated indices add up)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("index_add", input)
     common_device(input, index, source)
     data = input.data
     d = _dim(dim, data.ndim)
@@ -344,6 +361,8 @@ def MaskedSelectBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 def masked_select(input: Tensor, mask: Tensor | NDArray[Any]) -> Tensor:
     """The entries of ``input`` where the boolean ``mask`` (broadcast with it) is true, as a
     1-D tensor (a copy)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("masked_select", input)
     common_device(input, mask)
     m = _index_array(mask)
     if m.dtype.kind != "b":
@@ -366,6 +385,8 @@ def masked_select(input: Tensor, mask: Tensor | NDArray[Any]) -> Tensor:
 def take_along_dim(input: Tensor, indices: Tensor | NDArray[Any], dim: int | None = None) -> Tensor:
     """The entries of ``input`` at ``indices`` along ``dim``, the two broadcast against each other
     except along ``dim``; without ``dim``, of the flattened input. As numpy's ``take_along_axis``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("take_along_dim", input)
     common_device(input, indices)
     idx = _index_array(indices)
     if idx.dtype != np.int64:
@@ -398,6 +419,8 @@ def take_along_dim(input: Tensor, indices: Tensor | NDArray[Any], dim: int | Non
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
     """The indices of the nonzero entries: an int64 tensor of shape ``(count, ndim)``, or with
     ``as_tuple=True`` one int64 vector per dim (a 0-d input counts as 1-D there, as in torch)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("nonzero", input)
     xp, data = input._device.xp, input.data
     if as_tuple:
         return tuple(like(i.astype(np.int64), input) for i in xp.nonzero(data.reshape(data.shape or (1,))))

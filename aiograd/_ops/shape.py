@@ -15,7 +15,7 @@ import numpy as np
 from .._core._node import Node
 from .._core._views import make_view
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, batched_shape, edge_of, like, needs_grad
+from ._util import Tensor, attach, batched_shape, edge_of, like, needs_grad, not_tensor
 from .batching import batched_sum_to, sum_to_array
 from .quiet import quietly
 
@@ -85,8 +85,15 @@ def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Ten
             "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
         )
     else:
+        # a copy: PyTorch's reshape is _unsafe_view of a (contiguous) clone, and records both
         out = like(out_data, input)
-        cls = UnsafeViewBackward0  # a copy: PyTorch's reshape records _unsafe_view (of a clone)
+        cls = UnsafeViewBackward0
+        if needs_grad(input):
+            from .unary_math import CloneBackward0  # (unary_math's ops come after the shapes')
+
+            copied = like(out_data.reshape(input.data.shape), input)
+            attach(CloneBackward0((edge_of(input),)), copied)
+            input = copied
     if needs_grad(input):
         node = attach(cls((edge_of(input),)), out)
         node.shape = input.data.shape
@@ -110,6 +117,8 @@ def unsafe_view(input: Tensor, shape: tuple[int, ...], cls: type[Node] | None = 
 def reshape(input: Tensor, *shape: Dims) -> Tensor:
     """The same data with a new shape (one dim may be -1): a view when numpy can make one,
     else a copy."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("reshape", input)
     return _view_or_copy(input, shape, False)
 
 
@@ -122,12 +131,16 @@ def view(input: Tensor, *shape: Dims) -> Tensor:
 @op(ViewBackward0, UnsafeViewBackward0)
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims ``start_dim`` to ``end_dim`` into one."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("flatten", input)
     shape = input.data.shape
     if not shape:
         return reshape(input, (1,))
     start, end = _dim(start_dim, len(shape)), _dim(end_dim, len(shape))
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if start == end:  # nothing to merge: torch returns the tensor itself
+        return input
     merged = int(np.prod(shape[start : end + 1]))
     return reshape(input, shape[:start] + (merged,) + shape[end + 1 :])
 
@@ -140,6 +153,8 @@ def PermuteBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 @op(PermuteBackward0)
 def permute(input: Tensor, *dims: Dims) -> Tensor:
     """Reorder the dimensions."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("permute", input)
     order = _shape_arg(dims)
     ndim = input.data.ndim
     if len(order) != ndim:
@@ -170,6 +185,8 @@ TBackward0 = variant("TBackward0", TransposeBackward0, doc="Backward of ``t()``:
 @op(TransposeBackward0)
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dimensions."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("transpose", input)
     return swapped(input, dim0, dim1, TransposeBackward0)
 
 
@@ -207,6 +224,8 @@ def t_property(input: Tensor) -> Tensor:
 @op(TransposeBackward0, name="mT", top_level=False)
 def mT_property(input: Tensor) -> Tensor:
     """``Tensor.mT``: the last two dimensions swapped."""
+    if input.data.ndim == 0:  # PyTorch allows it: the 0-dim tensor, as a view
+        return view(input, ())
     if input.data.ndim < 2:
         raise RuntimeError(
             "tensor.mT is only supported on matrices or batches of matrices. Got "
@@ -233,6 +252,8 @@ SqueezeBackward4 = variant("SqueezeBackward4", SqueezeBackward0)
 @op(SqueezeBackward0, SqueezeBackward1, SqueezeBackward2)
 def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Remove dimensions of size 1 (all, or those in ``dim`` that have size 1)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("squeeze", input)
     shape = input.data.shape
     if dim is None:
         cls: type[SqueezeBackward0] = SqueezeBackward0
@@ -260,6 +281,8 @@ def UnsqueezeBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 @op(UnsqueezeBackward0)
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a dimension of size 1 at ``dim``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("unsqueeze", input)
     ndim = input.data.ndim + 1
     d = _dim(dim, ndim)
     out = make_view(input, input._device.xp.expand_dims(input.data, d))
@@ -312,6 +335,8 @@ def expand(input: Tensor, *sizes: Dims) -> Tensor:
 @op(ExpandBackward0)
 def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
     """Broadcast to ``shape`` (numpy's rules), as ``expand``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("broadcast_to", input)
     return expand(input, tuple(shape))
 
 

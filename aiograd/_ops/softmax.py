@@ -11,7 +11,18 @@ import numpy as np
 
 from ._reduce_util import _dtype_name, _one_dim, _reduced_shape, axes_of, expand_reduced
 from ._registry import backward, op
-from ._util import CPU, Tensor, attach, edge_of, first_order, like, needs_grad, save, wrap
+from ._util import (
+    CPU,
+    Tensor,
+    attach,
+    edge_of,
+    first_order,
+    like,
+    needs_grad,
+    not_tensor,
+    save,
+    wrap,
+)
 from .batching import shift_axes
 from .quiet import quietly
 
@@ -41,6 +52,8 @@ def _stable_max(xp: Any, data: Any, axes: tuple[int, ...] | None) -> Any:
 @op(LogsumexpBackward0)
 def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
     """``log(sum(exp(input), dim))``, computed without overflow; integer inputs give float32."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("logsumexp", input)
     if input.data.dtype.kind != "f":
         input = like(input.data.astype(np.float32), input)
     data, xp = input.data, input._device.xp
@@ -79,6 +92,8 @@ def SoftmaxBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 @op(SoftmaxBackward0)
 def softmax(input: Tensor, dim: int, dtype: DTypeLike | None = None) -> Tensor:
     """``exp(x) / sum(exp(x), dim)``, computed without overflow (``dtype`` casts first)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("softmax", input)
     input, axes = _softmax_input(input, dim, dtype, "softmax")
     data, xp = input.data, input._device.xp
     out = like(quietly(_softmax_array, xp, data, axes), input)
@@ -109,6 +124,8 @@ def _log_softmax_array(xp: Any, data: Any, peak: Any, axes: tuple[int, ...]) -> 
 @op(LogSoftmaxBackward0)
 def log_softmax(input: Tensor, dim: int, dtype: DTypeLike | None = None) -> Tensor:
     """``x - logsumexp(x, dim)``, computed without overflow (``dtype`` casts first)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("log_softmax", input)
     input, axes = _softmax_input(input, dim, dtype, "log_softmax")
     data, xp = input.data, input._device.xp
     if not data.size:

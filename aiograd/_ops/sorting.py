@@ -27,7 +27,7 @@ import numpy as np
 
 from ._reduce_util import _check_nonempty, expand_reduced
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, edge_of, like, needs_grad
+from ._util import Tensor, attach, edge_of, like, needs_grad, not_tensor
 from .batching import per_sample_scalar
 from .elementwise import where
 from .indexing import gather
@@ -114,6 +114,8 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool
     """The values sorted along ``dim`` and the indices they came from: a ``(values, indices)``
     named tuple, as ``torch.sort``. Always stable (ties keep their order, also descending);
     NaN sorts as the largest value."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("sort", input)
     cls = SortBackward0 if stable is None else SortBackward1
     return SortResult(*_sorted(input, dim, bool(descending), None, cls, "sort"))
 
@@ -122,6 +124,8 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
     """The indices that sort ``input`` along ``dim`` (int64, not differentiable), as
     ``torch.argsort``; always stable."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("argsort", input)
     data, xp = input.data, input._device.xp
     d = _dim(_int_arg(dim, "argsort", "dim"), data.ndim)
     if data.ndim == 0:
@@ -134,6 +138,8 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     """The ``k`` largest (``largest=False``: smallest) values along ``dim`` and their indices, a
     ``(values, indices)`` named tuple, as ``torch.topk``. The values always come sorted (PyTorch
     leaves their order unspecified when ``sorted=False``)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("topk", input)
     k = _int_arg(k, "topk", "k")
     if input.data.dtype == np.bool_:
         raise RuntimeError("topk does not support bool dtypes on CPU")
@@ -237,6 +243,8 @@ def _kthvalue_ties(xp: Any, data: Any, d: int, k: int, idx: Any, values: Any) ->
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> ValuesIndices:
     """The ``k``-th smallest value (1-based) along ``dim`` and its index, a ``(values, indices)``
     named tuple, as ``torch.kthvalue``; NaN counts as the largest value."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("kthvalue", input)
     k = _int_arg(k, "kthvalue", "k")
 
     def position(size: int, d: int) -> int:
@@ -270,6 +278,8 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
     elements equal to it. ``median(input, dim, keepdim=False)``: a ``(values, indices)`` named
     tuple per slice (a slice with a NaN gives its first NaN).
     """
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("median", input)
     if dim is not None:
         return MedianResult(*_select(input, dim, bool(keepdim), lambda size, d: (size - 1) // 2, MedianBackward1, "median"))
     if keepdim:

@@ -1,7 +1,7 @@
 """Unary elementwise math, as PyTorch's: ``neg``, ``exp``, ``log``, ``log1p``, ``sqrt``,
 ``abs``, ``sign``, ``sin``, ``cos``, ``tanh``, ``sigmoid``, ``relu`` and ``clone``; ``expm1``,
 ``log2``, ``log10``, ``rsqrt``, ``reciprocal``, the other trigonometric and hyperbolic functions,
-and the rounding functions.
+and the rounding functions (``round``, which takes ``decimals``, is in ``rounding``).
 
 Each op is a row of one table (``UNARY``, see ``_registry.Unary``): one forward, one PyTorch node
 and its derivative; every derivative is written with differentiable ops, so double backward
@@ -21,7 +21,7 @@ from .quiet import quietly, quietly1, quietly2
 __all__ = [
     "neg", "exp", "log", "log1p", "sqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
     "clone", "expm1", "log2", "log10", "rsqrt", "reciprocal", "tan", "asin", "acos", "atan", "sinh",
-    "cosh", "floor", "ceil", "round", "trunc", "frac",
+    "cosh", "floor", "ceil", "trunc", "frac",
 ]
 
 # PyTorch's constants (derivatives.yaml), to the last bit: ln(10) there is one ulp below
@@ -41,6 +41,47 @@ def _sigmoid(xp: Any, x: Any) -> Any:
     # (0.5 * tanh(x / 2) + 0.5 rounds sigmoid(-40) to 0); Python numbers keep the dtype.
     z = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1.0, z) / (1.0 + z)
+
+
+def preserve_format_copy(x: Any) -> Any:
+    """A copy of the array ``x`` laid out as PyTorch's ``clone()`` (``torch.preserve_format``)
+    lays out its result: a dense input's strides kept (a transpose's copy is a transpose, so
+    ``flatten`` of it copies, as in torch), a strided or broadcast one's dims in the order of its
+    strides, densely (ATen's ``infer_dense_strides``); C order when that is all it is."""
+    if x.flags.c_contiguous:
+        return x.copy()
+    shape, strides, n = x.shape, [s // x.itemsize for s in x.strides], x.ndim
+    big = [s for s, k in zip(strides, shape) if k > 1]
+    if all(s > 0 for s in big) and len(set(big)) == len(big):
+        return x.copy(order="K")  # numpy's order is then ATen's (no ties, no broadcast dims)
+    perm = list(range(n - 1, -1, -1))  # innermost first
+
+    def order(d0: int, d1: int) -> int:  # ATen's should_swap: 0 is ambiguous (stride 0)
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return -1 if s0 < s1 else 1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    for i in range(1, n):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = order(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    outer = perm[::-1]  # outermost first
+    if outer == list(range(n)):
+        return x.copy()
+    inverse = [0] * n
+    for i, d in enumerate(outer):
+        inverse[d] = i
+    # (a copy of the permuted view is C-ordered in that order; transposed back, it has the
+    # strides sought, and numpy's order="K" copy keeps them in an array of its own)
+    return x.transpose(outer).copy().transpose(inverse).copy(order="K")
 
 
 def _quiet(name: str) -> Any:
@@ -138,7 +179,7 @@ UNARY = [
     # or NaN, so ``y != 0`` is that mask in one pass.
     Unary("relu", "ReluBackward0", lambda xp, x: xp.maximum(0, x), lambda g, y: g * (y.data != 0), "result",
           fast=lambda g, y: g * (y != 0), doc="Elementwise ``max(x, 0)`` (gradient 0 at 0, as PyTorch)."),
-    Unary("clone", "CloneBackward0", lambda xp, x: x.copy(), lambda g, _: g,
+    Unary("clone", "CloneBackward0", lambda xp, x: preserve_format_copy(x), lambda g, _: g,
           doc="A copy of the data, recorded in the graph (its gradient passes through unchanged)."),
     Unary("expm1", "Expm1Backward0", _quiet("expm1"), lambda g, y: g * (y + 1.0), "result",
           doc="``exp(input) - 1``, accurate near zero."),
@@ -166,8 +207,6 @@ UNARY = [
           doc="Round down (gradient zero, as PyTorch)."),
     Unary("ceil", "CeilBackward0", _rounding("ceil"), _zero,
           doc="Round up (gradient zero, as PyTorch)."),
-    Unary("round", "RoundBackward0", _rounding("round"), _zero,
-          doc="Round to the nearest integer, halves to even as PyTorch (gradient zero)."),
     Unary("trunc", "TruncBackward0", _rounding("trunc"), _zero,
           doc="Round toward zero (gradient zero, as PyTorch)."),
     Unary("frac", "FracBackward0", _frac, lambda g, _: g,
@@ -202,7 +241,6 @@ sinh: UnaryOp
 cosh: UnaryOp
 floor: UnaryOp
 ceil: UnaryOp
-round: UnaryOp
 trunc: UnaryOp
 frac: UnaryOp
 neg, NegBackward0 = _MADE["neg"]
@@ -231,7 +269,6 @@ sinh, SinhBackward0 = _MADE["sinh"]
 cosh, CoshBackward0 = _MADE["cosh"]
 floor, FloorBackward0 = _MADE["floor"]
 ceil, CeilBackward0 = _MADE["ceil"]
-round, RoundBackward0 = _MADE["round"]
 trunc, TruncBackward0 = _MADE["trunc"]
 frac, FracBackward0 = _MADE["frac"]
 

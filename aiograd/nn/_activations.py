@@ -21,7 +21,7 @@ from typing import Any
 
 from .._ops._inplace_util import _alias, _bump, _commit, _dtype_name, _recording
 from .._ops._registry import backward, op
-from .._ops._util import Tensor, attach, edge_of, first_order, like, needs_grad, save
+from .._ops._util import Tensor, attach, edge_of, first_order, like, needs_grad, not_tensor, save
 from .._ops.elementwise import where
 from .._ops.quiet import quietly
 from .._ops.rebase import _save_result
@@ -101,7 +101,8 @@ def _spans(n: int) -> Any:
 def _gelu_none_and_cdf(xp: Any, x: Any) -> tuple[Any, Any]:
     """Exact GELU of the array ``x`` and its ``cdf``, both in ``x``'s dtype."""
     if x.dtype != xp.float32:
-        one_plus_erf = erf_of_array(xp, x * _SQRT1_2) + 1.0
+        # (asarray: a 0-dim input's product is a numpy scalar, which erf cannot fill in)
+        one_plus_erf = erf_of_array(xp, xp.asarray(x * _SQRT1_2)) + 1.0
         return x * 0.5 * one_plus_erf, one_plus_erf * 0.5
     flat = _flat(xp, x)
     out, cdf = xp.empty_like(flat), xp.empty_like(flat)
@@ -173,6 +174,8 @@ _GeluBackward0.release_variables = _release_variables_and_cdf  # type: ignore[me
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """``x * Phi(x)``, Phi the standard normal CDF; ``approximate='tanh'`` uses
     ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("gelu", input)
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     if approximate == "tanh":
@@ -206,6 +209,8 @@ def _SiluBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
 @op(_SiluBackward0, family="activations")
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * sigmoid(x)`` (the swish)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("silu", input)
     return _apply(input, _silu, _SiluBackward0, inplace, "silu_cpu")
 
 
@@ -224,6 +229,8 @@ def _MishBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
 @op(_MishBackward0, family="activations")
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     """``x * tanh(softplus(x))``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("mish", input)
     return _apply(input, _mish, _MishBackward0, inplace, "mish_cpu")
 
 
@@ -255,6 +262,8 @@ def _elu(alpha: float) -> Callable[[Any, Any], Any]:
 @op(_EluBackward0, _EluBackward1, family="activations")
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("elu", input)
     if inplace:
         return _result_inplace(input, _elu(alpha), _EluBackward1, "elu_cpu", alpha=alpha)
     return _apply(input, _elu(alpha), _EluBackward0, False, "elu_cpu", alpha=alpha)
@@ -314,6 +323,8 @@ def _leaky(slope: float) -> Callable[[Any, Any], Any]:
 @op(_LeakyReluBackward0, _LeakyReluBackward1, family="activations")
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """``x`` where positive, ``negative_slope * x`` elsewhere."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("leaky_relu", input)
     if inplace:
         return _result_inplace(input, _leaky(negative_slope), _LeakyReluBackward1, "leaky_relu_cpu",
                                negative_slope=negative_slope)
@@ -333,6 +344,8 @@ def _SoftplusBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any
 @op(_SoftplusBackward0, family="activations")
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta x)) / beta``, and ``x`` itself where ``beta x > threshold``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("softplus", input)
 
     def forward(xp: Any, x: Any) -> Any:
         scaled = x * beta
@@ -354,6 +367,8 @@ def _HardtanhBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any
 @op(_HardtanhBackward0, family="activations")
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
     """``x`` clamped to ``[min_val, max_val]``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("hardtanh", input)
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
 

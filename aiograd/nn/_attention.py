@@ -20,7 +20,7 @@ import numpy as np
 
 from .._base._dtypes import cpp_type_name
 from .._ops._registry import op
-from .._ops._util import Tensor, common_device, to_tensor
+from .._ops._util import Tensor, common_device, not_tensor, to_tensor
 from .._ops.elementwise import where
 from .._ops.joining import cat
 from .._ops.linalg import MatmulBackward0, MmBackward0, linear
@@ -124,6 +124,8 @@ def scaled_dot_product_attention(
     from aiograd's default generator). ``enable_gqa`` repeats the key and value heads (dim -3) to
     the query's number of heads. A query row with nothing to attend to gives zeros.
     """
+    if not isinstance(query, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("scaled_dot_product_attention", query, 1, "query")
     _check_sdpa(query, key, value, attn_mask)
     dtype = query.data.dtype
     bias = None if attn_mask is None else _bias(to_tensor(attn_mask, query), dtype)

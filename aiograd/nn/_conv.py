@@ -31,8 +31,10 @@ from .._ops._util import (
     first_order,
     like,
     needs_grad,
+    not_tensor,
     save,
 )
+from .._ops.quiet import quietly
 from ._windows import (
     Axis,
     Geometry,
@@ -104,7 +106,7 @@ def _conv(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any:
 def _conv_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
     """The gradients of ``_conv`` for ``g`` ``(*lead, N, O, OH, OW)``."""
     b = g.ndim - 4
-    if unit_stride(geom) and not isinstance(x, Tensor):
+    if unit_stride(geom) and not isinstance(x, Tensor) and _flat_is_exact(xp, x, w, want):
         return _conv_grads_flat(xp, x, w, g, geom, groups, want)
     gm = _by_group(g, groups)  # (*lead, N, G, O/G, OH*OW)
     gx = gw = None
@@ -113,6 +115,13 @@ def _conv_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, wa
     if want[1]:
         gw = (gm @ _columns(xp, x, geom, groups).mT).sum(b)  # (*lead, G, O/G, C/G*kh*kw)
     return gx, gw
+
+
+def _flat_is_exact(xp: Any, x: Any, w: Any, want: tuple[bool, bool]) -> bool:
+    """Whether the flat layout's extra columns add exactly 0: they multiply zeros of the
+    widened gradient by the weight (for the input's gradient) and by input values (for the
+    weight's), and ``0 * inf`` is NaN where torch's kernel never forms the product."""
+    return bool((not want[0] or xp.isfinite(w).all()) and (not want[1] or xp.isfinite(x).all()))
 
 
 def _conv_grads_flat(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
@@ -171,7 +180,11 @@ def ConvolutionBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
         xa, wa = xa.reshape(*xa.shape[:2], 1, xa.shape[-1]), wa.reshape(*wa.shape[:2], 1, wa.shape[-1])
         ga = ga.reshape(*ga.shape[:-1], 1, ga.shape[-1])
     grads_of = _conv_transpose_grads if self.transposed else _conv_grads
-    gx, gw = grads_of(xp, xa, wa, ga, self.geom, self.groups, (ex is not None, ew is not None))
+    want = (ex is not None, ew is not None)
+    if recorded:
+        gx, gw = grads_of(xp, xa, wa, ga, self.geom, self.groups, want)
+    else:
+        gx, gw = quietly(grads_of, xp, xa, wa, ga, self.geom, self.groups, want)
     gb = None
     if eb is not None:
         # on arrays: the samples summed first (a reduction over the outer axis runs vectorised),
@@ -342,7 +355,8 @@ def _convolution(
     geom: Geometry = (axes[0], axes[1])
     xp = xp_of(input)
     xa, wa = (x, w) if dims == 2 else (x[:, :, None, :], w[:, :, None, :])
-    data = (_conv_transpose if transposed else _conv)(xp, xa, wa, geom, groups)
+    # (quietly: an infinite weight times a padding zero is NaN, silently as in torch)
+    data = quietly(_conv_transpose if transposed else _conv, xp, xa, wa, geom, groups)
     if dims == 1:
         data = data.reshape(data.shape[0], data.shape[1], data.shape[-1])
     if bias is not None:
@@ -364,6 +378,8 @@ def conv1d(
     """1-D convolution (cross-correlation) of ``input`` ``(N, C, L)`` or ``(C, L)`` with ``weight``
     ``(O, C/groups, k)``, as ``torch.nn.functional.conv1d``; ``padding`` may be ``'same'`` or
     ``'valid'``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("conv1d", input)
     return _convolution("conv1d", input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -375,6 +391,8 @@ def conv2d(
     """2-D convolution (cross-correlation) of ``input`` ``(N, C, H, W)`` or ``(C, H, W)`` with
     ``weight`` ``(O, C/groups, kh, kw)``, as ``torch.nn.functional.conv2d``; ``padding`` may be
     ``'same'`` (stride 1 only; an odd total puts the extra zero after, as PyTorch) or ``'valid'``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("conv2d", input)
     return _convolution("conv2d", input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -386,4 +404,6 @@ def conv_transpose2d(
     """2-D transposed convolution of ``input`` ``(N, C, H, W)`` or ``(C, H, W)`` with ``weight``
     ``(C, O/groups, kh, kw)``: the gradient of ``conv2d`` with respect to its input, as
     ``torch.nn.functional.conv_transpose2d``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("conv_transpose2d", input)
     return _convolution("conv_transpose2d", input, weight, bias, stride, padding, dilation, groups, True, output_padding)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from .._base._dtypes import scalar_type_name
 from .._base._grad_mode import no_grad
 from .._ops._registry import op
-from .._ops._util import Tensor, infer_size
+from .._ops._util import Tensor, infer_size, not_tensor
 from .._ops.casting import result_type, to
 from .._ops.convenience import LinalgVectorNormBackward0, norm
 from .._ops.elementwise import DivBackward0, MulBackward0
@@ -25,6 +25,8 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
 
     With ``out``, the result is written there (no input may require grad then, as in PyTorch).
     """
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("normalize", input)
     denom = norm(input, p, dim, keepdim=True).clamp(min=eps).expand_as(input)
     if out is None:
         return input / denom
@@ -53,6 +55,8 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     [-1, 1]). The norms are clamped at ``eps`` in place without recording, so the gradient flows
     through the norm as if unclamped, as in PyTorch.
     """
+    if not isinstance(x1, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("cosine_similarity", x1, 1, "x1")
     dtype = result_type(x1, x2)
     if dtype.kind != "f":
         raise RuntimeError(

@@ -16,7 +16,7 @@ from .._base import _random
 from .._devices._device import device_type
 from .._ops._inplace_util import _dtype_name
 from .._ops._registry import op
-from .._ops._util import Tensor, wrap
+from .._ops._util import Tensor, not_tensor, wrap
 from .._ops.elementwise import MulBackward0, mul
 from .._ops.inplace import mul_
 
@@ -44,6 +44,8 @@ def dropout_mask(input: Tensor, p: float) -> Tensor:
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """During training, zero each element with probability ``p`` (drawn from the default
     generator) and scale the others by ``1 / (1 - p)``; the input itself otherwise."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("dropout", input)
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if p == 0 or not training or input.data.size == 0:

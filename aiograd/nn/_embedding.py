@@ -18,7 +18,16 @@ import numpy as np
 from .._core._format import legacy_type_name
 from .._ops._inplace_util import _bump
 from .._ops._registry import backward, op
-from .._ops._util import Tensor, attach, common_device, edge_of, like, needs_grad, to_tensor
+from .._ops._util import (
+    Tensor,
+    attach,
+    common_device,
+    edge_of,
+    like,
+    needs_grad,
+    not_tensor,
+    to_tensor,
+)
 from .._ops.elementwise import where
 from .._ops.indexing import IndexBackward0, _scatter
 
@@ -63,6 +72,8 @@ def embedding(
 ) -> Tensor:
     """``weight[input]``: one row of ``weight`` (``(num_embeddings, dim)``) per integer of
     ``input``, the output shaped ``input.shape + (dim,)``."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("embedding", input, 1, "weight")
     if sparse:
         raise NotImplementedError("aiograd has no sparse gradients: embedding(sparse=True) is not supported")
     input = to_tensor(input, weight)

@@ -27,11 +27,13 @@ from .._ops._util import (
     infer_size,
     like,
     needs_grad,
+    not_tensor,
     save,
     to_tensor,
 )
 from .._ops.batching import per_sample_scalar
 from .._ops.binary_math import xlogy
+from .._ops.casting import result_type
 from .._ops.elementwise import DivBackward0, MulBackward0, SubBackward0, where
 from .._ops.quiet import quietly
 from .._ops.reduction import MeanBackward0, SumBackward0
@@ -185,6 +187,33 @@ def _each_way(node: Any, part: Any, x: Tensor, y: Tensor) -> tuple[Tensor | None
     return (part(x - y) if ex is not None else None, part(y - x) if ey is not None else None)
 
 
+def _promoted_data(input: Tensor, target: Tensor) -> Any:
+    """``input - target`` on the arrays, in torch's result type (an integer target counts as the
+    input's float dtype: numpy would make int64 with float32 float64)."""
+    x, y = input.data, target.data
+    if x.dtype != y.dtype:
+        dtype = result_type(input, target)
+        x, y = x.astype(dtype, copy=False), y.astype(dtype, copy=False)
+    return x - y
+
+
+def float_target(input: Tensor, target: Tensor) -> Tensor:
+    """An integer or bool target (a constant: it never requires grad) as a tensor of the
+    result type, for the backward formulas (aiograd's ``-`` refuses bools, as torch's does;
+    torch's loss kernels take them)."""
+    if target.data.dtype.kind not in "biu" or input.data.dtype.kind not in "fc":
+        return target
+    return like(target.data.astype(result_type(input, target)), target)
+
+
+def floating_kernel(kernel: str, input: Tensor, target: Tensor) -> None:
+    """torch's NotImplementedError for a loss kernel run on integers (both operands integral)."""
+    dtype = result_type(input, target)
+    if dtype.kind in "biu":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(dtype)}\'')
+
+
+
 def _times_weight(grad: Tensor, weight: Any) -> Tensor:
     """``grad * weight``, or ``grad`` without a weight."""
     return grad if weight is None else grad * weight
@@ -205,6 +234,8 @@ def l1_loss(
     ``weight`` (shaped as the input) weighs each element; its ``'mean'`` divides by the sum of the
     weights. A composite, as in PyTorch: ``(input - target).abs()`` then the reduction.
     """
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("l1_loss", input)
     target = to_tensor(target, input)
     target_size_warning(input, target)
     if size_average is not None or reduce is not None:
@@ -261,6 +292,8 @@ def smooth_l1_loss(
 ) -> Tensor:
     """``0.5 * d**2 / beta`` where ``|d| < beta``, ``|d| - 0.5 * beta`` elsewhere
     (``d = input - target``), reduced. ``beta=0`` is :func:`l1_loss`, as in PyTorch."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("smooth_l1_loss", input)
     target = to_tensor(target, input)
     target_size_warning(input, target)
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -270,11 +303,12 @@ def smooth_l1_loss(
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     xp = common_device(input, target).xp
+    floating_kernel("smooth_l1_cpu", input, target)
     with np.errstate(all="ignore"):  # (inf - inf: NaN, silently as torch)
-        z = xp.abs(input.data - target.data)
+        z = xp.abs(_promoted_data(input, target))
         # PyTorch's kernel: (0.5 * z) * z / beta inside, z - 0.5 * beta outside
         losses = xp.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta).astype(z.dtype, copy=False)
-    return _loss_output(_SmoothL1LossBackward0, xp, losses, input, target, reduction, beta=beta)
+    return _loss_output(_SmoothL1LossBackward0, xp, losses, input, float_target(input, target), reduction, beta=beta)
 
 
 # ------------------------------------------------------------------------------ huber_loss
@@ -301,6 +335,8 @@ def huber_loss(
 ) -> Tensor:
     """``0.5 * d**2`` where ``|d| < delta``, ``delta * (|d| - 0.5 * delta)`` elsewhere
     (``d = input - target``), reduced. ``weight`` (shaped as the input) weighs each element."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("huber_loss", input)
     target = to_tensor(target, input)
     target_size_warning(input, target)
     input, target = _broadcast_pair(input, target)
@@ -311,10 +347,18 @@ def huber_loss(
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     xp = common_device(input, target).xp
+    x_dt, y_dt = input.data.dtype, target.data.dtype
+    if x_dt.kind in "biu":  # torch's huber writes into a tensor of the input's dtype
+        if y_dt.kind in "biu":
+            raise NotImplementedError(f'"huber_cpu" not implemented for \'{scalar_type_name(x_dt)}\'')
+        raise RuntimeError(
+            f"result type {scalar_type_name(result_type(input, target))} can't be cast to the "
+            f"desired output type {scalar_type_name(x_dt)}"
+        )
     with np.errstate(all="ignore"):  # (inf - inf: NaN, silently as torch)
-        z = xp.abs(input.data - target.data)
-        losses = xp.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta)).astype(z.dtype, copy=False)
-    return _loss_output(_HuberLossBackward0, xp, losses, input, target, reduction, delta=delta)
+        z = xp.abs(_promoted_data(input, target))
+        losses = xp.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta)).astype(x_dt, copy=False)
+    return _loss_output(_HuberLossBackward0, xp, losses, input, float_target(input, target), reduction, delta=delta)
 
 
 # ------------------------------------------------------------------------------ binary_cross_entropy
@@ -344,6 +388,8 @@ def binary_cross_entropy(
 ) -> Tensor:
     """``-w * (y * log(x) + (1 - y) * log(1 - x))`` for probabilities ``x`` (each log clamped at
     -100, as PyTorch's), reduced. ``weight`` broadcasts to the input and gets no gradient."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("binary_cross_entropy", input)
     reduction = legacy_reduction(size_average, reduce, reduction)
     target = to_tensor(target, input)
     if input.data.shape != target.data.shape:
@@ -423,6 +469,8 @@ def binary_cross_entropy_with_logits(
     """Binary cross entropy of ``sigmoid(input)``, computed from the logits without overflow:
     ``(1 - y) * x - log_sigmoid(x) * (1 + (pos_weight - 1) * y)``, times ``weight``, reduced.
     ``weight`` and ``pos_weight`` broadcast to the input and get no gradient."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("binary_cross_entropy_with_logits", input)
     reduction = legacy_reduction(size_average, reduce, reduction)
     target = to_tensor(target, input)
     if input.data.shape != target.data.shape:
@@ -432,6 +480,20 @@ def binary_cross_entropy_with_logits(
     p = _constant(pos_weight, input, "pos_weight", "binary_cross_entropy_with_logits")
     shape = input.data.shape
     x, y = input.data, target.data
+    # torch's order of work: log_sigmoid(input), then (1 - target).mul_(input): the loss has the
+    # target's (floating) dtype
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f'"log_sigmoid_cpu" not implemented for \'{scalar_type_name(x.dtype)}\'')
+    if y.dtype.kind == "b":
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+            "`logical_xor()` operator instead."
+        )
+    if y.dtype.kind != "f":
+        raise RuntimeError(
+            f"result type {scalar_type_name(result_type(input, target))} can't be cast to the "
+            f"desired output type {scalar_type_name(y.dtype)}"
+        )
     with np.errstate(all="ignore"):
         log_sig = xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
         if p is not None:
@@ -441,7 +503,7 @@ def binary_cross_entropy_with_logits(
         if w is not None:
             infer_size(losses.shape, w.shape)
             losses = losses * w
-    losses = losses.astype(x.dtype, copy=False)
+    losses = losses.astype(y.dtype, copy=False)
     return _loss_output(
         _BinaryCrossEntropyWithLogitsBackward0, xp, losses, input, target, reduction, weight=w, pos_weight=p
     )
@@ -461,6 +523,8 @@ def kl_div(
     ``target * (log(target) - input)`` elementwise (``exp(target) * (target - input)`` with
     ``log_target``), reduced; ``'batchmean'`` divides the sum by the batch size (the first dim),
     ``'mean'`` by the element count, with PyTorch's warning. A composite, as in PyTorch."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("kl_div", input)
     if size_average is not None or reduce is not None:
         reduction = legacy_reduction(size_average, reduce, reduction)
     else:
@@ -475,6 +539,8 @@ def kl_div(
             )
         legacy_reduction(None, None, "sum" if reduction == "batchmean" else reduction)
     target = to_tensor(target, input)
+    if input.data.dtype.kind in "biu" or target.data.dtype.kind in "biu":
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         losses = target.exp() * (target - input)
     else:

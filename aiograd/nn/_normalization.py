@@ -36,6 +36,7 @@ from .._ops._util import (
     first_order,
     like,
     needs_grad,
+    not_tensor,
     save,
 )
 from .._ops.quiet import quietly
@@ -156,6 +157,8 @@ def layer_norm(
 ) -> Tensor:
     """Normalise over the last ``len(normalized_shape)`` dims (which must equal
     ``normalized_shape``), then ``* weight + bias`` (each shaped ``normalized_shape``)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("layer_norm", input)
     normalized = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     x = input.data
     for name, p in (("weight", weight), ("bias", bias)):
@@ -227,6 +230,8 @@ def batch_norm(
 
     ``training``: with the batch's statistics, updating ``running_mean``/``running_var`` in place
     when given. Otherwise with the running statistics (required then)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("batch_norm", input)
     x = input.data
     if training:
         n = x.shape[0] * math.prod(x.shape[2:]) if x.ndim >= 1 else 1
@@ -304,6 +309,8 @@ def group_norm(
 ) -> Tensor:
     """Split the channels (dim 1) into ``num_groups`` groups and normalise each group of each
     sample, then ``* weight + bias`` per channel."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("group_norm", input)
     x = input.data
     if x.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {x.ndim}")

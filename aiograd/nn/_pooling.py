@@ -22,7 +22,16 @@ from typing import Any
 import numpy as np
 
 from .._ops._registry import backward, op
-from .._ops._util import Tensor, attach, edge_of, first_order, like, needs_grad, to_tensor
+from .._ops._util import (
+    Tensor,
+    attach,
+    edge_of,
+    first_order,
+    like,
+    needs_grad,
+    not_tensor,
+    to_tensor,
+)
 from ._windows import Axis, fold, windows, xp_of
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
@@ -267,6 +276,8 @@ def max_pool2d(
     """Max over each window of ``input`` ``(N, C, H, W)`` or ``(C, H, W)``, as
     ``torch.nn.functional.max_pool2d``; ``stride`` defaults to ``kernel_size``. With
     ``return_indices`` also the int64 flat index of each maximum in its ``H*W`` plane."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("max_pool2d", input)
     x = input.data
     geom = _geometry(x, "max_pool2d", kernel_size, stride, padding, dilation, ceil_mode)
     xp = xp_of(input)
@@ -317,6 +328,8 @@ def avg_pool2d(
     """Mean over each window of ``input`` ``(N, C, H, W)`` or ``(C, H, W)``, as
     ``torch.nn.functional.avg_pool2d``: the padding's zeros count unless
     ``count_include_pad=False``; ``divisor_override`` replaces the divisor."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("avg_pool2d", input)
     x = input.data
     if x.ndim < 3:
         raise IndexError(
@@ -361,6 +374,8 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Average over ``output_size`` bins of ``input`` ``(N, C, H, W)`` or ``(C, H, W)``, as
     ``torch.nn.functional.adaptive_avg_pool2d``; a ``None`` in ``output_size`` keeps that size.
     A ``(1, 1)`` output is the mean over the plane, as in PyTorch."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("adaptive_avg_pool2d", input)
     x = input.data
     if isinstance(output_size, (list, tuple)):
         if len(output_size) != 2:

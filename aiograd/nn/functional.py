@@ -24,11 +24,13 @@ from .._ops._registry import op as _op
 from .._ops._registry import variant as _variant
 from .._ops._util import Tensor as _Tensor
 from .._ops._util import attach as _attach
+from .._ops._util import broadcast_error as _broadcast_error
 from .._ops._util import common_device as _common_device
 from .._ops._util import edge_of as _edge_of
 from .._ops._util import first_order as _first_order
 from .._ops._util import like as _like
 from .._ops._util import needs_grad as _needs_grad
+from .._ops._util import not_tensor as _not_tensor
 from .._ops._util import on as _on
 from .._ops._util import to_tensor as _to_tensor
 from .._ops._util import wrap as _wrap
@@ -170,13 +172,26 @@ def mse_loss(
     Both ``input`` and ``target`` may require grad. Shapes that differ are broadcast, with
     PyTorch's warning.
     """
+    if not isinstance(input, _Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise _not_tensor("mse_loss", input)
     reduction = _reduction(size_average, reduce, reduction)
     target = _to_tensor(target, input)
     if input._device is not _CPU or target._device is not _CPU:
         _common_device(input, target)
     _target_size_warning(input, target)
     xp = input._device.xp
-    sq = _quietly(_squared_error, input.data, target.data)
+    x, y = input.data, target.data
+    if x.dtype != y.dtype or x.dtype.kind in "biu":  # torch's result type (an integer target: the input's float dtype)
+        from .._ops.casting import result_type
+        from ._losses import floating_kernel
+
+        floating_kernel("mse_cpu", input, target)
+        dtype = result_type(input, target)
+        x, y = x.astype(dtype, copy=False), y.astype(dtype, copy=False)
+    try:
+        sq = _quietly(_squared_error, x, y)
+    except ValueError as e:  # numpy's broadcast error: PyTorch's
+        raise _broadcast_error(e, input, target) from None
     if reduction == "mean":
         data = xp.asarray(_quietly(lambda: sq.mean() if sq.size else sq.sum() / 0.0))
     elif reduction == "sum":
@@ -185,7 +200,9 @@ def mse_loss(
         data = sq
     out = _wrap(data.astype(sq.dtype, copy=False))
     _on(out, input._device)
-    _record_loss(_MseLossBackward0, out, input, target, reduction)
+    from ._losses import float_target
+
+    _record_loss(_MseLossBackward0, out, input, float_target(input, target), reduction)
     return out
 
 
@@ -306,6 +323,8 @@ def nll_loss(
     targets equal to ``ignore_index`` count 0. ``'mean'`` divides the sum by the total weight of
     the counted targets (``nan`` if there are none), as PyTorch. ``weight`` gets no gradient.
     """
+    if not isinstance(input, _Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise _not_tensor("nll_loss_nd", input)
     reduction = _reduction(size_average, reduce, reduction)
     target = _to_tensor(target, input)
     if input._device is not _CPU or target._device is not _CPU or (isinstance(weight, _Tensor) and weight._device is not _CPU):
@@ -315,6 +334,13 @@ def nll_loss(
         if fast is not None:
             return fast
     x, t, w = _check_nll(input, target, weight)
+    if x.ndim == 3 or x.ndim > 4:
+        # as torch's nll_loss_nd: (N, C, 1, d1*d2*...) through nll_loss2d (ViewBackward0 under
+        # NllLoss2DBackward0), an unreduced loss viewed back
+        n, c, rest = x.shape[0], x.shape[1], int(np.prod(x.shape[2:], dtype=np.int64))
+        loss = nll_loss(input.reshape(n, c, 1, rest), target.reshape(n, 1, rest), weight,
+                        ignore_index=ignore_index, reduction=reduction)
+        return loss if reduction != "none" else loss.view(n, *x.shape[2:])
     class_dim = 0 if x.ndim == 1 else 1
     n_classes = x.shape[class_dim]
     if x.ndim == 1:
@@ -376,6 +402,8 @@ def cross_entropy(
     divides by the number of samples. ``label_smoothing`` ``e`` mixes each target with the
     uniform distribution, weighting ``(1 - e)`` and ``e / C``, reduced as PyTorch does.
     """
+    if not isinstance(input, _Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise _not_tensor("cross_entropy_loss", input)
     reduction = _reduction(size_average, reduce, reduction)
     if input.data.ndim < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.data.ndim})")
@@ -426,6 +454,10 @@ def _class_weight(weight: Any, input: Tensor) -> Tensor | None:
     class_dim = 0 if ndim == 1 else 1
     shape = [1] * ndim
     shape[class_dim] = input.data.shape[class_dim]
+    if isinstance(weight, _Tensor) and _needs_grad(weight):
+        # part of the graph, as torch's ``weight.view(...)`` (probability targets only: the
+        # class-index path refuses it in nll_loss first)
+        return weight.view(shape)  # type: ignore[no-any-return]
     w = input._device.xp.asarray(weight.data if isinstance(weight, _Tensor) else weight)
     return _on(_wrap(w.astype(input.data.dtype).reshape(shape)), input._device)
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._base._dtypes import get_default_dtype
 from .._core._tensor import Tensor
 from .._devices._device import CPU, device_type, get_default_device, placement
 
@@ -14,11 +15,11 @@ __all__ = ["Buffer", "Parameter", "new_tensor"]
 
 
 def new_tensor(shape: tuple[int, ...], dtype: Any = None, device: Any = None, fill: float | None = None) -> Tensor:
-    """A fresh tensor for a layer's weight or buffer: ``dtype`` float64 by default (aiograd's
-    default floating dtype, that of its factories, where torch's is float32), on ``device`` (the
-    default device when None, as the factories); zeros, or ``fill``. The layers initialise their
-    weights afterwards (``reset_parameters``)."""
-    data = np.full(shape, 0.0 if fill is None else fill, dtype=np.float64 if dtype is None else np.dtype(dtype))
+    """A fresh tensor for a layer's weight or buffer: ``dtype`` the default dtype by default
+    (``get_default_dtype``, as torch's layers), on ``device`` (the default device when None, as
+    the factories); zeros, or ``fill``. The layers initialise their weights afterwards
+    (``reset_parameters``)."""
+    data = np.full(shape, 0.0 if fill is None else fill, dtype=get_default_dtype() if dtype is None else np.dtype(dtype))
     out = Tensor._wrap(data)
     dev = get_default_device() if device is None else placement(device)
     if dev is not CPU:

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .._base._dtypes import get_default_dtype
 from .._base._grad_mode import enable_grad, no_grad
 from .._core._tensor import Tensor
 from .._devices._device import CPU
@@ -60,9 +61,14 @@ def zeros_state(p: Tensor) -> Tensor:
     return tensor_on(p._device.xp.zeros_like(p.data), p)
 
 
+def _step_dtype() -> np.dtype[Any]:
+    """PyTorch's ``_get_scalar_dtype``: float64 under a float64 default dtype, else float32."""
+    return get_default_dtype() if get_default_dtype() == np.float64 else np.dtype(np.float32)
+
+
 def new_step() -> Tensor:
-    """A fresh step counter: PyTorch's 0-dim float32 CPU tensor, so reading it is no device sync."""
-    return Tensor._wrap(np.zeros((), dtype=np.float32))
+    """A fresh step counter: PyTorch's 0-dim float CPU tensor, so reading it is no device sync."""
+    return Tensor._wrap(np.zeros((), dtype=_step_dtype()))
 
 
 def increment_step(step: Tensor) -> float:
@@ -76,7 +82,7 @@ def step_as_tensor(state: dict[Any, Any]) -> None:
     """A loaded ``step`` that is a number (old PyTorch checkpoints) becomes the counter tensor,
     as PyTorch's ``__setstate__`` does."""
     if state and "step" in state and not isinstance(state["step"], Tensor):
-        state["step"] = Tensor._wrap(np.asarray(float(np.asarray(state["step"])), dtype=np.float32))
+        state["step"] = Tensor._wrap(np.asarray(float(np.asarray(state["step"])), dtype=_step_dtype()))
 
 
 def lerp_(xp: Any, start: Any, end: Any, weight: float) -> None:

@@ -19,19 +19,23 @@ if TYPE_CHECKING:
     from ._assign import AssignMethods
     from ._autograd import AutogradMethods
     from ._binary_math import BinaryMathMethods
+    from ._bitwise import BitwiseMethods
     from ._casting import CastingMethods
     from ._convenience import ConvenienceMethods
     from ._elementwise import ElementwiseMethods
     from ._hooks import HooksMethods
     from ._indexing import IndexingMethods
     from ._inplace import InplaceMethods
+    from ._inplace_variants import InplaceVariantsMethods
     from ._joining import JoiningMethods
     from ._linalg import LinalgMethods
+    from ._operator_util import OperatorUtilMethods
     from ._pointwise import PointwiseMethods
     from ._products import ProductsMethods
     from ._rearrange import RearrangeMethods
     from ._reduction import ReductionMethods
     from ._reduction_extra import ReductionExtraMethods
+    from ._rounding import RoundingMethods
     from ._scans import ScansMethods
     from ._scatter import ScatterMethods
     from ._shape import ShapeMethods
@@ -39,12 +43,14 @@ if TYPE_CHECKING:
     from ._sorting import SortingMethods
     from ._special import SpecialMethods
     from ._unary_math import UnaryMathMethods
+    from ._vector_products import VectorProductsMethods
 
     class TensorMethods(
         ElementwiseMethods,
         UnaryMathMethods,
         CastingMethods,
         BinaryMathMethods,
+        OperatorUtilMethods,
         PointwiseMethods,
         IndexingMethods,
         JoiningMethods,
@@ -55,6 +61,7 @@ if TYPE_CHECKING:
         ConvenienceMethods,
         InplaceMethods,
         AssignMethods,
+        InplaceVariantsMethods,
         HooksMethods,
         ProductsMethods,
         SpecialMethods,
@@ -63,6 +70,9 @@ if TYPE_CHECKING:
         SortingMethods,
         RearrangeMethods,
         ScatterMethods,
+        RoundingMethods,
+        BitwiseMethods,
+        VectorProductsMethods,
         AutogradMethods,
     ):
         """Declarations (for type checkers only) of the methods bound onto Tensor by ``_tensor_methods``."""

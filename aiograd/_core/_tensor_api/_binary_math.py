@@ -27,7 +27,8 @@ if TYPE_CHECKING:
             C's)."""
             ...
         def remainder(self, other: TensorLike) -> Tensor:
-            """Python's modulus of ``input / other``: the sign of ``other``, as PyTorch's."""
+            """Python's modulus of ``input / other``: the sign of ``other``, as PyTorch's (a number
+            ``input`` has no derivative there: its node is ``NotImplemented``)."""
             ...
         def xlogy(self, other: TensorLike) -> Tensor:
             """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN), as

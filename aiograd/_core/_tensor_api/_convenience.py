@@ -33,10 +33,11 @@ if TYPE_CHECKING:
             """``input.expand(other.shape)``."""
             ...
         def view_as(self, other: Tensor) -> Tensor:
-            """``input.view(other.shape)``."""
+            """``input.view(other.shape)``: PyTorch's error where no view exists (``reshape_as``
+            copies)."""
             ...
         def reshape_as(self, other: Tensor) -> Tensor:
-            """``input.view(other.shape)``."""
+            """``input.reshape(other.shape)``."""
             ...
         def contiguous(self) -> Tensor:
             """``input`` itself when its array is C-contiguous, else a recorded contiguous copy."""

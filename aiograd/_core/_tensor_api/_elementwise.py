@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import builtins
-    from typing import TypeAlias
+    from typing import Any, TypeAlias
 
     from .._tensor import Tensor
     from .._types import TensorLike
@@ -31,11 +31,23 @@ if TYPE_CHECKING:
         def mul(self, other: TensorLike) -> Tensor:
             """Elementwise product with broadcasting."""
             ...
-        def div(self, other: TensorLike) -> Tensor:
-            """Elementwise true division with broadcasting."""
+        def div(self, other: TensorLike, *, rounding_mode: str | None = None) -> Tensor:
+            """Elementwise true division with broadcasting; ``rounding_mode="trunc"`` rounds the
+            quotient toward zero, ``"floor"`` down (``rounding.rounded_div``: zero gradients)."""
             ...
         def pow(self, exponent: TensorLike) -> Tensor:
             """``input ** exponent`` with broadcasting; either side may be a number."""
+            ...
+        def divide(self, other: TensorLike, *, rounding_mode: str | None = None) -> Tensor:
+            """Elementwise true division with broadcasting; ``rounding_mode="trunc"`` rounds the
+            quotient toward zero, ``"floor"`` down (``rounding.rounded_div``: zero gradients)."""
+            ...
+        def true_divide(self, other: TensorLike) -> Tensor:
+            """Elementwise true division with broadcasting; the same as :func:`div`."""
+            ...
+        def where(self, condition: Any, other: Any) -> Tensor:
+            """``where(condition, self, other)``: ``self`` where ``condition`` holds, ``other``
+            elsewhere."""
             ...
         def eq(self, other: TensorLike) -> Tensor:
             """Elementwise ``equal`` comparison; a bool tensor (no gradient)."""
@@ -67,9 +79,11 @@ if TYPE_CHECKING:
         def __rmul__(self, other: TensorLike) -> Tensor:
             """``mul(other, self)``: a number or an array on the left."""
             ...
-        def __truediv__(self, other: TensorLike) -> Tensor: ...
+        def __truediv__(self, other: TensorLike, *, rounding_mode: str | None = None) -> Tensor: ...
         def __rtruediv__(self, other: TensorLike) -> Tensor:
-            """``div(other, self)``: a number or an array on the left."""
+            """``other / self``, as torch's ``Tensor.__rtruediv__``: ``self.reciprocal() * other``
+            (``MulBackward0`` over ``ReciprocalBackward0``; so ``0 / x`` is NaN where ``1 / x``
+            overflows, a subnormal ``x``, as there)."""
             ...
         def __pow__(self, exponent: TensorLike) -> Tensor: ...
         def __rpow__(self, other: TensorLike) -> Tensor:

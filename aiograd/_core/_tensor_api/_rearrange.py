@@ -40,6 +40,9 @@ if TYPE_CHECKING:
             """The view with dims ``source`` moved to positions ``destination`` (the others keep
             their order): a permute."""
             ...
+        def moveaxis(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+            """Alias of ``movedim`` (numpy's name)."""
+            ...
         def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
             """The view with dim ``dim`` split into ``sizes`` (one of them may be -1)."""
             ...

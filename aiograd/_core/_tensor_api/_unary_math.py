@@ -92,9 +92,6 @@ if TYPE_CHECKING:
         def ceil(self) -> Tensor:
             """Round up (gradient zero, as PyTorch)."""
             ...
-        def round(self) -> Tensor:
-            """Round to the nearest integer, halves to even as PyTorch (gradient zero)."""
-            ...
         def trunc(self) -> Tensor:
             """Round toward zero (gradient zero, as PyTorch)."""
             ...

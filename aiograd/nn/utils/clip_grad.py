@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ..._base._dtypes import get_default_dtype
 from ..._base._grad_mode import no_grad
 from ..._core._tensor import Tensor
 from ..._ops.casting import to
@@ -56,7 +57,7 @@ def clip_grad_norm_(
         grads = [p.grad for p in params if p.grad is not None]
         norm_type = float(norm_type)
         if not grads:
-            return Tensor(np.array(0.0, dtype=np.float32))
+            return Tensor(np.array(0.0, dtype=get_default_dtype()))  # torch.tensor(0.0)
         first_device = grads[0].device
         norms = [to(_vector_norm(g, norm_type), first_device) for g in grads]
         total_norm = _vector_norm(stack(norms), norm_type)

@@ -1,0 +1,39 @@
+"""Tensor's methods bound from ``aiograd._ops.vector_products``. GENERATED: do not edit.
+
+Declared for type checkers only, as the package's docstring says; written by
+``python3 tools/gen_tensor_api.py``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import builtins
+    from typing import TypeAlias
+
+    from .._tensor import Tensor
+
+    # Also Tensor methods: inside the class these names mean the methods, so annotations
+    # spell the builtins through these aliases.
+    _float: TypeAlias = builtins.float
+
+    class VectorProductsMethods:
+        """Declared from ``aiograd._ops.vector_products``."""
+
+        def mv(self, vec: Tensor) -> Tensor:
+            """The product of a matrix and a vector, ``(n, m) @ (m,)``: ``(n,)``."""
+            ...
+        def addmv(self, mat: Tensor, vec: Tensor, *, beta: _float = 1, alpha: _float = 1) -> Tensor:
+            """``beta * input + alpha * (mat @ vec)``: ``input`` a vector of ``mat``'s rows (or one
+            element, broadcast); where ``beta`` is 0 ``input`` is ignored (NaN in it does not
+            spread)."""
+            ...
+        def vdot(self, other: Tensor) -> Tensor:
+            """The inner product of two 1-D tensors of the same size and dtype (the first
+            conjugated, which changes nothing for real tensors)."""
+            ...
+        def inner(self, other: Tensor) -> Tensor:
+            """The sum of products over the last dims of ``input`` and ``other`` (``tensordot`` over
+            them); with a 0-d operand, the product ``input * other``."""
+            ...
