@@ -40,6 +40,9 @@ from helpers import torch
 pytestmark = [
     pytest.mark.aiograd(backends=["asyncio"]),  # op math: one loop is enough
     pytest.mark.skipif(torch is None, reason="torch not installed (the oracle extra)"),
+    # both libraries under their real default dtype (float32), not the suite's float64 pin:
+    # a program of integers through a float op gets the default dtype in each
+    pytest.mark.real_default_dtype,
 ]
 
 if torch is not None:

@@ -5,6 +5,7 @@ recording of an in-place op as its out-of-place twin on the old version (``_alia
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -165,8 +166,25 @@ def _commit(self: Tensor, out: Tensor) -> Node | None:
     _bump(self)
     node = out.grad_fn
     if node is not None:
+        if out.data.dtype != data.dtype and data.dtype.kind == "f":
+            _cast_grads_to(node, out.data.dtype)
         rebase_inplace(self, node, 0)
     return node
+
+
+def _cast_grads_to(node: Node, dtype: Any) -> None:
+    """An in-place op whose out-of-place twin computed in a wider dtype (``float32.add_(float64)``):
+    ``self``'s gradient arrives in ``self``'s dtype, and is cast to the computation's before the
+    node's formula runs, so each operand's gradient comes back in its own dtype, as PyTorch's
+    validate_outputs makes it. This node's ``apply`` is wrapped (its class, and so its name and
+    how it ships, stay its op's); the wrapper holds the node weakly, so no cycle keeps it."""
+    formula, ref = type(node).apply, weakref.ref(node)
+
+    def apply(grads: list[Any], *args: Any) -> Any:
+        grads = [g if g is None or g.data.dtype == dtype else g.to(dtype) for g in grads]
+        return formula(ref(), grads, *args)
+
+    node.apply = apply  # type: ignore[method-assign]
 
 
 def _check_shape(self: Tensor, other: Any) -> None:

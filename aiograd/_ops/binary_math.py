@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._base._dtypes import scalar_type_name
-from ._division_util import check_division, floor_divide_floating, not_implemented, wrapped_integers
+from ._division_util import (
+    check_division,
+    floor_divide_floating,
+    not_implemented,
+    refuse_kinds,
+    wrapped_integers,
+)
 from ._operator_util import binary_operator, inplace_operator
 from ._registry import backward, op, variant
 from ._util import (
@@ -29,14 +35,14 @@ from ._util import (
     saved,
     wrap,
 )
-from .casting import place2
+from .casting import place2, result_type
 from .elementwise import _keep, div, where
 from .operands import array_module as _xp
 from .operands import floating, promoted
 from .operands import operand_shape as _shape
 from .quiet import quietly
 from .shape import reduce_grad
-from .unary_math import exp, log, reciprocal, trunc
+from .unary_math import exp, reciprocal, trunc
 
 if TYPE_CHECKING:
     from .._core._types import TensorLike
@@ -132,6 +138,7 @@ def HypotBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, An
 def hypot(input: Tensor, other: Tensor) -> Tensor:
     """``sqrt(input ** 2 + other ** 2)``, elementwise, without overflow."""
     _tensor_only("hypot", other)
+    refuse_kinds("hypot", result_type(input, other), "biu")  # PyTorch's hypot is for floats only
     return _binary("hypot", input, other, lambda xp, a, b: xp.hypot(a, b), (HypotBackward0,) * 3, keep_result=True)
 
 
@@ -234,8 +241,8 @@ def XlogyBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, An
     def grad_a() -> Any:
         xp = g._device.xp
         zero = xp.logical_and(xp.asarray(data_of(a)) == 0, xp.asarray(data_of(b)) <= 0)
-        log_b = log(b if isinstance(b, Tensor) else _like(b, g))
-        return where(zero, g * 0.0, g * log_b)
+        # PyTorch's ``xlogy(grad, other)``: a zero gradient gives 0 even where log(other) is NaN
+        return where(zero, g * 0.0, xlogy(g, b if isinstance(b, Tensor) else _like(b, g)))
 
     return operand_grads(self, batch, grad_a, lambda: g * a / b)
 

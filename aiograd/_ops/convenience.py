@@ -14,7 +14,7 @@ from ._util import Tensor, attach, edge_of, first_order, like, needs_grad, not_t
 from .casting import ToCopyBackward0
 from .elementwise import PowBackward0, where
 from .quiet import quietly
-from .reduction import var_grad, variance
+from .reduction import grad_scale, var_grad, variance
 from .shape import ExpandBackward0, TBackward0, ViewBackward0, expand, reshape, swapped, view
 from .unary_math import clone, sign
 
@@ -91,7 +91,7 @@ def square(input: Tensor) -> Tensor:
     return input**2
 
 
-@backward(saved=("x", "result"), batched=True)
+@backward(saved=("x", "result"), batched=True, empty_dim=False)
 def StdBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """PyTorch's std_backward: the variance's gradient of ``grad / (2 * std)``, taken as 0 where
     the std is 0 (a constant slice has gradient 0, not NaN)."""
@@ -118,7 +118,7 @@ def std(
         node = attach(StdBackward0((edge_of(input),)), out)
         node.x, node.result = save(input), save(out, is_output=True)
         node.shape, node.axes, node.keepdim = input.data.shape, axes, keepdim
-        node.scale = 2.0 / dof if dof > 0 else float("inf")
+        grad_scale(node, dim, input.data, dof)
     return out
 
 

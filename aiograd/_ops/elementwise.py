@@ -28,7 +28,7 @@ from ._util import (
     saved,
     wrap,
 )
-from .casting import place, place2
+from .casting import place, place2, result_type
 from .operands import BOOL, floating, operands, promoted, refuse_bool_sub
 from .operands import array_module as _xp
 from .operands import operand_shape as _shape
@@ -86,6 +86,8 @@ def add(input: TensorLike, other: TensorLike, *, alpha: float = 1) -> Tensor:
         b, dev = other, None
     if dev is None:  # a device, dtype or operand out of the ordinary: see ``operands.operands``
         input, other, a, b = operands(input, other, "add")
+    if alpha.__class__ is not int:  # (off the hot path)
+        _check_alpha(a, b, alpha)
     try:
         out = wrap(a + (b if alpha == 1 else alpha * b))
     except RuntimeWarning:  # numpy's warning made an error (inf - inf): quietly, as torch
@@ -98,6 +100,20 @@ def add(input: TensorLike, other: TensorLike, *, alpha: float = 1) -> Tensor:
         node: Any = attach(AddBackward0(_binary_edges(input, other)), out)
         node.a_shape, node.b_shape, node.alpha = _shape(input), _shape(other), alpha
     return out
+
+
+def _check_alpha(a: Any, b: Any, alpha: Any, sub: bool = False) -> None:
+    """PyTorch's ``alpha_check`` for ``add``/``sub`` of the operands ``a`` and ``b`` (arrays or
+    numbers): a bool ``alpha`` only for a bool result, a float one not for an integral result
+    (a subtraction of bools is refused first)."""
+    kind = np.dtype(result_type(a, b)).kind
+    if sub and kind == "b":
+        refuse_bool_sub(a, b)
+    if isinstance(alpha, (bool, np.bool_)):
+        if kind != "b":
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    elif isinstance(alpha, (float, np.floating)) and kind in "biu":
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
 
 
 def _int_with_float(input: Any, b: Any) -> bool:
@@ -142,6 +158,8 @@ def sub(input: TensorLike, other: TensorLike, *, alpha: float = 1) -> Tensor:
         b, dev = other, None
     if dev is None:  # a device, dtype or operand out of the ordinary: see ``operands.operands``
         input, other, a, b = operands(input, other, "sub")
+    if alpha.__class__ is not int:  # (off the hot path)
+        _check_alpha(a, b, alpha, sub=True)
     try:
         out = wrap(a - (b if alpha == 1 else alpha * b))
     except TypeError:  # numpy refuses bool - bool

@@ -56,6 +56,7 @@ from .elementwise import (
     PowBackward0,
     PowBackward1,
     SubBackward0,
+    _check_alpha,
     add,
     div,
     mul,
@@ -80,6 +81,8 @@ __all__ = [
 def add_(self: Tensor, other: TensorLike, *, alpha: float = 1) -> Tensor:
     """``self += alpha * other`` in place."""
     other = _operand(self, other, "add_")
+    if alpha.__class__ is not int:  # PyTorch's alpha check (off the hot path)
+        _check_alpha(self.data, data_of(other), alpha)
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, add(_alias(self, False), other, alpha=alpha))
@@ -95,6 +98,8 @@ def sub_(self: Tensor, other: TensorLike, *, alpha: float = 1) -> Tensor:
     other = _operand(self, other, "sub_")
     if self.data.dtype is BOOL or (other.dtype if isinstance(other, Tensor) or is_array(other) else np.asarray(other).dtype) is BOOL:
         refuse_bool_sub(self.data, data_of(other))  # PyTorch's words (numpy would subtract)
+    if alpha.__class__ is not int:  # PyTorch's alpha check (off the hot path)
+        _check_alpha(self.data, data_of(other), alpha)
     if _recording(self, other):
         _check_shape(self, other)
         _commit(self, sub(_alias(self, False), other, alpha=alpha))

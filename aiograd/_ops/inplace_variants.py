@@ -44,7 +44,15 @@ import numpy as np
 from .._base._dtypes import cpp_type_name
 from .._core._views import View, view_index
 from . import binary_math, convenience, elementwise, pointwise, scans, shape, special, unary_math  # noqa: F401
-from ._inplace_util import OVERLAP_ERROR, _alias, _bump, _dtype_name, _overlapping, _recording
+from ._inplace_util import (
+    OVERLAP_ERROR,
+    _alias,
+    _bump,
+    _cast_grads_to,
+    _dtype_name,
+    _overlapping,
+    _recording,
+)
 from ._registry import OPS, backward, register, variant
 from ._util import Node, Tensor, edge_of, like
 from .rebase import _save_result, rebase_inplace
@@ -328,6 +336,8 @@ def _values(
         _write(self, out.data, expanded)
         node = out.grad_fn
         if node is not None:
+            if out.data.dtype != self.data.dtype and self.data.dtype.kind == "f":
+                _cast_grads_to(node, out.data.dtype)
             rebase_inplace(self, node, 0)
             if "result" in node._saved and getattr(node, "result", None) is not None:
                 node.result = _save_result(self)  # the op's output is ``self`` now

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._base._dtypes import cpp_type_name, get_default_dtype
+from .._base._dtypes import cpp_type_name, get_default_dtype, scalar_type_name
 from .._devices._device import device_type
 from ._registry import backward, op, variant
 from ._util import (
@@ -198,6 +198,11 @@ def lerp(input: Tensor, end: Tensor, weight: TensorLike) -> Tensor:
         raise not_tensor("lerp", input)
     if isinstance(end, Tensor) and end.data.dtype != input.data.dtype:
         raise RuntimeError(f"expected dtype {cpp_type_name(input.data.dtype)} for `end` but got dtype {cpp_type_name(end.data.dtype)}")
+    if isinstance(weight, Tensor) and weight.data.ndim and weight.data.dtype != input.data.dtype:  # (a 0-d one is a number)
+        raise RuntimeError(f"expected dtype {cpp_type_name(input.data.dtype)} for `weight` but got dtype {cpp_type_name(weight.data.dtype)}")
+    if input.data.dtype.kind in "biu":  # PyTorch's lerp kernels are for floats only
+        kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(input.data.dtype)}\'')
     input, end, weight = promoted(input, end, weight, fname="lerp")
     xp = _xp(input, end, weight)
     a, b, w = data_of(input), data_of(end), data_of(weight)
@@ -237,6 +242,21 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
     return out
 
 
+_ADDCDIV_INTEGER = (
+    "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform a "
+    "true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
+    "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+    "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
+    "implementation: (input + value * tensor1 / tensor2), for all dtypes."
+)
+
+
+def _integral(x: Any) -> bool:
+    """Whether ``x`` is a tensor of an integral dtype, bool included (PyTorch's
+    ``isIntegralType(t, /*includeBool=*/true)``)."""
+    return isinstance(x, Tensor) and x.data.dtype.kind in "biu"
+
+
 @backward(saved=("x0", "x1", "x2"), batched=True)
 def AddcdivBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, ...]:
     g = grads[0]
@@ -248,6 +268,8 @@ def AddcdivBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, 
 @op(AddcdivBackward0)
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
     """``input + value * tensor1 / tensor2``, elementwise."""
+    if _integral(tensor1) and _integral(tensor2):
+        raise RuntimeError(_ADDCDIV_INTEGER)
     input, tensor1, tensor2 = promoted(input, tensor1, tensor2, fname="addcdiv")
     a, b, c = data_of(input), data_of(tensor1), data_of(tensor2)
     try:

@@ -101,6 +101,8 @@ def dot(input: Tensor, tensor: Tensor) -> Tensor:
         raise RuntimeError(
             f"dot : expected both vectors to have same dtype, but found {scalar_type_name(a.dtype)} and {scalar_type_name(b.dtype)}"
         )
+    if a.dtype.kind == "b":  # PyTorch's dot has no bool kernel
+        raise NotImplementedError('"dot" not implemented for \'Bool\'')
     out = on(wrap(input._device.xp.asarray(a @ b)), common_device(input, tensor))
     if needs_grad(input, tensor):
         node: Any = attach(DotBackward0((edge_of(input), edge_of(tensor))), out)
@@ -146,6 +148,8 @@ def trace(input: Tensor) -> Tensor:
     data = input.data
     if data.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {data.ndim}")
+    if data.dtype.kind == "b":  # PyTorch's trace has no bool kernel
+        raise NotImplementedError('"trace" not implemented for \'Bool\'')
     out = like(input._device.xp.asarray(data.trace()), input)
     if needs_grad(input):
         node: Any = attach(TraceBackward0((edge_of(input),)), out)

@@ -115,6 +115,8 @@ def roll(input: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] |
         raise not_tensor("roll", input)
     shift = _int_tuple(shifts)
     axes = () if dims is None else _int_tuple(dims)
+    if not shift:
+        raise RuntimeError("`shifts` required")
     if len(shift) != len(axes) and not (not axes and len(shift) == 1):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shift)}, dims:{len(axes)}")
     data = input.data

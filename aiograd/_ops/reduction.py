@@ -80,7 +80,7 @@ def sum(
         raise not_tensor("sum", input)
     axes = axes_of(dim, input.data.ndim)
     data = input.data
-    if data.dtype == np.bool_ and dtype is None:
+    if dtype is None and data.dtype.kind in "bu":  # PyTorch: int64 (numpy: uint64 for unsigned)
         dtype = np.int64
     try:
         out = like(data.sum(axis=axes, keepdims=keepdim, dtype=dtype), input)
@@ -145,14 +145,14 @@ def var_grad(node: Any, grad: Tensor) -> Tensor:
     elsewhere (as PyTorch: inf * 0 and inf * c)."""
     x = node.x.unpack(node)
     g = expand_reduced(grad, node.shape, node.axes, node.keepdim)
-    if node.axes is None and node.scale == float("inf"):
+    if node.axes is None and node.scale == float("inf") and not node.empty_dim:
         data = x.data
         return g * np.where(data == data.mean(), np.nan, np.inf).astype(data.dtype)
     centered = x - x.mean(node.axes, keepdim=True)
     return g * node.scale * centered  # PyTorch's order: (2 / dof * grad) * (x - mean)
 
 
-@backward(saved=("x",), batched=True)
+@backward(saved=("x",), batched=True, empty_dim=False)
 def VarBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (var_grad(self, grads[0]),)
 
@@ -185,6 +185,20 @@ def variance(
     return quietly(_variance, input._device.xp, data, axes, keepdim, dof), axes, dof
 
 
+def grad_scale(node: Any, dim: Any, data: Any, dof: float) -> None:
+    """Set ``node.scale``, the ``2 / dof`` of PyTorch's var_backward. With ``dim=()`` (of a
+    tensor of 1 dim or more) the forward reduces over every element but PyTorch's backward counts
+    one (``_safe_size`` of no dims): ``2 / (1 - correction)``, inf * (x - mean) if that is 0."""
+    if dim is not None and not isinstance(dim, bool) and data.ndim:
+        # dims given: PyTorch's ``2 / (n - correction)`` whatever its sign (inf only at 0)
+        if isinstance(dim, (tuple, list)) and not dim:
+            dof = 1 - (data.size - dof)
+            node.empty_dim = True
+        node.scale = 2.0 / dof if dof else float("inf")
+        return
+    node.scale = 2.0 / dof if dof > 0 else float("inf")
+
+
 def _variance(xp: Any, data: Any, axes: Any, keepdim: bool, dof: float) -> Any:
     centered = data - data.mean(axis=axes, keepdims=True)
     sq = xp.square(centered).sum(axis=axes, keepdims=keepdim)
@@ -213,7 +227,7 @@ def var(
     if needs_grad(input):
         node = attach(VarBackward0((edge_of(input),)), out)
         node.x, node.shape, node.axes, node.keepdim = save(input), data.shape, axes, keepdim
-        node.scale = 2.0 / dof if dof > 0 else float("inf")
+        grad_scale(node, dim, data, dof)
     return out
 
 

@@ -91,7 +91,8 @@ def amin(input: Tensor, dim: int | Sequence[int] = (), keepdim: bool = False) ->
 
 def _logical(input: Tensor, dim: Any, keepdim: bool, name: str) -> Tensor:
     data, xp = input.data, input._device.xp
-    axes = axes_of(dim, data.ndim)
+    # dim=() reduces over no dimension (elementwise), as PyTorch's all/any, not over all of them
+    axes = () if isinstance(dim, (tuple, list)) and not dim else axes_of(dim, data.ndim)
     result = getattr(xp, name)(data, axis=axes, keepdims=keepdim)
     # uint8 in, uint8 out: PyTorch keeps that dtype (its old boolean type); every other one gives bool
     dtype = np.uint8 if data.dtype == np.uint8 else np.bool_

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._base._dtypes import scalar_type_name
+from ._division_util import refuse_kinds
 from ._registry import backward, op
 from ._util import Tensor, attach, edge_of, first_order, like, needs_grad, not_tensor, save
 from .indexing import getitem
@@ -38,11 +40,17 @@ def _scan_dim(input: Tensor, dim: Any, fname: str) -> int:
     return _dim(int(dim), ndim) - max(ndim, 1)
 
 
-def _cast(input: Tensor, dtype: Any) -> Tensor:
+def _cast(input: Tensor, dtype: Any, fname: str = "cumsum") -> Tensor:
     """``input`` in the scan's dtype: ``dtype`` if given, else int64 for bool and integer inputs
-    (PyTorch's promotion for cumulative sums and products)."""
+    (PyTorch's promotion for cumulative sums and products). PyTorch refuses a bool ``dtype``
+    (no ``<fname>_out`` kernel), and an integral one for an input that requires grad."""
     if dtype is not None:
-        return input.to(dtype)  # type: ignore[attr-defined, no-any-return]
+        out: Tensor = input.to(dtype)  # type: ignore[attr-defined]
+        kind = out.data.dtype.kind
+        refuse_kinds(f"{fname}_out", out.data.dtype, "b")
+        if kind in "iu" and needs_grad(input):
+            raise RuntimeError(f"Autograd not support dtype: {scalar_type_name(out.data.dtype)}")
+        return out
     if input.data.dtype.kind in "biu":
         return input.to(np.int64)  # type: ignore[attr-defined, no-any-return]
     return input
@@ -167,7 +175,7 @@ def cumprod(input: Tensor, dim: int, *, dtype: DTypeLike | None = None) -> Tenso
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("cumprod", input)
     d = _scan_dim(input, dim, "cumprod")
-    return _cumprod(_cast(input, dtype), d)
+    return _cumprod(_cast(input, dtype, "cumprod"), d)
 
 
 TENSOR_METHODS = {"cumsum": cumsum, "cumprod": cumprod}

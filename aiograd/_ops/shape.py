@@ -377,6 +377,8 @@ def _sum_to_shape(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndar
 def sum_to_size(input: Tensor, *size: Dims) -> Tensor:
     """Sum broadcast dimensions away so that the result has shape ``size`` (broadcast's adjoint)."""
     shape = _shape_arg(size)
+    if not shape:  # PyTorch's sum_to: an empty size is a full ``sum()`` (int64 for a bool input)
+        return input.sum()
     if input.data.shape == shape:
         return input
     # ``shape`` must broadcast to the input's shape, not merely with it: (1, 4) vs (3, 1) fails.
@@ -385,7 +387,10 @@ def sum_to_size(input: Tensor, *size: Dims) -> Tensor:
             raise ValueError
     except ValueError:
         raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(input.data.shape)}}}.") from None
-    out = like(_sum_to_shape(input.data, shape), input)
+    summed = _sum_to_shape(input.data, shape)
+    if summed.dtype.kind == "u":  # PyTorch's sum gives int64 (numpy's uint64)
+        summed = summed.astype(np.int64)
+    out = like(summed, input)
     if needs_grad(input):
         node = attach(SumToSizeBackward0((edge_of(input),)), out)
         node.shape = input.data.shape

@@ -73,13 +73,17 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, fname: str) -> tuple[Ten
     if dtype is not None:
         input = input.to(dtype)
     data = input.data
-    if data.dtype.kind != "f":
-        raise RuntimeError(f'"{fname}" not implemented for \'{_dtype_name(data.dtype)}\'')
-    return input, _one_dim(dim, data.ndim, fname)
+    axes = _one_dim(dim, data.ndim, fname)
+    if data.dtype.kind != "f" and data.size:  # (PyTorch returns an empty integer input as it is)
+        kernel = f"{fname}_lastdim_kernel_impl" if not axes or axes[0] == data.ndim - 1 else f"{fname}_kernel_impl"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(data.dtype)}\'')
+    return input, axes
 
 
 def _softmax_array(xp: Any, data: Any, axes: tuple[int, ...]) -> Any:
-    e = xp.exp(data - data.max(axis=axes, keepdims=True)) if data.size else data.copy()
+    if not data.size:
+        return data.copy()
+    e = xp.exp(data - data.max(axis=axes, keepdims=True))
     return e / e.sum(axis=axes, keepdims=True)
 
 

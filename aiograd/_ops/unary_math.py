@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._division_util import refuse_kinds
 from ._registry import Unary, UnaryOp, unary
 from .operands import BOOL, NEG_BOOL_ERROR
 from .quiet import quietly, quietly1, quietly2
@@ -36,9 +37,22 @@ def _negative(xp: Any, x: Any) -> Any:
     return xp.negative(x)
 
 
+def _abs(xp: Any, x: Any) -> Any:
+    refuse_kinds("abs", x.dtype, "b")  # PyTorch's abs_cpu has no bool kernel
+    return xp.abs(x)
+
+
+def _relu(xp: Any, x: Any) -> Any:
+    if x.dtype.kind == "b":
+        raise RuntimeError("Boolean inputs not supported for relu")
+    return xp.maximum(0, x)
+
+
 def _sigmoid(xp: Any, x: Any) -> Any:
     # exp(-|x|) cannot overflow, and for x < 0 the form z / (1 + z) keeps tiny results accurate
     # (0.5 * tanh(x / 2) + 0.5 rounds sigmoid(-40) to 0); Python numbers keep the dtype.
+    if x.dtype.kind == "b":  # (numpy has no bool negative; PyTorch's bool sigmoid is its float's)
+        x = x.astype(xp.int64)  # (then as an integer input: the default float dtype)
     z = xp.exp(-xp.abs(x))
     return xp.where(x >= 0, 1.0, z) / (1.0 + z)
 
@@ -121,10 +135,12 @@ def _via_float64(name: str) -> Any:
 
 
 def _rounding(name: str) -> Any:
-    """A rounding forward: an integer array is returned as a copy (numpy would make floats)."""
+    """A rounding forward: an integer array is returned as a copy (numpy would make floats);
+    a bool one is refused, as PyTorch's ``<name>_vml_cpu`` kernel does."""
 
     def forward(xp: Any, x: Any) -> Any:
-        return x.copy() if x.dtype.kind in "iub" else getattr(xp, name)(x)
+        refuse_kinds(f"{name}_vml", x.dtype, "b")
+        return x.copy() if x.dtype.kind in "iu" else getattr(xp, name)(x)
 
     return forward
 
@@ -139,6 +155,7 @@ def _rsqrt(xp: Any, x: Any) -> Any:
 
 
 def _frac(xp: Any, x: Any) -> Any:
+    refuse_kinds("frac", x.dtype, "biu")  # PyTorch's frac is for floats only
     return quietly(lambda: x - xp.trunc(x))  # PyTorch's frac: the sign follows the input
 
 
@@ -161,9 +178,9 @@ UNARY = [
           doc="``log(1 + input)``, accurate near zero."),
     Unary("sqrt", "SqrtBackward0", _quiet("sqrt"), lambda g, y: g / (y * 2.0), "result",
           doc="Elementwise square root."),
-    Unary("abs", "AbsBackward0", "abs", lambda g, x: g * sign(x), "input",
+    Unary("abs", "AbsBackward0", _abs, lambda g, x: g * sign(x), "input",
           doc="Elementwise absolute value (gradient 0 at 0, as PyTorch)."),
-    Unary("sign", "SignBackward0", lambda xp, x: xp.where(xp.isnan(x), 0, xp.sign(x)), lambda g, _: g * 0.0,
+    Unary("sign", "SignBackward0", lambda xp, x: x.copy() if x.dtype.kind == "b" else xp.where(xp.isnan(x), 0, xp.sign(x)), lambda g, _: g * 0.0,
           doc="Elementwise sign: -1, 0 or 1, and 0 at NaN as PyTorch (gradient zero everywhere)."),
     Unary("sin", "SinBackward0", _quiet("sin"), lambda g, x: g * cos(x), "input",
           doc="Elementwise sine."),
@@ -177,7 +194,7 @@ UNARY = [
     # maximum(0, x) returns x at a tie (-0.0 stays -0.0), and the gradient is zeroed where
     # y <= 0, so it passes at NaN, both as PyTorch (clamp_min, threshold_backward); y is >= 0
     # or NaN, so ``y != 0`` is that mask in one pass.
-    Unary("relu", "ReluBackward0", lambda xp, x: xp.maximum(0, x), lambda g, y: g * (y.data != 0), "result",
+    Unary("relu", "ReluBackward0", _relu, lambda g, y: g * (y.data != 0), "result",
           fast=lambda g, y: g * (y != 0), doc="Elementwise ``max(x, 0)`` (gradient 0 at 0, as PyTorch)."),
     Unary("clone", "CloneBackward0", lambda xp, x: preserve_format_copy(x), lambda g, _: g,
           doc="A copy of the data, recorded in the graph (its gradient passes through unchanged)."),

@@ -47,7 +47,9 @@ def _check_addmv(input_shape: tuple[int, ...], mat: Any, vec: Any, input_dtype: 
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """The product of a matrix and a vector, ``(n, m) @ (m,)``: ``(n,)``."""
     a, b = input.data, vec.data
-    _check_addmv((a.shape[0] if a.ndim else 1,), a, b, b.dtype)  # (its result is addmv's input)
+    if not a.ndim:  # (PyTorch's mv reads input.size(0) first)
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    _check_addmv((a.shape[0],), a, b, b.dtype)  # (its result is addmv's input)
     return matmul(input, vec)
 
 
@@ -126,6 +128,9 @@ def inner(input: Tensor, other: Tensor) -> Tensor:
             f"inner() the last dimension must match on both input tensors but got shapes "
             f"{list(a.shape)} and {list(b.shape)}"
         )
+    if a.dtype.kind == "b" and b.dtype.kind == "b":  # PyTorch's dot and mm have no bool kernel
+        kernel = "dot" if a.ndim == b.ndim == 1 else "addmm_impl_cpu_"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     return tensordot(input, other, dims=([-1], [-1]))
 
 

@@ -19,6 +19,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from .._ops._inplace_util import _alias, _bump, _commit, _dtype_name, _recording
 from .._ops._registry import backward, op
 from .._ops._util import Tensor, attach, edge_of, first_order, like, needs_grad, not_tensor, save
@@ -171,7 +173,7 @@ _GeluBackward0.release_variables = _release_variables_and_cdf  # type: ignore[me
 
 
 @op(_GeluBackward0, family="activations")
-def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+def gelu(input: Tensor, *, approximate: str = "none") -> Tensor:
     """``x * Phi(x)``, Phi the standard normal CDF; ``approximate='tanh'`` uses
     ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
@@ -375,4 +377,33 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
     def forward(xp: Any, x: Any) -> Any:
         return xp.minimum(xp.maximum(x, min_val), max_val)
 
+    if input.data.dtype.kind in "biu":
+        return _hardtanh_integer(input, min_val, max_val, inplace)
     return _apply(input, forward, _HardtanhBackward0, inplace, "hardtanh_cpu", min_val=min_val, max_val=max_val)
+
+
+_C_INT_NAMES = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t", "uint8": "uint8_t"}
+
+
+def _hardtanh_integer(input: Tensor, min_val: float, max_val: float, inplace: bool) -> Tensor:
+    """PyTorch's hardtanh of an integer tensor: a clamp to the limits converted to its type
+    (truncated); Bool, and negative limits for an unsigned type, are refused."""
+    x = input.data
+    if x.dtype.kind == "b":
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if x.dtype.kind == "u" and (min_val < 0 or max_val < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+    info = np.iinfo(x.dtype)
+    limits = []
+    for v in (min_val, max_val):
+        if not (info.min <= v <= info.max):
+            name = _C_INT_NAMES.get(x.dtype.name, x.dtype.name)
+            raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+        limits.append(int(v))
+    xp = input._device.xp
+    result = xp.clip(x, limits[0], limits[1]).astype(x.dtype, copy=False)
+    if inplace:
+        xp.copyto(x, result)
+        _bump(input)
+        return input
+    return like(result, input)

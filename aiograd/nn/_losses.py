@@ -408,6 +408,8 @@ def binary_cross_entropy(
     x, y = input.data, target.data
     if not bool(((x >= 0) & (x <= 1)).all()):
         raise RuntimeError("all elements of input should be between 0 and 1")
+    if not bool(((y >= 0) & (y <= 1)).all()):  # (NaN fails it too, as there)
+        raise RuntimeError("all elements of target should be between 0 and 1")
     with np.errstate(all="ignore"):
         losses = (y - 1) * xp.maximum(xp.log1p(-x), -100.0) - y * xp.maximum(xp.log(x), -100.0)
         if w is not None:
