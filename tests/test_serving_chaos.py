@@ -450,7 +450,9 @@ async def test_workers_that_keep_dying_stop_the_service_with_status_1():
             in server.stderr), server.stderr[-3000:]
     assert server.stderr.count("died: restarting it") == 2, server.stderr[-3000:]
     assert "died: restarting it in 1 s" in server.stderr  # the second restart backed off
-    assert server.stderr.count("exited with code 1") == 3
+    # three deaths stop it; the other worker may take a killing request in the same moment and
+    # die too before the service has stopped (a fourth exit line), as on a loaded machine
+    assert server.stderr.count("exited with code 1") in (3, 4), server.stderr[-3000:]
     assert set(outcomes) <= {"died", "refused"} and outcomes["died"] >= 3, outcomes
 
 
