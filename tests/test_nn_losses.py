@@ -170,11 +170,12 @@ async def test_binary_cross_entropy_with_logits_is_stable_at_large_logits() -> N
 
 
 def test_reexported_from_nn_functional() -> None:
-    from aiograd.nn import _losses
+    from aiograd.nn import _binary_losses, _losses
 
-    for name in ("l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-                 "binary_cross_entropy_with_logits", "kl_div"):
-        assert getattr(F, name) is getattr(_losses, name) and name in F.__all__
+    for module, names in ((_losses, ("l1_loss", "smooth_l1_loss", "huber_loss")),
+                          (_binary_losses, ("binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"))):
+        for name in names:
+            assert getattr(F, name) is getattr(module, name) and name in F.__all__
 
 
 # ------------------------------------------------------------------------------ errors, warnings

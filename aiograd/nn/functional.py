@@ -6,7 +6,7 @@ from aiograd ops and constant masks, so it can be differentiated again. ``cross_
 
 The other losses (``l1_loss``, ``smooth_l1_loss``, ``huber_loss``, ``binary_cross_entropy``,
 ``binary_cross_entropy_with_logits``, ``kl_div``), ``normalize``/``cosine_similarity`` and the
-attention functions live in ``_losses.py``, ``_distance.py`` and ``_attention.py`` beside this
+attention functions live in ``_losses.py``, ``_binary_losses.py``, ``_distance.py`` and ``_attention.py`` beside this
 module, and are re-exported here.
 """
 
@@ -45,20 +45,14 @@ from .._ops.softmax import softmax as _softmax
 from .._ops.unary_math import relu, sigmoid, tanh
 from ._activations import elu, gelu, hardtanh, leaky_relu, mish, silu, softplus
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention
+from ._binary_losses import binary_cross_entropy, binary_cross_entropy_with_logits, kl_div
 
 # convolutions and pooling (families _conv and _pooling)
 from ._conv import conv1d, conv2d, conv_transpose2d
 from ._distance import cosine_similarity, normalize
 from ._dropout import dropout
 from ._embedding import embedding
-from ._losses import (
-    binary_cross_entropy,
-    binary_cross_entropy_with_logits,
-    huber_loss,
-    kl_div,
-    l1_loss,
-    smooth_l1_loss,
-)
+from ._losses import huber_loss, l1_loss, smooth_l1_loss
 from ._losses import legacy_reduction as _reduction
 from ._losses import record_loss as _record_loss
 from ._losses import target_size_warning as _target_size_warning
