@@ -328,7 +328,7 @@ def test_mixed_devices_raise_torchs_error() -> None:
 def test_numbers_and_arrays_are_device_less() -> None:
     s = ag.tensor([1.0, 2.0], device="sim:0", requires_grad=True)
     for out in (s + 1, 2.0 * s, s - np.ones(2), np.ones(2) / s, s ** np.array([2.0, 1.0]),
-                ag.maximum(s, np.zeros(2)), ag.where(np.array([True, False]), s, 0.0),
+                ag.where(np.array([True, False]), s, 0.0),
                 s @ np.ones(2), np.ones((3, 2)) @ s, s.clamp(0.5, 1.5), s > 1):
         assert out.device is SIM
     assert F.mse_loss(s, np.zeros(2)).device is SIM

@@ -66,6 +66,22 @@ async def test_first_grad_is_stolen_when_unshared_and_copied_otherwise():
     np.testing.assert_allclose(x.grad.numpy(), [1.0, 1.0])
 
 
+async def test_a_transposed_back_gradient_is_stolen_and_a_shared_view_copied():
+    # linear's weight gradient is made transposed and transposed back (TBackward0): a view
+    # spanning an array nothing else holds, taken as .grad without a copy
+    w = ag.tensor(np.ones((3, 4)), requires_grad=True)
+    x = ag.tensor(np.arange(8.0).reshape(2, 4))
+    await ag.nn.functional.linear(x, w).sum().backward()
+    assert w.grad.data.base is not None and w.grad.data.flags.c_contiguous
+    np.testing.assert_allclose(w.grad.numpy(), np.tile(x.numpy().sum(0), (3, 1)))
+    # a gradient that is part of an array the user holds is copied, not taken
+    v = leaf(1.0, 2.0)
+    held = ag.tensor([[1.0, 1.0], [3.0, 3.0]])
+    await v.backward(held[0])
+    held.data[0] = 9.0
+    np.testing.assert_allclose(v.grad.numpy(), [1.0, 1.0])
+
+
 async def test_user_grad_tensors_are_never_mutated():
     x = leaf(1.0, 2.0)
     y = x * 1.0

@@ -120,6 +120,8 @@ CASES: dict[str, dict[str, Callable[[], Any]]] = {
         "affine": one(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True), (4, 3, 2, 2), (3,), (3,)),
         "plain": one(lambda x: F.batch_norm(x, None, None, training=True), (5, 3)),
     },
+    "TransposeBackward0": {"t": one(lambda a: a.t(), (3, 4)), "transpose": one(lambda a: a.transpose(0, 2), (2, 3, 4)),
+                           "linear's weight": one(F.linear, (3, 4), (2, 4))},
     "IndexPutBackward0": {"index_put": _index_put},
     "CopySlices.apply": {"in-place on a view": _copy_slices},
 }
@@ -127,7 +129,7 @@ CASES: dict[str, dict[str, Callable[[], Any]]] = {
 # rules that batch, run with a batch of gradients too (the others run once per sample)
 BATCHED = {"_unary_node", "SumBackward0", "MeanBackward0", "LinalgVectorNormBackward0", "LogSoftmaxBackward0",
            "MmBackward0", "AddmmBackward0", "ConvolutionBackward0", "MaxPool2DWithIndicesBackward0",
-           "AdaptiveAvgPool2DBackward0", "_GeluBackward0"}
+           "AdaptiveAvgPool2DBackward0", "_GeluBackward0", "TransposeBackward0"}
 
 
 async def gradients(make: Callable[[], Any], fast: bool, batched: bool, seed: int) -> list[np.ndarray]:

@@ -303,12 +303,12 @@ async def test_same_tensor_on_both_sides(fn: Any, expected: list[float]) -> None
         lambda x: x + 1, lambda x: 1 + x, lambda x: x - 1.5, lambda x: 1.5 - x, lambda x: x * 2,
         lambda x: 2 * x, lambda x: x / 3, lambda x: 3 / x, lambda x: x**2, lambda x: x**0.5,
         lambda x: 2**x, lambda x: ag.add(x, 1, alpha=2), lambda x: ag.sub(x, 1, alpha=0.5),
-        lambda x: x.clamp(0.1, 0.9), lambda x: ag.maximum(x, 0.5), lambda x: ag.minimum(0.5, x),
+        lambda x: x.clamp(0.1, 0.9), lambda x: ag.maximum(x, ag.tensor(0.5)), lambda x: ag.minimum(ag.tensor(0.5), x),
         lambda x: ag.where(x > 0.5, x, 0.0), lambda x: ag.where(x > 0.5, 1.0, x),
         lambda x: x.sigmoid() * 0.5 + 0.25,
     ],
     ids=["add", "radd", "sub", "rsub", "mul", "rmul", "div", "rdiv", "pow_int", "pow_float", "rpow",
-         "add_alpha", "sub_alpha", "clamp", "maximum", "minimum_reflected", "where_other",
+         "add_alpha", "sub_alpha", "clamp", "maximum_0d", "minimum_0d_first", "where_other",
          "where_input", "sigmoid_affine"],
 )
 async def test_python_numbers_keep_float32(fn: Any) -> None:

@@ -300,28 +300,48 @@ def _data_refs(tensor: Tensor) -> int:
     return sys.getrefcount(tensor.data)
 
 
-def _calibrate() -> tuple[int, int]:
+def _base_refs(data: Any) -> int:
+    return sys.getrefcount(data.base)
+
+
+def _calibrate() -> tuple[int, int, int]:
     # The refcounts a sole owner sees depend on the interpreter; measure them through the very
     # functions that test them, instead of hard-coding numbers.
     probe = [_wrap(np.zeros(1))]
-    return _slot_refs(probe, 0), _data_refs(probe[0])
+    view = np.zeros((1, 2)).T  # a view whose base only the view refers to
+    return _slot_refs(probe, 0), _data_refs(probe[0]), _base_refs(view)
 
 
 _SOLE_SLOT = -1
 _SOLE_DATA = -1
+_SOLE_BASE = -1
 
 
 def owns(slots: list[Any], i: int) -> bool:
     """True if ``slots[i]`` is a tensor that nothing but this list refers to, and whose array
-    nothing else refers to either, so it may be modified in place (PyTorch's use_count == 1)."""
-    global _SOLE_SLOT, _SOLE_DATA
+    nothing else refers to either, so it may be modified in place (PyTorch's use_count == 1).
+
+    The array may be a view that spans the whole of a base nothing else refers to (a gradient
+    computed transposed and transposed back, as ``linear``'s weight gradient is): that is the
+    same memory with one owner, as PyTorch steals a tensor whatever its storage's history."""
+    global _SOLE_SLOT, _SOLE_DATA, _SOLE_BASE
     if _SOLE_SLOT < 0:
-        _SOLE_SLOT, _SOLE_DATA = _calibrate()
+        _SOLE_SLOT, _SOLE_DATA, _SOLE_BASE = _calibrate()
     # Count references before binding any local to the tensor or its array.
     if _slot_refs(slots, i) != _SOLE_SLOT or _data_refs(slots[i]) != _SOLE_DATA:
         return False
     data = slots[i].data
-    return data.base is None and data.flags.writeable and data.flags.c_contiguous
+    if not (data.flags.writeable and data.flags.c_contiguous):
+        return False
+    base = data.base
+    if base is None:
+        return True
+    del base  # (a local reference would count)
+    return (
+        type(data.base) is np.ndarray
+        and _base_refs(data) == _SOLE_BASE
+        and data.base.nbytes == data.nbytes
+    )
 
 
 def _accumulate_into_grad(variable: Tensor, grads: list[Tensor | None]) -> None:

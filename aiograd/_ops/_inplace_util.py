@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .._base._dtypes import get_default_dtype, is_array, type_name
-from .._core._views import View, view_rebase_error
+from .._core._views import View, view_index, view_rebase_error
 from .._devices._device import CPU, mixed_devices_error
 from ._util import Node, Tensor, grad_enabled, infer_size, like
 from .casting import result_type, to
@@ -65,6 +65,50 @@ def _overlapping(data: np.ndarray[Any, Any]) -> bool:
     return data.size > 0 and any(s == 0 and n > 1 for n, s in zip(data.shape, data.strides))
 
 
+class _Memory:
+    """Memory described by an array interface, kept alive by ``base`` (as numpy's
+    ``as_strided`` builds its arrays)."""
+
+    def __init__(self, interface: dict[str, Any], base: Any) -> None:
+        self.__array_interface__ = interface
+        self.base = base
+
+
+def _unlock(self: Tensor, exc: Exception) -> bool:
+    """After numpy refused to write into ``self`` (a read-only array): where PyTorch would
+    write, make ``self.data`` a writeable array over the same memory and return True (the
+    caller writes again). That is a view of a writeable base whose elements share no memory
+    (PyTorch's ``has_internal_overlap`` says no): an expand to a size 0 or 1 sliced, a slice of
+    an expanded tensor that keeps one element per location. Off the hot path: only numpy's
+    error leads here."""
+    data = self.data
+    if not isinstance(exc, ValueError) or type(data) is not np.ndarray or data.flags.writeable:
+        return False
+    base = self._base if type(self) is View else None
+    if base is None or not base.data.flags.writeable or _overlapping(data):
+        return False
+    view_index(data, base.data)  # (checks that the memory lies inside the base's)
+    interface = dict(data.__array_interface__)
+    interface["data"] = (interface["data"][0], False)
+    self.data = np.asarray(_Memory(interface, base.data))
+    return True
+
+
+def _write_overlapping(self: Tensor, result: Any) -> None:
+    """Write ``result`` into ``self``, a tensor whose elements share memory (an expanded view),
+    as PyTorch's kernels that allow it do (``zero_``, ``fill_``, ``tril_``, ``masked_fill_``):
+    the elements that change are written into the base's memory, so that of the elements that
+    share a location, one that changes wins over one that keeps its value. A tensor that is no
+    view has no writeable memory to write into: PyTorch's internal-overlap error."""
+    base = self._base if type(self) is View else None
+    if base is None or not base.data.flags.writeable:
+        raise RuntimeError(OVERLAP_ERROR)
+    data, xp = self.data, self._device.xp
+    changed = result != data
+    flat, _ = view_index(data, base.data)
+    xp.put(base.data, xp.asarray(flat)[changed], result[changed])
+
+
 def _broadcast_message(out_shape: tuple[int, ...], shape: tuple[int, ...]) -> str | None:
     """PyTorch's message when ``shape`` cannot be written into ``out_shape``; None if it can."""
     try:
@@ -115,6 +159,8 @@ def _ufunc(name: str, self: Tensor, operand: Any) -> None:
     except RuntimeWarning:
         pass  # numpy's warning made an error (inf - inf): the result is written, as torch's
     except (ValueError, TypeError) as e:
+        if _unlock(self, e):
+            return _ufunc(name, self, operand)
         raise _error(e, self, operand, name == "true_divide") from None
     _bump(self)
 
@@ -127,6 +173,8 @@ def _unary(name: str, self: Tensor) -> None:
     except RuntimeWarning:
         pass  # numpy's warning made an error (exp overflowed): the result is written, as torch's
     except (ValueError, TypeError) as e:
+        if _unlock(self, e):
+            return _unary(name, self)
         raise _error(e, self, 1.0) from None  # (1.0: a float result, for the cast message)
     _bump(self)
 
@@ -147,16 +195,22 @@ def _alias(self: Tensor, copy: bool) -> Tensor:
     return alias
 
 
-def _commit(self: Tensor, out: Tensor) -> Node | None:
-    """Write the out-of-place result into ``self``, bump, and make its node ``self``'s history."""
+def _commit(self: Tensor, out: Tensor, overlap_ok: bool = False) -> Node | None:
+    """Write the out-of-place result into ``self``, bump, and make its node ``self``'s history.
+    ``overlap_ok``: an op that PyTorch lets write into an expanded tensor (``tril_``)."""
     data = self.data
     if out.data.shape != data.shape:
         raise RuntimeError(
             f"output with shape {list(data.shape)} doesn't match the broadcast shape {list(out.data.shape)}"
         )
     try:
-        self._device.xp.copyto(data, out.data, casting="same_kind")
+        if overlap_ok and not data.flags.writeable and _overlapping(data):
+            _write_overlapping(self, out.data)
+        else:
+            self._device.xp.copyto(data, out.data, casting="same_kind")
     except (ValueError, TypeError) as e:
+        if _unlock(self, e):
+            return _commit(self, out, overlap_ok)
         if isinstance(e, TypeError):
             e = RuntimeError(
                 f"result type {_dtype_name(out.data.dtype)} can't be cast to the desired output "

@@ -22,6 +22,8 @@ __all__ = [
     "first_zero_pivot",
     "lu_factor",
     "lu_solve",
+    "lu_system",
+    "has_subnormal",
     "linalg_error_type",
     "tril",
     "triu",
@@ -70,7 +72,9 @@ def lu_factor(xp: Any, a: Any) -> tuple[Any, Any, Any]:
     ``(batch, n, n)``), in LAPACK getf2's order of operations: the packed factors, each row's
     source row, and LAPACK's ``info`` (the 1-based position of the first zero pivot, 0 if none).
     For the cases PyTorch reports or differentiates through its own LU: a zero pivot is kept,
-    as LAPACK keeps it."""
+    as LAPACK keeps it. The column below a pivot is divided by it for 2 x 2 matrices and scaled
+    by its reciprocal for larger ones, as PyTorch's LAPACK (MKL) rounds (a subnormal pivot
+    gives inf). Run it quietly."""
     n = a.shape[-1]
     work = xp.array(a.reshape(-1, n, n), dtype=a.dtype, copy=True)
     batch = work.shape[0]
@@ -86,7 +90,9 @@ def lu_factor(xp: Any, a: Any) -> tuple[Any, Any, Any]:
         pivot = work[:, k, k]
         zero = pivot == 0
         info = xp.where((info == 0) & zero, k + 1, info)
-        scale = xp.where(zero[:, None], 0.0, work[:, k + 1 :, k] / xp.where(zero, 1.0, pivot)[:, None])
+        safe = xp.where(zero, 1, pivot)[:, None]
+        column = work[:, k + 1 :, k] * (1 / safe) if n > 2 else work[:, k + 1 :, k] / safe
+        scale = xp.where(zero[:, None], 0, column)
         work[:, k + 1 :, k] = scale
         work[:, k + 1 :, k + 1 :] -= scale[:, :, None] * work[:, k, None, k + 1 :]
     return work, perm, info
@@ -94,16 +100,35 @@ def lu_factor(xp: Any, a: Any) -> tuple[Any, Any, Any]:
 
 def lu_solve(xp: Any, lu: Any, perm: Any, b: Any) -> Any:
     """``A X = B`` from ``lu_factor``'s factors of ``A`` (``b``: ``(batch, n, k)``), by row
-    permutation and the two triangular substitutions in BLAS trsm's order: a zero pivot divides
-    (inf and NaN, as PyTorch's ``lu_solve`` gives them). Run it quietly."""
+    permutation and the two triangular substitutions in BLAS trsm's order, each pivot's
+    reciprocal scaling its row as PyTorch's LAPACK does: a zero or subnormal pivot gives inf
+    and NaN, as PyTorch's ``lu_solve`` does. Run it quietly."""
     n = lu.shape[-1]
     x = b[xp.arange(b.shape[0])[:, None], perm].copy()
     for j in range(n):
         x[:, j + 1 :] -= lu[:, j + 1 :, j, None] * x[:, j, None]
     for j in range(n - 1, -1, -1):
-        x[:, j] /= lu[:, j, j, None]
+        x[:, j] *= 1 / lu[:, j, j, None]
         x[:, :j] -= lu[:, :j, j, None] * x[:, j, None]
     return x
+
+
+def lu_system(xp: Any, a: Any, b: Any) -> tuple[Any, Any]:
+    """``A X = B`` by ``lu_factor`` and ``lu_solve`` (``a`` ``(..., n, n)`` and ``b``
+    ``(..., n, k)``, batch dims broadcast), PyTorch's LU solve where numpy's LAPACK rounds
+    otherwise (singular, subnormal or non-finite matrices): ``X`` and each matrix's ``info``,
+    both in the broadcast batch shape. Run it quietly."""
+    batch = xp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    n, k = a.shape[-1], b.shape[-1]
+    lu, perm, info = lu_factor(xp, xp.broadcast_to(a, batch + (n, n)))
+    x = lu_solve(xp, lu, perm, xp.broadcast_to(b, batch + (n, k)).reshape(-1, n, k))
+    return x.reshape(batch + (n, k)), info.reshape(batch)
+
+
+def has_subnormal(xp: Any, a: Any) -> bool:
+    """Whether ``a`` holds a subnormal number (where numpy's and PyTorch's LAPACKs part)."""
+    m = xp.abs(a)
+    return bool(((m < np.finfo(a.dtype).tiny) & (m != 0)).any())
 
 
 def first_zero_pivot(xp: Any, a: Any) -> tuple[int, int]:

@@ -12,13 +12,26 @@ from typing import Any
 
 import numpy as np
 
-from ._util import Tensor
+from .._base._dtypes import type_name
+from ._util import UNSET, Tensor
 from .shape import _dim
 
 __all__ = [
-    "_check_nonempty", "_dtype_name", "_expand_reduced_array", "_one_dim", "_reduced_shape", "axes_of",
-    "expand_reduced",
+    "UNSET", "_check_nonempty", "_dtype_name", "_expand_reduced_array", "_one_dim", "_reduced_shape", "axes_of",
+    "expand_reduced", "invalid_arguments",
 ]
+
+
+
+
+def invalid_arguments(fname: str, signatures: Sequence[str], *args: Any, **kwargs: Any) -> TypeError:
+    """PyTorch's argument parser's TypeError for arguments that match none of ``fname``'s
+    ``signatures``, naming the types of the arguments given (the unset ones left out)."""
+    got = [type_name(a) for a in args if a is not UNSET]
+    got += [f"{k}={type_name(v)}" for k, v in kwargs.items() if v is not UNSET]
+    lines = [f"{fname}() received an invalid combination of arguments - got ({', '.join(got)}), but expected one of:"]
+    lines += [f" * ({sig})" for sig in signatures]
+    return TypeError("\n".join(lines) + "\n")
 
 
 def axes_of(dim: int | Sequence[int] | None, ndim: int) -> tuple[int, ...] | None:

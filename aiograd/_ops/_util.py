@@ -52,6 +52,7 @@ from .._core._tensor import Tensor
 from .._devices._device import CPU, device_type, mixed_devices_error
 
 __all__ = [
+    "UNSET",
     "CPU",
     "Node",
     "Tensor",
@@ -78,6 +79,30 @@ __all__ = [
 wrap = Tensor._wrap
 
 _fast_paths_on = True
+
+
+class _Unset:
+    """The default of a parameter whose absence PyTorch's argument parser tells from ``None``
+    (``sum(x)`` is one overload, ``sum(x, None)`` another; ``keepdim`` needs ``dim``). False as a
+    bool (an unset ``keepdim`` reads as False); shown as ``...``, a stub's "has a default" (in
+    signatures and in the typed declarations, which read defaults as literals)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "..."
+
+    def __eq__(self, other: object) -> bool:
+        return other is Ellipsis or other is self
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Any = _Unset()
 
 
 def first_order() -> bool:

@@ -12,8 +12,18 @@ import numpy as np
 
 from .._base._dtypes import scalar_type_name
 from .._core._views import View
-from ._inplace_util import _bump, _check_shape, _error, _operand, _overlapping, _recording
+from ._inplace_util import (
+    _bump,
+    _check_shape,
+    _error,
+    _operand,
+    _overlapping,
+    _recording,
+    _unlock,
+    _write_overlapping,
+)
 from ._registry import backward, op
+from ._scalar_cast import F64, scalar_to
 from ._util import Node, Tensor, edge_of, first_order, grad_enabled, like
 from .casting import to
 from .indexing import (
@@ -96,11 +106,22 @@ def CopyBackwards(self: Any, grads: list[Any]) -> Any:
 
 
 def _fill(self: Tensor, value: Any) -> None:
+    """Fill with ``value``: a number (PyTorch's overflow check first), or a 0-dim array (a
+    tensor's, cast as ``copy_`` casts)."""
     data = self.data
+    number = type(value) is not np.ndarray
+    if number and (type(value) is not float or data.dtype is not F64):
+        value = scalar_to(value, data.dtype)
     try:
         data.fill(value)
     except (ValueError, TypeError) as e:
-        raise _error(e, self) from None
+        if _unlock(self, e):
+            return _fill(self, value)
+        if number and isinstance(e, ValueError) and not data.flags.writeable and _overlapping(data):
+            # an expanded tensor: PyTorch's fill_ with a number writes it (one value everywhere)
+            _write_overlapping(self, self._device.xp.full(data.shape, value, dtype=data.dtype))
+        else:
+            raise _error(e, self) from None
     _bump(self)
 
 
@@ -141,6 +162,8 @@ def _assign(self: Tensor, src: Any) -> None:
     try:
         self._device.xp.copyto(data, src, casting="unsafe")
     except (ValueError, TypeError) as e:
+        if _unlock(self, e):
+            return _assign(self, src)
         raise _error(e, self, src) from None
     _bump(self)
 
@@ -198,11 +221,12 @@ def index_put_(self: Tensor, adv: tuple[Any, ...], values: Any, accumulate: bool
         node = IndexPutBackward0((edge_of(self), edge_of(values)))
         node.index, node.accumulate = adv, accumulate
         node.values_shape, node.values_dtype = np.shape(v), getattr(v, "dtype", None)
-    data = self.data
     try:
-        data[adv] = v
+        self.data[adv] = v
     except (ValueError, TypeError) as e:
-        raise _error(e, self) from None
+        if not _unlock(self, e):
+            raise _error(e, self) from None
+        self.data[adv] = v
     _bump(self)
     if rec:
         rebase_inplace(self, node, 0)
@@ -263,6 +287,24 @@ def _full(basic: tuple[Any, ...], shape: tuple[int, ...]) -> bool:
     return True
 
 
+def _in_sequence(self: Tensor, basic: Any, adv: Any, accumulate: bool, cls: Any, value: Any) -> None:
+    """``self[index] = value`` in PyTorch's sequence, so that the checks and the graph are
+    PyTorch's: the basic part is a view (none for an index of full slices), written with
+    ``copy_`` (``fill_`` for one value) or ``index_put_``."""
+    v = value.data if isinstance(value, Tensor) else value
+    if basic is None or _full(basic, self.data.shape):
+        target = self
+    else:
+        target = _take(self, (basic, None, False), cls)
+    _check_value(target.data, adv, v)
+    if adv is not None:
+        index_put_(target, adv, value, accumulate)
+    elif np.shape(v) == () and target.data.ndim:
+        fill_(target, value if isinstance(value, Tensor) else _constant(v, target))
+    else:
+        copy_(target, value)
+
+
 @op(IndexPutBackward0, CopySlices, name="setitem", top_level=False)
 def setitem(self: Tensor, index: Index | tuple[Index, ...], value: TensorLike) -> None:
     """``self[index] = value``: a basic index copies ``value`` into the view ``self[index]``; an
@@ -284,33 +326,26 @@ def setitem(self: Tensor, index: Index | tuple[Index, ...], value: TensorLike) -
                 f"{scalar_type_name(data.dtype)} for the destination and {scalar_type_name(value.data.dtype)} for the source."
             )
         value = _operand(self, value)  # index_put_'s rule; a basic index copies from any device
-    v = value.data if isinstance(value, Tensor) else value
+    if isinstance(value, Tensor):
+        v = value.data
+    else:
+        v = value if type(value) is float and data.dtype is F64 else scalar_to(value, data.dtype)
+        value = v
     if grad_enabled() and (
         self._requires_grad
         or (isinstance(value, Tensor) and value._requires_grad)
         or (type(self) is View and self._base._requires_grad)  # type: ignore[union-attr]
     ):
-        # PyTorch's sequence, so that the checks and the graph are PyTorch's: the basic part is
-        # a view (none for an index of full slices), written with copy_ (fill_ for one value)
-        # or index_put_.
-        if basic is None or _full(basic, data.shape):
-            target = self
-        else:
-            target = _take(self, (basic, None, False), cls)
-        _check_value(target.data, adv, v)
-        if adv is not None:
-            index_put_(target, adv, value, accumulate)
-        elif np.shape(v) == () and target.data.ndim:
-            fill_(target, value if isinstance(value, Tensor) else _constant(v, target))
-        else:
-            copy_(target, value)
-        return
+        return _in_sequence(self, basic, adv, accumulate, cls, value)
     try:
         if adv is None:
             data[basic] = v
         else:
             (data if basic is None else data[basic])[adv] = v
     except (ValueError, TypeError) as e:
+        if isinstance(e, ValueError) and not data.flags.writeable and type(self) is View:
+            # (a read-only array: an expanded tensor, whose selected part PyTorch may write)
+            return _in_sequence(self, basic, adv, accumulate, cls, value)
         if isinstance(e, ValueError) and not (not data.flags.writeable and _overlapping(data)):
             target = data if basic is None else data[basic]
             _check_value(target if type(target) is np.ndarray else np.asarray(target), adv, v)

@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._base._dtypes import scalar_type_name
+from .._base._dtypes import is_array, scalar_type_name
 from ._division_util import (
-    check_division,
     floor_divide_floating,
     not_implemented,
     refuse_kinds,
@@ -37,10 +36,11 @@ from ._util import (
 )
 from .casting import place2, result_type
 from .elementwise import _keep, div, where
+from .operands import NEG_BOOL_ERROR, floating, promoted, refuse_bool_sub
 from .operands import array_module as _xp
-from .operands import floating, promoted
 from .operands import operand_shape as _shape
 from .quiet import quietly
+from .rounded_division import checked_division, shapes_first
 from .shape import reduce_grad
 from .unary_math import exp, reciprocal, trunc
 
@@ -107,10 +107,25 @@ def operand_grads(node: Any, batch: int, *makers: Any) -> tuple[Any, ...]:
 
 
 # ------------------------------------------------------------------------------ atan2, hypot
+def _is_bool(x: Any) -> bool:
+    """Whether ``x`` is a bool tensor (PyTorch's derivative formulas refuse ``-`` on one)."""
+    return isinstance(x, Tensor) and x.data.dtype.kind == "b"
+
+
+def _mark_bool(out: Tensor, bool_input: bool) -> None:
+    """Tell ``out``'s node that a bool tensor was among the operands (promoted away since):
+    its backward raises PyTorch's error for ``-`` on a bool tensor, as PyTorch's formula does."""
+    if bool_input and out.grad_fn is not None:
+        out.grad_fn.bool_input = True  # type: ignore[attr-defined]
+
+
+
 @backward(saved=("x0", "x1"), batched=True)
 def Atan2Backward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
     g = grads[0]
     a, b = saved_operands(self)
+    if self.next_edges[1] is not None and getattr(self, "bool_input", False):
+        raise RuntimeError(NEG_BOOL_ERROR)  # PyTorch's ``grad * -self`` on a bool ``input``
     # PyTorch's atan2_backward: 1 / (a^2 + b^2), with 0 where that overflows (at the origin,
     # and where the squares underflow), so the gradient there is 0, not NaN.
     recip = reciprocal(a * a + b * b)
@@ -123,7 +138,10 @@ def atan2(input: Tensor, other: Tensor) -> Tensor:
     """The angle of the point ``(other, input)``: ``arctan(input / other)`` in the right
     quadrant, elementwise."""
     _tensor_only("atan2", other)
-    return _binary("atan2", input, other, lambda xp, a, b: xp.arctan2(a, b), (Atan2Backward0,) * 3)
+    out = _binary("atan2", input, other, lambda xp, a, b: xp.arctan2(a, b), (Atan2Backward0,) * 3)
+    if out.grad_fn is not None:
+        _mark_bool(out, _is_bool(input))
+    return out
 
 
 @backward(saved=("x0", "x1", "result"), batched=True)
@@ -149,6 +167,8 @@ def LogaddexpBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any
     (NaN where both are the same infinity, as there)."""
     g = grads[0]
     a, b = saved_operands(self)
+    if getattr(self, "bool_input", False):
+        refuse_bool_sub(True, 1)  # PyTorch's ``other - self`` with a bool operand
     return operand_grads(self, batch, lambda: g / (1 + exp(b - a)), lambda: g / (1 + exp(a - b)))
 
 
@@ -158,10 +178,14 @@ def logaddexp(input: Tensor, other: Tensor) -> Tensor:
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("logaddexp", input)
     _tensor_only("logaddexp", other)
+    bool_input = input.data.dtype.kind == "b" or other.data.dtype.kind == "b"
     input, other = promoted(input, other, fname="logaddexp")
     if input.data.dtype.kind not in "fc":
-        raise NotImplementedError(f'"logaddexp_cpu" not implemented for \'{scalar_type_name(input.data.dtype)}\'')
-    return _binary("logaddexp", input, other, lambda xp, a, b: xp.logaddexp(a, b), (LogaddexpBackward0,) * 3)
+        error = NotImplementedError(f'"logaddexp_cpu" not implemented for \'{scalar_type_name(input.data.dtype)}\'')
+        raise shapes_first(error, input, other)  # (operands that do not broadcast first)
+    out = _binary("logaddexp", input, other, lambda xp, a, b: xp.logaddexp(a, b), (LogaddexpBackward0,) * 3)
+    _mark_bool(out, bool_input)
+    return out
 
 
 # ------------------------------------------------------------------------------ fmod, remainder
@@ -182,7 +206,7 @@ def fmod(input: TensorLike, other: TensorLike) -> Tensor:
     if not isinstance(input, Tensor):  # PyTorch has no fmod(number, tensor)
         raise TypeError(_FMOD_SIGNATURES.format(type(input).__name__, type(other).__name__))
     input, other = promoted(input, other, fname="fmod")
-    input, other = wrapped_integers(check_division("fmod", input, other), input, other)
+    input, other = wrapped_integers(checked_division("fmod", input, other), input, other)
     return _binary("fmod", input, other, lambda xp, a, b: xp.fmod(a, b), (FmodBackward1, FmodBackward0, FmodBackward1))
 
 
@@ -219,7 +243,7 @@ def remainder(input: TensorLike, other: TensorLike) -> Tensor:
     """Python's modulus of ``input / other``: the sign of ``other``, as PyTorch's (a number
     ``input`` has no derivative there: its node is ``NotImplemented``)."""
     input, other = promoted(input, other, fname="remainder")
-    input, other = wrapped_integers(check_division("remainder", input, other), input, other)
+    input, other = wrapped_integers(checked_division("remainder", input, other), input, other)
     return _binary("remainder", input, other, _remainder,
                    (RemainderBackward1, RemainderBackward0, not_implemented("remainder")))
 
@@ -240,7 +264,10 @@ def XlogyBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, An
 
     def grad_a() -> Any:
         xp = g._device.xp
-        zero = xp.logical_and(xp.asarray(data_of(a)) == 0, xp.asarray(data_of(b)) <= 0)
+        if isinstance(b, Tensor) or is_array(b):
+            zero = xp.logical_and(xp.asarray(data_of(a)) == 0, xp.asarray(data_of(b)) <= 0)
+        else:  # PyTorch's ``xlogy.Scalar_Other``: masked where input is 0 unless other > 0 (NaN too)
+            zero = xp.asarray(data_of(a)) == 0 if not b > 0 else xp.zeros((), dtype=bool)
         # PyTorch's ``xlogy(grad, other)``: a zero gradient gives 0 even where log(other) is NaN
         return where(zero, g * 0.0, xlogy(g, b if isinstance(b, Tensor) else _like(b, g)))
 

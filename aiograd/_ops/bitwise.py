@@ -20,11 +20,11 @@ from .._base._dtypes import type_name
 from ._division_util import refuse_kinds
 from ._operator_util import binary_operator, inplace_operator
 from ._registry import op
-from ._util import Tensor, data_of, like, wrap
+from ._util import Tensor, broadcast_error, data_of, like, wrap
 from .casting import join_devices, place2, result_type
 from .operands import array_module as _xp
 from .operands import promoted
-from .rounded_division import operand_as
+from .rounded_division import operand_as, shapes_first
 
 if TYPE_CHECKING:
     from .._core._types import TensorLike
@@ -40,10 +40,16 @@ def _bitwise(fname: str, kernel: str, ufunc: str, input: Any, other: Any, refuse
     (``kernel``'s words) for a result dtype of a kind in ``refused``."""
     input, other = promoted(input, other, fname=fname)
     dtype = result_type(input, other)
-    refuse_kinds(kernel, dtype, refused)
+    try:
+        refuse_kinds(kernel, dtype, refused)
+    except NotImplementedError as e:
+        raise shapes_first(e, input, other) from None
     xp = _xp(input, other)
     a, b = operand_as(xp, data_of(input), dtype), operand_as(xp, data_of(other), dtype)
-    data = getattr(xp, ufunc)(a, b)
+    try:
+        data = getattr(xp, ufunc)(a, b)
+    except ValueError as e:  # numpy's broadcast error: PyTorch's
+        raise broadcast_error(e, input, other) from None
     out = wrap(data if data.dtype == dtype else data.astype(dtype))
     place2(out, input, other)
     return out
@@ -105,7 +111,10 @@ def _tensors(fname: str, input: Any, other: Any) -> tuple[Any, Any]:
 
 def _logical(fname: str, input: Any, other: Any) -> Tensor:
     input, other = _tensors(fname, input, other)
-    out = wrap(getattr(_xp(input, other), fname)(input.data, other.data))
+    try:
+        out = wrap(getattr(_xp(input, other), fname)(input.data, other.data))
+    except ValueError as e:  # numpy's broadcast error: PyTorch's
+        raise broadcast_error(e, input, other) from None
     place2(out, input, other)
     return out
 

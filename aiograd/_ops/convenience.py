@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._reduce_util import _dtype_name, axes_of, expand_reduced
+from .._base._dtypes import type_name
+from ._reduce_util import UNSET, _dtype_name, axes_of, expand_reduced
 from ._registry import backward, op, register
 from ._util import Tensor, attach, edge_of, first_order, like, needs_grad, not_tensor, save
+from ._variance import grad_scale, var_grad, variance
 from .casting import ToCopyBackward0
 from .elementwise import PowBackward0, where
 from .quiet import quietly
-from .reduction import grad_scale, var_grad, variance
 from .shape import ExpandBackward0, TBackward0, ViewBackward0, expand, reshape, swapped, view
 from .unary_math import clone, sign
 
@@ -104,7 +105,7 @@ def StdBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 def std(
     input: Tensor,
     dim: int | Sequence[int] | bool | None = None,
-    unbiased: bool | None = None,
+    unbiased: bool = UNSET,
     keepdim: bool = False,
     *,
     correction: float | None = None,
@@ -212,6 +213,7 @@ def norm(
     p: float | str | None = "fro",
     dim: int | Sequence[int] | None = None,
     keepdim: bool = False,
+    out: None = None,
     dtype: DTypeLike | None = None,
 ) -> Tensor:
     """The vector p-norm over ``dim`` (all elements by default), as ``torch.norm``: ``p`` any
@@ -221,6 +223,10 @@ def norm(
     docs/gradients-at-edges.md)."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("norm", input)
+    if out is not None:  # (aiograd writes no results into given tensors)
+        name = "torch.dtype" if isinstance(out, np.dtype) else type_name(out)  # (a dtype: torch's)
+        what = "aiograd has no out= tensors" if isinstance(out, Tensor) else f"must be Tensor, not {name}"
+        raise TypeError(f"linalg_vector_norm(): argument 'out' {what}")
     data = input.data
     if data.dtype.kind != "f":
         raise RuntimeError(
@@ -239,6 +245,8 @@ def norm(
     axes = axes_of(dim, data.ndim)
     xp = input._device.xp
     count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
+    if not count and (p < 0 or p == float("inf")):
+        _no_identity(data, p, dim)
     values = quietly(_norm_values, xp, data, p, axes, keepdim, count)
     out = like(xp.asarray(values), input)
     if needs_grad(input):
@@ -246,6 +254,23 @@ def norm(
         node.x, node.result = save(input), save(out, is_output=True)
         node.axes, node.keepdim, node.p = axes, keepdim, float(p)
     return out
+
+
+def _no_identity(data: Any, p: float, dim: Any) -> None:
+    """PyTorch's error for a norm with no identity (inf, or p < 0) over nothing."""
+    dims = () if dim is None else (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    empty = [d for d in dims if data.ndim and data.shape[int(d)] == 0]
+    where = f"the dimension {empty[0]}because this dimension is empty and" if empty else "an empty tensor because"
+    raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on {where} the operation does not have an identity")
+
+
+def _norm_method(
+    self: Tensor, p: float | str | None = "fro", dim: int | Sequence[int] | None = None, keepdim: bool = False,
+    dtype: DTypeLike | None = None,
+) -> Tensor:
+    """The vector p-norm over ``dim`` (all elements by default), as ``Tensor.norm`` (whose fourth
+    argument is ``dtype``; ``torch.norm``'s is ``out``): see :func:`norm`."""
+    return norm(self, p, dim, keepdim, dtype=dtype)
 
 
 def _pos(input: Tensor) -> Tensor:
@@ -264,6 +289,6 @@ TENSOR_METHODS: dict[str, Any] = {
     "type_as": type_as,
     "square": square,
     "std": std,
-    "norm": norm,
+    "norm": _norm_method,
     "__pos__": _pos,
 }

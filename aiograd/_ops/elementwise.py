@@ -29,6 +29,7 @@ from ._util import (
     wrap,
 )
 from .casting import place, place2, result_type
+from .integer_power import bool_exponent, bool_power, power_error
 from .operands import BOOL, floating, operands, promoted, refuse_bool_sub
 from .operands import array_module as _xp
 from .operands import operand_shape as _shape
@@ -279,8 +280,8 @@ def true_divide(input: TensorLike, other: TensorLike) -> Tensor:
 def PowBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
     """``tensor ** number``."""
     e = self.exponent
-    if e == 0:
-        return (grads[0] * 0.0,)
+    if e == 0 and e is not False:  # (PyTorch's ``exponent.equal(0.0)`` is false for a bool False:
+        return (grads[0] * 0.0,)  # its general formula follows, NaN where 1 / input overflows)
     a = self.a.unpack(self)
     return (grads[0] * e * a ** (e - 1),)
 
@@ -293,6 +294,8 @@ def PowBackward1(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]
     a, b = saved(self, self.a), saved(self, self.b)
     ga = gb = None
     if ea is not None:
+        if getattr(self, "bool_exponent", False):  # PyTorch's ``exponent - 1``
+            refuse_bool_sub(True, 1)
         # PyTorch defines d/da a**b as 0 where b == 0 (at a == 0 too, where it is 0 * inf);
         # the exponent is patched there so that no 0 ** -1 is computed.
         b_zero = data_of(b) == 0
@@ -328,18 +331,28 @@ PowBackward2 = variant("PowBackward2", PowBackward1, "``number ** tensor``.")
 @op(PowBackward0, PowBackward1, PowBackward2)
 def pow(input: TensorLike, exponent: TensorLike) -> Tensor:
     """``input ** exponent`` with broadcasting; either side may be a number."""
+    given = exponent
     input, exponent = promoted(input, exponent, fname="pow")
     a, b = data_of(input), data_of(exponent)
     xp = _xp(input, exponent)
     if type(b) is float and (b == 0.5 or b == -0.5) and is_array(a) and a.dtype.kind == "f":
         # PyTorch computes these as sqrt and 1 / sqrt: sqrt(-0.0) is -0.0, sqrt(-inf) NaN
         out = wrap(quietly1(xp.sqrt, a) if b > 0 else quietly(lambda: 1.0 / xp.sqrt(a)))
+    elif (type(b) is bool or (type(b) is not float and type(b) is not int and bool_exponent(b))) and (
+        data := bool_power(xp, a, b)
+    ) is not None:
+        out = wrap(data)  # a bool base and exponent (PyTorch's bool result, or its refusal)
     else:
         try:
             out = wrap(quietly2(xp.power, a, b))
         except ValueError as e:  # "Integers to negative integer powers are not allowed."
             error = broadcast_error(e, a, b)  # (or numpy's broadcast error: PyTorch's)
-            raise (RuntimeError(str(e)) if error is e else error) from None
+            if error is not e:
+                raise error from None
+            data = power_error(e, xp, a, b)  # (PyTorch's powi for an array exponent)
+            if isinstance(data, Exception):
+                raise data from None
+            out = wrap(data)
     input, exponent = place2(out, input, exponent)
     if not needs_grad(input, exponent):
         return out
@@ -354,6 +367,7 @@ def pow(input: TensorLike, exponent: TensorLike) -> Tensor:
     node.a, node.b = _keep(input), _keep(exponent)
     node.result = save(out, is_output=True)
     node.a_shape, node.b_shape = _shape(input), _shape(exponent)
+    node.bool_exponent = isinstance(given, Tensor) and given.data.dtype.kind == "b"
     return out
 
 

@@ -226,7 +226,12 @@ def _basic_name(items: tuple[Any, ...], is_tuple: bool, shape: tuple[int, ...]) 
         elif it is None:
             cls = UnsqueezeBackward0
         elif isinstance(it, slice):
-            if d < len(shape) and it.indices(shape[d]) != (0, shape[d], 1):
+            # PyTorch skips a slice whose start is 0 and step 1 as written, and whose stop is at
+            # least the size (``-n:`` or ``:n`` of a dim of size n is still a slice)
+            start, stop, step = it.start, it.stop, it.step
+            if d < len(shape) and not (
+                (start is None or start == 0) and (step is None or step == 1) and (stop is None or stop >= shape[d])
+            ):
                 cls = SliceBackward0
             d += 1
         else:
@@ -408,6 +413,17 @@ def _index_array(index: Any) -> np.ndarray[Any, Any]:
     return arr
 
 
+def _out_of_range(data: Any, d: int, size: int, idx: np.ndarray[Any, Any]) -> None:
+    """PyTorch's (CPU) error for an index out of range, which depends on the kernel: its check
+    for an empty input and its kernel for dim 1 (of 2 or more dims) raise RuntimeErrors."""
+    if data.ndim > 1 and (data.size == 0 or d == 1):
+        if size == 0:
+            raise RuntimeError("index_select(): self indexing axis dim should be positive")
+        bad = int(idx[(idx < 0) | (idx >= size)][0])
+        raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={size}")
+    raise IndexError("index out of range in self")
+
+
 @op(IndexSelectBackward0)
 def index_select(input: Tensor, dim: int, index: Tensor | Sequence[int] | NDArray[Any]) -> Tensor:
     """The entries of ``input`` at positions ``index`` (a vector of ints) along ``dim``."""
@@ -423,8 +439,10 @@ def index_select(input: Tensor, dim: int, index: Tensor | Sequence[int] | NDArra
     d = _dim(dim, data.ndim)
     size = data.shape[d] if data.ndim else 1
     idx = idx.reshape(-1).astype(np.intp, copy=False)
+    if data.ndim == 0 and idx.size != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {idx.size} value(s)")
     if idx.size and (idx.min() < 0 or idx.max() >= size):
-        raise IndexError("index out of range in self")
+        _out_of_range(data, d, size, idx)
     if data.ndim == 0:
         return _take(input, (None, (), False), IndexSelectBackward0)
     adv = (_FULL,) * d + (idx,)

@@ -44,6 +44,7 @@ from ._inplace_util import (
     _recording,
     _ufunc,
     _unary,
+    _unlock,
 )
 from ._registry import op
 from ._util import Tensor, data_of
@@ -244,6 +245,8 @@ def _clip(self: Tensor, lo: Any, hi: Any) -> None:
             target = _dtype_name(data.dtype)
         raise RuntimeError(f"result type {result} can't be cast to the desired output type {target}") from None
     except ValueError as e:
+        if _unlock(self, e):
+            return _clip(self, lo, hi)
         raise _error(e, self, lo if hi is None else hi) from None
     _bump(self)
 

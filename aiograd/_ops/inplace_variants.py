@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .._base._dtypes import cpp_type_name
-from .._core._views import View, view_index
+from .._core._views import View
 from . import binary_math, convenience, elementwise, pointwise, scans, shape, special, unary_math  # noqa: F401
 from ._inplace_util import (
     OVERLAP_ERROR,
@@ -52,6 +52,8 @@ from ._inplace_util import (
     _dtype_name,
     _overlapping,
     _recording,
+    _unlock,
+    _write_overlapping,
 )
 from ._registry import OPS, backward, register, variant
 from ._util import Node, Tensor, edge_of, like
@@ -173,6 +175,8 @@ class Variant:
     #: Writes into an expanded tensor with PyTorch's deprecation warning (``masked_fill_``),
     #: where every other op raises PyTorch's internal-overlap error.
     writes_expanded: bool = False
+    #: ``(self, args, kwargs) -> (args, kwargs)``: the arguments the out-of-place op is given.
+    arguments: Callable[..., tuple[tuple[Any, ...], dict[str, Any]]] | None = None
 
 
 def _other_requires_grad(other: Any, *args: Any, **kwargs: Any) -> bool:
@@ -180,8 +184,14 @@ def _other_requires_grad(other: Any, *args: Any, **kwargs: Any) -> bool:
     return isinstance(other, Tensor) and other._requires_grad
 
 
-def _same_dtype(self: Tensor, dim: Any = None, *, dtype: Any = None) -> None:
-    """``cumsum_``/``cumprod_``: a ``dtype`` other than ``self``'s is refused, as PyTorch does."""
+def _same_dtype(self: Tensor, dim: Any = None, *, dtype: Any = None, fname: str = "cumsum") -> None:
+    """``cumsum_``/``cumprod_``: PyTorch's checks in its order: ``dim`` in range, a ``dtype``
+    other than ``self``'s refused, and a Bool tensor of one element or more (no kernel writes
+    Bool)."""
+    if isinstance(dim, int) and not isinstance(dim, bool):
+        shape._dim(dim, self.data.ndim)
+    if dtype is None and self.data.dtype.kind == "b" and self.data.ndim and self.data.size:
+        raise NotImplementedError(f'"{fname}_out_cpu" not implemented for \'Bool\'')
     if dtype is not None:
         target = np.dtype(dtype)
         if target != self.data.dtype:
@@ -221,6 +231,18 @@ _UNARY = (
     "trunc",
 )
 
+def _masked_fill_arguments(self: Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``masked_fill_`` of a tensor of a non floating dtype with a value that requires grad:
+    PyTorch computes it (where the out-of-place op refuses "Autograd not support dtype"), so
+    the out-of-place op is given the value detached (its node could not flow into ``self``)."""
+    if self.data.dtype.kind not in "fc":
+        if len(args) == 2 and isinstance(args[1], Tensor):
+            args = (args[0], args[1].detach())
+        elif isinstance(kwargs.get("value"), Tensor):
+            kwargs = {**kwargs, "value": kwargs["value"].detach()}
+    return args, kwargs
+
+
 VARIANTS: list[Variant] = [
     *(Variant(f"{name}_", name) for name in _UNARY),
     Variant("atan2_", "atan2"),
@@ -232,9 +254,9 @@ VARIANTS: list[Variant] = [
     # (their formulas read only tensor1 and tensor2)
     Variant("addcmul_", "addcmul", old_self=False),
     Variant("addcdiv_", "addcdiv", old_self=False),
-    Variant("masked_fill_", "masked_fill", writes_expanded=True),
+    Variant("masked_fill_", "masked_fill", writes_expanded=True, arguments=_masked_fill_arguments),
     Variant("cumsum_", "cumsum", check=_same_dtype),
-    Variant("cumprod_", "cumprod", check=_same_dtype),
+    Variant("cumprod_", "cumprod", check=lambda self, *a, **k: _same_dtype(self, *a, **k, fname="cumprod")),
     *(Variant(f"{name}_", name, "compare") for name in _COMPARISON_NODES),
     Variant("t_", "t", "view"),
     Variant("transpose_", "transpose", "view"),
@@ -288,17 +310,17 @@ def _write(self: Tensor, result: Any, expanded: bool = False) -> None:
             f"result type {_dtype_name(result.dtype)} can't be cast to the desired output type "
             f"{_dtype_name(data.dtype)}"
         )
-    xp = self._device.xp
     if expanded:
-        base = self._base if type(self) is View else None
-        if base is None:
-            raise RuntimeError(OVERLAP_ERROR)
-        warnings.warn(EXPANDED_MASKED_FILL, UserWarning, stacklevel=3)
-        changed = result != data
-        flat, _ = view_index(data, base.data)
-        xp.put(base.data, xp.asarray(flat)[changed], result[changed])
+        if type(self) is View:
+            warnings.warn(EXPANDED_MASKED_FILL, UserWarning, stacklevel=3)
+        _write_overlapping(self, result)
     else:
-        xp.copyto(data, result, casting="unsafe")
+        try:
+            self._device.xp.copyto(data, result, casting="unsafe")
+        except ValueError as e:
+            if not _unlock(self, e):
+                raise
+            self._device.xp.copyto(self.data, result, casting="unsafe")
     _bump(self)
 
 
@@ -321,11 +343,13 @@ def _values(
     old_self = row.old_self
     if old_self is None:
         old_self = any(field != "result" for node in nodes for field in node._saved)
-    check, writes_expanded = row.check, row.writes_expanded
+    check, writes_expanded, arguments = row.check, row.writes_expanded, row.arguments
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         if check is not None:
             check(self, *args, **kwargs)
+        if arguments is not None:
+            args, kwargs = arguments(self, args, kwargs)
         recording = _recording(self, *_tensors(args, kwargs))
         expanded = _refuse_overlap(self, writes_expanded)
         if not recording:

@@ -95,10 +95,10 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     # PyTorch skips 1-D empty tensors (legacy behaviour), whatever the other tensors' shapes.
     skip = [t.data.shape == (0,) for t in tensors]
-    if all(skip):
-        skip = [False] * len(tensors)
     arrays = _promoted_arrays(tensors)  # (the skipped tensors count too, as in PyTorch)
     used = [(i, arrays[i]) for i in range(len(tensors)) if not skip[i]]
+    if not used:  # all legacy empty: an empty result, whatever ``dim`` (PyTorch checks none)
+        used, dim = [(0, arrays[0])], 0
     ref = used[0][1]
     d = _dim(dim, ref.ndim)
     for i, a in used[1:]:

@@ -25,9 +25,13 @@ from ._util import (
     to_tensor,
     wrap,
 )
+from .batched_products import BmmBackward0, broadcast_bmm
+from .batched_products import should_fold as _folds
+from .convenience import contiguous
 from .shape import (
     SqueezeBackward4,
     TBackward0,
+    TransposeBackward0,
     UnsafeViewBackward0,
     ViewBackward0,
     _sum_to,
@@ -37,6 +41,7 @@ from .shape import (
     unsafe_view,
     unsqueeze,
 )
+from .unary_math import CloneBackward0
 
 if TYPE_CHECKING:
     from .._core._types import TensorLike
@@ -189,26 +194,26 @@ def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
 
 
 @op(
-    MmBackward0, MatmulBackward0, MvBackward0, DotBackward0, UnsafeViewBackward0, ViewBackward0,
-    SqueezeBackward4,
+    MmBackward0, MvBackward0, DotBackward0, UnsafeViewBackward0, SqueezeBackward4, TransposeBackward0,
+    CloneBackward0, BmmBackward0,
 )
 def matmul(input: Tensor, other: Tensor) -> Tensor:
-    """Matrix product with numpy's ``matmul`` rules (dot, mv, mm, batched mm)."""
+    """Matrix product with numpy's ``matmul`` rules (dot, mv, mm, batched mm), recording
+    PyTorch's nodes (``at::native::_matmul_impl``): ``DotBackward0``, ``MvBackward0``,
+    ``MmBackward0``; a vector times a matrix squeezed (``SqueezeBackward4``); batch dims folded
+    into rows (``UnsafeViewBackward0``, or for a matrix times a batch the transpose back and its
+    copy: ``TransposeBackward0``, ``CloneBackward0``); else ``bmm`` (``UnsafeViewBackward0``)."""
     # An array operand (``x @ array``) is a constant: a tensor that needs no grad, so it can be saved.
     input, other = to_tensor(input, other), to_tensor(other, input)
     a, b = input.data, other.data
+    if a.ndim > 2 or b.ndim > 2:
+        return _matmul_nd(input, other)
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(
             f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D"
         )
     if a.dtype != b.dtype:  # PyTorch does not promote in matrix products
         raise RuntimeError(_dtype_mismatch(a, b))
-    if a.ndim >= 3 and b.ndim <= 2 and _folds(input, other):
-        # As PyTorch's at::matmul: the batch dims fold into rows, one 2-D product (one BLAS call;
-        # the weight's gradient one product too, not one per batch element and a sum), viewed
-        # back: UnsafeViewBackward0 over MmBackward0 (MvBackward0) over the rows' ViewBackward0.
-        rows = matmul(reshape(input, -1, a.shape[-1]), other)
-        return unsafe_view(rows, a.shape[:-1] + b.shape[1:])
     if a.ndim == 1 and b.ndim == 2:
         # As PyTorch: the vector as a 1-row matrix, mm, the row squeezed away in place
         # (SqueezeBackward4 over MmBackward0 over UnsqueezeBackward0).
@@ -222,14 +227,12 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         on(out, common_device(input, other))
     if needs_grad(input, other):
         if b.ndim == 2:
-            cls = MmBackward0 if a.ndim == 2 else MatmulBackward0
-        elif b.ndim == 1 and a.ndim <= 2:
-            cls = MvBackward0 if a.ndim == 2 else DotBackward0
+            cls = MmBackward0
         else:
-            cls = MatmulBackward0
+            cls = MvBackward0 if a.ndim == 2 else DotBackward0
         node = attach(cls((edge_of(input), edge_of(other))), out)
         ea, eb = node.next_edges
-        # Each operand is needed only for the other's gradient (the general case needs both shapes).
+        # Each operand is needed only for the other's gradient (mv and dot need both shapes).
         general = cls is not MmBackward0
         node.a = save(input) if eb is not None or general else None
         node.b = save(other) if ea is not None or general else None
@@ -240,17 +243,45 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     return out
 
 
-def _folds(input: Tensor, other: Tensor) -> bool:
-    """PyTorch's ``should_fold`` for a batch of matrices times a matrix or a vector: fold when
-    that needs a gradient (a product per batch element would make a batch of its gradients),
-    else when the batch dims fold without a copy."""
-    if other._requires_grad:
-        return True
-    a = input.data
-    if a.size == 0:
-        return True
-    shape, strides = a.shape, a.strides
-    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(a.ndim - 2))
+def _matmul_nd(input: Tensor, other: Tensor) -> Tensor:
+    """``matmul`` with an operand of 3 or more dims: PyTorch's composites (folded, or ``bmm``),
+    or, with no graph to record, one product of the arrays (numpy's batched matmul)."""
+    a, b = input.data, other.data
+    if a.ndim == 0 or b.ndim == 0:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D"
+        )
+    if _folds(input, other):  # (PyTorch's should_fold)
+        return _folded(input, other)
+    if a.dtype == b.dtype and not needs_grad(input, other):
+        try:
+            return on(wrap(a @ b), common_device(input, other))
+        except ValueError:
+            pass  # (the composite raises PyTorch's error)
+    return broadcast_bmm(input, other, matmul)
+
+
+def _folded(input: Tensor, other: Tensor) -> Tensor:
+    """PyTorch's folded product: the batch dims of the larger operand (``t1``; the right one
+    transposed, and then the left one too) fold into the rows of one ``mm`` or ``mv``, viewed
+    back (a transposed result transposed back, and made contiguous)."""
+    transpose = other.data.ndim > input.data.ndim
+    if transpose:
+        t1 = swapped(other, -2, -1, TransposeBackward0)  # other.mT
+        t2 = swapped(input, 0, 1, TBackward0) if input.data.ndim == 2 else input
+    else:
+        t1, t2 = input, other
+    sizes = t1.data.shape
+    out_shape = sizes[:-1]
+    # (the rows counted, not -1: a last dim of 0 would leave -1 ambiguous)
+    rows = reshape(t1, int(np.prod(out_shape, dtype=np.int64)), sizes[-1])
+    if t2.data.ndim == 1:
+        return unsafe_view(matmul(rows, t2), out_shape)
+    out = unsafe_view(matmul(rows, t2), out_shape + t2.data.shape[1:])
+    if not transpose:
+        return out
+    out = swapped(out, -2, -1, TransposeBackward0)  # .mT
+    return out if out.data.flags.c_contiguous else contiguous(out)
 
 
 @op(MmBackward0)
@@ -300,7 +331,7 @@ def _addmm_grads(
     return gb, gx, gw
 
 
-@op(AddmmBackward0, MmBackward0, TBackward0, MatmulBackward0, top_level=False)
+@op(AddmmBackward0, MmBackward0, TBackward0, ViewBackward0, UnsafeViewBackward0, SqueezeBackward4, top_level=False)
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``, as ``torch.nn.functional.linear``."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
@@ -320,11 +351,12 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if input.data.ndim != 2:  # (the 2-D case, a training step's, tests one comparison)
         wt = swapped(weight, 0, 1 if weight.data.ndim == 2 else 0, TBackward0)  # weight.t()
         if (
-            bias is not None and bias.data.ndim == 1 and weight.data.ndim == 2 and input.data.ndim
-            and input.is_contiguous()
+            bias is not None and weight.data.ndim == 2 and input.data.ndim and input.is_contiguous()
+            and bias.is_contiguous() and (bias.data.ndim == 1 or bias.data.shape[:-1] == (1,))
         ):
             # As PyTorch's at::linear (_flatten_nd_linear): a contiguous input's leading dims
-            # fold into rows (ViewBackward0), one addmm with the bias, viewed back (ViewBackward0)
+            # fold into rows (ViewBackward0), one addmm with a contiguous bias, viewed back
+            # (ViewBackward0); else matmul's, the bias added after (AddBackward0)
             *batch, fan_in = input.data.shape
             folded = linear(reshape(input, int(np.prod(batch, dtype=np.int64)), fan_in), weight, bias)
             return reshape(folded, *batch, folded.data.shape[-1])

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .._base._dtypes import scalar_type_name
 from ._linalg_util import (
     LinAlgError,
     batch_prefix,
     check_float,
     check_square,
-    first_zero_pivot,
+    has_subnormal,
     linalg_error_type,
+    lu_system,
 )
 from ._registry import backward, op
 from ._util import (
@@ -31,12 +34,22 @@ from ._util import (
     wrap,
 )
 from .linalg import matmul
+from .quiet import quietly
 from .shape import reduce_grad
 
 __all__ = ["inv", "solve"]
 
 
 # ------------------------------------------------------------------------------ inv
+def _ill_conditioned(xp: Any, a: Any, inverse: Any) -> bool:
+    """Whether the inverse is round-off (``|A| |A^-1|`` near ``1 / eps``) or not finite: where
+    the LU's rounding decides values, signs and singularity, as PyTorch's LAPACK rounds them."""
+    if not a.size:
+        return False
+    bound = float(xp.abs(inverse).max()) * float(xp.abs(a).max())
+    return not bound < 1 / (256 * float(np.finfo(a.dtype).eps))
+
+
 @backward(saved=("result",), batched=True)
 def LinalgInvExBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """``-A^{-H} g A^{-H}`` (derivatives.yaml's linalg_inv_ex)."""
@@ -52,14 +65,20 @@ def inv(A: Tensor) -> Tensor:
     check_square(A, "linalg.inv")
     check_float(A, "linalg.inv")
     xp = A._device.xp
+    a = A.data
     try:
-        data = xp.linalg.inv(A.data)
+        data = xp.linalg.inv(a)
     except linalg_error_type(xp):
-        batch, info = first_zero_pivot(xp, A.data)
-        raise LinAlgError(
-            f"linalg.inv: {batch_prefix(A.data, batch)}The diagonal element {info} is zero, the inversion could "
-            "not be completed because the input matrix is singular."
-        ) from None
+        data = None
+    if data is None or _ill_conditioned(xp, a, data):
+        # where numpy's LAPACK and PyTorch's round apart: PyTorch's LU, which raises at a zero pivot
+        data, info = quietly(lu_system, xp, a, xp.eye(a.shape[-1], dtype=a.dtype))
+        if info.any():
+            batch = int(xp.argmax(info.reshape(-1) != 0))
+            raise LinAlgError(
+                f"linalg.inv: {batch_prefix(a, batch)}The diagonal element {int(info.reshape(-1)[batch])} is zero, "
+                "the inversion could not be completed because the input matrix is singular."
+            )
     out = like(data, A)
     if needs_grad(A):
         node: Any = attach(LinalgInvExBackward0((edge_of(A),)), out)
@@ -76,19 +95,39 @@ def _is_vector_rhs(A: Any, B: Any) -> bool:
 
 @backward(saved=("A", "result"), batched=True)
 def LinalgSolveExBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
-    """``gB = A^{-H} gX`` and ``gA = -gB X^H`` (linalg_solve_backward), each summed back to its
-    input's broadcast shape."""
+    """``gB = A^{-H} gX`` and ``gA = -gB X^H`` (``left=False``: ``gB = gX A^{-H}`` and
+    ``gA = -X^H gB``; linalg_solve_backward), each summed back to its input's broadcast shape."""
     gX = grads[0]
     A, X = self.A.unpack(self), self.result.unpack(self)
     if self.vector:
         gX, X = gX.unsqueeze(-1), X.unsqueeze(-1)
-    gB = solve(A.mT, gX)
+    gB = solve(A.mT, gX, left=self.left)
     ea, eb = self.next_edges
-    gA = reduce_grad(-matmul(gB, X.mT), self.a_shape, batch) if ea is not None else None
+    if ea is not None:
+        gA = reduce_grad(-(matmul(gB, X.mT) if self.left else matmul(X.mT, gB)), self.a_shape, batch)
+    else:
+        gA = None
     if eb is None:
         return (gA, None)
     gB = gB.squeeze(-1) if self.vector else gB
     return (gA, reduce_grad(gB, self.b_shape, batch))
+
+
+def _solve_arrays(xp: Any, a: Any, b: Any) -> Any:
+    """numpy's ``A X = B`` (``b`` a batch of matrices); PyTorch's LU where they part (a singular,
+    subnormal or non-finite ``A``), with its ``LinAlgError`` for an exactly zero pivot."""
+    try:
+        data = xp.linalg.solve(a, b)
+        if xp.isfinite(data).all() and not has_subnormal(xp, a):
+            return data
+    except linalg_error_type(xp):
+        pass
+    data, info = quietly(lu_system, xp, a, b)
+    if info.any():
+        batch = int(xp.argmax(info.reshape(-1) != 0))
+        prefix = batch_prefix(a if a.ndim >= b.ndim else b, batch)
+        raise LinAlgError(f"torch.linalg.solve: {prefix}The solver failed because the input matrix is singular.")
+    return data
 
 
 @op(LinalgSolveExBackward0, name="linalg_solve", top_level=False)
@@ -104,32 +143,32 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
             f"linalg.solve: Expected A and B to have the same dtype, but found A of type {scalar_type_name(a.dtype)} "
             f"and B of type {scalar_type_name(b.dtype)} instead"
         )
-    vector = left and _is_vector_rhs(a, b)
+    vector = _is_vector_rhs(a, b)
+    n = a.shape[-1]
     if not left:  # X A = B is A^T X^T = B^T
-        bm = b.reshape(*b.shape, 1) if b.ndim == 1 else b
-        n = a.shape[-1]
+        bm = b[..., None] if vector else b
         if bm.shape[-1] != n:
             raise RuntimeError(
                 f"linalg.solve: Incompatible shapes of A and B for the equation XA = B ({n}x{n} and {bm.shape[-2]}x{bm.shape[-1]})"
             )
-        return solve(A.mT, B.reshape(*bm.shape).mT).mT
-    bm = b[..., None] if vector else b
-    n = a.shape[-1]
-    if bm.shape[-2] != n:
-        raise RuntimeError(
-            f"linalg.solve: Incompatible shapes of A and B for the equation AX = B ({n}x{n} and {bm.shape[-2]}x{bm.shape[-1]})"
-        )
+        if vector:
+            raise RuntimeError(
+                "linalg.solve: Vector broadcasting of the left hand side is not supported for left=False. In this case "
+                "linalg.solve is equivalent to B / A.squeeze(-1)"
+            )
+        a_sys, bm = a.swapaxes(-1, -2), b.swapaxes(-1, -2)
+    else:
+        a_sys, bm = a, (b[..., None] if vector else b)
+        if bm.shape[-2] != n:
+            raise RuntimeError(
+                f"linalg.solve: Incompatible shapes of A and B for the equation AX = B ({n}x{n} and {bm.shape[-2]}x{bm.shape[-1]})"
+            )
     dev = common_device(A, B)
     xp = dev.xp
-    try:
-        data = xp.linalg.solve(a, bm)
-    except linalg_error_type(xp):
-        batch, _ = first_zero_pivot(xp, xp.broadcast_to(a, bm.shape[:-2] + a.shape[-2:]) if bm.ndim > a.ndim else a)
-        prefix = batch_prefix(a if a.ndim >= bm.ndim else bm, batch)
-        raise LinAlgError(f"torch.linalg.solve: {prefix}The solver failed because the input matrix is singular.") from None
-    out = on(wrap(data[..., 0] if vector else data), dev)
+    data = _solve_arrays(xp, a_sys, bm)
+    out = on(wrap(data[..., 0] if vector else data if left else xp.ascontiguousarray(data.swapaxes(-1, -2))), dev)
     if needs_grad(A, B):
         node: Any = attach(LinalgSolveExBackward0((edge_of(A), edge_of(B))), out)
         node.A, node.result = save(A), save(out, is_output=True)
-        node.vector, node.a_shape, node.b_shape = vector, a.shape, b.shape
+        node.vector, node.left, node.a_shape, node.b_shape = vector and left, left, a.shape, b.shape
     return out

@@ -24,6 +24,7 @@ from ._linalg_util import (
     check_square,
     diag_embed,
     eye_like,
+    linalg_error_type,
     tril,
     triu,
 )
@@ -155,7 +156,15 @@ def eigh(A: Tensor, UPLO: str = "L") -> Any:
     if A.data.dtype.kind not in "fc":
         raise NotImplementedError(f'"linalg_eigh_cpu" not implemented for \'{scalar_type_name(A.data.dtype)}\'')
     xp = A._device.xp
-    w, v = xp.linalg.eigh(A.data, UPLO=UPLO)
+    try:
+        w, v = xp.linalg.eigh(A.data, UPLO=UPLO)
+    except linalg_error_type(xp):
+        n = A.data.shape[-1]
+        bad = ~xp.isfinite(A.data.reshape(-1, n * n)).all(axis=1)
+        raise LinAlgError(
+            f"linalg.eigh: {batch_prefix(A.data, int(xp.argmax(bad)))}The algorithm failed to converge because the "
+            f"input matrix is ill-conditioned or has too many repeated eigenvalues (error code: {n - 1})."
+        ) from None
     L, V = like(w, A), like(v, A)
     if needs_grad(A):
         node: Any = attach(LinalgEighBackward0((edge_of(A),)), L, V)

@@ -54,9 +54,9 @@ def _constant(input: Tensor, widths: tuple[int, ...], value: Any) -> Tensor:
         axis = data.ndim - 1 - k
         left, right, size = widths[2 * k], widths[2 * k + 1], shape[axis]
         new = size + left + right
-        if new < 0:
-            raise RuntimeError("narrow(): length must be non-negative.")
         lo, hi = max(-left, 0), size - max(-right, 0)
+        if hi < lo:  # PyTorch crops first (``narrow``), then pads: the crop cannot go below 0
+            raise RuntimeError("narrow(): length must be non-negative.")
         src[axis] = slice(lo, max(hi, lo))
         start = max(left, 0)
         dst[axis] = slice(start, start + max(hi - lo, 0))

@@ -9,14 +9,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._base._dtypes import cpp_type_name, get_default_dtype, scalar_type_name
+from .._core._saved import SavedTensor
 from .._devices._device import device_type
 from ._registry import backward, op, variant
+from ._scalar_cast import scalar_to
 from ._util import (
     Tensor,
     attach,
     broadcast_error,
     data_of,
     edge_of,
+    grad_enabled,
     like,
     needs_grad,
     not_tensor,
@@ -25,12 +28,13 @@ from ._util import (
     wrap,
 )
 from .binary_math import operand_grads, record_operands, saved_operands
-from .casting import place, place2
-from .elementwise import _binary_edges, _keep, where
+from .casting import place, place2, result_type
+from .elementwise import _binary_edges, _keep, div, where
 from .operands import array_module as _xp
 from .operands import operand_shape as _shape
-from .operands import promoted
+from .operands import promoted, refuse_bool_sub
 from .quiet import quietly
+from .rounded_division import shapes_first
 from .shape import reduce_grad
 
 if TYPE_CHECKING:
@@ -149,8 +153,12 @@ MinimumBackward0 = variant("MinimumBackward0", MaximumBackward0)
 
 
 def _extremum(input: Any, other: Any, larger: bool) -> Tensor:
-    # Numbers stay numbers, as in mul: a 0-d float64 array would make a float32 result float64.
-    input, other = promoted(input, other, fname="maximum" if larger else "minimum")
+    fname = "maximum" if larger else "minimum"
+    if not isinstance(input, Tensor):  # PyTorch's maximum takes tensors only (clamp takes numbers)
+        raise not_tensor(fname, input)
+    if not isinstance(other, Tensor):
+        raise not_tensor(fname, other, 2, "other")
+    input, other = promoted(input, other, fname=fname)
     xp = _xp(input, other)
     # (At a tie of +0 and -0 numpy returns ``other``, as PyTorch's vectorized loop does; its
     # scalar loop, for the last few elements, returns ``input``.)
@@ -168,13 +176,13 @@ def _extremum(input: Any, other: Any, larger: bool) -> Tensor:
 
 
 @op(MaximumBackward0)
-def maximum(input: TensorLike, other: TensorLike) -> Tensor:
+def maximum(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise maximum; at ties the gradient is split evenly, as in PyTorch."""
     return _extremum(input, other, True)
 
 
 @op(MinimumBackward0)
-def minimum(input: TensorLike, other: TensorLike) -> Tensor:
+def minimum(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise minimum; at ties the gradient is split evenly, as in PyTorch."""
     return _extremum(input, other, False)
 
@@ -185,6 +193,8 @@ def LerpBackward1(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, ...
     """``input + weight * (end - input)``: ``1 - weight``, ``weight``, ``end - input``."""
     g = grads[0]
     start, end, weight = saved_operands(self)
+    if self.next_edges[0] is not None and getattr(self, "bool_weight", False):
+        refuse_bool_sub(True, True)  # PyTorch's ``1 - weight`` ("two bool tensors")
     return operand_grads(self, batch, lambda: g * (1.0 - weight), lambda: g * weight, lambda: g * (end - start))
 
 
@@ -201,8 +211,13 @@ def lerp(input: Tensor, end: Tensor, weight: TensorLike) -> Tensor:
     if isinstance(weight, Tensor) and weight.data.ndim and weight.data.dtype != input.data.dtype:  # (a 0-d one is a number)
         raise RuntimeError(f"expected dtype {cpp_type_name(input.data.dtype)} for `weight` but got dtype {cpp_type_name(weight.data.dtype)}")
     if input.data.dtype.kind in "biu":  # PyTorch's lerp kernels are for floats only
-        kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(input.data.dtype)}\'')
+        # (a 0-d float weight promotes integer ends to its dtype, as PyTorch's TensorIterator)
+        dtype = result_type(input, end, weight) if isinstance(weight, Tensor) else input.data.dtype
+        if dtype.kind in "biu":
+            kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
+            error = NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(dtype)}\'')
+            raise shapes_first(error, input, end, weight)  # (operands that do not broadcast first)
+    given = weight
     input, end, weight = promoted(input, end, weight, fname="lerp")
     xp = _xp(input, end, weight)
     a, b, w = data_of(input), data_of(end), data_of(weight)
@@ -212,7 +227,9 @@ def lerp(input: Tensor, end: Tensor, weight: TensorLike) -> Tensor:
     except ValueError as e:  # numpy's broadcast error: PyTorch's
         raise broadcast_error(e, input, end, weight) from None
     input, end, weight = place(out, input, end, weight)
-    record_operands(LerpBackward1 if isinstance(weight, Tensor) else LerpBackward0, out, (input, end, weight))
+    node = record_operands(LerpBackward1 if isinstance(weight, Tensor) else LerpBackward0, out, (input, end, weight))
+    if node is not None and isinstance(given, Tensor) and given.data.dtype.kind == "b":
+        node.bool_weight = True  # (a 0-d bool weight, promoted away: PyTorch's backward refuses it)
     return out
 
 
@@ -222,14 +239,19 @@ def AddcmulBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, 
     g = grads[0]
     _, t1, t2 = saved_operands(self)
     v = self.value
-    return operand_grads(self, batch, lambda: g, lambda: g * t2 * v, lambda: g * t1 * v)
+    # PyTorch's ``grad * (tensor2 * value)``, each product in its operand's own dtype
+    t1, t2 = _as_given(self, 0, t1), _as_given(self, 1, t2)
+    return operand_grads(self, batch, lambda: g, lambda: g * (t2 * v), lambda: g * (t1 * v))
 
 
 @op(AddcmulBackward0)
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
     """``input + value * tensor1 * tensor2``, elementwise."""
+    given = (tensor1, tensor2)
     input, tensor1, tensor2 = promoted(input, tensor1, tensor2, fname="addcmul")
     a, b, c = data_of(input), data_of(tensor1), data_of(tensor2)
+    if getattr(a, "dtype", None) is not None and a.dtype.kind in "biu":  # (promoted: the result's)
+        value = _integral_value("addcmul_cpu_out", a.dtype, value)
     # (value * tensor1) * tensor2, PyTorch's order: it decides which of 0 * inf and inf comes out
     try:
         out = wrap(quietly(lambda: _xp(input, tensor1, tensor2).asarray(a + (value * b) * c)))
@@ -239,6 +261,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1
     node = record_operands(AddcmulBackward0, out, tuple(operands))
     if node is not None:
         node.value = value
+        _keep_given(node, given, (tensor1, tensor2))
     return out
 
 
@@ -249,6 +272,19 @@ _ADDCDIV_INTEGER = (
     "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
     "implementation: (input + value * tensor1 / tensor2), for all dtypes."
 )
+
+
+def _integral_value(kernel: str, dtype: Any, value: Any) -> Any:
+    """``value`` for an integral result, as PyTorch casts it to the result's dtype (truncated:
+    ``value=0.5`` is 0); a bool result is PyTorch's NotImplementedError."""
+    if dtype.kind == "b":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+    info = np.iinfo(dtype)
+    low = -info.max if dtype.kind == "u" else info.min  # (an unsigned type wraps small negatives)
+    if not low <= value <= info.max:  # (NaN and infinities too)
+        name = "int" if dtype.name == "int32" else f"{dtype.name}_t"  # (C++'s type names)
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+    return int(value) % (info.max + 1) if dtype.kind == "u" else int(value)
 
 
 def _integral(x: Any) -> bool:
@@ -262,24 +298,55 @@ def AddcdivBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, 
     g = grads[0]
     _, t1, t2 = saved_operands(self)
     v = self.value
-    return operand_grads(self, batch, lambda: g, lambda: g * v / t2, lambda: -g * v * t1 / (t2 * t2))
+
+    # PyTorch's formulas, on the operands in their own dtypes (``value / tensor2`` in tensor2's:
+    # 1 / 1e-40 overflows in float32 before it meets a float64 gradient)
+    divisor = self.given[1]
+    t1, t2 = _as_given(self, 0, t1), _as_given(self, 1, t2)
+
+    def grad_tensor1() -> Any:
+        if isinstance(divisor, np.dtype):  # (``value / tensor2`` written into tensor2's dtype)
+            raise RuntimeError(
+                f"result type {scalar_type_name(get_default_dtype())} can't be cast to the desired output "
+                f"type {scalar_type_name(divisor)}"
+            )
+        return g * div(v, t2)
+
+    return operand_grads(self, batch, lambda: g, grad_tensor1, lambda: -g * (v * t1 / (t2 * t2)))
+
+
+def _keep_given(node: Any, given: tuple[Any, ...], operands: tuple[Any, ...]) -> None:
+    """Keep on ``node`` the tensors the promotion replaced (PyTorch's formulas use them in
+    their own dtypes): a floating one saved, an integral one's dtype; None for the others."""
+    node.given = tuple(
+        None if x is p or not isinstance(x, Tensor) else save(x) if x.data.dtype.kind in "fc" else x.data.dtype
+        for x, p in zip(given, operands)
+    )
+
+
+def _as_given(node: Any, i: int, x: Any) -> Any:
+    """The ``i``-th kept operand as it was given (``_keep_given``), else ``x``, promoted."""
+    kept = node.given[i]
+    return kept.unpack(node) if isinstance(kept, SavedTensor) else x
 
 
 @op(AddcdivBackward0)
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
     """``input + value * tensor1 / tensor2``, elementwise."""
-    if _integral(tensor1) and _integral(tensor2):
+    if _integral(tensor2) and _integral(tensor1):
         raise RuntimeError(_ADDCDIV_INTEGER)
+    given = (tensor1, tensor2)
     input, tensor1, tensor2 = promoted(input, tensor1, tensor2, fname="addcdiv")
     a, b, c = data_of(input), data_of(tensor1), data_of(tensor2)
     try:
-        out = wrap(quietly(lambda: _xp(input, tensor1, tensor2).asarray(a + value * (b / c))))
+        out = wrap(quietly(lambda: _xp(input, tensor1, tensor2).asarray(a + value * b / c)))
     except ValueError as e:  # numpy's broadcast error: PyTorch's
         raise broadcast_error(e, input, tensor1, tensor2) from None
     operands = place(out, input, tensor1, tensor2)
     node = record_operands(AddcdivBackward0, out, tuple(operands))
     if node is not None:
         node.value = value
+        _keep_given(node, given, (tensor1, tensor2))
     return out
 
 
@@ -318,7 +385,13 @@ def masked_fill(input: Tensor, mask: Tensor, value: TensorLike) -> Tensor:
     xp = input._device.xp
     if xp is not np and type(mask_data) is np.ndarray:  # a host mask next to a CUDA tensor
         mask_data = device_type(input._device.type).to_device(mask_data, input._device.index)
-    fill = value.to(input.data.dtype) if isinstance(value, Tensor) else value
+    if isinstance(value, Tensor):
+        if value._requires_grad and input.data.dtype.kind not in "fc" and grad_enabled():
+            # (PyTorch's autograd: its result, of input's dtype, cannot require grad)
+            raise RuntimeError(f"Autograd not support dtype: {scalar_type_name(input.data.dtype)}")
+        fill = value.to(input.data.dtype)
+    else:
+        fill = scalar_to(value, input.data.dtype)  # PyTorch's overflow check
     try:
         out = wrap(xp.where(mask_data, xp.asarray(data_of(fill), dtype=input.data.dtype), input.data))
     except ValueError as e:  # numpy's broadcast error: PyTorch's (the mask first, as there)

@@ -29,48 +29,14 @@ from ._util import (
     save,
     wrap,
 )
+from .batched_products import BmmBackward0, bmm  # noqa: F401  (bmm is one of this family's)
 from .batching import per_sample_scalar
 from .linalg import matmul
-from .shape import ViewBackward0
+from .reduction import SumBackward1
+from .reduction import sum as _sum
+from .shape import PermuteBackward0, ViewBackward0, _view_or_copy, permute
 
 __all__ = ["bmm", "dot", "einsum", "outer", "tensordot", "trace"]
-
-
-# ------------------------------------------------------------------------------ bmm
-@backward(saved=("a", "b"), batched=True)
-def BmmBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
-    """``g @ b^T`` and ``a^T @ g`` (batch by batch; a leading batch of gradients broadcasts)."""
-    g = grads[0]
-    ea, eb = self.next_edges
-    ga = matmul(g, self.b.unpack(self).mT) if ea is not None else None
-    gb = matmul(self.a.unpack(self).mT, g) if eb is not None else None
-    return (ga, gb)
-
-
-@op(BmmBackward0)
-def bmm(input: Tensor, mat2: Tensor) -> Tensor:
-    """Batched matrix product of two 3-D tensors ``(b, n, m) @ (b, m, p)``, no broadcasting."""
-    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
-        raise not_tensor("bmm", input)
-    a, b = input.data, mat2.data
-    if a.ndim != 3:
-        raise RuntimeError("batch1 must be a 3D tensor")
-    if b.ndim != 3:
-        raise RuntimeError("batch2 must be a 3D tensor")
-    if b.shape[:2] != (a.shape[0], a.shape[2]):
-        raise RuntimeError(
-            f"Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, {a.shape[2]}] "
-            f"but got: [{b.shape[0]}, {b.shape[1]}]."
-        )
-    if a.dtype != b.dtype:
-        raise RuntimeError(f"expected scalar type {scalar_type_name(a.dtype)} but found {scalar_type_name(b.dtype)}")
-    out = on(wrap(a @ b), common_device(input, mat2))
-    if needs_grad(input, mat2):
-        node: Any = attach(BmmBackward0((edge_of(input), edge_of(mat2))), out)
-        ea, eb = node.next_edges
-        node.a = save(input) if eb is not None else None
-        node.b = save(mat2) if ea is not None else None
-    return out
 
 
 # ------------------------------------------------------------------------------ dot
@@ -260,7 +226,7 @@ def _broadcast_sizes(subs: list[str], operands: Sequence[Tensor]) -> dict[str, i
                     f"einsum(): subscript {c} has size {n} for operand {i} which does not broadcast with "
                     f"previously seen size {seen}"
                 )
-            sizes[c] = max(seen, n) if n != 1 else seen
+            sizes[c] = n if n != 1 else seen
     return sizes
 
 
@@ -307,7 +273,7 @@ def EinsumBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return tuple(result)
 
 
-@op(EinsumBackward0)
+@op(EinsumBackward0, ViewBackward0, PermuteBackward0, SumBackward1, _mul_node())
 def einsum(equation: str, *operands: Any) -> Tensor:
     """Sum of products of the operands' elements over the subscripts ``equation`` names, as
     ``torch.einsum``: ``"ij,jk->ik"``, an implicit output (``"ij,jk"``), ``...`` for leading
@@ -331,6 +297,37 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     for s, x in zip(subs, operands):
         full = tuple(sizes[c] for c in s)
         inputs.append(x.expand(*full) if full != x.data.shape else x)
+    grad = needs_grad(*inputs)
+    if not grad:
+        return _einsum_node(subs, out_subs, sizes, inputs)
+    # PyTorch's einsum is a composite whose last node depends on the equation: one operand is
+    # permuted to the output's order, or summed over the subscripts not in the output; several
+    # are multiplied (MulBackward0), or contracted and viewed to the output's shape. Here the
+    # product is one EinsumBackward0 with that last op on top.
+    contracted = "".join(c for c in dict.fromkeys("".join(subs)) if c not in out_subs)
+    if len(inputs) == 1:
+        if contracted:
+            full = _einsum_node(subs, out_subs + contracted, sizes, inputs)
+            return _sum(full, tuple(range(len(out_subs), full.data.ndim)))
+        return permute(_einsum_node(subs, out_subs, sizes, inputs), *range(len(out_subs)))
+    if contracted:
+        out = _einsum_node(subs, out_subs, sizes, inputs)
+        return _view_or_copy(out, out.data.shape, True)
+    result = None
+    for s, x in zip(subs, inputs):
+        if len(set(s)) != len(s):  # a repeated subscript: its diagonal first
+            unique = "".join(dict.fromkeys(s))
+            x, s = _einsum_node([s], unique, sizes, [x]), unique
+        order = sorted(range(len(s)), key=lambda i: out_subs.index(s[i]))
+        x = _view_or_copy(
+            permute(x, *order), tuple(sizes[c] if c in s else 1 for c in out_subs), False
+        )
+        result = x if result is None else result * x
+    return result  # type: ignore[return-value]
+
+
+def _einsum_node(subs: list[str], out_subs: str, sizes: dict[str, int], inputs: list[Tensor]) -> Tensor:
+    """The einsum of ``inputs`` (one size per subscript) into ``out_subs``, one EinsumBackward0."""
     dev = common_device(*inputs)
     eq = ",".join(subs) + "->" + out_subs
     data = dev.xp.einsum(eq, *[x.data for x in inputs], optimize=len(inputs) > 2)
@@ -342,7 +339,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
         node._saved = tuple(f"x{i}" for i in range(len(inputs)))
         for name, x in zip(node._saved, inputs):
             setattr(node, name, save(x))
-        node.subs, node.out_subs, node.sizes = subs, out_subs, sizes
+        node.subs, node.out_subs, node.sizes = list(subs), out_subs, sizes
     return out
 
 

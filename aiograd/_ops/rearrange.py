@@ -25,8 +25,9 @@ import numpy as np
 from .._core._views import make_view
 from ._inplace_util import _alias, _commit, _recording
 from ._registry import backward, op, variant
+from ._shape_errors import missing
 from ._util import Tensor, attach, edge_of, like, needs_grad, not_tensor
-from .indexing import SelectBackward0, SliceBackward0, _take
+from .indexing import AliasBackward0, SelectBackward0, SliceBackward0, _take
 from .shape import (
     PermuteBackward0,
     RepeatBackward0,
@@ -84,7 +85,9 @@ def flip(input: Tensor, *dims: Dims) -> Tensor:
     ``t.flip(0, 1)`` or ``t.flip((0, 1))``)."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("flip", input)
-    axes = _unique_dims(_shape_arg(dims) if dims else (), input.data.ndim)
+    if not dims:
+        raise missing("flip", "dims")
+    axes = _unique_dims(_shape_arg(dims), input.data.ndim)
     xp = input._device.xp
     data = input.data
     # (a 0-d tensor has nothing to flip: its one dim is the implicit one of torch's wrapping)
@@ -174,7 +177,7 @@ def select(input: Tensor, dim: int, index: SupportsIndex) -> Tensor:
 
 
 # ------------------------------------------------------------------------------ movedim
-@op(PermuteBackward0)
+@op(PermuteBackward0, AliasBackward0)
 def movedim(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
     """The view with dims ``source`` moved to positions ``destination`` (the others keep their
     order): a permute."""
@@ -194,10 +197,11 @@ def movedim(input: Tensor, source: int | Sequence[int], destination: int | Seque
     order = [d for d in range(ndim) if d not in wsrc]
     for to, frm in sorted(zip(wdst, wsrc)):
         order.insert(to, frm)
-    return permute(input, order) if ndim else permute(input, ())
+    # (PyTorch's movedim of a 0-D tensor is ``alias``)
+    return permute(input, order) if ndim else _take(input, ((Ellipsis,), None, False), AliasBackward0)
 
 
-@op(PermuteBackward0)
+@op(PermuteBackward0, AliasBackward0)
 def moveaxis(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
     """Alias of ``movedim`` (numpy's name)."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
@@ -225,6 +229,9 @@ def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
             f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
             f"({size}) in the input tensor"
         )
+    if -1 in sizes:  # inferred from dim ``d`` alone (the view's -1 could take any value when
+        # another dim is empty)
+        sizes = tuple(size // known if s == -1 else s for s in sizes)
     return view(input, shape[:d] + sizes + shape[d + 1 :])
 
 
@@ -384,7 +391,9 @@ def tile(input: Tensor, *dims: Dims) -> Tensor:
     with 1s in front (``torch.tile(input, dims)``; ``t.tile(2, 1)`` or ``t.tile((2, 1))``)."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("tile", input)
-    reps = _shape_arg(dims) if dims else ()
+    if not dims:
+        raise missing("tile", "dims")
+    reps = _shape_arg(dims)
     ndim = input.data.ndim
     reps = (1,) * (ndim - len(reps)) + reps
     return repeat(input, reps)

@@ -7,7 +7,6 @@ a selection is needed), so ``create_graph=True`` differentiates them again.
 
 from __future__ import annotations
 
-import warnings
 from collections import namedtuple
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, overload
@@ -15,12 +14,14 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 
 from ._reduce_util import (
+    UNSET,
     _check_nonempty,
     _dtype_name,
     _expand_reduced_array,
     _one_dim,
     axes_of,
     expand_reduced,
+    invalid_arguments,
 )
 from ._registry import backward, op, variant
 from ._util import (
@@ -34,6 +35,7 @@ from ._util import (
     not_tensor,
     save,
 )
+from ._variance import grad_scale, var_grad, variance
 from .batching import per_sample_scalar
 from .elementwise import where
 from .pointwise import maximum, minimum
@@ -71,13 +73,38 @@ def SumBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 SumBackward1 = variant("SumBackward1", SumBackward0, doc="``sum`` over given dims (PyTorch's name for that overload).")
 
 
+def _dims_only_forms(fname: str, dims: str) -> tuple[str, str]:
+    """The two forms of a reduction whose ``keepdim`` needs ``dim`` (PyTorch's ``sum``, ``mean``,
+    ``prod``), as its argument parser lists them."""
+    extra = ", Tensor out = None" if fname == "mean" else ""
+    return (f"Tensor input, *, torch.dtype dtype = None{extra}",
+            f"Tensor input, {dims} dim, bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None")
+
+
+_SUM_FORMS = _dims_only_forms("sum", "tuple of ints")
+_MEAN_FORMS = _dims_only_forms("mean", "tuple of ints")
+_PROD_FORMS = _dims_only_forms("prod", "int")
+
+
+def _no_dim(fname: str, forms: tuple[str, ...], input: Tensor, keepdim: Any, dtype: Any) -> None:
+    """PyTorch's TypeError for ``keepdim`` given without ``dim`` (no form takes it alone)."""
+    if keepdim is not UNSET:
+        raise invalid_arguments(fname, forms, input, keepdim=keepdim, dtype=UNSET if dtype is None else dtype)
+
+
 @op(SumBackward0, SumBackward1)
 def sum(
-    input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: DTypeLike | None = None
+    input: Tensor, dim: int | Sequence[int] | None = UNSET, keepdim: bool = UNSET, *, dtype: DTypeLike | None = None
 ) -> Tensor:
-    """Sum over ``dim`` (int, tuple, or None for all)."""
+    """Sum over ``dim`` (int, tuple, or None for all); ``keepdim`` only with ``dim``, as PyTorch."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("sum", input)
+    cls = SumBackward1
+    if dim is UNSET:  # sum(input): PyTorch's other overload (its own node; no keepdim)
+        _no_dim("sum", _SUM_FORMS, input, keepdim, dtype)
+        dim, keepdim, cls = None, False, SumBackward0
+    elif keepdim is UNSET:
+        keepdim = False
     axes = axes_of(dim, input.data.ndim)
     data = input.data
     if dtype is None and data.dtype.kind in "bu":  # PyTorch: int64 (numpy: uint64 for unsigned)
@@ -87,7 +114,7 @@ def sum(
     except RuntimeWarning:  # numpy's warning made an error (inf + -inf): quietly, as torch
         out = like(quietly(lambda: data.sum(axis=axes, keepdims=keepdim, dtype=dtype)), input)
     if needs_grad(input):
-        node = attach((SumBackward0 if dim is None else SumBackward1)((edge_of(input),)), out)
+        node = attach(cls((edge_of(input),)), out)
         node.shape, node.axes, node.keepdim = data.shape, axes, keepdim
         if out.data.dtype != data.dtype:
             node.in_dtype = data.dtype
@@ -109,12 +136,23 @@ MeanBackward1 = variant("MeanBackward1", MeanBackward0, doc="``mean`` over given
 
 @op(MeanBackward0, MeanBackward1)
 def mean(
-    input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: DTypeLike | None = None
+    input: Tensor, dim: int | Sequence[int] | None = UNSET, keepdim: bool = UNSET, *, dtype: DTypeLike | None = None
 ) -> Tensor:
-    """Mean over ``dim`` (int, tuple, or None for all)."""
+    """Mean over ``dim`` (int, tuple, or None for all); ``keepdim`` only with ``dim``, as PyTorch."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("mean", input)
+    cls = MeanBackward1
+    if dim is UNSET:  # mean(input): PyTorch's other overload (its own node; no keepdim)
+        _no_dim("mean", _MEAN_FORMS, input, keepdim, dtype)
+        dim, keepdim, cls = None, False, MeanBackward0
+    elif keepdim is UNSET:
+        keepdim = False
     data = input.data
+    if dtype is not None and np.dtype(dtype).kind != "f":
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Optional dtype must be either a floating point or "
+            f"complex dtype. Got: {_dtype_name(np.dtype(dtype))}"
+        )
     if data.dtype.kind != "f" and dtype is None:
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point or "
@@ -131,7 +169,7 @@ def mean(
         except RuntimeWarning:  # numpy's warning made an error (inf + -inf): quietly, as torch
             out = like(quietly(lambda: data.mean(axis=axes, keepdims=keepdim, dtype=dtype)), input)
     if needs_grad(input):
-        node = attach((MeanBackward0 if dim is None else MeanBackward1)((edge_of(input),)), out)
+        node = attach(cls((edge_of(input),)), out)
         node.shape, node.axes, node.keepdim, node.count = data.shape, axes, keepdim, float(count)
         if out.data.dtype != data.dtype:
             node.in_dtype = data.dtype
@@ -139,77 +177,16 @@ def mean(
 
 
 # ------------------------------------------------------------------------------ var
-def var_grad(node: Any, grad: Tensor) -> Tensor:
-    """The variance's gradient (PyTorch's var_backward), shared with std's node: ``2 / dof * g *
-    (x - mean)``; over all elements with ``dof <= 0`` it is NaN where x equals its mean, inf
-    elsewhere (as PyTorch: inf * 0 and inf * c)."""
-    x = node.x.unpack(node)
-    g = expand_reduced(grad, node.shape, node.axes, node.keepdim)
-    if node.axes is None and node.scale == float("inf") and not node.empty_dim:
-        data = x.data
-        return g * np.where(data == data.mean(), np.nan, np.inf).astype(data.dtype)
-    centered = x - x.mean(node.axes, keepdim=True)
-    return g * node.scale * centered  # PyTorch's order: (2 / dof * grad) * (x - mean)
-
-
 @backward(saved=("x",), batched=True, empty_dim=False)
 def VarBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (var_grad(self, grads[0]),)
-
-
-def variance(
-    input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool, correction: float | None, fname: str = "var"
-) -> tuple[Any, tuple[int, ...] | None, float]:
-    """``var``'s (and ``std``'s) arguments parsed and the variance computed: (array, axes,
-    degrees of freedom); warns, as PyTorch, at the caller's line when ``dof <= 0``."""
-    if isinstance(dim, bool):  # var(input, unbiased)
-        if unbiased is not None:
-            raise TypeError("var(): argument 'unbiased' given twice")
-        dim, unbiased = None, dim
-    if unbiased is not None and correction is not None:
-        raise TypeError("var(): cannot specify both 'unbiased' and 'correction'")
-    corr = (1 if unbiased else 0) if unbiased is not None else (1 if correction is None else correction)
-    data = input.data
-    if data.dtype.kind != "f":
-        raise RuntimeError("std and var only support floating point and complex dtypes")
-    axes = axes_of(dim, data.ndim)
-    count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
-    dof = count - corr
-    if dof <= 0:
-        warnings.warn(
-            f"{fname}(): degrees of freedom is <= 0. Correction should be strictly less than the "
-            "reduction factor (input numel divided by output numel).",
-            UserWarning,
-            stacklevel=3,
-        )
-    return quietly(_variance, input._device.xp, data, axes, keepdim, dof), axes, dof
-
-
-def grad_scale(node: Any, dim: Any, data: Any, dof: float) -> None:
-    """Set ``node.scale``, the ``2 / dof`` of PyTorch's var_backward. With ``dim=()`` (of a
-    tensor of 1 dim or more) the forward reduces over every element but PyTorch's backward counts
-    one (``_safe_size`` of no dims): ``2 / (1 - correction)``, inf * (x - mean) if that is 0."""
-    if dim is not None and not isinstance(dim, bool) and data.ndim:
-        # dims given: PyTorch's ``2 / (n - correction)`` whatever its sign (inf only at 0)
-        if isinstance(dim, (tuple, list)) and not dim:
-            dof = 1 - (data.size - dof)
-            node.empty_dim = True
-        node.scale = 2.0 / dof if dof else float("inf")
-        return
-    node.scale = 2.0 / dof if dof > 0 else float("inf")
-
-
-def _variance(xp: Any, data: Any, axes: Any, keepdim: bool, dof: float) -> Any:
-    centered = data - data.mean(axis=axes, keepdims=True)
-    sq = xp.square(centered).sum(axis=axes, keepdims=keepdim)
-    return sq / data.dtype.type(dof if dof > 0 else 0)
 
 
 @op(VarBackward0)
 def var(
     input: Tensor,
     dim: int | Sequence[int] | bool | None = None,
-    unbiased: bool | None = None,
+    unbiased: bool = UNSET,
     keepdim: bool = False,
     *,
     correction: float | None = None,
@@ -263,14 +240,16 @@ def MaxBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 MinBackward0 = variant("MinBackward0", MaxBackward0)
 
 
-def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
+_EXTREME_FORMS = ("Tensor input, *, Tensor out = None", "Tensor input, Tensor other, *, Tensor out = None",
+                  "Tensor input, int dim, bool keepdim = False, *, tuple of Tensors out = None")
+
+
+def _extreme(input: Tensor, dim: Any, keepdim: Any, largest: bool) -> Any:
     fname = "max" if largest else "min"
-    if isinstance(dim, Tensor):  # max(input, other): elementwise, as torch.max
+    if isinstance(dim, Tensor) and keepdim is UNSET:  # max(input, other): elementwise, as torch.max
         return (maximum if largest else minimum)(input, dim)
     data, xp = input.data, input._device.xp
-    if dim is None:
-        if keepdim:
-            raise TypeError(f"{fname}(): 'keepdim' needs 'dim'")
+    if dim is UNSET and keepdim is UNSET:
         _check_nonempty(data, None, fname)
         value = data.max() if largest else data.min()
         out = like(value, input)
@@ -280,7 +259,10 @@ def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Any:
             node = attach((MaxBackward1 if largest else MinBackward1)((edge_of(input),)), out)
             node.mask = share
         return out
+    if dim is UNSET or dim is None or isinstance(dim, Tensor):  # (keepdim needs an int dim)
+        raise invalid_arguments(fname, _EXTREME_FORMS, input, dim, keepdim=keepdim)
     axes = _one_dim(dim, data.ndim, fname)
+    keepdim = bool(keepdim)
     _check_nonempty(data, axes, fname)
     if axes:
         idx = (xp.argmax if largest else xp.argmin)(data, axis=axes[0], keepdims=True)
@@ -312,7 +294,7 @@ def max(input: Tensor, dim: Tensor) -> Tensor: ...
 
 
 @op(MaxBackward0, MaxBackward1)
-def max(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
+def max(input: Tensor, dim: int | Tensor = UNSET, keepdim: bool = UNSET) -> Tensor | ValuesIndices:
     """Maximum, as ``torch.max``.
 
     ``max(input)``: the largest element (its gradient is split evenly among ties).
@@ -334,7 +316,7 @@ def min(input: Tensor, dim: Tensor) -> Tensor: ...
 
 
 @op(MinBackward0, MinBackward1)
-def min(input: Tensor, dim: int | Tensor | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
+def min(input: Tensor, dim: int | Tensor = UNSET, keepdim: bool = UNSET) -> Tensor | ValuesIndices:
     """Minimum, as ``torch.min``: see :func:`max`."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("min", input)
@@ -459,19 +441,21 @@ def _prod(input: Tensor, axes: tuple[int, ...] | None, keepdim: bool, dtype: Any
 
 
 @op(ProdBackward0, ProdBackward1)
-def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: DTypeLike | None = None) -> Tensor:
-    """Product of all elements, or over ``dim`` (an int); exact gradients also with zeros.
+def prod(input: Tensor, dim: int = UNSET, keepdim: bool = UNSET, *, dtype: DTypeLike | None = None) -> Tensor:
+    """Product of all elements, or over ``dim`` (an int, not None; ``keepdim`` only with it); exact
+    gradients also with zeros.
 
     Integer and bool inputs give int64, as ``torch.prod``.
     """
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("prod", input)
-    if dim is None:
-        if keepdim:
-            raise TypeError("prod(): 'keepdim' needs 'dim'")
+    if dim is UNSET:
+        _no_dim("prod", _PROD_FORMS, input, keepdim, dtype)
         return _prod(input, None, False, dtype)
+    if dim is None:
+        raise invalid_arguments("prod", _PROD_FORMS, input, dim, keepdim, dtype=UNSET if dtype is None else dtype)
     axes = _one_dim(dim, input.data.ndim, "prod")
-    return _prod(input, axes, keepdim, dtype)
+    return _prod(input, axes, bool(keepdim), dtype)
 
 
 TENSOR_METHODS = {

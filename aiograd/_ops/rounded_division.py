@@ -17,7 +17,18 @@ import numpy as np
 from .._base._dtypes import is_array
 from ._division_util import check_division, floor_divide_floating
 from ._registry import backward
-from ._util import Tensor, attach, batched_shape, data_of, edge_of, like, needs_grad, wrap
+from ._util import (
+    Tensor,
+    attach,
+    batched_shape,
+    broadcast_error,
+    data_of,
+    edge_of,
+    infer_size,
+    like,
+    needs_grad,
+    wrap,
+)
 from .casting import place2
 from .operands import array_module as _xp
 from .operands import operand_shape as _shape
@@ -27,7 +38,7 @@ from .quiet import quietly
 if TYPE_CHECKING:
     from .._core._types import TensorLike
 
-__all__ = ["DivBackward2", "operand_as", "rounded_div", "rounding_division"]
+__all__ = ["DivBackward2", "checked_division", "operand_as", "rounded_div", "rounding_division", "shapes_first"]
 
 _MODES = (None, "trunc", "floor")
 
@@ -57,18 +68,42 @@ def operand_as(xp: Any, x: Any, dtype: Any) -> Any:
     return x
 
 
+def shapes_first(error: Exception, *operands: Any) -> Exception:
+    """PyTorch's order of checks, for an op to raise from its ``except``: operands that do not
+    broadcast are ``infer_size``'s RuntimeError before any dtype refusal (``error``), as
+    PyTorch's TensorIterator sizes its operands before it picks a kernel."""
+    shape: tuple[int, ...] = ()
+    try:
+        for x in operands:
+            shape = infer_size(shape, _shape(x))
+    except RuntimeError as e:
+        return e
+    return error
+
+
+def checked_division(kernel: str, input: Any, other: Any) -> Any:
+    """``check_division``, after PyTorch's broadcast check (its error first)."""
+    try:
+        return check_division(kernel, input, other)
+    except (NotImplementedError, RuntimeError, ValueError) as e:
+        raise shapes_first(e, input, other) from None
+
+
 def rounding_division(input: Any, other: Any, mode: str, fname: str) -> tuple[Tensor, Any, Any]:
     """``input / other`` rounded by ``mode`` ("trunc" or "floor"), as PyTorch's ``div``; the
     result and the promoted operands."""
     input, other = promoted(input, other, fname=fname)
-    dtype = check_division(f"div_{mode}", input, other)
+    dtype = checked_division(f"div_{mode}", input, other)
     xp = _xp(input, other)
     a, b = operand_as(xp, data_of(input), dtype), operand_as(xp, data_of(other), dtype)
     if dtype.kind in "iu":
         compute = _int_floor if mode == "floor" else _int_trunc
     else:
         compute = floor_divide_floating if mode == "floor" else _float_trunc
-    data = quietly(compute, xp, a, b)
+    try:
+        data = quietly(compute, xp, a, b)
+    except ValueError as e:  # numpy's broadcast error: PyTorch's
+        raise broadcast_error(e, input, other) from None
     out = wrap(xp.asarray(data, dtype=dtype) if data.dtype != dtype else data)
     input, other = place2(out, input, other)
     return out, input, other

@@ -35,6 +35,7 @@ import numpy as np
 
 from ._reduce_util import _dtype_name
 from ._registry import backward, op, variant
+from ._scalar_cast import scalar_to
 from ._util import (
     Tensor,
     attach,
@@ -214,7 +215,9 @@ def scatter(
     tensor_src = src if isinstance(src, Tensor) else None
     d, idx = _checked_index("scatter", input, dim, index, tensor_src)
     if tensor_src is None:  # a number (or a 0-d array): cast to input's dtype, as torch does
-        src = input._device.xp.asarray(src.data if isinstance(src, Tensor) else src, dtype=input.data.dtype)
+        dtype = input.data.dtype
+        # (PyTorch converts the value, with its overflow check, only when it writes it)
+        src = input._device.xp.asarray(scalar_to(src, dtype) if idx.size else 0, dtype=dtype)
     out = like(_scattered(input, d, idx, src, False), input)
     if needs_grad(input, tensor_src):
         if tensor_src is not None:

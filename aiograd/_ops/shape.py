@@ -8,14 +8,25 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 from .._core._node import Node
 from .._core._views import make_view
 from ._registry import backward, op, variant
-from ._util import Tensor, attach, batched_shape, edge_of, like, needs_grad, not_tensor
+from ._shape_errors import NO_VIEW_SIZE, missing, squeeze_types
+from ._util import (
+    UNSET,
+    Tensor,
+    attach,
+    batched_shape,
+    edge_of,
+    first_order,
+    like,
+    needs_grad,
+    not_tensor,
+)
 from .batching import batched_sum_to, sum_to_array
 from .quiet import quietly
 
@@ -62,6 +73,11 @@ def ViewBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 #: of folded batch dims (``_unsafe_view``); the same rule.
 UnsafeViewBackward0 = variant("UnsafeViewBackward0", ViewBackward0, doc="Backward of a reshape that copied.")
 
+#: PyTorch's name for a reshape that is a view of a non-contiguous tensor (``_reshape_alias``).
+ReshapeAliasBackward0 = variant(
+    "ReshapeAliasBackward0", ViewBackward0, doc="Backward of a reshape viewing a non-contiguous tensor."
+)
+
 
 def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Tensor:
     new_shape = _shape_arg(shape)
@@ -95,6 +111,9 @@ def _view_or_copy(input: Tensor, shape: tuple[Any, ...], must_view: bool) -> Ten
             attach(CloneBackward0((edge_of(input),)), copied)
             input = copied
     if needs_grad(input):
+        # PyTorch's reshape is ``view`` of a contiguous tensor, else ``_reshape_alias``
+        if cls is ViewBackward0 and not must_view and not data.flags.c_contiguous:
+            cls = ReshapeAliasBackward0
         node = attach(cls((edge_of(input),)), out)
         node.shape = input.data.shape
     return out
@@ -113,7 +132,7 @@ def unsafe_view(input: Tensor, shape: tuple[int, ...], cls: type[Node] | None = 
     return out
 
 
-@op(ViewBackward0, UnsafeViewBackward0)
+@op(ViewBackward0, ReshapeAliasBackward0, UnsafeViewBackward0)
 def reshape(input: Tensor, *shape: Dims) -> Tensor:
     """The same data with a new shape (one dim may be -1): a view when numpy can make one,
     else a copy."""
@@ -125,18 +144,20 @@ def reshape(input: Tensor, *shape: Dims) -> Tensor:
 @op(ViewBackward0, top_level=False)
 def view(input: Tensor, *shape: Dims) -> Tensor:
     """A view with a new shape (one dim may be -1); RuntimeError if the strides do not allow one."""
+    if not shape:
+        raise TypeError(NO_VIEW_SIZE)
     return _view_or_copy(input, shape, True)
 
 
-@op(ViewBackward0, UnsafeViewBackward0)
+@op(ViewBackward0, ReshapeAliasBackward0, UnsafeViewBackward0)
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims ``start_dim`` to ``end_dim`` into one."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("flatten", input)
     shape = input.data.shape
-    if not shape:
-        return reshape(input, (1,))
     start, end = _dim(start_dim, len(shape)), _dim(end_dim, len(shape))
+    if not shape:  # (its dims are checked as a 1-D tensor's: [-1, 0])
+        return reshape(input, (1,))
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if start == end:  # nothing to merge: torch returns the tensor itself
@@ -147,7 +168,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 @backward(batched=True)
 def PermuteBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
-    return (grads[0].permute(*range(batch), *(batch + d for d in np.argsort(self.dims).tolist())),)
+    return (grads[0].permute((*range(batch), *(batch + d for d in np.argsort(self.dims).tolist()))),)
 
 
 @op(PermuteBackward0)
@@ -175,7 +196,14 @@ def permute(input: Tensor, *dims: Dims) -> Tensor:
 
 @backward(batched=True)
 def TransposeBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
-    return (grads[0].transpose(self.dim0 + batch, self.dim1 + batch),)
+    g = grads[0]
+    if first_order() and g.data.ndim:
+        # a plain tensor over the transposed array, not a view of ``g``: nothing but it then
+        # holds the array's memory, so AccumulateGrad can take it as ``.grad`` without a copy
+        # (``linear``'s weight gradient comes through here, made transposed to come out
+        # contiguous, as PyTorch makes it)
+        return (like(g.data.swapaxes(self.dim0 + batch, self.dim1 + batch), g),)
+    return (g.transpose(self.dim0 + batch, self.dim1 + batch),)
 
 
 #: ``t()``'s node: PyTorch names it apart from ``transpose``'s (same rule).
@@ -203,6 +231,7 @@ def swapped(input: Tensor, dim0: int, dim1: int, cls: type[Node]) -> Tensor:
 
 #: PyTorch 2.13's deprecation warnings for ``Tensor.T`` on other than 2 dimensions.
 T_OF_0D = "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases."
+MT_OF_0D = "Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases."
 T_OF_ND = (
     "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
     "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
@@ -218,14 +247,16 @@ def t_property(input: Tensor) -> Tensor:
     ndim = input.data.ndim
     if ndim != 2:
         warnings.warn(T_OF_0D if ndim == 0 else T_OF_ND, UserWarning, stacklevel=2)
-    return permute(input, *range(ndim - 1, -1, -1))
+    return permute(input, tuple(range(ndim - 1, -1, -1)))
 
 
 @op(TransposeBackward0, name="mT", top_level=False)
 def mT_property(input: Tensor) -> Tensor:
-    """``Tensor.mT``: the last two dimensions swapped."""
-    if input.data.ndim == 0:  # PyTorch allows it: the 0-dim tensor, as a view
-        return view(input, ())
+    """``Tensor.mT``: the last two dimensions swapped (on a 0-D tensor: the tensor itself,
+    with PyTorch's deprecation warning)."""
+    if input.data.ndim == 0:
+        warnings.warn(MT_OF_0D, UserWarning, stacklevel=2)
+        return input
     if input.data.ndim < 2:
         raise RuntimeError(
             "tensor.mT is only supported on matrices or batches of matrices. Got "
@@ -249,16 +280,26 @@ SqueezeBackward2 = variant("SqueezeBackward2", SqueezeBackward0)
 SqueezeBackward4 = variant("SqueezeBackward4", SqueezeBackward0)
 
 
+# The forms of ``squeeze``, for type checkers: no ``dim`` (squeeze all), or a dim or dims (the
+# default ``UNSET`` stands for no ``dim``, so that an explicit None is refused, as in PyTorch).
+@overload
+def squeeze(input: Tensor) -> Tensor: ...
+@overload
+def squeeze(input: Tensor, dim: int | Sequence[int]) -> Tensor: ...
+
+
 @op(SqueezeBackward0, SqueezeBackward1, SqueezeBackward2)
-def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+def squeeze(input: Tensor, dim: int | Sequence[int] = UNSET) -> Tensor:
     """Remove dimensions of size 1 (all, or those in ``dim`` that have size 1)."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("squeeze", input)
     shape = input.data.shape
-    if dim is None:
+    if dim is UNSET:
         cls: type[SqueezeBackward0] = SqueezeBackward0
         axes = tuple(i for i, s in enumerate(shape) if s == 1)
     else:
+        if dim is None or isinstance(dim, (bool, str)):
+            raise TypeError(squeeze_types(dim))
         single = isinstance(dim, (int, np.integer))
         cls = SqueezeBackward1 if single else SqueezeBackward2
         wrapped = [_dim(int(d), len(shape)) for d in ((dim,) if single else dim)]
@@ -300,6 +341,8 @@ def ExpandBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 @op(ExpandBackward0)
 def expand(input: Tensor, *sizes: Dims) -> Tensor:
     """Broadcast to ``sizes`` without copying; -1 keeps a dimension's size."""
+    if not sizes:
+        raise missing("expand", "size")
     target = _shape_arg(sizes)
     shape = input.data.shape
     if len(target) < len(shape):
@@ -324,8 +367,13 @@ def expand(input: Tensor, *sizes: Dims) -> Tensor:
     resolved = tuple(
         (shape[i - lead] if s == -1 and i >= lead else s) for i, s in enumerate(target)
     )
-    # Read-only, as numpy makes broadcasts: an in-place op on it raises PyTorch's overlap error.
-    out = make_view(input, input._device.xp.broadcast_to(input.data, resolved))
+    data = input._device.xp.broadcast_to(input.data, resolved)
+    if type(data) is np.ndarray and (not data.size or not any(s == 0 and n > 1 for n, s in zip(resolved, data.strides))):
+        # No two elements share memory (PyTorch's ``has_internal_overlap`` says no): a writeable
+        # view, as its input. A broadcast that does share memory stays read-only, as numpy makes
+        # it: an in-place op on it raises PyTorch's internal-overlap error (``_inplace_util``).
+        data = np.lib.stride_tricks.as_strided(input.data, resolved, data.strides)
+    out = make_view(input, data)
     if needs_grad(input):
         node = attach(ExpandBackward0((edge_of(input),)), out)
         node.shape = shape
@@ -338,15 +386,6 @@ def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("broadcast_to", input)
     return expand(input, tuple(shape))
-
-
-@backward(batched=True)
-def SumToSizeBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
-    g = grads[0]
-    if batch:  # the summed-away leading dims come back between the batch dims and the rest
-        lead = len(self.shape) - (g.data.ndim - batch)
-        g = g.reshape(g.data.shape[:batch] + (1,) * lead + g.data.shape[batch:])
-    return (expand(g, batched_shape(g, self.shape, batch)),)
 
 
 def _sum_to_shape(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
@@ -373,9 +412,13 @@ def _sum_to_shape(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndar
     return data
 
 
-@op(SumToSizeBackward0)
+@op(ViewBackward0)  # (and the sum's nodes: it is a sum, then a view without the leading dims)
 def sum_to_size(input: Tensor, *size: Dims) -> Tensor:
-    """Sum broadcast dimensions away so that the result has shape ``size`` (broadcast's adjoint)."""
+    """Sum broadcast dimensions away so that the result has shape ``size`` (broadcast's adjoint).
+    As PyTorch's ``sum_to``: a ``sum(dims, keepdim=True)`` over the dims to reduce (none: the
+    input itself), then a ``view`` without the leading ones (if any)."""
+    if not size:
+        raise missing("sum_to_size", "size")
     shape = _shape_arg(size)
     if not shape:  # PyTorch's sum_to: an empty size is a full ``sum()`` (int64 for a bool input)
         return input.sum()
@@ -387,14 +430,13 @@ def sum_to_size(input: Tensor, *size: Dims) -> Tensor:
             raise ValueError
     except ValueError:
         raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(input.data.shape)}}}.") from None
-    summed = _sum_to_shape(input.data, shape)
-    if summed.dtype.kind == "u":  # PyTorch's sum gives int64 (numpy's uint64)
-        summed = summed.astype(np.int64)
-    out = like(summed, input)
-    if needs_grad(input):
-        node = attach(SumToSizeBackward0((edge_of(input),)), out)
-        node.shape = input.data.shape
-    return out
+    if not needs_grad(input) and input.data.dtype.kind not in "bu":  # (no nodes: the array at once)
+        return like(_sum_to_shape(input.data, shape), input)
+    full = input.data.shape
+    lead = len(full) - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and full[i + lead] != 1)
+    out = input.sum(axes, keepdim=True) if axes else input
+    return view(out, shape) if lead else out
 
 
 @backward(batched=True)
@@ -410,6 +452,8 @@ def RepeatBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 @op(RepeatBackward0, top_level=False)
 def repeat(input: Tensor, *sizes: Dims) -> Tensor:
     """Tile the tensor ``sizes[i]`` times along dim ``i`` (torch's ``Tensor.repeat``)."""
+    if not sizes:
+        raise missing("repeat", "repeats")
     reps = _shape_arg(sizes)
     shape = input.data.shape
     if len(reps) < len(shape):

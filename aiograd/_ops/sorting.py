@@ -25,13 +25,14 @@ from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
-from ._reduce_util import _check_nonempty, expand_reduced
+from ._reduce_util import UNSET, _check_nonempty, expand_reduced, invalid_arguments
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, like, needs_grad, not_tensor
 from .batching import per_sample_scalar
 from .elementwise import where
 from .indexing import gather
 from .joining import cat
+from .quiet import quietly
 from .reduction import _return_type
 from .shape import _dim
 from .torch_selection import quickselect, topk_order
@@ -109,28 +110,66 @@ def _sorted(input: Tensor, dim: Any, descending: bool, k: int | None, cls: type[
     return out, like(indices.astype(np.int64), input)
 
 
+_SORT_FORMS = ("Tensor input, *, bool stable, int dim = -1, bool descending = False, tuple of Tensors out = None",
+               "Tensor input, int dim = -1, bool descending = False, *, tuple of Tensors out = None")
+_ARGSORT_FORMS = ("Tensor input, *, bool stable, int dim = -1, bool descending = False",
+                  "Tensor input, int dim = -1, bool descending = False")
+
+
+def _sort_args(fname: str, input: Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, bool, Any]:
+    """``dim``, ``descending`` and ``stable`` (UNSET if not given) of PyTorch's two forms of
+    ``sort``/``argsort``: ``dim`` and ``descending`` positional or keyword without ``stable``,
+    keywords only with it (given, even as None for ``sort``; argsort's is a bool)."""
+    named_descending = "descending" in kwargs
+    dim, descending, stable = kwargs.pop("dim", UNSET), kwargs.pop("descending", False), kwargs.pop("stable", UNSET)
+    if kwargs:
+        raise TypeError(f"{fname}() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    if args or (stable is None and fname == "argsort"):
+        if (stable is not UNSET or len(args) > 2 or dim is not UNSET
+                or (len(args) == 2 and named_descending)):
+            forms = _SORT_FORMS if fname == "sort" else _ARGSORT_FORMS
+            raise invalid_arguments(fname, forms, input, *args, dim=dim, stable=stable)
+        dim, descending = args if len(args) == 2 else (args[0], descending)
+    return -1 if dim is UNSET else dim, bool(descending), stable
+
+
+# The forms of ``sort`` and ``argsort``: with ``stable``, ``dim`` and ``descending`` are keywords.
+@overload
+def sort(input: Tensor, dim: int = -1, descending: bool = False) -> ValuesIndices: ...
+@overload
+def sort(input: Tensor, *, stable: bool | None, dim: int = -1, descending: bool = False) -> ValuesIndices: ...
+
+
 @op(SortBackward0, SortBackward1)
-def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool | None = None) -> ValuesIndices:
+def sort(input: Tensor, *args: Any, **kwargs: Any) -> ValuesIndices:
     """The values sorted along ``dim`` and the indices they came from: a ``(values, indices)``
     named tuple, as ``torch.sort``. Always stable (ties keep their order, also descending);
     NaN sorts as the largest value."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("sort", input)
-    cls = SortBackward0 if stable is None else SortBackward1
-    return SortResult(*_sorted(input, dim, bool(descending), None, cls, "sort"))
+    dim, desc, stable = _sort_args("sort", input, args, kwargs)
+    cls = SortBackward0 if stable is UNSET else SortBackward1
+    return SortResult(*_sorted(input, dim, desc, None, cls, "sort"))
+
+
+@overload
+def argsort(input: Tensor, dim: int = -1, descending: bool = False) -> Tensor: ...
+@overload
+def argsort(input: Tensor, *, stable: bool, dim: int = -1, descending: bool = False) -> Tensor: ...
 
 
 @op()
-def argsort(input: Tensor, dim: int = -1, descending: bool = False, *, stable: bool = False) -> Tensor:
+def argsort(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """The indices that sort ``input`` along ``dim`` (int64, not differentiable), as
     ``torch.argsort``; always stable."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("argsort", input)
+    dim, desc, _ = _sort_args("argsort", input, args, kwargs)
     data, xp = input.data, input._device.xp
     d = _dim(_int_arg(dim, "argsort", "dim"), data.ndim)
     if data.ndim == 0:
         return like(xp.zeros((), dtype=np.int64), input)
-    return like(stable_order(xp, data, d, bool(descending)).astype(np.int64), input)
+    return like(stable_order(xp, data, d, desc).astype(np.int64), input)
 
 
 @op(TopkBackward0)
@@ -142,6 +181,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
         raise not_tensor("topk", input)
     k = _int_arg(k, "topk", "k")
     if input.data.dtype == np.bool_:
+        _dim(_int_arg(dim, "topk", "dim"), input.data.ndim)  # (PyTorch checks the dim first)
         raise RuntimeError("topk does not support bool dtypes on CPU")
     return TopkResult(*_sorted(input, dim, bool(largest), k, TopkBackward0, "topk"))
 
@@ -161,14 +201,15 @@ def _select(input: Tensor, dim: Any, keepdim: bool, position: Any, cls: type[Any
     """The value at sorted ``position(size)`` of each slice along ``dim``, and its index; for
     ``median`` a slice with a NaN gives its first NaN, as PyTorch."""
     data, xp = input.data, input._device.xp
-    if data.dtype == np.bool_:  # (PyTorch's kernels for these have no bool case)
-        kernel = "median_out" if fname == "median" else f"{fname}_cpu"
-        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     d = _dim(_int_arg(dim, fname, "dim"), data.ndim)
     axes = (d,) if data.ndim else ()
     _check_nonempty(data, axes, fname)
     size = data.shape[d] if data.ndim else 1
     pos = position(size, d)
+    # (PyTorch's kernels for these have no bool case; kthvalue copies a 0-d tensor without one)
+    if data.dtype == np.bool_ and (axes or fname == "median"):
+        kernel = "median_out" if fname == "median" else f"{fname}_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     if not axes:
         idx, values = xp.zeros((), dtype=np.int64), data.copy()
     else:
@@ -271,7 +312,7 @@ def median(input: Tensor, dim: int, keepdim: bool = False) -> ValuesIndices: ...
 
 
 @op(MedianBackward0, MedianBackward1)
-def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
+def median(input: Tensor, dim: int = UNSET, keepdim: bool = UNSET) -> Tensor | ValuesIndices:
     """The median, as ``torch.median``: the lower of the two middle values for an even count.
 
     ``median(input)``: of all elements (NaN if any is NaN), its gradient shared evenly among the
@@ -280,16 +321,18 @@ def median(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tens
     """
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("median", input)
-    if dim is not None:
+    if dim is not UNSET:
+        if dim is None:  # (PyTorch's dim has no None)
+            raise TypeError("median(): argument 'dim' (position 2) must be int, not NoneType")
         return MedianResult(*_select(input, dim, bool(keepdim), lambda size, d: (size - 1) // 2, MedianBackward1, "median"))
-    if keepdim:
-        raise TypeError("median(): 'keepdim' needs 'dim'")
+    if keepdim is not UNSET:
+        raise TypeError('median() missing 1 required positional arguments: "dim"')
     data, xp = input.data, input._device.xp
-    if data.dtype == np.bool_:
-        raise NotImplementedError('"median_cpu" not implemented for \'Bool\'')
     flat = data.reshape(-1)
-    if flat.size == 0:
-        value = xp.asarray(xp.nan, dtype=data.dtype)
+    if flat.size == 0:  # NaN in the input's dtype (an integer one's: the C cast's value, as PyTorch)
+        value = quietly(lambda: xp.asarray(xp.nan).astype(data.dtype))
+    elif data.dtype == np.bool_:
+        raise NotImplementedError('"median_cpu" not implemented for \'Bool\'')
     else:
         value = xp.sort(flat)[(flat.size - 1) // 2]  # (NaN sorts last: a NaN anywhere is caught below)
         if data.dtype.kind == "f" and xp.isnan(flat).any():

@@ -21,7 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from .._ops._inplace_util import _alias, _bump, _commit, _dtype_name, _recording
+from .._ops._inplace_util import (
+    OVERLAP_ERROR,
+    _alias,
+    _bump,
+    _commit,
+    _dtype_name,
+    _overlapping,
+    _recording,
+)
 from .._ops._registry import backward, op
 from .._ops._util import Tensor, attach, edge_of, first_order, like, needs_grad, not_tensor, save
 from .._ops.elementwise import where
@@ -55,6 +63,13 @@ def _kernel_name_error(kernel: str, x: Any) -> NotImplementedError:
     return NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(x.dtype)}\'')
 
 
+def _check_overlap(x: Any) -> None:
+    """PyTorch's refusal to write in place into a tensor whose elements share memory (an
+    expanded one), before any other check."""
+    if type(x) is np.ndarray and not x.flags.writeable and _overlapping(x):
+        raise RuntimeError(OVERLAP_ERROR)
+
+
 def _apply(
     input: Tensor,
     forward: Callable[[Any, Any], Any],
@@ -66,6 +81,8 @@ def _apply(
     """Run an activation: ``forward(xp, array)`` on the input's data, the node recorded on the
     input (saved as ``x``), or written into the input when ``inplace``."""
     x = input.data
+    if inplace:
+        _check_overlap(x)
     if x.dtype.kind != "f":
         raise _kernel_name_error(kernel, x)
     xp = input._device.xp
@@ -256,7 +273,8 @@ def _EluBackward1(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
 
 def _elu(alpha: float) -> Callable[[Any, Any], Any]:
     def forward(xp: Any, x: Any) -> Any:
-        return xp.where(x > 0, x, alpha * xp.expm1(x))
+        # (a zero keeps its sign, as PyTorch's, whatever alpha: NaN, negative)
+        return xp.where(x >= 0, x, alpha * xp.expm1(x))
 
     return forward
 
@@ -274,6 +292,7 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 def _result_inplace(input: Tensor, forward: Callable[[Any, Any], Any], node_cls: type[Any], kernel: str, **attrs: Any) -> Tensor:
     """``elu_``/``leaky_relu_``: written in place, the node differentiating through the result."""
     x = input.data
+    _check_overlap(x)
     if x.dtype.kind != "f":
         raise _kernel_name_error(kernel, x)
     xp = input._device.xp
@@ -403,6 +422,7 @@ def _hardtanh_integer(input: Tensor, min_val: float, max_val: float, inplace: bo
     xp = input._device.xp
     result = xp.clip(x, limits[0], limits[1]).astype(x.dtype, copy=False)
     if inplace:
+        _check_overlap(x)
         xp.copyto(x, result)
         _bump(input)
         return input

@@ -23,7 +23,8 @@ from .._ops._registry import op
 from .._ops._util import Tensor, common_device, not_tensor, to_tensor
 from .._ops.elementwise import where
 from .._ops.joining import cat
-from .._ops.linalg import MatmulBackward0, MmBackward0, linear
+from .._ops.linalg import MmBackward0, linear
+from .._ops.shape import SqueezeBackward1, UnsafeViewBackward0, ViewBackward0
 from .._ops.softmax import softmax
 from ._dropout import dropout_mask
 
@@ -104,7 +105,7 @@ def dropout_by_default_generator(input: Tensor, p: float) -> Tensor:
     return input * dropout_mask(input, p)
 
 
-@op(MatmulBackward0, MmBackward0, family="attention")
+@op(UnsafeViewBackward0, MmBackward0, family="attention")
 def scaled_dot_product_attention(
     query: Tensor,
     key: Tensor,
@@ -112,6 +113,7 @@ def scaled_dot_product_attention(
     attn_mask: Tensor | None = None,
     dropout_p: float = 0.0,
     is_causal: bool = False,
+    *,
     scale: float | None = None,
     enable_gqa: bool = False,
 ) -> Tensor:
@@ -257,7 +259,7 @@ def _static(t: Tensor, name: str, heads: int, head_dim: int) -> Tensor:
     return t
 
 
-@op(MatmulBackward0, MmBackward0, family="attention")
+@op(ViewBackward0, SqueezeBackward1, family="attention")
 def multi_head_attention_forward(
     query: Tensor,
     key: Tensor,

@@ -295,7 +295,7 @@ def smooth_l1_loss(
     input, target = _broadcast_pair(input, target)
     if beta == 0.0:
         return _reduce((input - target).abs(), reduction)
-    if beta < 0:
+    if not beta >= 0:  # (NaN too, as PyTorch's check)
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     xp = common_device(input, target).xp
     floating_kernel("smooth_l1_cpu", input, target)
@@ -339,7 +339,7 @@ def huber_loss(
         _check_weight_shape(input, weight)
         return _weighted(huber_loss(input, target, "none", delta), weight, reduction, by_weight=False)
     reduction = legacy_reduction(None, None, reduction)
-    if delta <= 0:
+    if not delta > 0:  # (NaN too, as PyTorch's check)
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     xp = common_device(input, target).xp
     x_dt, y_dt = input.data.dtype, target.data.dtype

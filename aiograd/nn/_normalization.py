@@ -26,7 +26,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .._ops._inplace_util import _bump, _dtype_name
+import numpy as np
+
+from .._ops._inplace_util import OVERLAP_ERROR, _bump, _dtype_name, _overlapping
 from .._ops._registry import backward, op
 from .._ops._util import (
     Tensor,
@@ -272,6 +274,9 @@ def batch_norm(
 def _update_running(xp: Any, x: Any, axes: tuple[int, ...], mean: Any, running_mean: Tensor, running_var: Tensor,
                     momentum: float) -> None:
     """PyTorch's running-statistics update, in place (the batch variance unbiased)."""
+    for stat in (running_mean, running_var):  # (PyTorch writes into an expanded one, racing: refused)
+        if type(stat.data) is np.ndarray and not stat.data.flags.writeable and _overlapping(stat.data):
+            raise RuntimeError(OVERLAP_ERROR)
     n = x.size // x.shape[1]
     d = x - mean
     unbiased = (d * d).sum(axis=axes) / max(n - 1, 1) if n > 1 else (d * d).sum(axis=axes) * float("nan")

@@ -17,10 +17,12 @@ PyTorch's ``start = floor(i*H/OH)``, ``end = ceil((i+1)*H/OH)``, so its backward
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
 
+from .._base._dtypes import type_name
 from .._ops._registry import backward, op
 from .._ops._util import (
     Tensor,
@@ -32,21 +34,41 @@ from .._ops._util import (
     not_tensor,
     to_tensor,
 )
+from .._ops.quiet import quietly
 from ._windows import Axis, fold, windows, xp_of
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
 
 
+#: The position of each geometry argument in PyTorch's pooling signatures, for its TypeErrors.
+_POSITIONS = {"kernel_size": 2, "stride": 3, "padding": 4, "dilation": 5}
+
+
+def _int(value: Any, name: str, what: str, pos: int | None = None) -> int:
+    """An int argument (or a tuple's element at ``pos``), as PyTorch's ``IntArrayRef`` parser
+    takes it: an integer or a one-element integer tensor; a bool or a float is its TypeError."""
+    try:
+        if type(value) is bool:
+            raise TypeError
+        if isinstance(value, Tensor) and value.data.size == 1 and value.data.dtype.kind == "b":
+            return int(value.data.reshape(()))  # (a one-element bool tensor counts, as there)
+        return operator.index(value)
+    except TypeError:
+        where = f"(position {_POSITIONS[what]}) must be tuple of ints"
+        found = f"not {type_name(value)}" if pos is None else f"but found element of type {type_name(value)} at pos {pos}"
+        raise TypeError(f"{name}(): argument '{what}' {where}, {found}") from None
+
+
 def _pair(value: Any, name: str, what: str, allow_empty: bool = False) -> tuple[int, int]:
     if isinstance(value, (list, tuple)):
         if len(value) == 1:
-            return (int(value[0]),) * 2
+            return (_int(value[0], name, what, 0),) * 2
         if len(value) == 2:
-            return int(value[0]), int(value[1])
+            return _int(value[0], name, what, 0), _int(value[1], name, what, 1)
         if allow_empty and not value:
             return ()  # type: ignore[return-value]
         raise RuntimeError(f"{name}: {what} must either be a single int, or a tuple of two ints")
-    return (int(value),) * 2
+    return (_int(value, name, what),) * 2
 
 
 def _out_size(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
@@ -258,6 +280,16 @@ def _tile_spread(xp: Any, g: Any, pick: Any, geom: tuple[Axis, Axis]) -> Any:
     return out.reshape(*lead, oh * kh, ow * kw)
 
 
+def _first_inside(xp: Any, pick: Any, data: Any, geom: tuple[Axis, Axis]) -> Any:
+    """PyTorch's pick for a window whose maximum is -inf: its first element inside the input
+    (its kernel starts at the window's first such element, and only a larger one takes over),
+    where the padding's -inf fill came first here."""
+    ah, aw = geom
+    first = [xp.maximum(0, -((xp.arange(a.out) * a.stride - a.pad) // a.dilation)) for a in geom]
+    inside = (first[0][:, None] * aw.kernel + first[1][None, :]).astype(pick.dtype)
+    return xp.where(data == -math.inf, inside, pick)
+
+
 def _flat_index(xp: Any, pick: Any, geom: tuple[Axis, Axis]) -> Any:
     """The flat index into the ``H*W`` plane of each window's element at kernel position ``pick``:
     element (i, j) of window (oh, ow) sits at row oh*s - p + i*d, column ow*s - p + j*d."""
@@ -286,6 +318,8 @@ def max_pool2d(
         data, pick = _tile_max(xp, x, geom)
     else:
         data, pick = _running_max(xp, windows(xp, x, geom, fill=-math.inf), has_nan)
+        if (geom[0].pad or geom[1].pad) and x.dtype.kind == "f" and bool((data == -math.inf).any()):
+            pick = _first_inside(xp, pick, data, geom)
     out = like(data, input)
     if needs_grad(input):
         node = attach(MaxPool2DWithIndicesBackward0((edge_of(input),)), out)
@@ -369,6 +403,22 @@ def _bins(xp: Any, size: int, out: int, dtype: Any) -> Any:
     return xp.asarray(m)
 
 
+def _nonfinite_bins(xp: Any, x: Any, ph: Any, pw: Any) -> Any:
+    """The bin means of an input with infinities or NaN as PyTorch's sums give them (the
+    products with the bins' zeros gave NaN for every bin of the row or column): NaN for a bin
+    holding a NaN or both infinities, the infinity for one holding one, the finite mean else."""
+    inside_h, inside_w = (ph > 0).astype(x.dtype), (pw > 0).astype(x.dtype)
+
+    def holds(mask: Any) -> Any:
+        return (inside_h @ mask.astype(x.dtype) @ inside_w.T) > 0
+
+    finite = xp.isfinite(x)
+    pos, neg = holds(x == xp.inf), holds(x == -xp.inf)
+    nan = holds(xp.isnan(x)) | (pos & neg)
+    mean = ph @ xp.where(finite, x, 0) @ pw.T
+    return xp.where(nan, xp.nan, xp.where(pos, xp.inf, xp.where(neg, -xp.inf, mean))).astype(x.dtype, copy=False)
+
+
 @op(AdaptiveAvgPool2DBackward0)
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Average over ``output_size`` bins of ``input`` ``(N, C, H, W)`` or ``(C, H, W)``, as
@@ -402,7 +452,10 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     xp = xp_of(input)
     ph = _bins(xp, x.shape[-2], sizes[0], x.dtype)
     pw = _bins(xp, x.shape[-1], sizes[1], x.dtype)
-    out = like(ph @ x @ pw.T, input)
+    data = quietly(lambda: ph @ x @ pw.T)  # (inf times a bin's zero: NaN, quietly; mended below)
+    if x.dtype.kind == "f" and not bool(xp.isfinite(data).all()):
+        data = quietly(_nonfinite_bins, xp, x, ph, pw)
+    out = like(data, input)
     if needs_grad(input):
         attach(AdaptiveAvgPool2DBackward0((edge_of(input),)), out).bins = (ph, pw)
     return out

@@ -408,13 +408,14 @@ def cross_entropy(
         _common_device(input, target, weight)
     if target.data.shape == input.data.shape:
         return _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing)
-    if not 0.0 <= label_smoothing <= 1.0:
+    # PyTorch checks (and applies) a label smoothing only above 0: a negative or NaN one is none
+    if label_smoothing > 1.0:
         raise RuntimeError(
             f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing:g}"
         )
     logp = _log_softmax(input, class_dim)
     loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
-    if label_smoothing == 0.0:
+    if not label_smoothing > 0.0:
         return loss
     xp = input._device.xp
     t = xp.asarray(target.data)

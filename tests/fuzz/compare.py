@@ -115,6 +115,21 @@ def weights_for(seed: int, i: int, shape: tuple[int, ...], dtype: str) -> np.nda
     return np.round(np.random.default_rng(seed + 7919 * i).normal(size=shape), 2).astype(dtype)
 
 
+def _topk_in_order(lib: Lib, t: Target, args: list[Any], kwargs: dict[str, Any], outputs: list[Any]) -> list[Any]:
+    """``topk(sorted=False)``'s values and indices sorted along ``dim``: torch documents no order
+    for them (on a CPU it is the C++ library's ``nth_element``'s), so only the set is compared;
+    sorted by differentiable ``gather`` so the gradients still are."""
+    bound = dict(zip((p.name for p in t.params), args)) | kwargs
+    if bound.get("sorted", True) or len(outputs) != 2:
+        return outputs
+    values, indices = outputs
+    dim = bound.get("dim", -1)
+    if values.dim() == 0:
+        return outputs
+    order = lib.mod.argsort(values.detach(), dim=dim, descending=bool(bound.get("largest", True)), stable=True)
+    return [values.gather(dim, order), indices.gather(dim, order)]
+
+
 def run(lib: Lib, t: Target, call: Call, seed: int, grad: Any) -> Outcome:
     """Build ``call``'s arguments in ``lib``, run it, then the backward (``grad`` is the
     library's ``grad(outputs, inputs, grad_outputs, allow_unused=True)``)."""
@@ -143,6 +158,8 @@ def run(lib: Lib, t: Target, call: Call, seed: int, grad: Any) -> Outcome:
         out.error, out.phase = e, "forward"
         return out
     outputs = [] if result is None else _flatten(lib, result)
+    if t.name == "topk":
+        outputs = _topk_in_order(lib, t, args, kwargs, outputs)
     if t.name in GAUGE:
         outputs = [outputs[i] for i in GAUGE[t.name] if i < len(outputs)]
     if t.inplace and isinstance(call.args[0], TensorArg):

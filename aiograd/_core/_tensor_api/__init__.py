@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._assign import AssignMethods
     from ._autograd import AutogradMethods
+    from ._batched_products import BatchedProductsMethods
     from ._binary_math import BinaryMathMethods
     from ._bitwise import BitwiseMethods
     from ._casting import CastingMethods
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
         AssignMethods,
         InplaceVariantsMethods,
         HooksMethods,
+        BatchedProductsMethods,
         ProductsMethods,
         SpecialMethods,
         ReductionExtraMethods,

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
         def std(
             self,
             dim: int | Sequence[int] | _bool | None = None,
-            unbiased: _bool | None = None,
+            unbiased: _bool = ...,
             keepdim: _bool = False,
             *,
             correction: _float | None = None,
@@ -72,10 +72,8 @@ if TYPE_CHECKING:
             keepdim: _bool = False,
             dtype: DTypeLike | None = None,
         ) -> Tensor:
-            """The vector p-norm over ``dim`` (all elements by default), as ``torch.norm``: ``p``
-            any number (inf and -inf: the largest and smallest magnitude; 0: the count of non-zeros,
-            with no gradient) or ``'fro'`` (= 2, the default); ``dtype`` computes in a wider
-            dtype."""
+            """The vector p-norm over ``dim`` (all elements by default), as ``Tensor.norm`` (whose
+            fourth argument is ``dtype``; ``torch.norm``'s is ``out``): see :func:`norm`."""
             ...
         def __pos__(self) -> Tensor:
             """``+input``: the tensor itself."""

@@ -163,7 +163,7 @@ if TYPE_CHECKING:
         def transpose_(self, dim0: int, dim1: int) -> Tensor:
             """``transpose`` in place: the result is written into ``self``, which is returned."""
             ...
-        def squeeze_(self, dim: int | Sequence[int] | None = None) -> Tensor:
+        def squeeze_(self, dim: int | Sequence[int] = ...) -> Tensor:
             """``squeeze`` in place: the result is written into ``self``, which is returned."""
             ...
         def unsqueeze_(self, dim: int) -> Tensor:

@@ -16,7 +16,12 @@ if TYPE_CHECKING:
         """Declared from ``aiograd._ops.linalg``."""
 
         def matmul(self, other: Tensor) -> Tensor:
-            """Matrix product with numpy's ``matmul`` rules (dot, mv, mm, batched mm)."""
+            """Matrix product with numpy's ``matmul`` rules (dot, mv, mm, batched mm), recording
+            PyTorch's nodes (``at::native::_matmul_impl``): ``DotBackward0``, ``MvBackward0``,
+            ``MmBackward0``; a vector times a matrix squeezed (``SqueezeBackward4``); batch dims
+            folded into rows (``UnsafeViewBackward0``, or for a matrix times a batch the transpose
+            back and its copy: ``TransposeBackward0``, ``CloneBackward0``); else ``bmm``
+            (``UnsafeViewBackward0``)."""
             ...
         def mm(self, mat2: Tensor) -> Tensor:
             """Product of two 2-D matrices."""

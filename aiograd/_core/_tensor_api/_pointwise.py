@@ -28,10 +28,10 @@ if TYPE_CHECKING:
         def clip(self, min: _float | None = None, max: _float | None = None) -> Tensor:
             """Limit values to ``[min, max]``; the same as :func:`clamp`."""
             ...
-        def maximum(self, other: TensorLike) -> Tensor:
+        def maximum(self, other: Tensor) -> Tensor:
             """Elementwise maximum; at ties the gradient is split evenly, as in PyTorch."""
             ...
-        def minimum(self, other: TensorLike) -> Tensor:
+        def minimum(self, other: Tensor) -> Tensor:
             """Elementwise minimum; at ties the gradient is split evenly, as in PyTorch."""
             ...
         def lerp(self, end: Tensor, weight: TensorLike) -> Tensor:

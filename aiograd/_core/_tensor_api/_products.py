@@ -14,10 +14,6 @@ if TYPE_CHECKING:
     class ProductsMethods:
         """Declared from ``aiograd._ops.products``."""
 
-        def bmm(self, mat2: Tensor) -> Tensor:
-            """Batched matrix product of two 3-D tensors ``(b, n, m) @ (b, m, p)``, no
-            broadcasting."""
-            ...
         def dot(self, tensor: Tensor) -> Tensor:
             """The inner product of two 1-D tensors of the same size and dtype."""
             ...

@@ -28,26 +28,28 @@ if TYPE_CHECKING:
 
         def sum(
             self,
-            dim: int | Sequence[int] | None = None,
-            keepdim: _bool = False,
+            dim: int | Sequence[int] | None = ...,
+            keepdim: _bool = ...,
             *,
             dtype: DTypeLike | None = None,
         ) -> Tensor:
-            """Sum over ``dim`` (int, tuple, or None for all)."""
+            """Sum over ``dim`` (int, tuple, or None for all); ``keepdim`` only with ``dim``, as
+            PyTorch."""
             ...
         def mean(
             self,
-            dim: int | Sequence[int] | None = None,
-            keepdim: _bool = False,
+            dim: int | Sequence[int] | None = ...,
+            keepdim: _bool = ...,
             *,
             dtype: DTypeLike | None = None,
         ) -> Tensor:
-            """Mean over ``dim`` (int, tuple, or None for all)."""
+            """Mean over ``dim`` (int, tuple, or None for all); ``keepdim`` only with ``dim``, as
+            PyTorch."""
             ...
         def var(
             self,
             dim: int | Sequence[int] | _bool | None = None,
-            unbiased: _bool | None = None,
+            unbiased: _bool = ...,
             keepdim: _bool = False,
             *,
             correction: _float | None = None,
@@ -61,9 +63,7 @@ if TYPE_CHECKING:
         def max(self, dim: int, keepdim: _bool = False) -> ValuesIndices: ...
         @overload
         def max(self, dim: Tensor) -> Tensor: ...
-        def max(
-            self, dim: int | Tensor | None = None, keepdim: _bool = False
-        ) -> Tensor | ValuesIndices:
+        def max(self, dim: int | Tensor = ..., keepdim: _bool = ...) -> Tensor | ValuesIndices:
             """Maximum, as ``torch.max``."""
             ...
         @overload
@@ -72,16 +72,14 @@ if TYPE_CHECKING:
         def min(self, dim: int, keepdim: _bool = False) -> ValuesIndices: ...
         @overload
         def min(self, dim: Tensor) -> Tensor: ...
-        def min(
-            self, dim: int | Tensor | None = None, keepdim: _bool = False
-        ) -> Tensor | ValuesIndices:
+        def min(self, dim: int | Tensor = ..., keepdim: _bool = ...) -> Tensor | ValuesIndices:
             """Minimum, as ``torch.min``: see :func:`max`."""
             ...
         def prod(
-            self, dim: int | None = None, keepdim: _bool = False, *, dtype: DTypeLike | None = None
+            self, dim: int = ..., keepdim: _bool = ..., *, dtype: DTypeLike | None = None
         ) -> Tensor:
-            """Product of all elements, or over ``dim`` (an int); exact gradients also with
-            zeros."""
+            """Product of all elements, or over ``dim`` (an int, not None; ``keepdim`` only with
+            it); exact gradients also with zeros."""
             ...
         def argmax(self, dim: int | None = None, keepdim: _bool = False) -> Tensor:
             """Index of the (first) maximum, flattened when ``dim`` is None; int64, not

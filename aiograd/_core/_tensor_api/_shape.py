@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import overload
 
     from .._tensor import Tensor
     from .._types import Dims
@@ -34,7 +35,11 @@ if TYPE_CHECKING:
         def permute(self, *dims: Dims) -> Tensor:
             """Reorder the dimensions."""
             ...
-        def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+        @overload
+        def squeeze(self) -> Tensor: ...
+        @overload
+        def squeeze(self, dim: int | Sequence[int]) -> Tensor: ...
+        def squeeze(self, dim: int | Sequence[int] = ...) -> Tensor:
             """Remove dimensions of size 1 (all, or those in ``dim`` that have size 1)."""
             ...
         def unsqueeze(self, dim: int) -> Tensor:
@@ -60,5 +65,6 @@ if TYPE_CHECKING:
             ...
         @property
         def mT(self) -> Tensor:
-            """``Tensor.mT``: the last two dimensions swapped."""
+            """``Tensor.mT``: the last two dimensions swapped (on a 0-D tensor: the tensor itself,
+            with PyTorch's deprecation warning)."""
             ...

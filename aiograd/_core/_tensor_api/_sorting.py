@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import builtins
-    from typing import TypeAlias, overload
+    from typing import Any, TypeAlias, overload
 
     from .._tensor import Tensor
     from .._types import ValuesIndices
@@ -22,15 +22,21 @@ if TYPE_CHECKING:
     class SortingMethods:
         """Declared from ``aiograd._ops.sorting``."""
 
+        @overload
+        def sort(self, dim: int = -1, descending: _bool = False) -> ValuesIndices: ...
+        @overload
         def sort(
-            self, dim: int = -1, descending: _bool = False, *, stable: _bool | None = None
-        ) -> ValuesIndices:
+            self, *, stable: _bool | None, dim: int = -1, descending: _bool = False
+        ) -> ValuesIndices: ...
+        def sort(self, *args: Any, **kwargs: Any) -> ValuesIndices:
             """The values sorted along ``dim`` and the indices they came from: a ``(values,
             indices)`` named tuple, as ``torch.sort``."""
             ...
-        def argsort(
-            self, dim: int = -1, descending: _bool = False, *, stable: _bool = False
-        ) -> Tensor:
+        @overload
+        def argsort(self, dim: int = -1, descending: _bool = False) -> Tensor: ...
+        @overload
+        def argsort(self, *, stable: _bool, dim: int = -1, descending: _bool = False) -> Tensor: ...
+        def argsort(self, *args: Any, **kwargs: Any) -> Tensor:
             """The indices that sort ``input`` along ``dim`` (int64, not differentiable), as
             ``torch.argsort``; always stable."""
             ...
@@ -48,7 +54,7 @@ if TYPE_CHECKING:
         def median(self) -> Tensor: ...
         @overload
         def median(self, dim: int, keepdim: _bool = False) -> ValuesIndices: ...
-        def median(self, dim: int | None = None, keepdim: _bool = False) -> Tensor | ValuesIndices:
+        def median(self, dim: int = ..., keepdim: _bool = ...) -> Tensor | ValuesIndices:
             """The median, as ``torch.median``: the lower of the two middle values for an even
             count."""
             ...

@@ -1,0 +1,90 @@
+"""The variance's arguments and formulas, shared by ``var`` (``reduction``) and ``std``
+(``convenience``): PyTorch's forms of the arguments (``unbiased`` or ``correction``), the
+variance computed, and the gradient's ``2 / dof`` scale and formula (PyTorch's var_backward).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ._reduce_util import UNSET, axes_of, expand_reduced, invalid_arguments
+from ._util import Tensor
+from .quiet import quietly
+
+__all__ = ["grad_scale", "var_grad", "variance"]
+
+
+def var_grad(node: Any, grad: Tensor) -> Tensor:
+    """The variance's gradient (PyTorch's var_backward), shared with std's node: ``2 / dof * g *
+    (x - mean)``; over all elements with ``dof <= 0`` it is NaN where x equals its mean, inf
+    elsewhere (as PyTorch: inf * 0 and inf * c)."""
+    x = node.x.unpack(node)
+    g = expand_reduced(grad, node.shape, node.axes, node.keepdim)
+    if node.axes is None and node.scale == float("inf") and not node.empty_dim:
+        data = x.data
+        return g * np.where(data == data.mean(), np.nan, np.inf).astype(data.dtype)
+    centered = x - x.mean(node.axes, keepdim=True)
+    return g * node.scale * centered  # PyTorch's order: (2 / dof * grad) * (x - mean)
+
+
+def variance(
+    input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool, correction: float | None, fname: str = "var"
+) -> tuple[Any, tuple[int, ...] | None, float]:
+    """``var``'s (and ``std``'s) arguments parsed and the variance computed: (array, axes,
+    degrees of freedom); warns, as PyTorch, at the caller's line when ``dof <= 0``."""
+    if unbiased is None:  # (given, as None: no form of PyTorch's takes that)
+        raise invalid_arguments(fname, _var_forms(fname), input, UNSET if dim is None else dim, unbiased=unbiased,
+                                keepdim=keepdim or UNSET)
+    if isinstance(dim, bool):  # var(input, unbiased)
+        if unbiased is not UNSET:
+            raise TypeError("var(): argument 'unbiased' given twice")
+        dim, unbiased = None, dim
+    if unbiased is not UNSET and correction is not None:
+        raise TypeError("var(): cannot specify both 'unbiased' and 'correction'")
+    corr = (1 if unbiased else 0) if unbiased is not UNSET else (1 if correction is None else correction)
+    data = input.data
+    if data.dtype.kind != "f":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    axes = axes_of(dim, data.ndim)
+    count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
+    dof = count - corr
+    if dof <= 0:
+        warnings.warn(
+            f"{fname}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+            "reduction factor (input numel divided by output numel).",
+            UserWarning,
+            stacklevel=3,
+        )
+    # (a reduction over nothing is NaN, as PyTorch's, whatever the correction)
+    return quietly(_variance, input._device.xp, data, axes, keepdim, dof if count else 0), axes, dof
+
+
+def _var_forms(fname: str) -> tuple[str, ...]:
+    """The forms of PyTorch's ``var`` and ``std``, as its argument parser lists them."""
+    return ("Tensor input, tuple of ints dim, bool unbiased = True, bool keepdim = False, *, Tensor out = None",
+            "Tensor input, tuple of ints dim = None, *, Number correction = None, bool keepdim = False, "
+            "Tensor out = None", "Tensor input, bool unbiased = True")
+
+
+def grad_scale(node: Any, dim: Any, data: Any, dof: float) -> None:
+    """Set ``node.scale``, the ``2 / dof`` of PyTorch's var_backward. With ``dim=()`` (of a
+    tensor of 1 dim or more) the forward reduces over every element but PyTorch's backward counts
+    one (``_safe_size`` of no dims): ``2 / (1 - correction)``, inf * (x - mean) if that is 0."""
+    if dim is not None and not isinstance(dim, bool) and data.ndim:
+        # dims given: PyTorch's ``2 / (n - correction)`` whatever its sign (inf only at 0)
+        if isinstance(dim, (tuple, list)) and not dim:
+            dof = 1 - (data.size - dof)
+            node.empty_dim = True
+        node.scale = 2.0 / dof if dof else float("inf")
+        return
+    # (a NaN correction: PyTorch's 2 / NaN)
+    node.scale = 2.0 / dof if dof > 0 or dof != dof else float("inf")
+
+
+def _variance(xp: Any, data: Any, axes: Any, keepdim: bool, dof: float) -> Any:
+    centered = data - data.mean(axis=axes, keepdims=True)
+    sq = xp.square(centered).sum(axis=axes, keepdims=keepdim)
+    return sq / data.dtype.type(dof if dof > 0 else 0)
