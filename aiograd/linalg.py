@@ -1,8 +1,9 @@
 """``aiograd.linalg``: linear algebra as ``torch.linalg``.
 
-Decompositions and solvers (``inv``, ``solve``, ``det``, ``slogdet``, ``cholesky``, ``qr``,
-``eigh``, ``svd``, ``svdvals``) are ops of ``aiograd._ops.decompositions`` and
-``aiograd._ops.orthogonal`` and ``aiograd._ops.linear_systems``, re-exported here; the norms (``norm``, ``vector_norm``,
+Decompositions and solvers (``inv``, ``solve``, ``solve_triangular``, ``det``, ``slogdet``,
+``cholesky``, ``qr``, ``eigh``, ``svd``, ``svdvals``) are ops of ``aiograd._ops.decompositions``,
+``aiograd._ops.orthogonal``, ``aiograd._ops.linear_systems`` and ``aiograd._ops.triangular``,
+re-exported here; the norms (``norm``, ``vector_norm``,
 ``matrix_norm``) are composed from them as in PyTorch. Every function works on batches of
 matrices (the last two dims), and failures on the input's values raise ``LinAlgError`` (a
 ``RuntimeError``) with PyTorch's message.
@@ -19,6 +20,7 @@ from ._ops.convenience import norm as _p_norm
 from ._ops.decompositions import cholesky, det, slogdet
 from ._ops.linear_systems import inv, solve
 from ._ops.orthogonal import eigh, qr, svd
+from ._ops.triangular import solve_triangular
 
 if typing.TYPE_CHECKING:
     from collections.abc import Sequence
@@ -37,6 +39,7 @@ __all__ = [
     "qr",
     "slogdet",
     "solve",
+    "solve_triangular",
     "svd",
     "svdvals",
     "vector_norm",

@@ -131,6 +131,7 @@ SPEC_MODULES = (
 SPEC_MODULES += ("test_ops_special", "test_nn_activations", "test_nn_dropout", "test_nn_normalization", "test_nn_embedding")
 # rounding divisions, bitwise and logical ops, products with vectors
 SPEC_MODULES += ("test_ops_rounding", "test_ops_bitwise", "test_ops_vector_products")
+SPEC_MODULES += ("test_linalg_triangular",)  # linalg.solve_triangular (aiograd/_ops/triangular.py)
 SPEC_MODULES += ("test_ops_inplace_variants",)  # sin_, atan2_, lerp_, eq_, t_... (aiograd/_ops/inplace_variants.py)
 
 
@@ -166,7 +167,7 @@ def test_every_differentiable_op_is_gradchecked_and_every_exception_says_why() -
 
 
 def test_registry_rules_are_consistent() -> None:
-    families = {"casting", "elementwise", "unary_math", "binary_math", "pointwise", "shape", "reduction", "indexing", "joining", "linalg",
+    families = {"triangular", "casting", "elementwise", "unary_math", "binary_math", "pointwise", "shape", "reduction", "indexing", "joining", "linalg",
                 "convenience", "inplace", "assign", "functional", "softmax"}
     families |= {"products", "linear_systems", "decompositions", "orthogonal"}  # linear algebra
     families |= {"special", "activations", "dropout", "normalization", "embedding"}

@@ -409,7 +409,7 @@ def test_var_degrees_of_freedom_warning_and_nan() -> None:
 
 def test_var_argument_errors() -> None:
     x = ag.tensor([[1.0, 2.0], [3.0, 5.0]])
-    with pytest.raises(TypeError, match="both 'unbiased' and 'correction'"):
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
         x.var(0, True, correction=1)
     with pytest.raises(RuntimeError, match="std and var only support floating point and complex dtypes"):
         ag.tensor([1, 2, 3]).var()

@@ -99,3 +99,12 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 def test_matches_torch_values_dtypes_and_errors(case: str) -> None:
     assert_same(CASES[case])
+
+
+def test_addmv_with_alpha_zero_ignores_the_product() -> None:
+    # BLAS's rule, as torch's: alpha = 0 skips mat @ vec, so inf * 0 in it gives no NaN
+    x = ag.tensor([1.0, 2.0], dtype=ag.float64)
+    m = ag.tensor([[1e300], [0.49]], dtype=ag.float64)
+    v = ag.tensor([float("-inf")], dtype=ag.float64)
+    assert ag.addmv(x, m, v, alpha=0.0).tolist() == [1.0, 2.0]
+    assert ag.addmv(x, m, v, alpha=0.0, beta=0.0).tolist() == [0.0, 0.0]

@@ -105,6 +105,8 @@ def _write_overlapping(self: Tensor, result: Any) -> None:
         raise RuntimeError(OVERLAP_ERROR)
     data, xp = self.data, self._device.xp
     changed = result != data
+    if data.dtype.kind in "fc":  # (a NaN kept is no change)
+        changed &= ~(xp.isnan(result) & xp.isnan(data))
     flat, _ = view_index(data, base.data)
     xp.put(base.data, xp.asarray(flat)[changed], result[changed])
 

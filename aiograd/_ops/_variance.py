@@ -31,24 +31,32 @@ def var_grad(node: Any, grad: Tensor) -> Tensor:
 
 
 def variance(
-    input: Tensor, dim: Any, unbiased: bool | None, keepdim: bool, correction: float | None, fname: str = "var"
+    input: Tensor, dim: Any, unbiased: Any, keepdim: Any, correction: Any, fname: str = "var", take_sqrt: bool = False,
+    explicit_none: bool = False,
 ) -> tuple[Any, tuple[int, ...] | None, float]:
     """``var``'s (and ``std``'s) arguments parsed and the variance computed: (array, axes,
-    degrees of freedom); warns, as PyTorch, at the caller's line when ``dof <= 0``."""
-    if unbiased is None:  # (given, as None: no form of PyTorch's takes that)
-        raise invalid_arguments(fname, _var_forms(fname), input, UNSET if dim is None else dim, unbiased=unbiased,
-                                keepdim=keepdim or UNSET)
-    if isinstance(dim, bool):  # var(input, unbiased)
-        if unbiased is not UNSET:
-            raise TypeError("var(): argument 'unbiased' given twice")
+    degrees of freedom); warns, as PyTorch, at the caller's line when ``dof <= 0``. Unset
+    (``UNSET``) ``dim``, ``keepdim`` and ``correction`` tell PyTorch's forms apart; a
+    ``correction`` of None counts as unset unless ``explicit_none`` (the caller's default is
+    ``UNSET``: None was given). As in PyTorch's CPU kernels, the sums are taken in float64
+    whatever the input's float dtype, and with ``take_sqrt`` (std) the root too, before the
+    result is cast back."""
+    if correction is UNSET:
+        correction = None
+    elif correction is None and explicit_none and (unbiased is not UNSET or isinstance(dim, bool)):
+        raise _invalid(fname, input, dim, unbiased, keepdim, None, True)
+    if isinstance(dim, bool):  # var(input, unbiased): nothing else may be given (keepdim=False let by)
+        if unbiased is not UNSET or (keepdim is not UNSET and keepdim is not False) or correction is not None:
+            raise _invalid(fname, input, dim, unbiased, keepdim, correction)
         dim, unbiased = None, dim
-    if unbiased is not UNSET and correction is not None:
-        raise TypeError("var(): cannot specify both 'unbiased' and 'correction'")
+    elif unbiased is not UNSET:  # var(input, dim, unbiased, keepdim) or var(input, unbiased=b); no correction
+        if correction is not None or not isinstance(unbiased, (bool, np.bool_)) or (dim is UNSET and keepdim is not UNSET):
+            raise _invalid(fname, input, dim, unbiased, keepdim, correction)
     corr = (1 if unbiased else 0) if unbiased is not UNSET else (1 if correction is None else correction)
     data = input.data
     if data.dtype.kind != "f":
         raise RuntimeError("std and var only support floating point and complex dtypes")
-    axes = axes_of(dim, data.ndim)
+    axes = axes_of(None if dim is UNSET else dim, data.ndim)
     count = data.size if axes is None else int(np.prod([data.shape[a] for a in axes]))
     dof = count - corr
     if dof <= 0:
@@ -59,7 +67,17 @@ def variance(
             stacklevel=3,
         )
     # (a reduction over nothing is NaN, as PyTorch's, whatever the correction)
-    return quietly(_variance, input._device.xp, data, axes, keepdim, dof if count else 0), axes, dof
+    values = quietly(_variance, input._device.xp, data, axes, bool(keepdim), dof if count else 0, take_sqrt)
+    return values, axes, dof
+
+
+def _invalid(fname: str, input: Tensor, dim: Any, unbiased: Any, keepdim: Any, correction: Any,
+             none_given: bool = False) -> TypeError:
+    """PyTorch's TypeError for ``var``'s (``std``'s) arguments that fit none of its forms."""
+    # (keywords in the reverse of the signature's order, as PyTorch's parser lists a call's)
+    return invalid_arguments(fname, _var_forms(fname), input, dim,
+                             correction=UNSET if correction is None and not none_given else correction,
+                             keepdim=keepdim, unbiased=unbiased)
 
 
 def _var_forms(fname: str) -> tuple[str, ...]:
@@ -73,7 +91,7 @@ def grad_scale(node: Any, dim: Any, data: Any, dof: float) -> None:
     """Set ``node.scale``, the ``2 / dof`` of PyTorch's var_backward. With ``dim=()`` (of a
     tensor of 1 dim or more) the forward reduces over every element but PyTorch's backward counts
     one (``_safe_size`` of no dims): ``2 / (1 - correction)``, inf * (x - mean) if that is 0."""
-    if dim is not None and not isinstance(dim, bool) and data.ndim:
+    if dim is not None and dim is not UNSET and not isinstance(dim, bool) and data.ndim:
         # dims given: PyTorch's ``2 / (n - correction)`` whatever its sign (inf only at 0)
         if isinstance(dim, (tuple, list)) and not dim:
             dof = 1 - (data.size - dof)
@@ -84,7 +102,11 @@ def grad_scale(node: Any, dim: Any, data: Any, dof: float) -> None:
     node.scale = 2.0 / dof if dof > 0 or dof != dof else float("inf")
 
 
-def _variance(xp: Any, data: Any, axes: Any, keepdim: bool, dof: float) -> Any:
-    centered = data - data.mean(axis=axes, keepdims=True)
-    sq = xp.square(centered).sum(axis=axes, keepdims=keepdim)
-    return sq / data.dtype.type(dof if dof > 0 else 0)
+def _variance(xp: Any, data: Any, axes: Any, keepdim: bool, dof: float, take_sqrt: bool) -> Any:
+    dtype = data.dtype
+    mean = data.mean(axis=axes, keepdims=True, dtype=np.float64)  # (float64 sums: PyTorch's accumulator)
+    sq = xp.square(data - mean).sum(axis=axes, keepdims=keepdim)
+    out = sq / np.float64(dof if dof > 0 else 0)
+    if take_sqrt:
+        out = xp.sqrt(out)
+    return out if dtype == np.float64 else out.astype(dtype)

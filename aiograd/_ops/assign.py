@@ -6,12 +6,14 @@ as Tensor methods too.
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._base._dtypes import scalar_type_name
 from .._core._views import View
+from .._devices._device import CPU
 from ._inplace_util import (
     _bump,
     _check_shape,
@@ -181,6 +183,8 @@ def copy_(self: Tensor, src: TensorLike, non_blocking: bool = False) -> Tensor:
         _assign(self, s)
         rebase_inplace(self, node, 0)
         return self
+    if s.ndim > self.data.ndim:  # (numpy would drop leading 1s; PyTorch only expands ``src``)
+        _check_shape(self, s)
     _assign(self, s)
     return self
 
@@ -223,14 +227,42 @@ def index_put_(self: Tensor, adv: tuple[Any, ...], values: Any, accumulate: bool
         node.values_shape, node.values_dtype = np.shape(v), getattr(v, "dtype", None)
     try:
         self.data[adv] = v
+    except IndexError as e:  # (numpy's words for an index out of range)
+        raise IndexError(_torch_message(str(e), self.data.ndim, adv)) from None
     except (ValueError, TypeError) as e:
-        if not _unlock(self, e):
+        if isinstance(e, ValueError) and type(self) is View and _overlapping(self.data):
+            _put_expanded(self, adv, v)
+        elif not _unlock(self, e):
             raise _error(e, self) from None
-        self.data[adv] = v
+        else:
+            self.data[adv] = v
     _bump(self)
     if rec:
         rebase_inplace(self, node, 0)
     return self
+
+
+EXPANDED_INDEX_PUT = (
+    "Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor before performing "
+    "this operation. This also applies to advanced indexing e.g. tensor[indices] = tensor"
+)
+EXPANDED_MASKED_FILL = (
+    "Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before performing "
+    "this operation. This also applies to advanced indexing e.g. tensor[mask] = scalar"
+)
+
+
+def _put_expanded(self: View, adv: tuple[Any, ...], v: Any) -> None:
+    """``index_put_`` into an expanded view: PyTorch writes it, with its deprecation warnings
+    (``masked_fill_``'s too where one value goes to one mask); the elements that change are
+    written into the base's memory (``_write_overlapping``)."""
+    warnings.warn(EXPANDED_INDEX_PUT, UserWarning, stacklevel=4)
+    arrays = [it for it in adv if isinstance(it, np.ndarray)]
+    if np.size(v) == 1 and len(arrays) == 1 and arrays[0].dtype.kind == "b" and arrays[0].ndim:
+        warnings.warn(EXPANDED_MASKED_FILL, UserWarning, stacklevel=4)
+    result = self.data.copy()
+    result[adv] = v
+    _write_overlapping(self, result)
 
 
 def _value_message(target: tuple[int, ...], value: tuple[int, ...], basic: bool) -> str | None:
@@ -267,20 +299,28 @@ def _value_message(target: tuple[int, ...], value: tuple[int, ...], basic: bool)
 
 
 def _check_value(target: np.ndarray[Any, Any], adv: Any, value: Any) -> None:
-    shape = target.shape if adv is None else target[adv].shape
+    try:
+        shape = target.shape if adv is None else target[adv].shape
+    except IndexError as e:  # (numpy's words for an index out of range)
+        raise IndexError(_torch_message(str(e), target.ndim, adv)) from None
     message = _value_message(shape, np.shape(value), adv is None)
     if message is not None:
         raise RuntimeError(message)
 
 
 def _full(basic: tuple[Any, ...], shape: tuple[int, ...]) -> bool:
-    """True if the basic index takes everything (only full slices and Ellipsis)."""
+    """True if the basic index takes everything (only full slices and Ellipsis) as PyTorch's
+    setitem tells it: a slice whose step is 1, whose start is 0 as written (``-n:`` is no full
+    slice, and gets a CopySlices) and whose stop is past the end."""
     consumed = sum(1 for it in basic if it is not Ellipsis)
     d = 0
     for it in basic:
         if it is Ellipsis:
             d += len(shape) - consumed
-        elif isinstance(it, slice) and d < len(shape) and it.indices(shape[d]) == (0, shape[d], 1):
+        elif (
+            isinstance(it, slice) and d < len(shape) and (it.step is None or it.step == 1)
+            and (it.start is None or it.start == 0) and (it.stop is None or it.stop >= shape[d])
+        ):
             d += 1
         else:
             return False
@@ -292,6 +332,11 @@ def _in_sequence(self: Tensor, basic: Any, adv: Any, accumulate: bool, cls: Any,
     PyTorch's: the basic part is a view (none for an index of full slices), written with
     ``copy_`` (``fill_`` for one value) or ``index_put_``."""
     v = value.data if isinstance(value, Tensor) else value
+    one = np.shape(v) == ()  # (a 0-d value is ``fill_``ed; one of 1s, 0-d once trimmed, is copied)
+    if isinstance(value, Tensor) and v.ndim and v.shape[0] == 1:  # PyTorch drops leading 1s (a view)
+        lead = next((i for i, n in enumerate(v.shape) if n != 1), v.ndim)
+        value = value.reshape(v.shape[lead:])
+        v = value.data
     if basic is None or _full(basic, self.data.shape):
         target = self
     else:
@@ -299,10 +344,50 @@ def _in_sequence(self: Tensor, basic: Any, adv: Any, accumulate: bool, cls: Any,
     _check_value(target.data, adv, v)
     if adv is not None:
         index_put_(target, adv, value, accumulate)
-    elif np.shape(v) == () and target.data.ndim:
+    elif one and target.data.ndim:
         fill_(target, value if isinstance(value, Tensor) else _constant(v, target))
     else:
         copy_(target, value)
+
+
+def _check_empty_dims(view: Any, adv: tuple[Any, ...]) -> None:
+    """PyTorch's first check of an advanced index into an empty tensor (before the dtypes'):
+    indices into a dim of size 0."""
+    consumed = sum(it.ndim if isinstance(it, np.ndarray) and it.dtype.kind == "b" else it is not Ellipsis for it in adv)
+    d = 0
+    for it in adv:
+        if it is Ellipsis:
+            d += view.ndim - consumed
+        elif isinstance(it, np.ndarray) and it.dtype.kind == "b":
+            d += it.ndim
+        else:
+            if isinstance(it, np.ndarray) and it.size and d < view.ndim and view.shape[d] == 0:
+                raise IndexError("index is out of bounds for dimension with size 0")
+            d += 1
+
+
+def _check_broadcast(adv: tuple[Any, ...]) -> None:
+    """PyTorch's IndexError for index tensors whose shapes do not broadcast (a mask counts as
+    one index vector per dim)."""
+    shapes: list[tuple[int, ...]] = []
+    for it in adv:
+        if isinstance(it, np.ndarray):
+            shapes.extend([(int(it.sum()),)] * it.ndim if it.dtype.kind == "b" else [it.shape])
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        listed = ", ".join(str(list(s)) for s in shapes)
+        raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together with shapes {listed}") from None
+
+
+def _masked_fill(adv: tuple[Any, ...], value: Tensor) -> bool:
+    """True where PyTorch's ``index_put_`` is a ``masked_fill_`` with the value as a number (so
+    cast, unlike a tensor of values): one CPU value and one boolean mask of 1+ dims as the only
+    index tensor (``canDispatchToMaskedFill``)."""
+    if value.data.size != 1 or value._device is not CPU:
+        return False
+    arrays = [it for it in adv if isinstance(it, np.ndarray)]
+    return len(arrays) == 1 and arrays[0].dtype.kind == "b" and arrays[0].ndim > 0
 
 
 @op(IndexPutBackward0, CopySlices, name="setitem", top_level=False)
@@ -320,8 +405,13 @@ def setitem(self: Tensor, index: Index | tuple[Index, ...], value: TensorLike) -
             raise
         raise IndexError(msg) from None
     if adv is not None:
-        if isinstance(value, Tensor) and value.data.dtype != data.dtype:  # PyTorch casts no tensor here
-            raise RuntimeError(
+        view = data if basic is None else data[basic]
+        if not view.size:  # (nothing is written: PyTorch checks no bounds but those of empty dims)
+            _check_empty_dims(view, adv)
+            adv = tuple(np.zeros_like(it) if isinstance(it, np.ndarray) and it.dtype.kind != "b" else it for it in adv)
+        if isinstance(value, Tensor) and value.data.dtype != data.dtype and not _masked_fill(adv, value):
+            _check_broadcast(adv)  # (PyTorch's IndexError first)
+            raise RuntimeError(  # PyTorch casts no tensor here
                 "Index put requires the source and destination dtypes match, got "
                 f"{scalar_type_name(data.dtype)} for the destination and {scalar_type_name(value.data.dtype)} for the source."
             )
@@ -342,6 +432,8 @@ def setitem(self: Tensor, index: Index | tuple[Index, ...], value: TensorLike) -
             data[basic] = v
         else:
             (data if basic is None else data[basic])[adv] = v
+    except IndexError as e:  # (numpy's words for an index out of range)
+        raise IndexError(_torch_message(str(e), data.ndim, index)) from None
     except (ValueError, TypeError) as e:
         if isinstance(e, ValueError) and not data.flags.writeable and type(self) is View:
             # (a read-only array: an expanded tensor, whose selected part PyTorch may write)

@@ -16,11 +16,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from .._core._node import Node
 from ._registry import OPS
 from ._util import Tensor
+from .quiet import quietly
 
-__all__ = ["BATCHED_RULES", "PER_SAMPLE_RULES", "per_sample_scalar", "batched_sum_to", "shift_axes", "sum_to_array", "sum_to_axes"]
+__all__ = ["BATCHED_RULES", "PER_SAMPLE_RULES", "per_sample_scalar", "batched_sum_to", "shift_axes", "sum_to_array", "sum_to_axes", "sum_to_shape", "reduce_grad_array"]
 
 #: ``BATCHED_RULES``: the names (PyTorch's) of the registered nodes whose rules are written for
 #: leading batch dims; tests/test_batched_grad.py checks each against the per-sample loop, bit for
@@ -82,3 +85,38 @@ def per_sample_scalar(grad: Tensor, ndim: int, batch: int) -> Tensor:
 def shift_axes(axes: tuple[int, ...], batch: int) -> tuple[int, ...]:
     """Non-negative axes of an unbatched gradient, as axes of one with ``batch`` batch dims."""
     return tuple(a + batch for a in axes) if batch else axes
+
+
+def sum_to_shape(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    """``data`` summed over the dims it was broadcast along to reach ``shape``."""
+    if data.shape == shape:
+        return data
+    lead = data.ndim - len(shape)
+    # (a RuntimeWarning is numpy's inf + -inf warning made an error by -W error: torch is
+    # silent, so the sum is done again quietly; try costs nothing when nothing is raised)
+    if lead == 1 and data.shape[1:] == shape:
+        try:
+            return data.sum(0)  # a bias's gradient: the most common broadcast by far
+        except RuntimeWarning:
+            return quietly(data.sum, 0)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, s in enumerate(shape) if s == 1 and data.shape[i + lead] != 1
+    )
+    if axes:
+        try:
+            data = data.sum(axis=axes, keepdims=True)
+        except RuntimeWarning:
+            data = quietly(np.sum, data, axes, None, None, True)
+    if lead:
+        data = data.reshape(shape)
+    return data
+
+
+def reduce_grad_array(data: np.ndarray[Any, Any], shape: tuple[int, ...], batch: int) -> np.ndarray[Any, Any]:
+    """``reduce_grad`` on a gradient's array (the first-order fast paths): batch dims kept."""
+    if data.shape == shape:
+        return data
+    try:
+        return sum_to_array(data, shape, batch) if batch else sum_to_shape(data, shape)
+    except RuntimeWarning:  # inf + -inf where -W error made numpy's warning one: torch is silent
+        return quietly(sum_to_array, data, shape, batch) if batch else quietly(sum_to_shape, data, shape)

@@ -104,21 +104,21 @@ def StdBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 @op(StdBackward0)
 def std(
     input: Tensor,
-    dim: int | Sequence[int] | bool | None = None,
+    dim: int | Sequence[int] | bool | None = UNSET,
     unbiased: bool = UNSET,
-    keepdim: bool = False,
+    keepdim: bool = UNSET,
     *,
-    correction: float | None = None,
+    correction: float | None = UNSET,
 ) -> Tensor:
     """Standard deviation: ``sqrt(var(...))`` with ``var``'s arguments (one node, as PyTorch)."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("std", input)
-    values, axes, dof = variance(input, dim, unbiased, keepdim, correction, "std")
-    out = like(input._device.xp.sqrt(values), input)
+    values, axes, dof = variance(input, dim, unbiased, keepdim, correction, "std", take_sqrt=True, explicit_none=True)
+    out = like(values, input)
     if needs_grad(input):
         node = attach(StdBackward0((edge_of(input),)), out)
         node.x, node.result = save(input), save(out, is_output=True)
-        node.shape, node.axes, node.keepdim = input.data.shape, axes, keepdim
+        node.shape, node.axes, node.keepdim = input.data.shape, axes, bool(keepdim)
         grad_scale(node, dim, input.data, dof)
     return out
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from .._base._dtypes import cpp_type_name, is_array, type_name
 from ._inplace_util import (
+    OVERLAP_ERROR,
     _alias,
     _bump,
     _check_shape,
@@ -41,6 +42,7 @@ from ._inplace_util import (
     _error,
     _needs_old_self,
     _operand,
+    _overlapping,
     _recording,
     _ufunc,
     _unary,
@@ -146,6 +148,14 @@ def pow_(self: Tensor, exponent: TensorLike) -> Tensor:
         if node is not None and hasattr(node, "result"):
             node.result = _save_result(self)  # PowBackward1 saves the output: now ``self``
         return self
+    if self.data.dtype.kind in "biu":
+        # pow's rules for integers (a negative number exponent refused before the cast check,
+        # negative tensor exponents, Bool; an expanded self and the shapes first), then the cast
+        if _overlapping(self.data):
+            raise RuntimeError(OVERLAP_ERROR)
+        _check_shape(self, exponent)
+        _commit(self, pow(self, exponent))
+        return self
     _ufunc("power", self, exponent.data if isinstance(exponent, Tensor) else exponent)
     return self
 
@@ -192,6 +202,13 @@ def clamp_(self: Tensor, min: TensorLike | None = None, max: TensorLike | None =
     for bound in (min, max):
         if bound is not None and not (isinstance(bound, (Tensor, np.generic, *NUMBERS)) or is_array(bound)):
             raise TypeError(_invalid_arguments("clamp_", _CLAMP_SIGNATURES, min, max))
+    tensor_min, tensor_max = isinstance(min, Tensor) or is_array(min), isinstance(max, Tensor) or is_array(max)
+    if (tensor_min and max is not None and not tensor_max) or (tensor_max and min is not None and not tensor_min):
+        min, max = _number_bounds(min, max)
+    if self.data.dtype is BOOL and all(b is None or b.__class__ is bool for b in (min, max)):
+        # (a Bool result: PyTorch's number kernels have none, even for an empty tensor)
+        kernel = "clamp_scalar" if min is not None and max is not None else "clamp_min_scalar" if max is None else "clamp_max_scalar"
+        raise NotImplementedError(f'"{kernel}_cpu" not implemented for \'Bool\'')
     min, max = _operand(self, min), _operand(self, max)
     if _recording(self, min, max):
         # The out-of-place clamp's node (ClampBackward1 for number bounds, ClampBackward0 for
@@ -206,6 +223,21 @@ def clamp_(self: Tensor, min: TensorLike | None = None, max: TensorLike | None =
 
 
 _CLAMP_SIGNATURES = ("Tensor min = None, Tensor max = None", "Number min = None, Number max = None")
+
+
+def _number_bounds(min: Any, max: Any) -> tuple[Any, Any]:
+    """A tensor bound with a number bound: PyTorch's parser takes the ``Number`` signature, to
+    which a 0-d tensor that requires no grad binds as its value (so ``ClampBackward1``); any
+    other tensor matches neither signature (its TypeError)."""
+    bounds = []
+    for bound in (min, max):
+        if isinstance(bound, Tensor) or is_array(bound):
+            data = bound.data if isinstance(bound, Tensor) else np.asarray(bound)
+            if data.ndim or (isinstance(bound, Tensor) and bound.requires_grad):
+                raise TypeError(_invalid_arguments("clamp_", _CLAMP_SIGNATURES, min, max))
+            bound = data.item()
+        bounds.append(bound)
+    return bounds[0], bounds[1]
 
 
 def _invalid_arguments(fname: str, signatures: tuple[str, ...], *args: Any) -> str:
@@ -247,6 +279,8 @@ def _clip(self: Tensor, lo: Any, hi: Any) -> None:
     except ValueError as e:
         if _unlock(self, e):
             return _clip(self, lo, hi)
+        if lo is not None and hi is not None and np.ndim(lo) > np.ndim(hi):
+            raise _error(e, self, lo) from None  # (the bound that does not fit names the shape)
         raise _error(e, self, lo if hi is None else hi) from None
     _bump(self)
 

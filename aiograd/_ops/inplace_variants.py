@@ -243,6 +243,14 @@ def _masked_fill_arguments(self: Tensor, args: tuple[Any, ...], kwargs: dict[str
     return args, kwargs
 
 
+def _scan_arguments(self: Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``cumsum_``/``cumprod_`` of a Bool tensor (0-d or empty: ``_same_dtype`` refuses any
+    other) scan in Bool, as PyTorch's (``self``'s dtype), not in the out-of-place op's int64."""
+    if self.data.dtype.kind == "b" and kwargs.get("dtype") is None:
+        kwargs = {**kwargs, "dtype": self.data.dtype}
+    return args, kwargs
+
+
 VARIANTS: list[Variant] = [
     *(Variant(f"{name}_", name) for name in _UNARY),
     Variant("atan2_", "atan2"),
@@ -255,8 +263,11 @@ VARIANTS: list[Variant] = [
     Variant("addcmul_", "addcmul", old_self=False),
     Variant("addcdiv_", "addcdiv", old_self=False),
     Variant("masked_fill_", "masked_fill", writes_expanded=True, arguments=_masked_fill_arguments),
-    Variant("cumsum_", "cumsum", check=_same_dtype),
-    Variant("cumprod_", "cumprod", check=lambda self, *a, **k: _same_dtype(self, *a, **k, fname="cumprod")),
+    Variant("cumsum_", "cumsum", check=_same_dtype, arguments=_scan_arguments),
+    Variant(
+        "cumprod_", "cumprod", check=lambda self, *a, **k: _same_dtype(self, *a, **k, fname="cumprod"),
+        arguments=_scan_arguments,
+    ),
     *(Variant(f"{name}_", name, "compare") for name in _COMPARISON_NODES),
     Variant("t_", "t", "view"),
     Variant("transpose_", "transpose", "view"),

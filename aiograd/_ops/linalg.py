@@ -27,6 +27,7 @@ from ._util import (
 )
 from .batched_products import BmmBackward0, broadcast_bmm
 from .batched_products import should_fold as _folds
+from .batching import reduce_grad_array as _sum_to
 from .convenience import contiguous
 from .shape import (
     SqueezeBackward4,
@@ -34,7 +35,6 @@ from .shape import (
     TransposeBackward0,
     UnsafeViewBackward0,
     ViewBackward0,
-    _sum_to,
     reduce_grad,
     reshape,
     swapped,

@@ -25,14 +25,13 @@ from ._linalg_util import (
     diag_embed,
     eye_like,
     linalg_error_type,
-    tril,
-    triu,
 )
 from ._registry import backward, op
 from ._util import Tensor, attach, edge_of, like, needs_grad, not_tensor, save
 from .joining import cat
 from .linalg import matmul
-from .linear_systems import solve
+from .rearrange import tril, triu
+from .triangular import solve_triangular
 
 __all__ = ["eigh", "qr", "svd"]
 
@@ -50,8 +49,9 @@ SVDResult = _return_type("svd", ["U", "S", "Vh"], "The ``(U, S, Vh)`` triple ret
 
 
 def _right_solve_by_transpose(R: Tensor, G: Tensor) -> Tensor:
-    """``G R^{-H}``: the ``X`` of ``X R^H = G`` (``R X^H = G^H``)."""
-    return solve(R, G.mT).mT
+    """``G R^{-H}``: the ``X`` of ``X R^H = G``, PyTorch's triangular solve (inf and NaN at a
+    zero on ``R``'s diagonal, never an error)."""
+    return solve_triangular(R.mT, G, upper=False, left=False)
 
 
 # ------------------------------------------------------------------------------ qr
@@ -75,15 +75,14 @@ def LinalgQrBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
         gA = matmul(gR, R.mT) - matmul(Q.mT, gQ) if gR is not None else -matmul(Q.mT, gQ)
     else:
         gA = matmul(gR, R.mT)
-    if m >= n:
+    if m >= n:  # (the triangles zero, as PyTorch's, where a mask would give NaN from inf)
         upper = triu(gA)
-        sym = upper + upper.mT - diag_embed((upper * eye_like(n, upper)).sum(-1))
-        gA = matmul(Q, sym)
+        gA = matmul(Q, upper + triu(upper, 1).mT)  # syminvadj: X + X^H, its diagonal halved
         if gQ is not None:
             gA = gA + gQ
         return (_right_solve_by_transpose(R, gA),)
     X = -gA
-    gA = matmul(Q, tril(X - X.mT))
+    gA = matmul(Q, tril(X - X.mT))  # trilImInvAdjSkew (real)
     gA = _right_solve_by_transpose(R[..., :m], gA)
     zeros = like(gA._device.xp.zeros(gA.data.shape[:-1] + (n - m,), dtype=gA.data.dtype), gA)
     gA = cat([gA, zeros], -1)

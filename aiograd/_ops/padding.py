@@ -11,9 +11,8 @@
   ``ReplicationPad{1,2,3}DBackward0``) read each output entry from an input position, one index
   vector per padded dim; the backward adds the gradient back at those positions (a recorded op,
   PyTorch's ``...BackwardBackward0``, whose backward is the pad again).
-* ``circular`` wraps around. PyTorch's composite writes slices into a new tensor (its node is
-  ``CopySlices``); aiograd's selects the wrapped positions with ``index_select``, one per dim
-  (its node is ``IndexSelectBackward0``): the same values and gradients.
+* ``circular`` wraps around: as PyTorch's composite, it copies slices into a new tensor
+  (``copy_``: its node is ``CopySlices``).
 
 The non-constant modes take 2 (of a 2-D or 3-D input), 4 (3-D, 4-D) or 6 (4-D, 5-D) widths, as
 in PyTorch. Every mode leaves leading dims alone, so a batched gradient needs nothing special.
@@ -30,6 +29,7 @@ import numpy as np
 from ._registry import backward, op, variant
 from ._util import Node, Tensor, attach, edge_of, like, needs_grad, not_tensor, save
 from .indexing import IndexSelectBackward0, index_select
+from .rebase import CopySlices
 
 __all__ = ["pad", "one_hot"]
 
@@ -192,8 +192,51 @@ def _plan(mode: str, shape: tuple[int, ...], widths: tuple[int, ...]) -> Plan:
     return tuple(plan)
 
 
+# ------------------------------------------------------------------------------ circular
+def _circular(input: Tensor, widths: tuple[int, ...], plan: Plan) -> Tensor:
+    """PyTorch's ``_pad_circular``: the (cropped) input copied into a new tensor, then each padded
+    dim's wrapped ends copied from the other end of that tensor (the corners written more than
+    once), all by ``copy_`` into slices, so the node is ``CopySlices``.
+
+    Without a graph to record, the wrapped positions are selected (``index_select``, one per
+    dim: the same values, several times faster than copies into views). So they are where a crop
+    leaves fewer entries than the other side's width: PyTorch's copies then read memory not yet
+    written (or fail on the overlap); the selection gives the values a circular pad means."""
+    if not needs_grad(input) or any(
+        max(widths[2 * k], widths[2 * k + 1]) > kept for k, (_, _, _, (_, _, kept)) in enumerate(plan)
+    ):
+        out = input
+        for axis, idx, _, _ in plan:
+            out = index_select(out, input.data.ndim + axis, idx)
+        return out
+    shape = list(input.data.shape)
+    for k in range(len(widths) // 2):
+        shape[-1 - k] += widths[2 * k] + widths[2 * k + 1]
+    out = like(input._device.xp.empty(tuple(shape), dtype=input.data.dtype), input)
+    full = [slice(None)] * len(shape)
+    dst, src = list(full), list(full)
+    for k in range(len(widths) // 2):
+        left, right, axis = widths[2 * k], widths[2 * k + 1], len(shape) - 1 - k
+        dst[axis] = slice(max(left, 0), shape[axis] - max(right, 0))
+        src[axis] = slice(max(-left, 0), input.data.shape[axis] - max(-right, 0))
+    out[tuple(dst)].copy_(input[tuple(src)])
+    for k in range(len(widths) // 2):
+        left, right, axis = widths[2 * k], widths[2 * k + 1], len(shape) - 1 - k
+        end = shape[axis] - max(right, 0)
+        if left > 0:
+            _copy_along(out, axis, slice(0, left), slice(end - left, end))
+        if right > 0:
+            _copy_along(out, axis, slice(shape[axis] - right, shape[axis]), slice(max(left, 0), max(left, 0) + right))
+    return out
+
+
+def _copy_along(out: Tensor, axis: int, dst: slice, src: slice) -> None:
+    lead = (slice(None),) * axis
+    out[lead + (dst,)].copy_(out[lead + (src,)])
+
+
 # ------------------------------------------------------------------------------ pad
-@op(ConstantPadNdBackward0, *_NODES.values(), IndexSelectBackward0, top_level=False)
+@op(ConstantPadNdBackward0, *_NODES.values(), CopySlices, IndexSelectBackward0, top_level=False)
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:
     """``input`` padded by ``pad``: ``(left, right)`` widths for the last dim, then the one before
     it, and so on (negative widths crop); ``mode`` is ``"constant"`` (``value``, default 0),
@@ -225,10 +268,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
         )
     plan = _plan(mode, input.data.shape, widths)
     if mode == "circular":
-        out = input
-        for axis, idx, _, _ in plan:
-            out = index_select(out, ndim + axis, idx)
-        return out
+        return _circular(input, widths, plan)
     out = _apply_plan(input, plan, False, _NODES[mode, dims])
     if out.grad_fn is not None:
         out.grad_fn.x = save(input)

@@ -157,12 +157,18 @@ def tensordot(a: Tensor, b: Tensor, dims: int | tuple[Sequence[int], Sequence[in
             )
     free_a = [d for d in range(len(sa)) if d not in ca]
     free_b = [d for d in range(len(sb)) if d not in cb]
-    k = 1
-    for d in ca:
-        k *= sa[d]
-    left = a.permute(*free_a, *ca).reshape(-1, k)
-    right = b.permute(*cb, *free_b).reshape(k, -1)
-    return matmul(left, right).reshape(*[sa[d] for d in free_a], *[sb[d] for d in free_b])
+    out_shape = tuple(sa[d] for d in free_a) + tuple(sb[d] for d in free_b)
+    m, k, n = _numel(sa, free_a), _numel(sa, ca), _numel(sb, free_b)  # (explicit: -1 is ambiguous at 0)
+    left = a.permute(tuple(free_a + ca)).reshape((m, k))
+    right = b.permute(tuple(cb + free_b)).reshape((k, n))
+    return matmul(left, right).reshape(out_shape)
+
+
+def _numel(shape: tuple[int, ...], dims: list[int]) -> int:
+    size = 1
+    for d in dims:
+        size *= shape[d]
+    return size
 
 
 # ------------------------------------------------------------------------------ einsum
@@ -309,7 +315,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
         if contracted:
             full = _einsum_node(subs, out_subs + contracted, sizes, inputs)
             return _sum(full, tuple(range(len(out_subs), full.data.ndim)))
-        return permute(_einsum_node(subs, out_subs, sizes, inputs), *range(len(out_subs)))
+        return permute(_einsum_node(subs, out_subs, sizes, inputs), tuple(range(len(out_subs))))
     if contracted:
         out = _einsum_node(subs, out_subs, sizes, inputs)
         return _view_or_copy(out, out.data.shape, True)
@@ -320,7 +326,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
             x, s = _einsum_node([s], unique, sizes, [x]), unique
         order = sorted(range(len(s)), key=lambda i: out_subs.index(s[i]))
         x = _view_or_copy(
-            permute(x, *order), tuple(sizes[c] if c in s else 1 for c in out_subs), False
+            permute(x, tuple(order)), tuple(sizes[c] if c in s else 1 for c in out_subs), False
         )
         result = x if result is None else result * x
     return result  # type: ignore[return-value]

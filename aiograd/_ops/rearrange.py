@@ -274,25 +274,28 @@ def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     return _triangle(input, diagonal, False)
 
 
-def in_place(self: Tensor, out_of_place: Callable[[Tensor], Tensor], *operands: Any) -> Tensor:
+def in_place(
+    self: Tensor, out_of_place: Callable[[Tensor], Tensor], *operands: Any, overlap_ok: bool = False
+) -> Tensor:
     """``self`` overwritten by ``out_of_place(self)``, recorded as PyTorch records an in-place op:
     the out-of-place op's node applied to the old version becomes ``self``'s history (for a view,
     its base's, through ``CopySlices``); PyTorch's leaf and view checks first (see
-    aiograd/_ops/inplace.py)."""
-    _commit(self, out_of_place(_alias(self, False) if _recording(self, *operands) else self))
+    aiograd/_ops/inplace.py). ``overlap_ok``: PyTorch writes an expanded ``self`` (``tril_``,
+    ``triu_``; the scatter ops raise its internal-overlap error)."""
+    _commit(self, out_of_place(_alias(self, False) if _recording(self, *operands) else self), overlap_ok)
     return self
 
 
 @op(TrilBackward0)
 def tril_(input: Tensor, diagonal: int = 0) -> Tensor:
     """``tril`` in place."""
-    return in_place(input, lambda x: tril(x, diagonal))
+    return in_place(input, lambda x: tril(x, diagonal), overlap_ok=True)
 
 
 @op(TriuBackward0)
 def triu_(input: Tensor, diagonal: int = 0) -> Tensor:
     """``triu`` in place."""
-    return in_place(input, lambda x: triu(x, diagonal))
+    return in_place(input, lambda x: triu(x, diagonal), overlap_ok=True)
 
 
 # ------------------------------------------------------------------------------ diagonal / diag

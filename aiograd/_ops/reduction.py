@@ -92,6 +92,14 @@ def _no_dim(fname: str, forms: tuple[str, ...], input: Tensor, keepdim: Any, dty
         raise invalid_arguments(fname, forms, input, keepdim=keepdim, dtype=UNSET if dtype is None else dtype)
 
 
+def _check_differentiable(dtype: Any) -> None:
+    """PyTorch's error for a ``dtype=`` reduction to a dtype without gradients of a tensor that
+    requires them."""
+    dt = np.dtype(dtype)
+    if dt.kind not in "fc":
+        raise RuntimeError(f"Autograd not support dtype: {_dtype_name(dt)}")
+
+
 @op(SumBackward0, SumBackward1)
 def sum(
     input: Tensor, dim: int | Sequence[int] | None = UNSET, keepdim: bool = UNSET, *, dtype: DTypeLike | None = None
@@ -107,8 +115,11 @@ def sum(
         keepdim = False
     axes = axes_of(dim, input.data.ndim)
     data = input.data
-    if dtype is None and data.dtype.kind in "bu":  # PyTorch: int64 (numpy: uint64 for unsigned)
-        dtype = np.int64
+    if dtype is None:
+        if data.dtype.kind in "bu":  # PyTorch: int64 (numpy: uint64 for unsigned)
+            dtype = np.int64
+    elif needs_grad(input):
+        _check_differentiable(dtype)
     try:
         out = like(data.sum(axis=axes, keepdims=keepdim, dtype=dtype), input)
     except RuntimeWarning:  # numpy's warning made an error (inf + -inf): quietly, as torch
@@ -185,11 +196,11 @@ def VarBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 @op(VarBackward0)
 def var(
     input: Tensor,
-    dim: int | Sequence[int] | bool | None = None,
+    dim: int | Sequence[int] | bool | None = UNSET,
     unbiased: bool = UNSET,
-    keepdim: bool = False,
+    keepdim: bool = UNSET,
     *,
-    correction: float | None = None,
+    correction: float | None = UNSET,
 ) -> Tensor:
     """Variance over ``dim`` (int, tuple, or None for all) with Bessel's ``correction`` (default 1).
 
@@ -198,12 +209,12 @@ def var(
     """
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("var", input)
-    values, axes, dof = variance(input, dim, unbiased, keepdim, correction)
+    values, axes, dof = variance(input, dim, unbiased, keepdim, correction, explicit_none=True)
     out = like(values, input)
     data = input.data
     if needs_grad(input):
         node = attach(VarBackward0((edge_of(input),)), out)
-        node.x, node.shape, node.axes, node.keepdim = save(input), data.shape, axes, keepdim
+        node.x, node.shape, node.axes, node.keepdim = save(input), data.shape, axes, bool(keepdim)
         grad_scale(node, dim, data, dof)
     return out
 
@@ -389,7 +400,8 @@ def _prod_others(x: Tensor, result: Tensor, axes: tuple[int, ...] | None, keepdi
     """
     data, xp = x.data, x._device.xp
     shape = data.shape
-    if axes == ():  # a 0-d input is its own product
+    if not data.ndim:  # a 0-d input is its own product: PyTorch passes the gradient through
+        # (with or without dim; no result / x, NaN at an inf or NaN)
         return like(xp.ones(shape, dtype=data.dtype), x)
     zero = data == 0
     if not zero.any():
@@ -428,9 +440,12 @@ ProdBackward1 = variant("ProdBackward1", ProdBackward0, """Product over one dim.
 
 def _prod(input: Tensor, axes: tuple[int, ...] | None, keepdim: bool, dtype: Any = None) -> Tensor:
     if dtype is not None:
+        if needs_grad(input):
+            _check_differentiable(dtype)
         input = input.to(dtype)
     data = input.data
-    acc = np.int64 if data.dtype.kind in "bui" else None
+    # integers and bools give int64 unless ``dtype`` names the result's (numpy's prod widens them)
+    acc = data.dtype if dtype is not None else np.int64 if data.dtype.kind in "bui" else None
     out = like(input._device.xp.asarray(quietly(lambda: data.prod(axis=axes, keepdims=keepdim, dtype=acc))), input)
     if needs_grad(input):
         cls = ProdBackward0 if axes is None else ProdBackward1

@@ -43,11 +43,12 @@ def _scan_dim(input: Tensor, dim: Any, fname: str) -> int:
 def _cast(input: Tensor, dtype: Any, fname: str = "cumsum") -> Tensor:
     """``input`` in the scan's dtype: ``dtype`` if given, else int64 for bool and integer inputs
     (PyTorch's promotion for cumulative sums and products). PyTorch refuses a bool ``dtype``
-    (no ``<fname>_out`` kernel), and an integral one for an input that requires grad."""
+    (no ``<fname>_out`` kernel) unless there is at most one element, and an integral one for an input that requires grad."""
     if dtype is not None:
         out: Tensor = input.to(dtype)  # type: ignore[attr-defined]
         kind = out.data.dtype.kind
-        refuse_kinds(f"{fname}_out", out.data.dtype, "b")
+        if out.data.ndim and out.data.size:  # (a 0-d or empty one is computed)
+            refuse_kinds(f"{fname}_out", out.data.dtype, "b")
         if kind in "iu" and needs_grad(input):
             raise RuntimeError(f"Autograd not support dtype: {scalar_type_name(out.data.dtype)}")
         return out
@@ -77,9 +78,9 @@ def _cumsum(input: Tensor, d: int, reverse: bool) -> Tensor:
     if data.ndim == 0:
         values = data.copy()
     elif reverse:  # (quietly: inf + -inf is NaN without a word, as PyTorch)
-        values = xp.flip(quietly(xp.cumsum, xp.flip(data, d), d), d)
+        values = xp.flip(quietly(xp.cumsum, xp.flip(data, d), d, data.dtype), d)
     else:
-        values = quietly(xp.cumsum, data, d)
+        values = quietly(xp.cumsum, data, d, data.dtype)  # (numpy's would widen small ints)
     if values.dtype.kind == "f":
         # PyTorch's accumulator starts at +0.0, so its sums are never -0.0 (numpy's first one is
         # the first element itself): adding +0.0 turns exactly the -0.0s into +0.0
@@ -160,7 +161,7 @@ def _first_order_with_zeros(xp: Any, x: Any, g: Any, result: Any, d: int) -> Any
 
 def _cumprod(input: Tensor, d: int) -> Tensor:
     data, xp = input.data, input._device.xp
-    out = like(data.copy() if data.ndim == 0 else quietly(xp.cumprod, data, d), input)
+    out = like(data.copy() if data.ndim == 0 else quietly(xp.cumprod, data, d, data.dtype), input)
     if needs_grad(input):
         node = attach(CumprodBackward0((edge_of(input),)), out)
         node.x, node.result = save(input), save(out, is_output=True)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._inplace_util import OVERLAP_ERROR, _overlapping
 from ._reduce_util import _dtype_name
 from ._registry import backward, op, variant
 from ._scalar_cast import scalar_to
@@ -132,7 +133,9 @@ def ScatterBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 ScatterBackward1 = variant("ScatterBackward1", ScatterBackward0, doc="``scatter`` of a value: only ``input``.")
 
 
-def _checked_index(fn: str, input: Tensor, dim: int, index: Any, src: Tensor | None) -> tuple[int, np.ndarray[Any, Any]]:
+def _checked_index(
+    fn: str, input: Tensor, dim: int, index: Any, src: Tensor | None, bounds: bool = True
+) -> tuple[int, np.ndarray[Any, Any]]:
     """``dim`` wrapped and ``index`` as a host array, with PyTorch's checks and messages
     (``scatter_gather_dtype_check``, ``scatter_shape_check``, the kernels' bounds check)."""
     data = input.data
@@ -157,8 +160,16 @@ def _checked_index(fn: str, input: Tensor, dim: int, index: Any, src: Tensor | N
         raise RuntimeError(
             f"Expected index {list(idx.shape)} to be no larger than self {list(data.shape)} apart from dimension {d}"
         )
-    _check_bounds(idx, d, shape[d])
+    if bounds:
+        _check_bounds(idx, d, shape[d])
     return d, idx
+
+
+def _refuse_overlap(input: Tensor) -> None:
+    """The in-place ops' internal-overlap error (an expanded ``self``): PyTorch's, after the
+    argument checks, before the index bounds (and ``alpha``)."""
+    if _overlapping(input.data):
+        raise RuntimeError(OVERLAP_ERROR)
 
 
 def _check_bounds(idx: np.ndarray[Any, Any], d: int, size: int) -> None:
@@ -166,6 +177,20 @@ def _check_bounds(idx: np.ndarray[Any, Any], d: int, size: int) -> None:
         bad = (idx < 0) | (idx >= size)
         if bad.any():
             raise RuntimeError(f"index {int(idx[bad].flat[0])} is out of bounds for dimension {d} with size {size}")
+
+
+def _index_add_bounds(idx: np.ndarray[Any, Any], d: int, data: Any, alpha: Any) -> None:
+    """``index_add``'s bounds check as torch's CPU kernel makes it: a 0-d or 1-D ``self`` is
+    checked always (``IndexError``); a larger one (only when it and ``index`` have entries) with
+    ``scatter_add``'s message where torch routes through it (an int64 index along the first or
+    last dim, ``alpha`` 1), else ``IndexError``."""
+    if not idx.size:
+        return
+    size = data.shape[d] if data.ndim else 1
+    if data.ndim > 1 and idx.dtype == np.int64 and d in (0, data.ndim - 1) and alpha == 1 and alpha is not True:
+        _check_bounds(idx, d, size)
+    elif ((idx < 0) | (idx >= size)).any():
+        raise IndexError("index out of range in self")
 
 
 def _add_at(xp: Any, out: Any, where: tuple[Any, ...], values: Any, positions: np.ndarray[Any, Any]) -> None:
@@ -268,16 +293,12 @@ def IndexAddBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (g if _wants(self, 0) else None, grad_source)
 
 
-@op(IndexAddBackward0)
-def index_add(
-    input: Tensor, dim: int, index: Tensor | Sequence[int] | NDArray[Any], source: Tensor, *, alpha: Number = 1
-) -> Tensor:
-    """A copy of ``input`` with ``alpha * source[..., i, ...]`` added at ``index[i]`` along
-    ``dim`` (repeated indices add up)."""
+def _index_add_args(input: Tensor, dim: int, index: Any, source: Tensor) -> tuple[int, np.ndarray[Any, Any]]:
+    """``dim`` wrapped and ``index`` as a host array, after PyTorch's argument checks."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("index_add", input)
     common_device(input, index, source)
-    data = input.data
+    data, src = input.data, source.data
     d = _dim(dim, data.ndim)
     idx = _index_array(index)
     if idx.ndim > 1:
@@ -287,12 +308,11 @@ def index_add(
         )
     if idx.dtype.kind not in "iu":
         raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: {_dtype_name(idx.dtype)}")
-    if source.data.dtype != data.dtype:
+    if src.dtype != data.dtype:
         raise RuntimeError(
-            f"index_add_(): self ({_dtype_name(data.dtype)}) and source ({_dtype_name(source.data.dtype)}) "
+            f"index_add_(): self ({_dtype_name(data.dtype)}) and source ({_dtype_name(src.dtype)}) "
             "must have the same scalar type"
         )
-    src = source.data
     count = src.shape[d] if src.ndim else 1
     if idx.size != count:
         raise RuntimeError(
@@ -303,11 +323,31 @@ def index_add(
             "source tensor shape must match self tensor shape, excluding the specified dimension. Got "
             f"self.shape = {list(data.shape)} source.shape = {list(src.shape)}"
         )
-    _check_bounds(idx, d, data.shape[d] if data.ndim else 1)
+    return d, idx
+
+
+@op(IndexAddBackward0)
+def index_add(
+    input: Tensor, dim: int, index: Tensor | Sequence[int] | NDArray[Any], source: Tensor, *, alpha: Number = 1
+) -> Tensor:
+    """A copy of ``input`` with ``alpha * source[..., i, ...]`` added at ``index[i]`` along
+    ``dim`` (repeated indices add up)."""
+    d, idx = _index_add_args(input, dim, index, source)
+    data, src = input.data, source.data
     out = data.reshape(data.shape or (1,)).copy()
-    scaled = src if alpha == 1 else src * input._device.xp.asarray(alpha, dtype=src.dtype)
-    where = (_FULL,) * d + (idx.reshape(-1).astype(np.intp),)
-    _add_at(input._device.xp, out, where, scaled.reshape(src.shape or (1,)), idx)
+    if data.ndim <= 1 or (idx.size and data.size):  # (else torch's kernel returns before its checks)
+        value = alpha
+        if alpha != 1 or alpha is True:
+            # PyTorch's kernel converts alpha (its overflow error: NaN for an integer type...)
+            # first, but for 2+ dims only once the first index is found in range
+            if data.ndim > 1:
+                _index_add_bounds(idx[:1], d, data, alpha)
+            value = scalar_to(alpha, data.dtype)
+        _index_add_bounds(idx, d, data, alpha)
+        if out.size:
+            scaled = src if alpha == 1 else src * input._device.xp.asarray(value, dtype=src.dtype)
+            where = (_FULL,) * d + (idx.reshape(-1).astype(np.intp),)
+            _add_at(input._device.xp, out, where, scaled.reshape(src.shape or (1,)), idx)
     result = like(out.reshape(data.shape), input)
     if needs_grad(input, source):
         node = attach(IndexAddBackward0((edge_of(input), edge_of(source))), result)
@@ -323,12 +363,19 @@ def scatter_(
     value: Tensor | Number | None = None,
 ) -> Tensor:
     """``scatter`` in place."""
+    if src is not None or value is not None:  # (PyTorch's checks, then its overlap error)
+        common_device(input, index, src)
+        _checked_index("scatter", input, dim, index, src if isinstance(src, Tensor) else None, False)
+        _refuse_overlap(input)
     return in_place(input, lambda x: scatter(x, dim, index, src, value=value), src)
 
 
 @op(ScatterAddBackward0)
 def scatter_add_(input: Tensor, dim: int, index: Tensor | NDArray[Any], src: Tensor) -> Tensor:
     """``scatter_add`` in place."""
+    common_device(input, index, src)
+    _checked_index("scatter", input, dim, index, src, False)
+    _refuse_overlap(input)
     return in_place(input, lambda x: scatter_add(x, dim, index, src), src)
 
 
@@ -337,6 +384,8 @@ def index_add_(
     input: Tensor, dim: int, index: Tensor | Sequence[int] | NDArray[Any], source: Tensor, *, alpha: Number = 1
 ) -> Tensor:
     """``index_add`` in place."""
+    _index_add_args(input, dim, index, source)
+    _refuse_overlap(input)
     return in_place(input, lambda x: index_add(x, dim, index, source, alpha=alpha), source)
 
 
@@ -387,7 +436,8 @@ def masked_select(input: Tensor, mask: Tensor | NDArray[Any]) -> Tensor:
 @op(GatherBackward0)
 def take_along_dim(input: Tensor, indices: Tensor | NDArray[Any], dim: int | None = None) -> Tensor:
     """The entries of ``input`` at ``indices`` along ``dim``, the two broadcast against each other
-    except along ``dim``; without ``dim``, of the flattened input. As numpy's ``take_along_axis``."""
+    except along ``dim``; without ``dim``, of the flattened input. As numpy's ``take_along_axis``.
+    With ``dim``, indices wrap modulo the size of ``dim`` (torch's ``indices % size``)."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("take_along_dim", input)
     common_device(input, indices)
@@ -411,10 +461,14 @@ def take_along_dim(input: Tensor, indices: Tensor | NDArray[Any], dim: int | Non
     sizes[d] = idx.shape[d]
     idx = np.broadcast_to(idx, infer_size(tuple(sizes), idx.shape))
     sizes = list(idx.shape)
-    sizes[d] = input.data.shape[d]
+    size = sizes[d] = input.data.shape[d]
     target = infer_size(tuple(sizes), input.data.shape)
+    if idx.size:  # torch wraps every index into range: ``indices % size`` (floor mod, as numpy's)
+        if not size:
+            raise RuntimeError("ZeroDivisionError")
+        if (idx < 0).any() or (idx >= size).any():
+            idx = idx % size
     return gather(input if input.data.shape == target else expand(input, target), d, idx)
-
 
 
 # ------------------------------------------------------------------------------ nonzero

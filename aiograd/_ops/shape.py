@@ -27,8 +27,7 @@ from ._util import (
     needs_grad,
     not_tensor,
 )
-from .batching import batched_sum_to, sum_to_array
-from .quiet import quietly
+from .batching import batched_sum_to, sum_to_shape
 
 if TYPE_CHECKING:
     from .._core._types import Dims
@@ -138,6 +137,8 @@ def reshape(input: Tensor, *shape: Dims) -> Tensor:
     else a copy."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("reshape", input)
+    if not shape:
+        raise missing("reshape", "shape")
     return _view_or_copy(input, shape, False)
 
 
@@ -176,14 +177,13 @@ def permute(input: Tensor, *dims: Dims) -> Tensor:
     """Reorder the dimensions."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("permute", input)
+    if not dims:
+        raise missing("permute", "dims")
     order = _shape_arg(dims)
     ndim = input.data.ndim
     if len(order) != ndim:
-        raise RuntimeError(
-            "permute(sparse_coo): number of dimensions in the tensor input does not match the "
-            f"length of the desired ordering of dimensions i.e. input.dim() = {ndim} is not equal "
-            f"to len(dims) = {len(order)}"
-        )
+        raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does not match the length "
+                           f"of the desired ordering of dimensions i.e. input.dim() = {ndim} is not equal to len(dims) = {len(order)}")
     order = tuple(_dim(d, ndim) for d in order)
     if len(set(order)) != ndim:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
@@ -388,30 +388,6 @@ def broadcast_to(input: Tensor, shape: Sequence[int]) -> Tensor:
     return expand(input, tuple(shape))
 
 
-def _sum_to_shape(data: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
-    if data.shape == shape:
-        return data
-    lead = data.ndim - len(shape)
-    # (a RuntimeWarning is numpy's inf + -inf warning made an error by -W error: torch is
-    # silent, so the sum is done again quietly; try costs nothing when nothing is raised)
-    if lead == 1 and data.shape[1:] == shape:
-        try:
-            return data.sum(0)  # a bias's gradient: the most common broadcast by far
-        except RuntimeWarning:
-            return quietly(data.sum, 0)
-    axes = tuple(range(lead)) + tuple(
-        i + lead for i, s in enumerate(shape) if s == 1 and data.shape[i + lead] != 1
-    )
-    if axes:
-        try:
-            data = data.sum(axis=axes, keepdims=True)
-        except RuntimeWarning:
-            data = quietly(np.sum, data, axes, None, None, True)
-    if lead:
-        data = data.reshape(shape)
-    return data
-
-
 @op(ViewBackward0)  # (and the sum's nodes: it is a sum, then a view without the leading dims)
 def sum_to_size(input: Tensor, *size: Dims) -> Tensor:
     """Sum broadcast dimensions away so that the result has shape ``size`` (broadcast's adjoint).
@@ -431,7 +407,7 @@ def sum_to_size(input: Tensor, *size: Dims) -> Tensor:
     except ValueError:
         raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(input.data.shape)}}}.") from None
     if not needs_grad(input) and input.data.dtype.kind not in "bu":  # (no nodes: the array at once)
-        return like(_sum_to_shape(input.data, shape), input)
+        return like(sum_to_shape(input.data, shape), input)
     full = input.data.shape
     lead = len(full) - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and full[i + lead] != 1)
@@ -478,16 +454,6 @@ def reduce_grad(grad: Tensor, shape: tuple[int, ...], batch: int) -> Tensor:
     if grad.data.shape == shape:
         return grad
     return batched_sum_to(grad, shape, batch) if batch else sum_to_size(grad, shape)
-
-
-def _sum_to(data: np.ndarray[Any, Any], shape: tuple[int, ...], batch: int) -> np.ndarray[Any, Any]:
-    """``reduce_grad`` on a gradient's array (the first-order fast paths): batch dims kept."""
-    if data.shape == shape:
-        return data
-    try:
-        return sum_to_array(data, shape, batch) if batch else _sum_to_shape(data, shape)
-    except RuntimeWarning:  # inf + -inf where -W error made numpy's warning one: torch is silent
-        return quietly(sum_to_array, data, shape, batch) if batch else quietly(_sum_to_shape, data, shape)
 
 
 TENSOR_METHODS = {

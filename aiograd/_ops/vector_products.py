@@ -78,13 +78,15 @@ def AddmvBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, An
 @op(AddmvBackward0)
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
     """``beta * input + alpha * (mat @ vec)``: ``input`` a vector of ``mat``'s rows (or one
-    element, broadcast); where ``beta`` is 0 ``input`` is ignored (NaN in it does not spread)."""
+    element, broadcast); where ``beta`` is 0 ``input`` is ignored, where ``alpha`` is 0 the
+    product is (NaN in them does not spread)."""
     m, v, x = mat.data, vec.data, input.data
     _check_addmv(x.shape, m, v, x.dtype)
     xp = mat._device.xp
-    prod = m @ v
-    if alpha != 1:
-        prod = alpha * prod
+    if alpha == 0:  # BLAS's rule, as PyTorch's: the product is not computed (NaN in it does not spread)
+        prod = xp.zeros(m.shape[:1], dtype=xp.result_type(m, v))
+    else:
+        prod = m @ v if alpha == 1 else alpha * (m @ v)
     if beta == 0:
         data = xp.broadcast_to(prod, (m.shape[0],)).copy()
     else:

@@ -589,6 +589,20 @@ def o_solve(ctx: Ctx) -> dict[str, Arg]:
     return {"A": a, "B": ctx.tensor(b_shape, a.dtype)}
 
 
+def o_solve_triangular(ctx: Ctx) -> dict[str, Arg]:
+    """Square (batched) A, B with matching rows (left) or columns, flags drawn; rarely a
+    mismatch, a vector B or another dtype (PyTorch's errors, B converted to A's dtype)."""
+    src = ctx.src
+    a = o_matrix(ctx)["A"]
+    n, left = a.shape()[-1], src.chance(0.7)
+    k = src.integer(0 if src.chance(0.05) else 1, 3)
+    mat = (n + src.chance(0.03), k) if left else (k, n + src.chance(0.03))
+    b_shape = pick(src, [mat, a.shape()[:-2] + mat, (2, *a.shape()[-3:-2], *mat), (n,) if src.chance(0.1) else mat])
+    b = ctx.tensor(b_shape, a.dtype if not src.chance(0.05) else weighted_dtype(src, FLOATS))
+    return {"A": a, "B": b, "upper": Const(src.chance(0.5)), "left": Const(left),
+            "unitriangular": Const(src.chance(0.3))}
+
+
 def o_trace(ctx: Ctx) -> dict[str, Arg]:
     return {"input": ctx.tensor(draw_shape(ctx.src, min_ndim=2 if not ctx.src.chance(0.05) else 1, max_ndim=2), ctx.dtype)}
 
@@ -799,6 +813,7 @@ OVERRIDES: dict[str, Strategy] = {
     "kthvalue": o_kthvalue, "roll": o_roll, "trace": o_trace, "diag": o_diag, "diagonal": o_diagonal,
     "tril_": o_tril, "triu_": o_tril, "tril": o_tril, "triu": o_tril,
     "linalg_inv": o_matrix, "linalg_det": o_matrix, "linalg_slogdet": o_matrix, "linalg_solve": o_solve,
+    "linalg_solve_triangular": o_solve_triangular,
     "linalg_cholesky": o_matrix, "linalg_qr": both(o_matrix, o_str("mode", "reduced", "complete", "r")),
     "linalg_eigh": both(o_matrix, o_str("UPLO", "L", "U")), "linalg_svd": o_matrix,
     "conv1d": lambda c: o_conv(c, dims=1), "conv2d": lambda c: o_conv(c, dims=2),

@@ -322,7 +322,8 @@ def make_tensor(src: Source, name: str, shape: tuple[int, ...], dtype: str, *, g
     view: tuple[Any, ...] = ()
     leaf_shape = shape
     if views and shape and src.chance(0.2):
-        kind = pick(src, ("permute", "step", "expand"))
+        # (an expanded view repeats values: no ties where the tie-breaking is unspecified)
+        kind = pick(src, ("permute", "step") if value_opts.get("distinct") else ("permute", "step", "expand"))
         nd = len(shape)
         if kind == "permute" and nd >= 2:
             i = src.integer(0, nd - 2)

@@ -56,11 +56,11 @@ if TYPE_CHECKING:
             ...
         def std(
             self,
-            dim: int | Sequence[int] | _bool | None = None,
+            dim: int | Sequence[int] | _bool | None = ...,
             unbiased: _bool = ...,
-            keepdim: _bool = False,
+            keepdim: _bool = ...,
             *,
-            correction: _float | None = None,
+            correction: _float | None = ...,
         ) -> Tensor:
             """Standard deviation: ``sqrt(var(...))`` with ``var``'s arguments (one node, as
             PyTorch)."""

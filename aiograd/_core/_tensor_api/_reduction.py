@@ -48,11 +48,11 @@ if TYPE_CHECKING:
             ...
         def var(
             self,
-            dim: int | Sequence[int] | _bool | None = None,
+            dim: int | Sequence[int] | _bool | None = ...,
             unbiased: _bool = ...,
-            keepdim: _bool = False,
+            keepdim: _bool = ...,
             *,
-            correction: _float | None = None,
+            correction: _float | None = ...,
         ) -> Tensor:
             """Variance over ``dim`` (int, tuple, or None for all) with Bessel's ``correction``
             (default 1)."""

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
             ...
         def addmv(self, mat: Tensor, vec: Tensor, *, beta: _float = 1, alpha: _float = 1) -> Tensor:
             """``beta * input + alpha * (mat @ vec)``: ``input`` a vector of ``mat``'s rows (or one
-            element, broadcast); where ``beta`` is 0 ``input`` is ignored (NaN in it does not
-            spread)."""
+            element, broadcast); where ``beta`` is 0 ``input`` is ignored, where ``alpha`` is 0 the
+            product is (NaN in them does not spread)."""
             ...
         def vdot(self, other: Tensor) -> Tensor:
             """The inner product of two 1-D tensors of the same size and dtype (the first

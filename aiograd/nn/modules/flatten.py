@@ -54,6 +54,8 @@ class Unflatten(Module):
         """``input.unflatten(dim, unflattened_size)``."""
         shape = input.shape
         dim = self.dim + len(shape) if self.dim < 0 else self.dim
+        if not self.unflattened_size:
+            raise RuntimeError("unflatten: sizes must be non-empty")
         # a reshape (a view, as torch's unflatten), which also infers one -1
         return input.reshape(*shape[:dim], *self.unflattened_size, *shape[dim + 1:])
 
