@@ -9,6 +9,7 @@ the circular pad's ``CopySlices`` node. Each case runs in both libraries, with e
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -227,3 +228,35 @@ def test_circular_pad_wider_than_the_cropped_dim_wraps_without_reading_unset_mem
     out = ag.nn.functional.pad(x, [-1, 2], "circular")
     np.testing.assert_array_equal(out.detach().numpy(), [[1.0, 2.0, 3.0, 1.0, 2.0]])
     assert type(out.grad_fn).__name__ == "CopySlices"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib: lib.amin(lib.zeros(0, 2, 0), (0, 1, 2, 0)),  # a size-0 dim before a repeated one
+        lambda lib: lib.amax(lib.zeros(2, 0), (0, 0)),  # a repeated dim before a later size-0 one
+        lambda lib: lib.trace(lib.tensor([False, False])),  # bool before the rank
+        lambda lib: lib.tensor(True).hypot_(lib.tensor(0)),  # the cast into self before the kernel
+    ],
+    ids=["amin_empty_first", "amax_repeat_first", "trace_bool_first", "hypot__cast_first"],
+)
+def test_errors_come_in_torchs_order(call: Any) -> None:
+    with pytest.raises(Exception) as theirs:
+        call(torch)
+    with pytest.raises(type(theirs.value), match=f"^{re.escape(str(theirs.value))}$"):
+        call(ag)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib: lib.hypot(lib.tensor([-4, 3]), lib.tensor([False, True, False])),  # shapes before dtype
+        lambda lib: lib.tensor(-3).hypot_(lib.tensor([True])),  # the output's shape before the kernel
+    ],
+    ids=["hypot", "hypot_"],
+)
+def test_hypot_checks_shapes_before_dtypes(call: Any) -> None:
+    with pytest.raises(RuntimeError) as theirs:
+        call(torch)
+    with pytest.raises(RuntimeError, match=f"^{re.escape(str(theirs.value))}$"):
+        call(ag)

@@ -156,7 +156,10 @@ def HypotBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, An
 def hypot(input: Tensor, other: Tensor) -> Tensor:
     """``sqrt(input ** 2 + other ** 2)``, elementwise, without overflow."""
     _tensor_only("hypot", other)
-    refuse_kinds("hypot", result_type(input, other), "biu")  # PyTorch's hypot is for floats only
+    try:
+        refuse_kinds("hypot", result_type(input, other), "biu")  # PyTorch's hypot is for floats only
+    except NotImplementedError as e:
+        raise shapes_first(e, input, other) from None
     return _binary("hypot", input, other, lambda xp, a, b: xp.hypot(a, b), (HypotBackward0,) * 3, keep_result=True)
 
 

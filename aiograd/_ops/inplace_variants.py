@@ -56,7 +56,8 @@ from ._inplace_util import (
     _write_overlapping,
 )
 from ._registry import OPS, backward, register, variant
-from ._util import Node, Tensor, edge_of, like
+from ._util import Node, Tensor, broadcast_error, edge_of, like
+from .casting import result_type
 from .rebase import _save_result, rebase_inplace
 
 if TYPE_CHECKING:  # (names the signatures copied from the out-of-place ops use)
@@ -289,6 +290,26 @@ def _call(
     argument 'other' ...``), as PyTorch's do."""
     try:
         return forward(self, *args, **kwargs)
+    except NotImplementedError:
+        # PyTorch checks that the result type can be written into ``self`` before it looks for
+        # a kernel of that type
+        operand = args[0] if args else None
+        if isinstance(operand, Tensor) and operand.data.ndim > self.data.ndim:
+            try:
+                shape = np.broadcast_shapes(self.data.shape, operand.data.shape)
+            except ValueError:
+                raise broadcast_error(ValueError("could not be broadcast"), self, operand) from None
+            raise RuntimeError(
+                f"output with shape {list(self.data.shape)} doesn't match the broadcast shape {list(shape)}"
+            ) from None
+        if isinstance(operand, (Tensor, bool, int, float)):
+            result = result_type(self.data, operand.data if isinstance(operand, Tensor) else operand)
+            if not np.can_cast(result, self.data.dtype, "same_kind"):
+                raise RuntimeError(
+                    f"result type {_dtype_name(result)} can't be cast to the desired output type "
+                    f"{_dtype_name(self.data.dtype)}"
+                ) from None
+        raise
     except (TypeError, RuntimeError, IndexError) as e:
         message = str(e)
         if type(e) in (TypeError, RuntimeError, IndexError) and message.startswith(row.of + "("):

@@ -112,10 +112,10 @@ def trace(input: Tensor) -> Tensor:
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("trace", input)
     data = input.data
+    if data.dtype.kind == "b":  # PyTorch's trace has no bool kernel (checked before the rank)
+        raise NotImplementedError('"trace" not implemented for \'Bool\'')
     if data.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {data.ndim}")
-    if data.dtype.kind == "b":  # PyTorch's trace has no bool kernel
-        raise NotImplementedError('"trace" not implemented for \'Bool\'')
     out = like(input._device.xp.asarray(data.trace()), input)
     if needs_grad(input):
         node: Any = attach(TraceBackward0((edge_of(input),)), out)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ._reduce_util import _check_nonempty, axes_of, expand_reduced
+from .shape import _dim
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, like, needs_grad, not_tensor
 
@@ -50,6 +51,9 @@ def _first_extreme(xp: Any, data: Any, axes: tuple[int, ...] | None, keepdim: bo
 def _extreme(input: Tensor, dim: Any, keepdim: bool, largest: bool) -> Tensor:
     fname = "amax" if largest else "amin"
     data, xp = input.data, input._device.xp
+    if data.size == 0 and isinstance(dim, (tuple, list)) and data.ndim:
+        # PyTorch's order: a dim of size 0 is refused before a repeated dim
+        _check_nonempty(data, tuple(_dim(int(d), data.ndim) for d in dim), fname)
     axes = axes_of(dim, data.ndim)
     _check_nonempty(data, axes, fname)
     out = like(_first_extreme(xp, data, axes, keepdim, largest), input)
