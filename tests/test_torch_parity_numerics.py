@@ -269,3 +269,14 @@ def test_max_pool2d_minus_inf_window_picks_its_first_element_inside():
     np.testing.assert_array_equal(ia.data, it.numpy())
     w = np.array([[[[-0.44, 0.19, 0.28], [-1.61, 1.16, -1.67]]]])
     _close(ag_grad(ya, a, ag.tensor(w, dtype=ag.float64))[0], torch.autograd.grad(yt, t, torch.tensor(w))[0])
+
+
+def test_lerp_of_bool_ends_refuses_the_weights_gradient_as_torch() -> None:
+    # torch's backward computes the weight's gradient as ``grad * (end - self)``: a subtraction
+    # of two bool tensors, which it refuses
+    for lib, grad in ((torch, torch.autograd.grad), (ag, ag_grad)):
+        bool_ = lib.bool if lib is torch else ag.bool_
+        w = lib.tensor(0.71, dtype=lib.float64, requires_grad=True)
+        y = lib.tensor(False, dtype=bool_).lerp(lib.tensor(False, dtype=bool_), w)
+        with pytest.raises(RuntimeError, match="with two bool tensors is not supported"):
+            grad([y], [w], [lib.tensor(-0.53, dtype=lib.float64)])

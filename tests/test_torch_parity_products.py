@@ -4,6 +4,9 @@ operands of two dtypes, and ``scaled_dot_product_attention``'s keyword-only argu
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -108,3 +111,22 @@ def test_sdpa_node_and_keyword_only() -> None:
         f(q, k, v, None, 0.0, False, 2.0)
     with pytest.raises(TypeError):
         tf(tq, tk, tv, None, 0.0, False, 2.0)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [((3, 2), (2,)), ((3, 2), (2, 4)), ((2,), (2,)), ((2,), (2, 3)), ((3, 0), (0,)), ((0,), (0,)),
+     ((0,), (0, 3)), ((2, 0), (0, 3)), ((0, 2), (2, 3)), ((0, 2), (2,))],
+)
+def test_bool_matrix_products_raise_as_torchs_blas_kernels(a: tuple[int, ...], b: tuple[int, ...]) -> None:
+    def run(lib: Any) -> Any:
+        bool_ = lib.bool if lib is torch else ag.bool_
+        return lib.matmul(lib.ones(a, dtype=bool_), lib.ones(b, dtype=bool_))
+
+    try:
+        expected = run(torch)
+    except NotImplementedError as e:
+        with pytest.raises(NotImplementedError, match=f"^{re.escape(str(e))}$"):
+            run(ag)
+        return
+    assert run(ag).tolist() == expected.tolist()

@@ -214,6 +214,8 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         )
     if a.dtype != b.dtype:  # PyTorch does not promote in matrix products
         raise RuntimeError(_dtype_mismatch(a, b))
+    if a.dtype.kind == "b":
+        _refuse_bool(a, b)
     if a.ndim == 1 and b.ndim == 2:
         # As PyTorch: the vector as a 1-row matrix, mm, the row squeezed away in place
         # (SqueezeBackward4 over MmBackward0 over UnsqueezeBackward0).
@@ -241,6 +243,16 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
             if flags.f_contiguous and not flags.c_contiguous:  # a transposed matrix (see MmBackward0)
                 node.b_transposed = True
     return out
+
+
+def _refuse_bool(a: Any, b: Any) -> None:
+    """PyTorch's BLAS kernels have no bool type; they are not reached for an empty result or a
+    sum over nothing (filled in), but ``dot`` always is."""
+    if a.ndim == 1 and b.ndim == 1:
+        raise NotImplementedError('"dot" not implemented for \'Bool\'')
+    if a.shape[-1] and (a.shape[0] if a.ndim == 2 else 1) and (b.shape[-1] if b.ndim == 2 else 1):
+        kernel = "addmv_impl_cpu" if b.ndim == 1 else "addmm_impl_cpu_"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
 
 
 def _matmul_nd(input: Tensor, other: Tensor) -> Tensor:

@@ -195,6 +195,8 @@ def LerpBackward1(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, ...
     start, end, weight = saved_operands(self)
     if self.next_edges[0] is not None and getattr(self, "bool_weight", False):
         refuse_bool_sub(True, True)  # PyTorch's ``1 - weight`` ("two bool tensors")
+    if self.next_edges[2] is not None and getattr(self, "bool_ends", False):
+        refuse_bool_sub(True, True)  # PyTorch's ``end - self`` of two bool tensors
     return operand_grads(self, batch, lambda: g * (1.0 - weight), lambda: g * weight, lambda: g * (end - start))
 
 
@@ -217,7 +219,7 @@ def lerp(input: Tensor, end: Tensor, weight: TensorLike) -> Tensor:
             kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
             error = NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(dtype)}\'')
             raise shapes_first(error, input, end, weight)  # (operands that do not broadcast first)
-    given = weight
+    given, bool_ends = weight, input.data.dtype.kind == "b" and isinstance(end, Tensor) and end.data.dtype.kind == "b"
     input, end, weight = promoted(input, end, weight, fname="lerp")
     xp = _xp(input, end, weight)
     a, b, w = data_of(input), data_of(end), data_of(weight)
@@ -230,6 +232,8 @@ def lerp(input: Tensor, end: Tensor, weight: TensorLike) -> Tensor:
     node = record_operands(LerpBackward1 if isinstance(weight, Tensor) else LerpBackward0, out, (input, end, weight))
     if node is not None and isinstance(given, Tensor) and given.data.dtype.kind == "b":
         node.bool_weight = True  # (a 0-d bool weight, promoted away: PyTorch's backward refuses it)
+    if node is not None and bool_ends:
+        node.bool_ends = True  # (bool ends, promoted away: PyTorch's backward subtracts them)
     return out
 
 

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from ._reduce_util import _check_nonempty, axes_of, expand_reduced
-from .shape import _dim
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, like, needs_grad, not_tensor
+from .shape import _dim
 
 __all__ = ["amax", "amin", "all", "any", "count_nonzero"]
 
