@@ -104,7 +104,10 @@ def grad_scale(node: Any, dim: Any, data: Any, dof: float) -> None:
 
 def _variance(xp: Any, data: Any, axes: Any, keepdim: bool, dof: float, take_sqrt: bool) -> Any:
     dtype = data.dtype
-    mean = data.mean(axis=axes, keepdims=True, dtype=np.float64)  # (float64 sums: PyTorch's accumulator)
+    # (float64 sums: PyTorch's accumulator; a sum over nothing is 0 / 0, NaN, without numpy's
+    # "Mean of empty slice" warning)
+    total = data.sum(axis=axes, keepdims=True, dtype=np.float64)
+    mean = total / ((data.size // total.size) if total.size else 1)
     sq = xp.square(data - mean).sum(axis=axes, keepdims=keepdim)
     out = sq / np.float64(dof if dof > 0 else 0)
     if take_sqrt:
