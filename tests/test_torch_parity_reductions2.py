@@ -260,3 +260,10 @@ def test_hypot_checks_shapes_before_dtypes(call: Any) -> None:
         call(torch)
     with pytest.raises(RuntimeError, match=f"^{re.escape(str(theirs.value))}$"):
         call(ag)
+
+
+def test_an_in_place_op_checks_the_cast_of_all_its_operands_first() -> None:
+    for lib in (torch, ag):
+        bool_ = lib.bool if lib is torch else ag.bool_
+        with pytest.raises(RuntimeError, match="^result type Long can't be cast to the desired output type Bool$"):
+            lib.tensor(True, dtype=bool_).lerp_(lib.tensor(False, dtype=bool_), lib.tensor(1))

@@ -302,8 +302,9 @@ def _call(
             raise RuntimeError(
                 f"output with shape {list(self.data.shape)} doesn't match the broadcast shape {list(shape)}"
             ) from None
-        if isinstance(operand, (Tensor, bool, int, float)):
-            result = result_type(self.data, operand.data if isinstance(operand, Tensor) else operand)
+        operands = [a.data if isinstance(a, Tensor) else a for a in args if isinstance(a, (Tensor, bool, int, float))]
+        if operands:
+            result = result_type(self.data, *operands)
             if not np.can_cast(result, self.data.dtype, "same_kind"):
                 raise RuntimeError(
                     f"result type {_dtype_name(result)} can't be cast to the desired output type "
