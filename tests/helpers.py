@@ -207,3 +207,12 @@ def entering(name: str, factory: Callable[..., AbstractAsyncContextManager[Any]]
         return run
 
     return decorate
+
+
+def raised(fn: Callable[[], Any]) -> BaseException:
+    """The exception ``fn()`` raises (the oracle's, whatever its type); AssertionError if none."""
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - the oracle's exception, whatever it is
+        return e
+    raise AssertionError(f"{fn} raised nothing")

@@ -12,6 +12,7 @@ import re
 
 import numpy as np
 import pytest
+from helpers import raised
 
 import aiograd as ag
 import aiograd.nn.functional as AF
@@ -23,12 +24,7 @@ TF = torch.nn.functional
 nan, inf = float("nan"), float("inf")
 
 
-def _error(fn):
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001 (the oracle's exception, whatever it is)
-        return e
-    raise AssertionError("torch raised nothing")
+_error = raised
 
 
 def _same_error(torch_fn, ag_fn) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import raised
 
 import aiograd as ag
 import aiograd.sync
@@ -20,12 +21,7 @@ import aiograd.sync
 torch = pytest.importorskip("torch")
 
 
-def _error(fn):
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001 (the oracle's exception, whatever it is)
-        return e
-    raise AssertionError("torch raised nothing")
+_error = raised
 
 
 def _same_error(torch_fn, ag_fn) -> None:
