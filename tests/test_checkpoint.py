@@ -1181,7 +1181,7 @@ def test_public_module():
     import aiograd.utils
     import aiograd.utils.checkpoint as mod
 
-    assert aiograd.utils.__all__ == ["checkpoint"]
+    assert aiograd.utils.__all__ == ["checkpoint", "data"]
     assert aiograd.utils.checkpoint is mod
     assert mod.__all__ == [
         "CheckpointError", "CheckpointFunction", "checkpoint", "checkpoint_sequential",
