@@ -354,7 +354,7 @@ class Optimizer:
         return {"state": packed_state, "param_groups": param_groups}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Load a state dict (this class's, or a PyTorch optimizer's with its tensors converted to
+        """Load a state dict (this class's, or a PyTorch optimizer's, its tensors as torch or
         aiograd tensors or numpy arrays): state tensors move to their parameter's device and, for
         floating parameters, dtype (``step`` stays as saved), as in PyTorch."""
         state_dict = state_dict.copy()
@@ -413,11 +413,14 @@ class Optimizer:
 
 
 def _cast(param: Tensor, value: Any, key: Any = None) -> Any:
-    """A loaded state value for ``param`` (PyTorch's ``_cast``): tensors (and numpy arrays, read
-    as tensors) to the parameter's device and, but for ``step``, its floating dtype; dicts and
-    other iterables item by item; anything else as it is."""
+    """A loaded state value for ``param`` (PyTorch's ``_cast``): tensors (and numpy arrays and
+    torch tensors, read as tensors) to the parameter's device and, but for ``step``, its
+    floating dtype; dicts and other iterables item by item; anything else as it is."""
     if isinstance(value, np.ndarray):
         value = Tensor._wrap(value)
+    elif (not isinstance(value, Tensor) and callable(getattr(value, "detach", None))
+          and callable(getattr(value, "numpy", None))):  # a torch tensor (duck typed: no torch import)
+        value = Tensor._wrap(np.array(value.detach().cpu().numpy()))
     if isinstance(value, Tensor):
         if key == "step":
             return value

@@ -9,6 +9,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from ..._base._grad_mode import no_grad
 from ..._core._node import RemovableHandle
 from ..._core._tensor import Tensor
@@ -18,6 +20,19 @@ from ..parameter import Parameter
 __all__ = ["StateDict"]
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+
+
+def _tensor_from(value: Any) -> Any:
+    """A state dict value as ``load_state_dict`` copies it: a numpy array (or scalar), or a
+    torch tensor (duck typed, torch is never imported: ``detach().cpu().numpy()``), as a Tensor
+    of its own; anything else (Tensors, extra state) as it is."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, (np.ndarray, np.generic)):
+        return Tensor._wrap(np.array(value))
+    if callable(getattr(value, "detach", None)) and callable(getattr(value, "numpy", None)):
+        return Tensor._wrap(np.array(value.detach().cpu().numpy()))
+    return value
 
 
 def _size(shape: tuple[int, ...]) -> str:
@@ -185,7 +200,8 @@ class StateDict:
         unexpected_keys: list[str] = []
         error_msgs: list[str] = []
         metadata = getattr(state_dict, "_metadata", None)
-        state_dict = OrderedDict(state_dict)
+        # (torch tensors and numpy arrays load too: a torch state dict ports as it is)
+        state_dict = OrderedDict((k, _tensor_from(v)) for k, v in state_dict.items())
         if metadata is not None:
             state_dict._metadata = metadata  # type: ignore[attr-defined]
 
