@@ -15,14 +15,24 @@ import numpy as np
 
 from .._base import _random
 from .._base._dtypes import default_complex_dtype, get_default_dtype, numeric_array
-from .._base._random import manual_seed
+from .._base._random import initial_seed, manual_seed, seed
 from .._core._tensor import Tensor
 from .._devices._device import CPU, _default_device, device_type, placement
+from .._ops.random_ops import (
+    Generator,
+    bernoulli,
+    get_rng_state,
+    multinomial,
+    normal,
+    set_rng_state,
+)
 
 __all__ = [
     "tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "rand",
     "randn", "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
-    "manual_seed",
+    "manual_seed", "seed", "initial_seed", "randint", "randperm", "randint_like",
+    # re-exported here, with the factories, for the package's ``__init__``
+    "Generator", "bernoulli", "get_rng_state", "multinomial", "normal", "set_rng_state",
 ]
 
 def _finish(data: np.ndarray[Any, Any], requires_grad: bool, device: Any) -> Tensor:
@@ -138,15 +148,19 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None, 
     return _finish(np.eye(n, m, dtype=dtype or get_default_dtype()), requires_grad, device)
 
 
-def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """Uniform samples in [0, 1)."""
-    data = _random.generator().random(_size(size)).astype(dtype or get_default_dtype(), copy=False)
+def rand(
+    *size: Any, generator: _random.Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """Uniform samples in [0, 1), from ``generator`` (default: the default generator)."""
+    data = _random.resolve(generator).random(_size(size)).astype(dtype or get_default_dtype(), copy=False)
     return _finish(data, requires_grad, device)
 
 
-def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """Standard normal samples."""
-    data = _random.generator().standard_normal(_size(size)).astype(dtype or get_default_dtype(), copy=False)
+def randn(
+    *size: Any, generator: _random.Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """Standard normal samples, from ``generator`` (default: the default generator)."""
+    data = _random.resolve(generator).standard_normal(_size(size)).astype(dtype or get_default_dtype(), copy=False)
     return _finish(data, requires_grad, device)
 
 
@@ -160,9 +174,11 @@ def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_
     return _finish(np.ones_like(_host_like(input), dtype=dtype), requires_grad, _like_device(input, device))
 
 
-def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def randn_like(
+    input: Tensor, *, generator: _random.Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
     """Standard normal samples with ``input``'s shape and dtype."""
-    data = _random.generator().standard_normal(input.data.shape).astype(dtype or input.data.dtype, copy=False)
+    data = _random.resolve(generator).standard_normal(input.data.shape).astype(dtype or input.data.dtype, copy=False)
     return _finish(data, requires_grad, _like_device(input, device))
 
 
@@ -176,7 +192,67 @@ def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires
     return _finish(np.empty_like(_host_like(input), dtype=dtype), requires_grad, _like_device(input, device))
 
 
-def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def rand_like(
+    input: Tensor, *, generator: _random.Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
+) -> Tensor:
     """Uniform samples in [0, 1) with ``input``'s shape and dtype."""
-    data = _random.generator().random(input.data.shape).astype(dtype or input.data.dtype, copy=False)
+    data = _random.resolve(generator).random(input.data.shape).astype(dtype or input.data.dtype, copy=False)
     return _finish(data, requires_grad, _like_device(input, device))
+
+
+def _randint_bounds(low: int, high: int) -> None:
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+
+
+def randint(
+    low: int = 0,
+    high: Any = None,
+    size: Any = None,
+    *,
+    generator: _random.Generator | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Integers drawn uniformly from ``[low, high)``, of shape ``size`` (a tuple or list):
+    ``randint(high, size)`` or ``randint(low, high, size)``, as torch's; int64 unless ``dtype``."""
+    if size is None and not isinstance(high, int):  # ``randint(high, size)``
+        low, high, size = 0, low, high
+    if high is None or not isinstance(size, (tuple, list)):
+        raise TypeError(
+            "randint() received an invalid combination of arguments - expected one of: "
+            "(int high, tuple of ints size, *, ...) (int low, int high, tuple of ints size, *, ...)"
+        )
+    _randint_bounds(low, high)
+    data = _random.resolve(generator).integers(low, high, _size(tuple(size)), dtype=np.int64)
+    return _finish(data.astype(dtype or np.int64, copy=False), requires_grad, device)
+
+
+def randint_like(
+    input: Tensor,
+    low: int = 0,
+    high: int | None = None,
+    *,
+    generator: _random.Generator | None = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Integers drawn uniformly from ``[low, high)`` (``randint_like(input, high)``: from 0),
+    with ``input``'s shape and dtype."""
+    if high is None:
+        low, high = 0, low
+    _randint_bounds(low, high)
+    data = _random.resolve(generator).integers(low, high, input.data.shape, dtype=np.int64)
+    return _finish(data.astype(dtype or input.data.dtype, copy=False), requires_grad, _like_device(input, device))
+
+
+def randperm(
+    n: int, *, generator: _random.Generator | None = None, dtype: Any = np.int64, device: Any = None, requires_grad: bool = False
+) -> Tensor:
+    """A random permutation of ``0 .. n - 1``."""
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    data = _random.resolve(generator).permutation(n).astype(dtype or np.int64, copy=False)
+    return _finish(data, requires_grad, device)

@@ -28,6 +28,7 @@ from .._ops import (
     padding,
     pointwise,
     products,
+    random_ops,
     rearrange,
     reduction,
     reduction_extra,
@@ -53,6 +54,7 @@ _FAMILIES = (
     reduction_extra, scans, sorting,
     rearrange, scatter, padding,  # shape and indexing
     rounding, bitwise, vector_products,  # rounding divisions, bitwise and logical ops, mv/addmv/vdot/inner
+    random_ops,  # the in-place fills (uniform_, normal_, ...), bernoulli, multinomial
 )
 
 #: Every method and operator bound onto Tensor here: name -> function (a later family wins).
