@@ -10,19 +10,29 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "float16", "float32", "float64", "half", "double", "int32", "int64", "uint8", "bool_",
-    "get_default_dtype", "set_default_dtype",
+    "float16", "float32", "float64", "half", "float_", "double", "int8", "int16", "short", "int32", "int_",
+    "int64", "long", "uint8", "bool_", "get_default_dtype", "set_default_dtype",
 ]
 
+# torch's other names are the same objects (``aiograd.long is aiograd.int64``). The ones that are
+# Python builtins' names (``int``, ``float``, ``bool``) are spelled with a trailing underscore
+# here, so as not to shadow the builtins in this module; ``aiograd`` exports them unadorned.
+# (No bfloat16: numpy has none of its own, and ``ml_dtypes``' is not a dependency.)
 float16: np.dtype[Any] = np.dtype(np.float16)
 half: np.dtype[Any] = float16
 float32: np.dtype[Any] = np.dtype(np.float32)
+float_: np.dtype[Any] = float32  # ``aiograd.float``
 float64: np.dtype[Any] = np.dtype(np.float64)
 double: np.dtype[Any] = float64
+int8: np.dtype[Any] = np.dtype(np.int8)
+int16: np.dtype[Any] = np.dtype(np.int16)
+short: np.dtype[Any] = int16
 int32: np.dtype[Any] = np.dtype(np.int32)
+int_: np.dtype[Any] = int32  # ``aiograd.int``
 int64: np.dtype[Any] = np.dtype(np.int64)
+long: np.dtype[Any] = int64
 uint8: np.dtype[Any] = np.dtype(np.uint8)
-bool_: np.dtype[Any] = np.dtype(np.bool_)
+bool_: np.dtype[Any] = np.dtype(np.bool_)  # ``aiograd.bool`` too
 
 
 # ------------------------------------------------------------------------------ the default dtype

@@ -9,18 +9,22 @@ any other tensor elsewhere is an error.
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from .._base._dtypes import get_default_dtype, is_array
+from .._base._dtypes import get_default_dtype, is_array, numeric_array
+from .._core._format import _LEGACY_NAMES, legacy_type_name
 from .._devices._device import CPU, device, device_type, mixed_devices_error, placement
 from ._registry import backward, op
 from ._util import Tensor, attach, edge_of, needs_grad, wrap
 
 __all__ = [
-    "bool_", "cpu", "cuda", "double", "float_", "join_devices", "long", "place", "place2", "promote",
-    "result_type", "to",
+    "bool_", "byte", "char", "cpu", "cuda", "double", "element_size", "float_", "half", "int_", "join_devices",
+    "long", "new_empty", "new_full", "new_ones", "new_tensor", "new_zeros", "place", "place2", "promote",
+    "result_type", "short", "to", "type_",
 ]
 
 
@@ -274,9 +278,143 @@ def bool_(input: Tensor) -> Tensor:
     return to(input, np.bool_)
 
 
+@op(ToCopyBackward0, top_level=False)
+def half(input: Tensor) -> Tensor:
+    """Cast to float16."""
+    return to(input, np.float16)
+
+
+@op(name="int", top_level=False)
+def int_(input: Tensor) -> Tensor:
+    """Cast to int32 (not differentiable)."""
+    return to(input, np.int32)
+
+
+@op(top_level=False)
+def short(input: Tensor) -> Tensor:
+    """Cast to int16 (not differentiable)."""
+    return to(input, np.int16)
+
+
+@op(top_level=False)
+def char(input: Tensor) -> Tensor:
+    """Cast to int8 (not differentiable)."""
+    return to(input, np.int8)
+
+
+@op(top_level=False)
+def byte(input: Tensor) -> Tensor:
+    """Cast to uint8 (not differentiable)."""
+    return to(input, np.uint8)
+
+
+#: ``Tensor.type``'s names for dtypes, torch's legacy tensor types (``FloatTensor``).
+_LEGACY_DTYPES = {name: np.dtype(dt) for dt, name in _LEGACY_NAMES.items() if dt != "bfloat16"}
+
+
+def _legacy_type(name: str) -> tuple[Any, np.dtype[Any]]:
+    """The device and dtype that a type string names: ``aiograd.DoubleTensor`` (the CPU),
+    ``aiograd.sim.FloatTensor``; ``torch.`` for ``aiograd.`` is understood too, so that a ported
+    script's strings keep working. PyTorch's ValueError for anything else."""
+    parts = name.split(".")
+    if len(parts) in (2, 3) and parts[0] in ("aiograd", "torch") and parts[-1] in _LEGACY_DTYPES:
+        if len(parts) == 2:
+            return CPU, _LEGACY_DTYPES[parts[-1]]
+        try:
+            return placement(parts[1]), _LEGACY_DTYPES[parts[-1]]
+        except (RuntimeError, ValueError):
+            pass
+    raise ValueError(f"invalid type: '{name}'")
+
+
+@op(ToCopyBackward0, name="type", top_level=False)
+def type_(input: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+    """``input``'s type name with no ``dtype`` (``"aiograd.FloatTensor"``, ``"aiograd.sim.FloatTensor"``
+    off the CPU: PyTorch's ``torch.FloatTensor`` with aiograd's name), else ``input`` cast to
+    ``dtype`` (a dtype, or a type name as returned, ``torch.`` accepted for ``aiograd.``), as
+    ``torch.Tensor.type``: ``input`` itself when it is of that type already; differentiable
+    (``to``). ``non_blocking`` is accepted and ignored, as by ``to``."""
+    if dtype is None:
+        return legacy_type_name(input)
+    dev = input._device
+    if isinstance(dtype, str):
+        dev, dtype = _legacy_type(dtype)
+    elif isinstance(dtype, type) and not issubclass(dtype, np.generic):
+        raise ValueError(f"invalid type: '{dtype.__name__}'")  # (torch's, for Python's float)
+    elif not isinstance(dtype, (np.dtype, type)):
+        raise TypeError("dtype must be a type, str, or dtype object")
+    return to(input, dev, np.dtype(dtype))
+
+
+def element_size(input: Tensor) -> int:
+    """The size of one element in bytes (4 for float32)."""
+    return int(input.data.dtype.itemsize)
+
+
+# ------------------------------------------------------------------------------ new_* factories
+# ``input.new_zeros(...)``: a new leaf with ``input``'s dtype and device unless told otherwise.
+# Not ops (they record nothing); built here rather than from aiograd's factories, which sit in the
+# API layer above the ops.
+def _new(input: Tensor, make: Any, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+    dtype = input.data.dtype if dtype is None else np.dtype(dtype)
+    dev = input._device if device is None else placement(device)
+    out = Tensor(make(dtype), requires_grad=requires_grad)  # (made on the host, as the factories)
+    if dev is not CPU:
+        if dev.xp is not np:
+            out.data = device_type(dev.type).to_device(out.data, dev.index)
+        out._device = dev
+    return out
+
+
+def _shape(size: tuple[Any, ...]) -> tuple[int, ...]:
+    """``new_zeros(2, 3)`` and ``new_zeros((2, 3))`` alike."""
+    if len(size) == 1 and not isinstance(size[0], (int, np.integer)):
+        size = tuple(size[0])
+    return tuple(int(s) for s in size)
+
+
+def new_zeros(input: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros of ``size``, with ``input``'s dtype and device by default."""
+    return _new(input, lambda dt: np.zeros(_shape(size), dt), dtype, device, requires_grad)
+
+
+def new_ones(input: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones of ``size``, with ``input``'s dtype and device by default."""
+    return _new(input, lambda dt: np.ones(_shape(size), dt), dtype, device, requires_grad)
+
+
+def new_empty(input: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor of ``size``, with ``input``'s dtype and device by default."""
+    return _new(input, lambda dt: np.empty(_shape(size), dt), dtype, device, requires_grad)
+
+
+def new_full(
+    input: Tensor, size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """A tensor of ``size`` filled with ``fill_value``, with ``input``'s dtype (not the value's)
+    and device by default."""
+    return _new(input, lambda dt: np.full(_shape((size,)), fill_value, dt), dtype, device, requires_grad)
+
+
+def new_tensor(input: Tensor, data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A new leaf holding a copy of ``data``, with ``input``'s dtype (not ``data``'s) and device
+    by default. A tensor as ``data`` is copied detached, with PyTorch's warning."""
+    if isinstance(data, Tensor):
+        warnings.warn(
+            "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+            "sourceTensor.detach().clone().requires_grad_(True), rather than tensor.new_tensor(sourceTensor).",
+            UserWarning,
+            stacklevel=2,
+        )
+        data = data.data if type(data.data) is np.ndarray else device_type(data._device.type).to_host(data.data)
+    return _new(input, lambda dt: numeric_array(data, dt), dtype, device, requires_grad)
 
 
 #: Tensor methods (bound by ``aiograd._api._tensor_methods``), as PyTorch's.
 TENSOR_METHODS = {
-    "to": to, "cpu": cpu, "cuda": cuda, "float": float_, "double": double, "long": long, "bool": bool_,
+    "to": to, "cpu": cpu, "cuda": cuda, "float": float_, "double": double, "half": half, "long": long,
+    "int": int_, "short": short, "char": char, "byte": byte, "bool": bool_, "type": type_,
+    "element_size": element_size, "new_zeros": new_zeros, "new_ones": new_ones, "new_empty": new_empty,
+    "new_full": new_full, "new_tensor": new_tensor,
 }
