@@ -6,19 +6,41 @@
     optimizer.step()
 
 ``Optimizer`` (param groups, state, ``state_dict`` in PyTorch's layout), ``SGD``, ``Adam``,
-``AdamW``, ``RMSprop``; ``lr_scheduler`` holds the schedulers. A closure that awaits backward
+``AdamW``, ``RMSprop``, ``Adagrad``, ``Adamax``, ``NAdam``, ``RAdam``, ``ASGD`` and ``LBFGS`` (whose
+``step`` is a coroutine: ``await optimizer.step(closure)``); ``lr_scheduler`` holds the schedulers. A closure that awaits backward
 goes through ``await optimizer.step_async(closure)`` (see aiograd/optim/optimizer.py).
 """
 
-from . import adam, adamw, lr_scheduler, optimizer, rmsprop, sgd
+from . import (
+    adagrad,
+    adam,
+    adamax,
+    adamw,
+    asgd,
+    lbfgs,
+    lr_scheduler,
+    nadam,
+    optimizer,
+    radam,
+    rmsprop,
+    sgd,
+)
+from .adagrad import Adagrad
 from .adam import Adam
+from .adamax import Adamax
 from .adamw import AdamW
+from .asgd import ASGD
+from .lbfgs import LBFGS
+from .nadam import NAdam
 from .optimizer import Optimizer
+from .radam import RAdam
 from .rmsprop import RMSprop
 from .sgd import SGD
 
 __all__ = [
-    "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler",
+    "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "ASGD",
+    "LBFGS", "lr_scheduler",
     # the modules, public as torch.optim's (``optimizer.required``, ...)
-    "optimizer", "sgd", "adam", "adamw", "rmsprop",
+    "optimizer", "sgd", "adam", "adamw", "rmsprop", "adagrad", "adamax", "nadam", "radam",
+    "asgd", "lbfgs",
 ]
