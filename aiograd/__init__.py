@@ -72,26 +72,38 @@ from ._api import (
 from ._api._autograd import backward, grad
 from ._api._checkpoint import checkpoint, checkpoint_sequential
 from ._api._factories import (
+    Generator,
     arange,
     as_tensor,
+    bernoulli,
     empty,
     empty_like,
     eye,
     full,
     full_like,
+    get_rng_state,
+    initial_seed,
     linspace,
     manual_seed,
+    multinomial,
+    normal,
     ones,
     ones_like,
     rand,
     rand_like,
+    randint,
+    randint_like,
     randn,
     randn_like,
+    randperm,
+    seed,
+    set_rng_state,
     tensor,
     zeros,
     zeros_like,
 )
 from ._api._runner import run
+from ._api._serialization import load, save
 from ._base._dtypes import (
     bool_,
     double,
@@ -100,11 +112,19 @@ from ._base._dtypes import (
     float64,
     get_default_dtype,
     half,
+    int8,
+    int16,
     int32,
     int64,
+    long,
     set_default_dtype,
+    short,
     uint8,
 )
+from ._base._dtypes import bool_ as bool  # torch's names that are Python builtins' too
+from ._base._dtypes import float_ as float
+from ._base._dtypes import int_ as int
+from ._base._finfo import finfo, iinfo
 from ._base._grad_mode import (
     enable_grad,
     inference_mode,
@@ -247,8 +267,12 @@ __all__ = [
     "Tensor", "device", "set_default_device", "get_default_device", "is_tensor", "tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange",
     "linspace", "eye", "rand", "randn", "zeros_like", "ones_like", "full_like", "empty_like",
     "rand_like", "randn_like", "manual_seed",
+    # randomness
+    "Generator", "seed", "initial_seed", "get_rng_state", "set_rng_state", "randint", "randint_like", "randperm",
+    "bernoulli", "multinomial", "normal",
     # dtypes (numpy dtypes, with torch's names)
-    "float16", "half", "float32", "float64", "double", "int32", "int64", "uint8", "bool_",
+    "float16", "half", "float32", "float", "float64", "double", "int8", "int16", "short", "int32", "int",
+    "int64", "long", "uint8", "bool_", "bool", "finfo", "iinfo",
     "set_default_dtype", "get_default_dtype",
     # autograd
     "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
@@ -258,6 +282,8 @@ __all__ = [
     "use_deterministic_algorithms", "are_deterministic_algorithms_enabled", "set_shuffle_seed",
     "get_shuffle_seed",
     "checkpoint", "checkpoint_sequential",
+    # saving and loading (torch.save/torch.load; reads torch checkpoints without torch)
+    "save", "load",
     # submodules
     "cuda", "executors", "function", "functional", "graph", "nn", "sync", "testing", "utils",
     "optim", "serving", "viz", "profiler", "distributed", "linalg",

@@ -253,7 +253,7 @@ BINARY_EXCEPTIONS: dict[str, Callable[[Any, Any], Any]] = {"fmod": _by_subnormal
 #: select values, or are covered through the ops above): the registry test below keeps this
 #: list honest.
 NOT_POINTWISE = {
-    "to", "cpu", "float", "double", "reshape", "view", "flatten", "permute", "transpose", "T",
+    "to", "cpu", "float", "double", "half", "type", "reshape", "view", "flatten", "permute", "transpose", "T",
     "mT", "squeeze", "unsqueeze", "expand", "broadcast_to", "sum_to_size", "repeat", "t",
     "expand_as", "view_as", "reshape_as", "contiguous", "type_as", "getitem", "index_select",
     "gather", "zero_", "fill_", "copy_", "setitem", "add_", "sub_", "mul_", "div_", "cat",

@@ -132,7 +132,8 @@ SPEC_MODULES += ("test_ops_special", "test_nn_activations", "test_nn_dropout", "
 # rounding divisions, bitwise and logical ops, products with vectors
 SPEC_MODULES += ("test_ops_rounding", "test_ops_bitwise", "test_ops_vector_products")
 SPEC_MODULES += ("test_linalg_triangular",)  # linalg.solve_triangular (aiograd/_ops/triangular.py)
-SPEC_MODULES += ("test_ops_inplace_variants",)  # sin_, atan2_, lerp_, eq_, t_... (aiograd/_ops/inplace_variants.py)
+SPEC_MODULES += ("test_ops_inplace_variants",)
+SPEC_MODULES += ("test_dtypes_api",)  # half, int, short, char, byte, type (aiograd/_ops/casting.py)  # sin_, atan2_, lerp_, eq_, t_... (aiograd/_ops/inplace_variants.py)
 
 
 def all_specs() -> list[OpSpec]:

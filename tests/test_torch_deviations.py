@@ -142,3 +142,12 @@ def test_every_deviation_here_names_a_section_of_the_docs() -> None:
         m = re.match(r"deviation #([\w-]+): ", reason)
         assert m, f"known.py: {key} is not a documented deviation: {reason!r}"
         assert m.group(1) in anchors, f"known.py: {key} cites #{m.group(1)}, not a section of docs/torch-parity.md"
+
+
+def test_type_strings_name_aiograd() -> None:
+    """#type-strings-name-aiograd"""
+    x = ag.tensor([1.0], dtype=ag.float32)
+    assert x.type() == "aiograd.FloatTensor"
+    assert x.type("torch.DoubleTensor").dtype == ag.float64
+    if torch is not None:
+        assert torch.tensor([1.0]).type() == "torch.FloatTensor"

@@ -228,13 +228,13 @@ def test_declarations_match_what_tensor_methods_binds() -> None:
 
 def test_drift_is_reported_by_name() -> None:
     mutated = [
-        source.replace("def unsqueeze(self, dim: int)", "def unsqueeze(self, axis: int)")
-        .replace("def flatten(self, start_dim: int = 0,", "def flatten(self, start_dim: int = 1,")
+        source.replace("def unsqueeze(self, dim: _int)", "def unsqueeze(self, axis: _int)")
+        .replace("def flatten(self, start_dim: _int = 0,", "def flatten(self, start_dim: _int = 1,")
         .replace("def sum(\n            self,", "def total(\n            self,")
         .replace("def is_contiguous(self)", "async def is_contiguous(self)")
         for source in declaration_sources()
     ]
-    assert "".join(mutated).count("(self, axis: int)") == 1 and "def total(" in "".join(mutated)
+    assert "".join(mutated).count("(self, axis: _int)") == 1 and "def total(" in "".join(mutated)
     problems = drift(declared_methods(mutated), bound_methods(Tensor))
     named = sorted(p.split(":")[0] for p in problems)
     assert named == ["flatten", "sum", "total", "unsqueeze"], problems

@@ -12,6 +12,7 @@ section exists and runs an example of it. Anything else the fuzzer finds is a bu
 from __future__ import annotations
 
 KNOWN: dict[tuple[str, str], str] = {
+    ('type', 'value'): "deviation #type-strings-name-aiograd: Tensor.type() says 'aiograd.FloatTensor' where torch says 'torch.FloatTensor'",
     ('batch_norm', 'aiograd_raises'): "deviation #batch_norm-with-non-contiguous-parameters: torch's backward misreads a strided weight; running stats that share memory are refused",
     ('batch_norm', 'grad'): "deviation #batch_norm-with-non-contiguous-parameters: torch's backward misreads a strided weight; running stats that share memory are refused",
     ('batch_norm', 'grad_nonfinite'): 'deviation #results-that-depend-on-the-cpu: per-lane Welford statistics at non-finite inputs',

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._operator_util import OperatorUtilMethods
     from ._pointwise import PointwiseMethods
     from ._products import ProductsMethods
+    from ._random_ops import RandomOpsMethods
     from ._rearrange import RearrangeMethods
     from ._reduction import ReductionMethods
     from ._reduction_extra import ReductionExtraMethods
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
         RoundingMethods,
         BitwiseMethods,
         VectorProductsMethods,
+        RandomOpsMethods,
         AutogradMethods,
     ):
         """Declarations (for type checkers only) of the methods bound onto Tensor by ``_tensor_methods``."""

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     # spell the builtins through these aliases.
     _bool: TypeAlias = builtins.bool
     _float: TypeAlias = builtins.float
+    _int: TypeAlias = builtins.int
 
     class ConvenienceMethods:
         """Declared from ``aiograd._ops.convenience``."""
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
             ...
         def std(
             self,
-            dim: int | Sequence[int] | _bool | None = ...,
+            dim: _int | Sequence[_int] | _bool | None = ...,
             unbiased: _bool = ...,
             keepdim: _bool = ...,
             *,
@@ -68,7 +69,7 @@ if TYPE_CHECKING:
         def norm(
             self,
             p: _float | str | None = 'fro',
-            dim: int | Sequence[int] | None = None,
+            dim: _int | Sequence[_int] | None = None,
             keepdim: _bool = False,
             dtype: DTypeLike | None = None,
         ) -> Tensor:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     # Also Tensor methods: inside the class these names mean the methods, so annotations
     # spell the builtins through these aliases.
     _bool: TypeAlias = builtins.bool
+    _int: TypeAlias = builtins.int
 
     class IndexingMethods:
         """Declared from ``aiograd._ops.indexing``."""
@@ -29,11 +30,11 @@ if TYPE_CHECKING:
             """``input[index]``: ints, slices (any step), None, Ellipsis, boolean masks, integer
             arrays, lists or tensors, and tuples of them, with PyTorch's (= numpy's) semantics."""
             ...
-        def index_select(self, dim: int, index: Tensor | Sequence[int] | NDArray[Any]) -> Tensor:
+        def index_select(self, dim: _int, index: Tensor | Sequence[_int] | NDArray[Any]) -> Tensor:
             """The entries of ``input`` at positions ``index`` (a vector of ints) along ``dim``."""
             ...
         def gather(
-            self, dim: int, index: Tensor | NDArray[Any], *, sparse_grad: _bool = False
+            self, dim: _int, index: Tensor | NDArray[Any], *, sparse_grad: _bool = False
         ) -> Tensor:
             """``out[i][j][k] = input[index[i][j][k]][j][k]`` for ``dim=0`` (and so on for other
             dims)."""

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     # Also Tensor methods: inside the class these names mean the methods, so annotations
     # spell the builtins through these aliases.
     _float: TypeAlias = builtins.float
+    _int: TypeAlias = builtins.int
 
     class InplaceVariantsMethods:
         """Declared from ``aiograd._ops.inplace_variants``."""
@@ -133,10 +134,10 @@ if TYPE_CHECKING:
         def masked_fill_(self, mask: Tensor, value: TensorLike) -> Tensor:
             """``masked_fill`` in place: the result is written into ``self``, which is returned."""
             ...
-        def cumsum_(self, dim: int, *, dtype: DTypeLike | None = None) -> Tensor:
+        def cumsum_(self, dim: _int, *, dtype: DTypeLike | None = None) -> Tensor:
             """``cumsum`` in place: the result is written into ``self``, which is returned."""
             ...
-        def cumprod_(self, dim: int, *, dtype: DTypeLike | None = None) -> Tensor:
+        def cumprod_(self, dim: _int, *, dtype: DTypeLike | None = None) -> Tensor:
             """``cumprod`` in place: the result is written into ``self``, which is returned."""
             ...
         def eq_(self, other: TensorLike) -> Tensor:
@@ -160,13 +161,13 @@ if TYPE_CHECKING:
         def t_(self) -> Tensor:
             """``t`` in place: the result is written into ``self``, which is returned."""
             ...
-        def transpose_(self, dim0: int, dim1: int) -> Tensor:
+        def transpose_(self, dim0: _int, dim1: _int) -> Tensor:
             """``transpose`` in place: the result is written into ``self``, which is returned."""
             ...
-        def squeeze_(self, dim: int | Sequence[int] = ...) -> Tensor:
+        def squeeze_(self, dim: _int | Sequence[_int] = ...) -> Tensor:
             """``squeeze`` in place: the result is written into ``self``, which is returned."""
             ...
-        def unsqueeze_(self, dim: int) -> Tensor:
+        def unsqueeze_(self, dim: _int) -> Tensor:
             """``unsqueeze`` in place: the result is written into ``self``, which is returned."""
             ...
         def arctan2_(self, other: Tensor) -> Tensor:

@@ -22,13 +22,14 @@ if TYPE_CHECKING:
     # spell the builtins through these aliases.
     _bool: TypeAlias = builtins.bool
     _float: TypeAlias = builtins.float
+    _int: TypeAlias = builtins.int
 
     class ReductionMethods:
         """Declared from ``aiograd._ops.reduction``."""
 
         def sum(
             self,
-            dim: int | Sequence[int] | None = ...,
+            dim: _int | Sequence[_int] | None = ...,
             keepdim: _bool = ...,
             *,
             dtype: DTypeLike | None = None,
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
             ...
         def mean(
             self,
-            dim: int | Sequence[int] | None = ...,
+            dim: _int | Sequence[_int] | None = ...,
             keepdim: _bool = ...,
             *,
             dtype: DTypeLike | None = None,
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
             ...
         def var(
             self,
-            dim: int | Sequence[int] | _bool | None = ...,
+            dim: _int | Sequence[_int] | _bool | None = ...,
             unbiased: _bool = ...,
             keepdim: _bool = ...,
             *,
@@ -60,32 +61,32 @@ if TYPE_CHECKING:
         @overload
         def max(self) -> Tensor: ...
         @overload
-        def max(self, dim: int, keepdim: _bool = False) -> ValuesIndices: ...
+        def max(self, dim: _int, keepdim: _bool = False) -> ValuesIndices: ...
         @overload
         def max(self, dim: Tensor) -> Tensor: ...
-        def max(self, dim: int | Tensor = ..., keepdim: _bool = ...) -> Tensor | ValuesIndices:
+        def max(self, dim: _int | Tensor = ..., keepdim: _bool = ...) -> Tensor | ValuesIndices:
             """Maximum, as ``torch.max``."""
             ...
         @overload
         def min(self) -> Tensor: ...
         @overload
-        def min(self, dim: int, keepdim: _bool = False) -> ValuesIndices: ...
+        def min(self, dim: _int, keepdim: _bool = False) -> ValuesIndices: ...
         @overload
         def min(self, dim: Tensor) -> Tensor: ...
-        def min(self, dim: int | Tensor = ..., keepdim: _bool = ...) -> Tensor | ValuesIndices:
+        def min(self, dim: _int | Tensor = ..., keepdim: _bool = ...) -> Tensor | ValuesIndices:
             """Minimum, as ``torch.min``: see :func:`max`."""
             ...
         def prod(
-            self, dim: int = ..., keepdim: _bool = ..., *, dtype: DTypeLike | None = None
+            self, dim: _int = ..., keepdim: _bool = ..., *, dtype: DTypeLike | None = None
         ) -> Tensor:
             """Product of all elements, or over ``dim`` (an int, not None; ``keepdim`` only with
             it); exact gradients also with zeros."""
             ...
-        def argmax(self, dim: int | None = None, keepdim: _bool = False) -> Tensor:
+        def argmax(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
             """Index of the (first) maximum, flattened when ``dim`` is None; int64, not
             differentiable."""
             ...
-        def argmin(self, dim: int | None = None, keepdim: _bool = False) -> Tensor:
+        def argmin(self, dim: _int | None = None, keepdim: _bool = False) -> Tensor:
             """Index of the (first) minimum, flattened when ``dim`` is None; int64, not
             differentiable."""
             ...

@@ -18,26 +18,27 @@ if TYPE_CHECKING:
     # Also Tensor methods: inside the class these names mean the methods, so annotations
     # spell the builtins through these aliases.
     _bool: TypeAlias = builtins.bool
+    _int: TypeAlias = builtins.int
 
     class ReductionExtraMethods:
         """Declared from ``aiograd._ops.reduction_extra``."""
 
-        def amax(self, dim: int | Sequence[int] = (), keepdim: _bool = False) -> Tensor:
+        def amax(self, dim: _int | Sequence[_int] = (), keepdim: _bool = False) -> Tensor:
             """The largest value over ``dim`` (an int or a tuple; all dims by default), as
             ``torch.amax``."""
             ...
-        def amin(self, dim: int | Sequence[int] = (), keepdim: _bool = False) -> Tensor:
+        def amin(self, dim: _int | Sequence[_int] = (), keepdim: _bool = False) -> Tensor:
             """The smallest value over ``dim``, as ``torch.amin``: see :func:`amax`."""
             ...
-        def all(self, dim: int | Sequence[int] | None = None, keepdim: _bool = False) -> Tensor:
+        def all(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
             """True where every element over ``dim`` (int, tuple, or None for all) is non-zero; bool
             (uint8 for a uint8 input), not differentiable, as ``torch.all``."""
             ...
-        def any(self, dim: int | Sequence[int] | None = None, keepdim: _bool = False) -> Tensor:
+        def any(self, dim: _int | Sequence[_int] | None = None, keepdim: _bool = False) -> Tensor:
             """True where some element over ``dim`` is non-zero, as ``torch.any``: see
             :func:`all`."""
             ...
-        def count_nonzero(self, dim: int | Sequence[int] | None = None) -> Tensor:
+        def count_nonzero(self, dim: _int | Sequence[_int] | None = None) -> Tensor:
             """How many elements over ``dim`` (int, tuple, or None for all) are non-zero; int64, as
             ``torch.count_nonzero`` (which has no ``keepdim``)."""
             ...

@@ -9,8 +9,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import builtins
+    from typing import TypeAlias
+
     from .._tensor import Tensor
     from .._types import TensorLike
+
+    # Also Tensor methods: inside the class these names mean the methods, so annotations
+    # spell the builtins through these aliases.
+    _int: TypeAlias = builtins.int
 
     class RoundingMethods:
         """Declared from ``aiograd._ops.rounding``."""
@@ -19,7 +26,7 @@ if TYPE_CHECKING:
             """``input / other`` rounded down, as Python's ``//`` (and PyTorch's ``floor_divide``):
             an integer result for integers (division by zero raises), floats otherwise."""
             ...
-        def round(self, *, decimals: int | None = None) -> Tensor:
+        def round(self, *, decimals: _int | None = None) -> Tensor:
             """Round to the nearest integer, halves to even, as PyTorch's (an integer tensor is
             copied); with ``decimals``, to that many decimal places (negative: tens, hundreds...),
             floats only."""

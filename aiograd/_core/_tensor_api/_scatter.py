@@ -21,13 +21,14 @@ if TYPE_CHECKING:
     # Also Tensor methods: inside the class these names mean the methods, so annotations
     # spell the builtins through these aliases.
     _bool: TypeAlias = builtins.bool
+    _int: TypeAlias = builtins.int
 
     class ScatterMethods:
         """Declared from ``aiograd._ops.scatter``."""
 
         def scatter(
             self,
-            dim: int,
+            dim: _int,
             index: Tensor | NDArray[Any],
             src: Tensor | Number | None = None,
             *,
@@ -37,14 +38,14 @@ if TYPE_CHECKING:
             ``dim=0`` (and so on for other dims); ``src`` is a tensor or a number (also as
             ``value=``)."""
             ...
-        def scatter_add(self, dim: int, index: Tensor | NDArray[Any], src: Tensor) -> Tensor:
+        def scatter_add(self, dim: _int, index: Tensor | NDArray[Any], src: Tensor) -> Tensor:
             """A copy of ``input`` with ``src[i][j][k]`` added at ``[index[i][j][k]][j][k]`` for
             ``dim=0`` (and so on); entries that ``index`` sends to one position all add up."""
             ...
         def index_add(
             self,
-            dim: int,
-            index: Tensor | Sequence[int] | NDArray[Any],
+            dim: _int,
+            index: Tensor | Sequence[_int] | NDArray[Any],
             source: Tensor,
             *,
             alpha: Number = 1,
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
             """The entries of ``input`` where the boolean ``mask`` (broadcast with it) is true, as a
             1-D tensor (a copy)."""
             ...
-        def take_along_dim(self, indices: Tensor | NDArray[Any], dim: int | None = None) -> Tensor:
+        def take_along_dim(self, indices: Tensor | NDArray[Any], dim: _int | None = None) -> Tensor:
             """The entries of ``input`` at ``indices`` along ``dim``, the two broadcast against each
             other except along ``dim``; without ``dim``, of the flattened input."""
             ...
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
             ...
         def scatter_(
             self,
-            dim: int,
+            dim: _int,
             index: Tensor | NDArray[Any],
             src: Tensor | Number | None = None,
             *,
@@ -75,13 +76,13 @@ if TYPE_CHECKING:
         ) -> Tensor:
             """``scatter`` in place."""
             ...
-        def scatter_add_(self, dim: int, index: Tensor | NDArray[Any], src: Tensor) -> Tensor:
+        def scatter_add_(self, dim: _int, index: Tensor | NDArray[Any], src: Tensor) -> Tensor:
             """``scatter_add`` in place."""
             ...
         def index_add_(
             self,
-            dim: int,
-            index: Tensor | Sequence[int] | NDArray[Any],
+            dim: _int,
+            index: Tensor | Sequence[_int] | NDArray[Any],
             source: Tensor,
             *,
             alpha: Number = 1,

@@ -9,11 +9,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import builtins
     from collections.abc import Sequence
-    from typing import overload
+    from typing import TypeAlias, overload
 
     from .._tensor import Tensor
     from .._types import Dims
+
+    # Also Tensor methods: inside the class these names mean the methods, so annotations
+    # spell the builtins through these aliases.
+    _int: TypeAlias = builtins.int
 
     class ShapeMethods:
         """Declared from ``aiograd._ops.shape``."""
@@ -26,10 +31,10 @@ if TYPE_CHECKING:
             """A view with a new shape (one dim may be -1); RuntimeError if the strides do not allow
             one."""
             ...
-        def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        def flatten(self, start_dim: _int = 0, end_dim: _int = -1) -> Tensor:
             """Merge dims ``start_dim`` to ``end_dim`` into one."""
             ...
-        def transpose(self, dim0: int, dim1: int) -> Tensor:
+        def transpose(self, dim0: _int, dim1: _int) -> Tensor:
             """Swap two dimensions."""
             ...
         def permute(self, *dims: Dims) -> Tensor:
@@ -38,17 +43,17 @@ if TYPE_CHECKING:
         @overload
         def squeeze(self) -> Tensor: ...
         @overload
-        def squeeze(self, dim: int | Sequence[int]) -> Tensor: ...
-        def squeeze(self, dim: int | Sequence[int] = ...) -> Tensor:
+        def squeeze(self, dim: _int | Sequence[_int]) -> Tensor: ...
+        def squeeze(self, dim: _int | Sequence[_int] = ...) -> Tensor:
             """Remove dimensions of size 1 (all, or those in ``dim`` that have size 1)."""
             ...
-        def unsqueeze(self, dim: int) -> Tensor:
+        def unsqueeze(self, dim: _int) -> Tensor:
             """Insert a dimension of size 1 at ``dim``."""
             ...
         def expand(self, *sizes: Dims) -> Tensor:
             """Broadcast to ``sizes`` without copying; -1 keeps a dimension's size."""
             ...
-        def broadcast_to(self, shape: Sequence[int]) -> Tensor:
+        def broadcast_to(self, shape: Sequence[_int]) -> Tensor:
             """Broadcast to ``shape`` (numpy's rules), as ``expand``."""
             ...
         def sum_to_size(self, *size: Dims) -> Tensor:

@@ -20,17 +20,18 @@ if TYPE_CHECKING:
     # Also Tensor methods: inside the class these names mean the methods, so annotations
     # spell the builtins through these aliases.
     _bool: TypeAlias = builtins.bool
+    _int: TypeAlias = builtins.int
 
     class SoftmaxMethods:
         """Declared from ``aiograd._ops.softmax``."""
 
-        def logsumexp(self, dim: int | Sequence[int], keepdim: _bool = False) -> Tensor:
+        def logsumexp(self, dim: _int | Sequence[_int], keepdim: _bool = False) -> Tensor:
             """``log(sum(exp(input), dim))``, computed without overflow; integer inputs give
             float32."""
             ...
-        def softmax(self, dim: int, dtype: DTypeLike | None = None) -> Tensor:
+        def softmax(self, dim: _int, dtype: DTypeLike | None = None) -> Tensor:
             """``exp(x) / sum(exp(x), dim)``, computed without overflow (``dtype`` casts first)."""
             ...
-        def log_softmax(self, dim: int, dtype: DTypeLike | None = None) -> Tensor:
+        def log_softmax(self, dim: _int, dtype: DTypeLike | None = None) -> Tensor:
             """``x - logsumexp(x, dim)``, computed without overflow (``dtype`` casts first)."""
             ...

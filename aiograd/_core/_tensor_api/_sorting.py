@@ -18,43 +18,46 @@ if TYPE_CHECKING:
     # Also Tensor methods: inside the class these names mean the methods, so annotations
     # spell the builtins through these aliases.
     _bool: TypeAlias = builtins.bool
+    _int: TypeAlias = builtins.int
 
     class SortingMethods:
         """Declared from ``aiograd._ops.sorting``."""
 
         @overload
-        def sort(self, dim: int = -1, descending: _bool = False) -> ValuesIndices: ...
+        def sort(self, dim: _int = -1, descending: _bool = False) -> ValuesIndices: ...
         @overload
         def sort(
-            self, *, stable: _bool | None, dim: int = -1, descending: _bool = False
+            self, *, stable: _bool | None, dim: _int = -1, descending: _bool = False
         ) -> ValuesIndices: ...
         def sort(self, *args: Any, **kwargs: Any) -> ValuesIndices:
             """The values sorted along ``dim`` and the indices they came from: a ``(values,
             indices)`` named tuple, as ``torch.sort``."""
             ...
         @overload
-        def argsort(self, dim: int = -1, descending: _bool = False) -> Tensor: ...
+        def argsort(self, dim: _int = -1, descending: _bool = False) -> Tensor: ...
         @overload
-        def argsort(self, *, stable: _bool, dim: int = -1, descending: _bool = False) -> Tensor: ...
+        def argsort(
+            self, *, stable: _bool, dim: _int = -1, descending: _bool = False
+        ) -> Tensor: ...
         def argsort(self, *args: Any, **kwargs: Any) -> Tensor:
             """The indices that sort ``input`` along ``dim`` (int64, not differentiable), as
             ``torch.argsort``; always stable."""
             ...
         def topk(
-            self, k: int, dim: int = -1, largest: _bool = True, sorted: _bool = True
+            self, k: _int, dim: _int = -1, largest: _bool = True, sorted: _bool = True
         ) -> ValuesIndices:
             """The ``k`` largest (``largest=False``: smallest) values along ``dim`` and their
             indices, a ``(values, indices)`` named tuple, as ``torch.topk``."""
             ...
-        def kthvalue(self, k: int, dim: int = -1, keepdim: _bool = False) -> ValuesIndices:
+        def kthvalue(self, k: _int, dim: _int = -1, keepdim: _bool = False) -> ValuesIndices:
             """The ``k``-th smallest value (1-based) along ``dim`` and its index, a ``(values,
             indices)`` named tuple, as ``torch.kthvalue``; NaN counts as the largest value."""
             ...
         @overload
         def median(self) -> Tensor: ...
         @overload
-        def median(self, dim: int, keepdim: _bool = False) -> ValuesIndices: ...
-        def median(self, dim: int = ..., keepdim: _bool = ...) -> Tensor | ValuesIndices:
+        def median(self, dim: _int, keepdim: _bool = False) -> ValuesIndices: ...
+        def median(self, dim: _int = ..., keepdim: _bool = ...) -> Tensor | ValuesIndices:
             """The median, as ``torch.median``: the lower of the two middle values for an even
             count."""
             ...
