@@ -13,13 +13,42 @@ so a client requesting random paths cannot grow the metrics without bound.
 from __future__ import annotations
 
 import bisect
+import glob
 import os
+import struct
 from typing import Any
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, multiprocess, values
+from prometheus_client.mmap_dict import MmapedDict
 
 __all__ = ["Metrics", "enable_multiprocess", "mark_process_dead"]
+
+
+class _LiveFilesCollector:
+    """prometheus_client's multiprocess collector, minus the files it cannot read: a worker that
+    was just killed has its files removed (``mark_process_dead``) or half written while
+    ``/metrics`` reads them, and prometheus_client's own collector then raises, making every
+    scrape a 500 until the next one. Each file is read on its own first; one that is gone or
+    unreadable is left out of this scrape (its process is dead: its counts are the restart's)."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
+    def collect(self) -> Any:
+        for _ in range(3):  # (a file removed between the probe and the merge: probe again)
+            readable = []
+            for path in glob.glob(os.path.join(self.directory, "*.db")):
+                try:
+                    MmapedDict.read_all_values_from_file(path)
+                except (OSError, ValueError, RuntimeError, struct.error):  # ("file is corrupted")
+                    continue
+                readable.append(path)
+            try:
+                return multiprocess.MultiProcessCollector.merge(readable, accumulate=True)
+            except FileNotFoundError:
+                continue
+        return []
 
 PREFIX = "aiograd_serving"
 _ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -134,8 +163,9 @@ class Metrics:
 
     def render(self) -> tuple[bytes, str]:
         """The text exposition format (all processes' values in multiprocess mode)."""
-        if multiprocess_directory() is not None:
+        directory = multiprocess_directory()
+        if directory is not None:
             registry = CollectorRegistry()
-            multiprocess.MultiProcessCollector(registry)
+            registry.register(_LiveFilesCollector(directory))
             return prometheus_client.generate_latest(registry), prometheus_client.CONTENT_TYPE_LATEST
         return prometheus_client.generate_latest(self.registry), prometheus_client.CONTENT_TYPE_LATEST
