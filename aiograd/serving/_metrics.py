@@ -40,7 +40,7 @@ class _LiveFilesCollector:
             readable = []
             for path in glob.glob(os.path.join(self.directory, "*.db")):
                 try:
-                    MmapedDict.read_all_values_from_file(path)
+                    list(MmapedDict.read_all_values_from_file(path))  # (a generator: read it all)
                 except (OSError, ValueError, RuntimeError, struct.error):  # ("file is corrupted")
                     continue
                 readable.append(path)
