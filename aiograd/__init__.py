@@ -79,6 +79,8 @@ from ._api._factories import (
     empty,
     empty_like,
     eye,
+    from_dlpack,
+    from_numpy,
     full,
     full_like,
     get_rng_state,
@@ -264,7 +266,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     # tensors and factories
-    "Tensor", "device", "set_default_device", "get_default_device", "is_tensor", "tensor", "as_tensor", "zeros", "ones", "full", "empty", "arange",
+    "Tensor", "device", "set_default_device", "get_default_device", "is_tensor", "tensor", "as_tensor", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty", "arange",
     "linspace", "eye", "rand", "randn", "zeros_like", "ones_like", "full_like", "empty_like",
     "rand_like", "randn_like", "manual_seed",
     # randomness

@@ -3,6 +3,7 @@ methods (``.half()``, ``.int()``, ``.type()``...), ``new_*`` and ``element_size`
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -210,3 +211,34 @@ def test_new_tensor_of_a_tensor_copies_it_detached_with_torchs_warning() -> None
 def test_new_factories_refuse_integer_requires_grad() -> None:
     with pytest.raises(RuntimeError, match="floating point"):
         ag.tensor([1, 2]).new_zeros(2, requires_grad=True)
+
+
+def test_from_numpy_shares_memory_and_keeps_the_dtype_as_torch() -> None:
+    a = np.arange(3.0)
+    t = ag.from_numpy(a)
+    assert t.dtype == np.float64 and not t.requires_grad  # (not the default float32)
+    a[0] = 9.0
+    t.data[1] = 7.0
+    assert t.tolist() == [9.0, 7.0, 2.0] and a.tolist() == [9.0, 7.0, 2.0]
+    assert ag.from_numpy(np.array([True])).dtype == np.bool_
+    for bad in (np.array(["a"]), np.array([1, 2], dtype=object), [1, 2]):
+        with pytest.raises(TypeError) as theirs:
+            torch.from_numpy(bad)
+        with pytest.raises(TypeError, match=f"^{re.escape(str(theirs.value))}$"):
+            ag.from_numpy(bad)
+
+
+def test_dlpack_shares_memory_both_ways_and_refuses_a_tensor_that_requires_grad() -> None:
+    t = ag.tensor([1.0, 2.0], dtype=ag.float32)
+    theirs = torch.from_dlpack(t)
+    theirs[0] = 5.0
+    assert t.tolist() == [5.0, 2.0]
+    source = torch.arange(3.0)
+    ours = ag.from_dlpack(source)
+    source[1] = 7.0
+    assert ours.tolist() == [0.0, 7.0, 2.0] and ours.dtype == np.float32
+    assert ag.from_dlpack(np.arange(2)).dtype == np.int64
+    with pytest.raises(BufferError, match="^Can't export tensors that require gradient, use tensor.detach\\(\\)$"):
+        torch.from_dlpack(ag.tensor([1.0], requires_grad=True))
+    with pytest.raises(TypeError, match="expected an object with __dlpack__"):
+        ag.from_dlpack([1.0])

@@ -92,6 +92,32 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     return _finish(numeric_array(data, dtype, copy=False), False, device)
 
 
+_FROM_NUMPY_KINDS = "biufc"
+
+
+def from_numpy(ndarray: np.ndarray[Any, Any]) -> Tensor:
+    """A CPU tensor sharing ``ndarray``'s memory, as ``torch.from_numpy``: writes through either
+    show in the other, and its dtype is kept (a float64 array stays float64, whatever the default
+    dtype)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if ndarray.dtype.kind not in _FROM_NUMPY_KINDS or ndarray.dtype.itemsize > 16:
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{ndarray.dtype.type.__name__}. The only supported types "
+            "are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, "
+            "uint32, uint16, uint8, and bool."
+        )
+    return Tensor(ndarray)
+
+
+def from_dlpack(ext_tensor: Any) -> Tensor:
+    """A CPU tensor sharing the memory of any object with ``__dlpack__`` (a torch or JAX CPU
+    tensor, a numpy array), as ``torch.from_dlpack``: no copy."""
+    if not hasattr(ext_tensor, "__dlpack__"):
+        raise TypeError(f"from_dlpack: expected an object with __dlpack__, got {type(ext_tensor).__name__}")
+    return Tensor(np.from_dlpack(ext_tensor))
+
+
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """A tensor of zeros (of the default dtype unless ``dtype`` says otherwise)."""
     return _finish(np.zeros(_size(size), dtype=dtype or get_default_dtype()), requires_grad, device)

@@ -262,6 +262,18 @@ class Tensor(TensorMethods):
         data = self.numpy()
         return data.astype(dtype) if dtype is not None else (data.copy() if copy else data)
 
+    def __dlpack__(self, *, stream: Any = None, **kwargs: Any) -> Any:
+        """The DLPack capsule of the tensor's memory (``torch.from_dlpack(t)``, ``np.from_dlpack``):
+        shared, not copied. Refused for a tensor that requires grad, as torch's."""
+        if self.requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+        data = self.data
+        return data.__dlpack__(stream=stream, **kwargs) if stream is not None else data.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[Any, int]:
+        """The DLPack device of the tensor's memory."""
+        return self.data.__dlpack_device__()  # type: ignore[no-any-return]
+
     def item(self) -> Any:
         """The value of a one-element tensor as a Python number."""
         if self.data.size != 1:
