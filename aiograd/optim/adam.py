@@ -10,6 +10,7 @@ from .optimizer import (
     Optimizer,
     addcdiv_,
     addcmul_,
+    check_betas,
     check_flags,
     check_nonnegative,
     gradient,
@@ -55,10 +56,7 @@ class Adam(Optimizer):
         decoupled_weight_decay: bool = False,
     ) -> None:
         check_nonnegative(lr=lr, eps=eps)
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        check_betas(betas)
         check_nonnegative(weight_decay=weight_decay)
         if not (isinstance(betas[0], float) and isinstance(betas[1], float)):
             raise ValueError("betas must be either both floats or both Tensors")

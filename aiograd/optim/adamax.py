@@ -8,6 +8,7 @@ from typing import Any
 from .optimizer import (
     Optimizer,
     addcdiv_,
+    check_betas,
     check_flags,
     check_nonnegative,
     gradient,
@@ -17,14 +18,6 @@ from .optimizer import (
 )
 
 __all__ = ["Adamax"]
-
-
-def check_betas(betas: tuple[float, float]) -> None:
-    """PyTorch's refusals of ``betas`` outside ``[0, 1)`` (shared by Adamax, NAdam and RAdam)."""
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
 
 
 class Adamax(Optimizer):

@@ -8,12 +8,12 @@ from typing import Any
 import numpy as np
 
 from .._core._tensor import Tensor
-from .adamax import check_betas
 from .optimizer import (
     Optimizer,
     _step_dtype,
     addcdiv_,
     addcmul_,
+    check_betas,
     check_flags,
     check_nonnegative,
     gradient,

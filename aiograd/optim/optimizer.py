@@ -148,6 +148,14 @@ _INVALID_NAMES = {
 }
 
 
+def check_betas(betas: tuple[float, float]) -> None:
+    """PyTorch's refusals of ``betas`` outside ``[0, 1)`` (the Adam family's)."""
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+
+
 def check_nonnegative(**values: Any) -> None:
     """PyTorch's ``if not 0.0 <= value: raise ValueError(f"Invalid ...: {value}")`` checks, in
     the order given, so the first bad value is the one named (a NaN fails too)."""

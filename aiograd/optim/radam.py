@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .adamax import check_betas
 from .optimizer import (
     Optimizer,
     addcmul_,
+    check_betas,
     check_flags,
     check_nonnegative,
     gradient,
