@@ -162,10 +162,18 @@ def _shutdown_at_exit() -> None:
 _atexit.register(_shutdown_at_exit)
 
 
+#: The parents' portals a forked child forgot, kept alive: collecting one would close its
+#: ``start_blocking_portal`` context manager, whose cleanup waits for the parent's loop thread,
+#: which the child does not have (the child would hang in the fork).
+_orphaned_in_fork: list[_Any] = []
+
+
 def _after_fork_in_child() -> None:
     # The child has no portal thread: forget the parent's portal (it cannot be stopped here).
     global _lock, _current
     _lock = _threading.Lock()
+    if _current is not None:
+        _orphaned_in_fork.append(_current)
     _current = None
 
 

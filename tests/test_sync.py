@@ -830,3 +830,35 @@ def test_atomic_backward_passes_through():
     with pytest.raises(ValueError, match="boom"):
         sync.backward(loss)
     assert w.grad.tolist() == [2.0, 2.0]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_neither_hangs_nor_reuses_the_parents_loop() -> None:
+    # In a fresh interpreter (no other test's threads): use aiograd.sync, then fork (as torch's
+    # DataLoader workers and multiprocessing's "fork" do). The child once hung in the fork:
+    # forgetting the parent's portal collected its context manager, whose cleanup waits for
+    # the parent's loop thread, which the child does not have.
+    script = textwrap.dedent(
+        """
+        import multiprocessing, aiograd as ag
+        from aiograd import sync
+
+        def child(q):
+            x = ag.tensor([2.0], requires_grad=True)
+            sync.backward((x * x).sum())  # a fresh loop of the child's own
+            q.put(float(x.grad.item()))
+
+        x = ag.tensor([3.0], requires_grad=True)
+        sync.backward((x * x).sum())
+        ctx = multiprocessing.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=child, args=(q,))
+        p.start()
+        print(q.get(timeout=30), float(x.grad.item()))
+        p.join(30)
+        print(p.exitcode)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["4.0", "6.0", "0"]
