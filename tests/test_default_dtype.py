@@ -243,7 +243,7 @@ async def test_a_training_step_runs_in_the_default_dtype(make: Any, name: str) -
     ag.set_default_dtype(dtype)
     ag.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.LayerNorm(8), nn.Linear(8, 3))
-    opt = make(model.parameters(), lr=0.1)
+    opt = make(model.parameters(), lr=0.05)  # (0.1 overshoots for this seed, in torch too)
     x, y = ag.randn(16, 4), ag.tensor([0, 1, 2, 0] * 4)
     losses = []
     for _ in range(3):

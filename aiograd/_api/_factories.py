@@ -13,8 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from .._base import _random
-from .._base._dtypes import default_complex_dtype, get_default_dtype, numeric_array
+from .._base import _random, _sampling
+from .._base._dtypes import (
+    default_complex_dtype,
+    get_default_dtype,
+    numeric_array,
+    scalar_type_name,
+)
 from .._base._random import initial_seed, manual_seed, seed
 from .._core._tensor import Tensor
 from .._devices._device import CPU, _default_device, device_type, placement
@@ -174,11 +179,20 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None, 
     return _finish(np.eye(n, m, dtype=dtype or get_default_dtype()), requires_grad, device)
 
 
+def _float_dtype(kernel: str, dtype: Any) -> np.dtype[Any]:
+    """``dtype`` (None: the default one) for a floating sampler, refused otherwise with the
+    error of torch's ``kernel``."""
+    resolved = np.dtype(dtype or get_default_dtype())
+    if resolved.kind != "f":
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{scalar_type_name(resolved)}'")
+    return resolved
+
+
 def rand(
     *size: Any, generator: _random.Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
     """Uniform samples in [0, 1), from ``generator`` (default: the default generator)."""
-    data = _random.resolve(generator).random(_size(size)).astype(dtype or get_default_dtype(), copy=False)
+    data = _sampling.uniform(_random.resolve(generator), _size(size), _float_dtype("check_uniform_bounds", dtype))
     return _finish(data, requires_grad, device)
 
 
@@ -186,7 +200,7 @@ def randn(
     *size: Any, generator: _random.Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
     """Standard normal samples, from ``generator`` (default: the default generator)."""
-    data = _random.resolve(generator).standard_normal(_size(size)).astype(dtype or get_default_dtype(), copy=False)
+    data = _sampling.normal(_random.resolve(generator), _size(size), _float_dtype("normal_kernel_cpu", dtype))
     return _finish(data, requires_grad, device)
 
 
@@ -204,7 +218,7 @@ def randn_like(
     input: Tensor, *, generator: _random.Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
     """Standard normal samples with ``input``'s shape and dtype."""
-    data = _random.resolve(generator).standard_normal(input.data.shape).astype(dtype or input.data.dtype, copy=False)
+    data = _sampling.normal(_random.resolve(generator), input.data.shape, _float_dtype("normal_kernel_cpu", dtype or input.data.dtype))
     return _finish(data, requires_grad, _like_device(input, device))
 
 
@@ -222,7 +236,7 @@ def rand_like(
     input: Tensor, *, generator: _random.Generator | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False
 ) -> Tensor:
     """Uniform samples in [0, 1) with ``input``'s shape and dtype."""
-    data = _random.resolve(generator).random(input.data.shape).astype(dtype or input.data.dtype, copy=False)
+    data = _sampling.uniform(_random.resolve(generator), input.data.shape, _float_dtype("check_uniform_bounds", dtype or input.data.dtype))
     return _finish(data, requires_grad, _like_device(input, device))
 
 
@@ -251,7 +265,7 @@ def randint(
             "(int high, tuple of ints size, *, ...) (int low, int high, tuple of ints size, *, ...)"
         )
     _randint_bounds(low, high)
-    data = _random.resolve(generator).integers(low, high, _size(tuple(size)), dtype=np.int64)
+    data = _sampling.random_from_to(_random.resolve(generator), _size(tuple(size)), low, high)
     return _finish(data.astype(dtype or np.int64, copy=False), requires_grad, device)
 
 
@@ -270,7 +284,7 @@ def randint_like(
     if high is None:
         low, high = 0, low
     _randint_bounds(low, high)
-    data = _random.resolve(generator).integers(low, high, input.data.shape, dtype=np.int64)
+    data = _sampling.random_from_to(_random.resolve(generator), input.data.shape, low, high)
     return _finish(data.astype(dtype or input.data.dtype, copy=False), requires_grad, _like_device(input, device))
 
 
@@ -280,5 +294,5 @@ def randperm(
     """A random permutation of ``0 .. n - 1``."""
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    data = _random.resolve(generator).permutation(n).astype(dtype or np.int64, copy=False)
+    data = _sampling.randperm(_random.resolve(generator), n).astype(dtype or np.int64, copy=False)
     return _finish(data, requires_grad, device)

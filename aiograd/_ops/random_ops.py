@@ -4,8 +4,8 @@ the default generator's state as a tensor (``get_rng_state``/``set_rng_state``).
 
 Every one draws from its ``generator=`` (an ``aiograd.Generator``, or any numpy Generator) or
 the default generator (``aiograd/_base/_random.py``), on the host, and places the result on its
-input's device. The values are numpy's PCG64 stream, not torch's Mersenne Twister: the same seed
-gives the same values in aiograd, not torch's. Samples carry no gradient (torch's
+input's device. An ``aiograd.Generator`` is torch's Mersenne Twister, and the samples are made
+by torch's CPU algorithms (``aiograd/_base/_sampling.py``): the same seed gives torch's values. Samples carry no gradient (torch's
 ``NormalBackward``/``BernoulliBackward`` give zeros to their inputs); an in-place fill of a
 tensor in a graph copies into it (``copy_``), so the values it held before get a zero gradient,
 as in torch, and a leaf that requires grad is refused with torch's error.
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._base import _random
+from .._base import _random, _sampling
 from .._base._dtypes import get_default_dtype, scalar_type_name
 from .._core._tensor import Tensor
 from .._devices._device import device_type
@@ -35,7 +35,7 @@ class Generator(_random.Generator):
     uint8 tensor (``get_state``/``set_state``); a stream independent of the default one."""
 
     def get_state(self) -> Tensor:
-        """The state, as a uint8 tensor (45 bytes: PCG64's, not torch's 5056)."""
+        """The state, as a uint8 tensor: torch's 5056 bytes (torch's ``set_state`` takes it too)."""
         return Tensor(_random.state_array(self))
 
 
@@ -59,6 +59,12 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
+def _strides(t: Tensor) -> tuple[int, ...]:
+    """The tensor's strides, in elements (the order torch's kernels fill it in)."""
+    data = t.data
+    return tuple(s // data.itemsize for s in data.strides)
+
+
 def _fill(self: Tensor, values: np.ndarray[Any, Any]) -> Tensor:
     """Copy host ``values`` into ``self`` in place (``copy_``: a tensor in a graph gets a zero
     gradient for what it held; a leaf that requires grad is refused there, with torch's error)."""
@@ -75,7 +81,8 @@ def uniform_(self: Tensor, from_: float = 0, to: float = 1, *, generator: _rando
     _floating("check_uniform_bounds", self)
     if from_ > to:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={_num(from_)} > to={_num(to)}")
-    return _fill(self, _random.resolve(generator).uniform(from_, to, self.data.shape))
+    gen = _random.resolve(generator)
+    return _fill(self, _sampling.uniform(gen, self.data.shape, self.data.dtype, from_, to, _strides(self)))
 
 
 def normal_(self: Tensor, mean: float = 0, std: float = 1, *, generator: _random.Generator | None = None) -> Tensor:
@@ -83,7 +90,8 @@ def normal_(self: Tensor, mean: float = 0, std: float = 1, *, generator: _random
     _floating("normal_kernel_cpu", self)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(std)}")
-    return _fill(self, _random.resolve(generator).normal(mean, std, self.data.shape))
+    gen = _random.resolve(generator)
+    return _fill(self, _sampling.normal(gen, self.data.shape, self.data.dtype, mean, std, _strides(self)))
 
 
 def exponential_(self: Tensor, lambd: float = 1, *, generator: _random.Generator | None = None) -> Tensor:
@@ -91,7 +99,8 @@ def exponential_(self: Tensor, lambd: float = 1, *, generator: _random.Generator
     _floating("exponential_cpu", self)
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lambd)}")
-    return _fill(self, _random.resolve(generator).exponential(1 / lambd, self.data.shape))
+    gen = _random.resolve(generator)
+    return _fill(self, _sampling.exponential(gen, self.data.shape, self.data.dtype, lambd, _strides(self)))
 
 
 def _random_bounds(dtype: np.dtype[Any], from_: int | None, to: int | None) -> tuple[int, int]:
@@ -116,9 +125,11 @@ def _random_bounds(dtype: np.dtype[Any], from_: int | None, to: int | None) -> t
 def random_(self: Tensor, from_: int | None = None, to: int | None = None, *, generator: _random.Generator | None = None) -> Tensor:
     """Fill with integers drawn uniformly from ``[from_, to)`` (``random_(to)``: from 0; no bound:
     every integer the dtype holds exactly)."""
+    gen = _random.resolve(generator)
+    if from_ is None and to is None:
+        return _fill(self, _sampling.random_bits(gen, self.data.shape, self.data.dtype, _strides(self)))
     low, high = _random_bounds(self.data.dtype, from_, to)
-    values = _random.resolve(generator).integers(low, high, self.data.shape, dtype=np.int64, endpoint=False)
-    return _fill(self, values)
+    return _fill(self, _sampling.random_from_to(gen, self.data.shape, low, high, _strides(self)))
 
 
 def _check_probabilities(p: np.ndarray[Any, Any]) -> None:
@@ -137,11 +148,10 @@ def bernoulli_(self: Tensor, p: float | Tensor = 0.5, *, generator: _random.Gene
         probs = _host(p)
         _check_probabilities(probs)
         probs = np.broadcast_to(probs, self.data.shape)
-    else:
-        if not 0 <= p <= 1:
-            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(p)}")
-        probs = np.float64(p)
-    return _fill(self, _random.resolve(generator).random(self.data.shape) < probs)
+        return _fill(self, _sampling.bernoulli(_random.resolve(generator), probs, _strides(self)))
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(p)}")
+    return _fill(self, _sampling.bernoulli_scalar(_random.resolve(generator), self.data.shape, p, _strides(self)))
 
 
 def bernoulli(input: Tensor, p: float | None = None, *, generator: _random.Generator | None = None) -> Tensor:
@@ -152,13 +162,13 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: _random.Gener
         if data.dtype.kind != "f":
             raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{scalar_type_name(data.dtype)}'")
         _check_probabilities(data)
-        probs: Any = data
+        # (torch: ``empty_like(input).bernoulli_(input)``, contiguous)
+        out = _sampling.bernoulli(_random.resolve(generator), np.ascontiguousarray(data))
     else:
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(p)}")
-        probs = p
-    out = (_random.resolve(generator).random(data.shape) < probs).astype(data.dtype)
-    return to_tensor(out, like=input)
+        out = _sampling.bernoulli_scalar(_random.resolve(generator), data.shape, p)
+    return to_tensor(out.astype(data.dtype), like=input)
 
 
 def multinomial(
@@ -175,24 +185,12 @@ def multinomial(
         raise RuntimeError("cannot sample n_sample <= 0 samples")
     if not replacement and num_samples > data.shape[-1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    rows = data.reshape(-1, data.shape[-1]).astype(np.float64)
+    rows = data.reshape(-1, data.shape[-1])
     if not bool(np.all(np.isfinite(rows) & (rows >= 0))):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if not bool(np.all(rows.sum(axis=1) > 0)):
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    rng = _random.resolve(generator)
-    if replacement:
-        cdf = np.cumsum(rows, axis=1)
-        cdf /= cdf[:, -1:]
-        u = rng.random((rows.shape[0], num_samples))
-        out = np.stack([np.searchsorted(c, x, side="right") for c, x in zip(cdf, u)])
-        out = np.minimum(out, rows.shape[1] - 1)  # (rounding at the top of the cdf)
-    else:
-        # torch's own trick: the ``num_samples`` largest p / Exp(1) are a sample without
-        # replacement (a zero weight gives 0, taken only once the positive ones run out)
-        with np.errstate(divide="ignore"):
-            keys = rows / rng.exponential(1.0, rows.shape)
-        out = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
+    out = _sampling.multinomial(_random.resolve(generator), rows, num_samples, replacement)
     out = out.astype(np.int64).reshape(*data.shape[:-1], num_samples)
     return to_tensor(out, like=input)
 
@@ -224,7 +222,7 @@ def normal(
                             "(float mean, Tensor std) (float mean, float std, tuple of ints size)")
         if std < 0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(std)}")
-        values = rng.normal(mean, std, _size(size)).astype(dtype or get_default_dtype())
+        values = _sampling.normal(rng, _size(size), dtype or get_default_dtype(), mean, std)
         out = Tensor(values, requires_grad=requires_grad)
         return out if device is None else out.to(device)
     like = mean if isinstance(mean, Tensor) else std
@@ -238,10 +236,13 @@ def normal(
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(std)}")
     shape = infer_size(np.shape(m), np.shape(s))
     out_dtype = np.result_type(*(x.data.dtype for x in (mean, std) if isinstance(x, Tensor)))
-    values = m + s * rng.standard_normal(shape)
+    # torch: ``normal_(0, std)`` then ``add_(mean)`` for a number ``std``, else ``normal_(0, 1)``
+    # then ``mul_(std).add_(mean)``, in the output's dtype
+    if isinstance(std, Tensor):
+        values = _sampling.normal(rng, shape, out_dtype) * s.astype(out_dtype) + np.asarray(m).astype(out_dtype)
+    else:
+        values = _sampling.normal(rng, shape, out_dtype, 0.0, std) + np.asarray(m).astype(out_dtype)
     return to_tensor(np.asarray(values, dtype=out_dtype), like=like)
-
-
 
 
 TENSOR_METHODS = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._base import _random
+from .._base import _random, _sampling
 from .._devices._device import device_type
 from .._ops._inplace_util import _dtype_name
 from .._ops._registry import op
@@ -29,10 +29,11 @@ def dropout_mask(input: Tensor, p: float) -> Tensor:
     if p == 1.0:
         host = np.zeros(x.shape, dtype=x.dtype)
     else:
-        # Bernoulli(1 - p), as torch's; uniforms drawn in float32 for a float32 input (half the
-        # bits to make), and the keep-mask scaled in the input's dtype in one pass
-        uniform = _random.generator().random(x.shape, dtype=np.float32 if x.dtype == np.float32 else np.float64)
-        host = (uniform < 1.0 - p) * x.dtype.type(1.0 / (1.0 - p))
+        # torch's ``empty_like(input).bernoulli_(1 - p).div_(1 - p)``: the same draws (in the
+        # input's memory order) and the same rounding (a division in the input's dtype)
+        strides = tuple(s // x.itemsize for s in x.strides)
+        keep = _sampling.bernoulli_scalar(_random.generator(), x.shape, 1.0 - p, strides)
+        host = keep.astype(x.dtype) / x.dtype.type(1.0 - p)
     dev = input._device
     data = host if dev.xp is np else device_type(dev.type).to_device(host, dev.index)
     out = wrap(data)

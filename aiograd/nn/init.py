@@ -1,6 +1,8 @@
 """``aiograd.nn.init`` (torch.nn.init): fill a tensor in place, under no_grad, with values drawn
-from the default generator (aiograd/_base/_random.py, or a numpy ``generator`` passed in), with
-PyTorch's fan computation and gain table, so a fresh layer is distributed as torch's."""
+from the default generator (aiograd/_base/_random.py) or the ``generator`` passed in, with
+PyTorch's fan computation, gain table and sampling (aiograd/_base/_sampling.py), so that after
+the same ``manual_seed`` a fresh layer holds torch's very numbers. A plain numpy ``generator``
+is accepted too: then the draws are numpy's."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from .._base import _sampling
 from .._base._grad_mode import no_grad as _no_grad
 from .._base._random import generator as _default_generator
 from .._core._tensor import Tensor as _Tensor
@@ -37,6 +40,11 @@ def _fill(tensor: Tensor, values: Any) -> Tensor:
 
 def _rng(generator: Any) -> np.random.Generator:
     return _default_generator() if generator is None else generator
+
+
+def _strides(tensor: Tensor) -> tuple[int, ...]:
+    data = tensor.data
+    return tuple(s // data.itemsize for s in data.strides)
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
@@ -83,25 +91,55 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with values from U(a, b)."""
-    return _fill(tensor, _rng(generator).uniform(a, b, tensor.shape))
+    return _fill(tensor, _sampling.uniform(_rng(generator), tensor.shape, tensor.data.dtype, a, b, _strides(tensor)))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with values from N(mean, std**2)."""
-    return _fill(tensor, _rng(generator).normal(mean, std, tensor.shape))
+    return _fill(tensor, _sampling.normal(_rng(generator), tensor.shape, tensor.data.dtype, mean, std, _strides(tensor)))
 
 
 def trunc_normal_(
     tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0, generator: Any = None
 ) -> Tensor:
-    """Fill with values from N(mean, std**2) truncated to [a, b] (redrawn until inside)."""
-    rng = _rng(generator)
-    values = rng.normal(mean, std, tensor.shape)
-    outside = (values < a) | (values > b)
-    while outside.any():
-        values[outside] = rng.normal(mean, std, int(outside.sum()))
-        outside = (values < a) | (values > b)
-    return _fill(tensor, values)
+    """Fill with values from N(mean, std**2) truncated to [a, b], by torch's rejection sampling
+    (same draws, same arithmetic in the tensor's dtype, so the same numbers after the same seed):
+    where the interval holds more than 30% of the mass, normal draws redrawn until inside; else
+    uniform candidates on [a, b], each kept where a uniform's log falls below its log density
+    relative to the peak."""
+    def norm_cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn(
+            "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may be incorrect.",
+            stacklevel=2,
+        )
+    rng, shape, dtype, strides = _rng(generator), tensor.shape, tensor.data.dtype, _strides(tensor)
+    if norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) > 0.3:
+        lo, hi = dtype.type(a), dtype.type(b)
+        result = _sampling.normal(rng, shape, dtype, mean, std, strides)
+        while (mask := (result < lo) | (result > hi)).any():
+            result = np.where(mask, _sampling.normal(rng, shape, dtype, mean, std, strides), result)
+        return _fill(tensor, result)
+    mode = max(a, min(mean, b))
+    log_peak = dtype.type(-0.5 * ((mode - mean) / std) ** 2)
+
+    def log_density(x: Any) -> Any:  # (torch's sub_, div_, pow_, mul_, sub_, each rounded)
+        z = (x - dtype.type(mean)) / dtype.type(std)
+        return z * z * dtype.type(-0.5) - log_peak
+
+    def rejected(candidates: Any) -> Any:
+        with np.errstate(divide="ignore"):
+            return np.log(_sampling.uniform(rng, shape, dtype, 0.0, 1.0, strides)) > log_density(candidates)
+
+    result = _sampling.uniform(rng, shape, dtype, a, b, strides)
+    pending = rejected(result)
+    while pending.any():
+        candidates = _sampling.uniform(rng, shape, dtype, a, b, strides)
+        result = np.where(pending, candidates, result)
+        pending = np.where(pending, rejected(candidates), pending)
+    return _fill(tensor, result)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -188,7 +226,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Any = None) -> Tenso
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flattened = _rng(generator).normal(0.0, 1.0, (rows, cols))
+    flattened = _sampling.normal(_rng(generator), (rows, cols), tensor.data.dtype)
     if rows < cols:
         flattened = flattened.T
     q, r = np.linalg.qr(flattened)

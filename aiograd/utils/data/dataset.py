@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
+from ..._base import _sampling
 from ..._core._tensor import Tensor
 from .sampler import _numpy_rng
 
@@ -157,7 +158,7 @@ def random_split(dataset: Dataset[_T], lengths: Sequence[int | float], generator
 
     ``generator``: an ``aiograd.Generator`` or a ``numpy.random.Generator``; None (where torch's
     default is its ``default_generator``) is aiograd's default generator (``aiograd.manual_seed``).
-    Which items land in which split is not torch's for the same seed: the generators differ.
+    The split is torch's for the same seed (one ``randperm`` of the whole length).
     """
     n = len(dataset)  # type: ignore[arg-type]
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
@@ -175,6 +176,6 @@ def random_split(dataset: Dataset[_T], lengths: Sequence[int | float], generator
                 warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.", stacklevel=2)
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    indices = _numpy_rng(generator).permutation(int(sum(lengths))).tolist()
+    indices = _sampling.randperm(_numpy_rng(generator), int(sum(lengths))).tolist()
     int_lengths = [int(length) for length in lengths]
     return [Subset(dataset, indices[offset - length : offset]) for offset, length in zip(itertools.accumulate(int_lengths), int_lengths)]

@@ -3,10 +3,12 @@ map-style dataset's keys (:class:`SequentialSampler`, :class:`RandomSampler`,
 :class:`SubsetRandomSampler`, :class:`WeightedRandomSampler`) and how it groups them into
 batches (:class:`BatchSampler`).
 
-Random orders come from numpy generators: the same seed gives the same order on every run, but
-not torch's order (torch's generator is another algorithm). A ``generator`` argument is an
-``aiograd.Generator`` (anything holding a numpy ``Generator`` as ``_rng``) or a
-``numpy.random.Generator``; None is aiograd's default generator (``aiograd.manual_seed``).
+Random orders are torch's: an ``aiograd.Generator`` is torch's Mersenne Twister and the samplers
+draw from it as torch's do (``randperm``, ``randint`` in chunks of 32, ``multinomial``; a
+``RandomSampler`` without a generator seeds a fresh one from one draw of the default generator),
+so the same seed gives torch's order. A ``generator`` argument is an ``aiograd.Generator`` or a
+``numpy.random.Generator`` (then the orders are numpy's); None is aiograd's default generator
+(``aiograd.manual_seed``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from ..._base import _random
+from ..._base import _random, _sampling
+from ..._core._tensor import Tensor
+from ..._ops.random_ops import multinomial
 
 __all__ = ["BatchSampler", "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler", "WeightedRandomSampler"]
 
@@ -43,7 +47,8 @@ def _fresh_rng(generator: Any) -> np.random.Generator:
     from the default generator (so that ``manual_seed`` fixes every epoch's order)."""
     if generator is not None:
         return _numpy_rng(generator)
-    return np.random.default_rng(int(_random.generator().integers(2**63)))
+    seed = int(_sampling.random_bits(_random.generator(), (), np.int64))
+    return _random.Generator().manual_seed(seed)
 
 
 class Sampler(Generic[_T_co]):
@@ -100,11 +105,13 @@ class RandomSampler(Sampler[int]):
 
     def _keys(self, rng: np.random.Generator, n: int, num_samples: int) -> Iterator[int]:
         if self.replacement:
-            yield from rng.integers(0, n, size=num_samples).tolist()
+            for _ in range(num_samples // 32):
+                yield from _sampling.random_from_to(rng, (32,), 0, n).tolist()
+            yield from _sampling.random_from_to(rng, (num_samples % 32,), 0, n).tolist()
         else:
             for _ in range(num_samples // n):
-                yield from rng.permutation(n).tolist()
-            yield from rng.permutation(n).tolist()[: num_samples % n]
+                yield from _sampling.randperm(rng, n).tolist()
+            yield from _sampling.randperm(rng, n).tolist()[: num_samples % n]
 
     def __len__(self) -> int:
         return self.num_samples
@@ -120,7 +127,7 @@ class SubsetRandomSampler(Sampler[int]):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        order = _numpy_rng(self.generator).permutation(len(self.indices)).tolist()
+        order = _sampling.randperm(_numpy_rng(self.generator), len(self.indices)).tolist()
         return (self.indices[i] for i in order)
 
     def __len__(self) -> int:
@@ -148,9 +155,8 @@ class WeightedRandomSampler(Sampler[int]):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        p = self.weights / self.weights.sum()
-        keys = _numpy_rng(self.generator).choice(len(p), size=self.num_samples, replace=self.replacement, p=p)
-        return iter(keys.tolist())
+        keys = multinomial(Tensor(self.weights), self.num_samples, self.replacement, generator=_numpy_rng(self.generator))
+        return iter(keys.data.tolist())
 
     def __len__(self) -> int:
         return self.num_samples
