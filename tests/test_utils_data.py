@@ -2,8 +2,9 @@
 samplers, datasets, ``random_split``, the ``DataLoader``'s batches, lengths and errors, and
 ``async for``, which loads the next batch in a thread while the caller trains.
 
-Random orders are not torch's (the generators differ): those tests check the orders' properties
-and their reproducibility instead."""
+Shuffled batches are torch's for the same seed (checked here through the loader; the samplers
+one by one in tests/test_random_torch_stream.py); other tests check the orders' properties and
+their reproducibility."""
 
 from __future__ import annotations
 
@@ -325,12 +326,27 @@ def test_loader_iterable_dataset_errors_as_torch(kwargs: dict[str, Any]) -> None
         D.DataLoader(Counting(1), **kwargs)
 
 
-def test_loader_refuses_workers_and_late_settings() -> None:
-    with pytest.raises(NotImplementedError, match=r"does not start worker processes \(num_workers=2\): use num_workers=0"):
-        D.DataLoader(range(3), num_workers=2)
+def test_loader_refuses_late_settings() -> None:
     loader = D.DataLoader(range(3))
     same_error(lambda: setattr(loader, "batch_size", 2), lambda: setattr(TD.DataLoader(range(3)), "batch_size", 2))
     loader.collate_fn = D.default_convert  # not guarded, as in torch
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_shuffled_batches_are_torchs_for_the_same_seed(workers: int) -> None:
+    # torch's draws, in torch's order: each epoch's iterator takes a base seed from the default
+    # generator, then the sampler seeds a fresh generator from it and permutes with randperm
+    x = np.arange(40, dtype=np.float32).reshape(20, 2)
+
+    def epochs(lib: Any, data: Any, **kw: Any) -> list[list[float]]:
+        lib.manual_seed(11)
+        loader = data.DataLoader(data.TensorDataset(lib.tensor(x)), batch_size=6, shuffle=True, **kw)
+        return [[float(v) for v in batch[0][:, 0]] for _ in range(2) for batch in loader]
+
+    assert epochs(ag, D, num_workers=workers) == epochs(torch, TD)
+    g, tg = ag.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    ours = [b.tolist() for b in D.DataLoader(range(10), batch_size=4, shuffle=True, generator=g, drop_last=True)]
+    assert ours == [b.tolist() for b in TD.DataLoader(range(10), batch_size=4, shuffle=True, generator=tg, drop_last=True)]
 
 
 def test_shuffle_is_reproducible_and_covers_the_dataset() -> None:

@@ -7,14 +7,18 @@
 - Collation: :func:`default_collate`, :func:`default_convert`, :func:`collate` and
   :data:`default_collate_fn_map`.
 - :class:`DataLoader`: ``for batch in loader`` as torch's, and ``async for batch in loader``,
-  which prepares the next batch in a thread while the caller awaits its backward.
+  which prepares the next batch in a thread while the caller awaits its backward;
+  ``num_workers > 0`` loads in worker processes, as torch's, and :func:`get_worker_info`
+  (a :class:`WorkerInfo`) tells a dataset which worker it runs in.
 
-Random orders (``shuffle``, ``RandomSampler``, ``random_split``) are reproducible under
-``aiograd.manual_seed`` or a given generator, but not torch's orders: the generators differ.
-There are no worker processes (``num_workers > 0`` raises NotImplementedError).
+Random orders (``shuffle``, ``RandomSampler``, ``random_split``) are torch's for the same seed
+(``aiograd.manual_seed`` or a given ``aiograd.Generator``): the same generator, the same draws.
+Worker processes start by ``forkserver`` (``spawn`` where there is none), not torch's ``fork``:
+datasets, ``collate_fn`` and ``worker_init_fn`` must be picklable (defined at a module's top level).
 """
 
 from ._collate import collate, default_collate, default_collate_fn_map, default_convert
+from ._worker import WorkerInfo, get_worker_info
 from .dataloader import DataLoader
 from .dataset import (
     ChainDataset,
@@ -48,9 +52,11 @@ __all__ = [
     "SubsetRandomSampler",
     "TensorDataset",
     "WeightedRandomSampler",
+    "WorkerInfo",
     "collate",
     "default_collate",
     "default_collate_fn_map",
     "default_convert",
+    "get_worker_info",
     "random_split",
 ]

@@ -18,8 +18,16 @@ made on the caller's thread when iteration starts; the background thread then on
 dataset's ``__getitem__``/``__getitems__`` (or its iterator) and the collate function, which must
 therefore not draw from aiograd's default generator if the run is to be reproducible.
 
-Worker processes (``num_workers > 0``) are not supported: NotImplementedError, naming
-``num_workers=0`` and ``async for`` instead.
+``num_workers > 0`` loads in worker processes, as torch's (``_multiprocess``, ``_worker``):
+batches in the sampler's order, ``prefetch_factor`` batches per worker in flight,
+``persistent_workers``, ``timeout``, ``worker_init_fn``, ``in_order`` and
+:func:`~aiograd.utils.data.get_worker_info` for sharding an ``IterableDataset``. Worker ``i`` seeds
+``random`` and aiograd with ``base_seed + i`` (numpy as torch does), ``base_seed`` being drawn
+from ``generator`` by every iterator. A worker's error is re-raised with torch's text ("Caught
+ValueError in DataLoader worker process 0. Original Traceback ..."); a dead worker raises
+RuntimeError. Workers start by ``forkserver`` (``spawn`` where there is none) rather than torch's
+``fork``, so the dataset, ``collate_fn`` and ``worker_init_fn`` must be picklable; ``async for``
+waits for the workers' batches in a thread.
 """
 
 from __future__ import annotations
@@ -30,8 +38,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Generic, TypeVar
 
 import anyio
+import numpy as np
 
+from ..._base import _random, _sampling
 from ._collate import default_collate, default_convert
+from ._multiprocess import (
+    _AsyncMultiProcessingLoaderIter,
+    _MultiProcessingLoaderIter,
+    check_context,
+)
 from .dataset import Dataset, IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
@@ -55,11 +70,11 @@ class DataLoader(Generic[_T_co]):
 
     ``shuffle`` draws a new order each epoch from ``generator`` (an ``aiograd.Generator`` or a
     ``numpy.random.Generator``; None: aiograd's default generator, so ``aiograd.manual_seed``
-    fixes the orders). They are not torch's orders for the same seed: the generators differ.
-    ``pin_memory``, ``timeout`` and ``pin_memory_device`` are accepted for torch's scripts and do
-    nothing; ``worker_init_fn``, ``multiprocessing_context``, ``prefetch_factor``,
-    ``persistent_workers`` and ``in_order`` concern worker processes, which aiograd does not
-    start.
+    fixes the orders). They are torch's orders for the same seed: the same draws in the same order.
+    ``pin_memory`` and ``pin_memory_device`` are accepted for torch's scripts and do nothing;
+    ``num_workers``, ``worker_init_fn``, ``multiprocessing_context`` (a context or a start
+    method's name), ``prefetch_factor`` (2 by default with workers), ``persistent_workers``,
+    ``timeout`` and ``in_order`` are torch's worker-process options (see the module's docstring).
     """
 
     dataset: Dataset[_T_co]
@@ -94,7 +109,9 @@ class DataLoader(Generic[_T_co]):
     ) -> None:
         # torch's checks, in torch's order
         if num_workers < 0:
-            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
+            raise ValueError(
+                "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing."
+            )
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
         if num_workers == 0 and prefetch_factor is not None:
@@ -104,18 +121,11 @@ class DataLoader(Generic[_T_co]):
             )
         if prefetch_factor is not None and prefetch_factor < 0:
             raise ValueError("prefetch_factor option should be non-negative")
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
-        if num_workers > 0:
-            raise NotImplementedError(
-                f"aiograd's DataLoader does not start worker processes (num_workers={num_workers}): use num_workers=0; "
-                "`async for batch in loader` prepares the next batch in a background thread while the model trains"
-            )
-        if multiprocessing_context is not None:
-            raise ValueError(
-                "multiprocessing_context can only be used with multi-process loading (num_workers > 0), "
-                f"but got num_workers={num_workers}"
-            )
+        multiprocessing_context = check_context(multiprocessing_context, num_workers)
         self.dataset = dataset
         self.num_workers = num_workers
         self.prefetch_factor = prefetch_factor
@@ -131,9 +141,13 @@ class DataLoader(Generic[_T_co]):
         if self._iterable:
             # the dataset orders itself: no sampler, no shuffle
             if shuffle not in {False, None}:
-                raise ValueError(f"DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle={shuffle}")
+                raise ValueError(
+                    f"DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle={shuffle}"
+                )
             if sampler is not None:
-                raise ValueError(f"DataLoader with IterableDataset: expected unspecified sampler option, but got sampler={sampler}")
+                raise ValueError(
+                    f"DataLoader with IterableDataset: expected unspecified sampler option, but got sampler={sampler}"
+                )
             if batch_sampler is not None:
                 raise ValueError(
                     f"DataLoader with IterableDataset: expected unspecified batch_sampler option, but got batch_sampler={batch_sampler}"
@@ -144,11 +158,15 @@ class DataLoader(Generic[_T_co]):
             raise ValueError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
-                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last")
+                raise ValueError(
+                    "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last"
+                )
             batch_size = None
             drop_last = False
         elif batch_size is None and drop_last:
-            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
+            raise ValueError(
+                "batch_size=None option disables auto-batching and is mutually exclusive with drop_last"
+            )
 
         if sampler is None:
             if self._iterable:
@@ -168,11 +186,14 @@ class DataLoader(Generic[_T_co]):
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
+        self._iterator: _MultiProcessingLoaderIter | None = None  # persistent workers'
         self.__initialized = True
 
     def __setattr__(self, attr: str, val: Any) -> None:
         if self.__initialized and attr in _GUARDED:
-            raise ValueError(f"{attr} attribute should not be set after {self.__class__.__name__} is initialized")
+            raise ValueError(
+                f"{attr} attribute should not be set after {self.__class__.__name__} is initialized"
+            )
         super().__setattr__(attr, val)
 
     @property
@@ -185,18 +206,43 @@ class DataLoader(Generic[_T_co]):
         return self.batch_sampler if self._auto_collation else self.sampler
 
     def __iter__(self) -> Iterator[Any]:
-        return _LoaderIter(self)
+        if self.num_workers == 0:
+            return _LoaderIter(self)
+        return self._workers_iter()
 
-    def __aiter__(self) -> _AsyncLoaderIter:
-        return _AsyncLoaderIter(self)
+    def __aiter__(self) -> Any:
+        if self.num_workers == 0:
+            return _AsyncLoaderIter(self)
+        return _AsyncMultiProcessingLoaderIter(self._workers_iter())
+
+    def _workers_iter(self) -> _MultiProcessingLoaderIter:
+        """A new iterator and its workers; with ``persistent_workers``, the loader's, reset for a
+        new epoch (a new one if it was shut down)."""
+        if not self.persistent_workers:
+            return _MultiProcessingLoaderIter(self, _base_seed(self.generator))
+        if self._iterator is None or self._iterator._shutdown:
+            self._iterator = _MultiProcessingLoaderIter(self, _base_seed(self.generator))
+        else:
+            self._iterator._reset()
+        return self._iterator
 
     def __len__(self) -> int:
         if self._iterable:
             length: int = len(self.dataset)  # type: ignore[arg-type]
             if self.batch_size is not None:
-                length = length // self.batch_size if self.drop_last else math.ceil(length / self.batch_size)
+                length = (
+                    length // self.batch_size
+                    if self.drop_last
+                    else math.ceil(length / self.batch_size)
+                )
             return length
         return len(self._index_sampler)
+
+
+def _base_seed(generator: Any) -> int:
+    """torch's per-iterator draw (workers are seeded ``base_seed + worker_id``); drawn by every
+    iterator, as torch's, so that workers or not, a seed gives the same shuffled orders."""
+    return int(_sampling.random_bits(_random.resolve(generator), (), np.int64))
 
 
 class _LoaderIter:
@@ -204,6 +250,7 @@ class _LoaderIter:
 
     def __init__(self, loader: DataLoader[Any]) -> None:
         self._loader = loader
+        self._base_seed = _base_seed(loader.generator)
         self._auto_collation = loader._auto_collation
         self._sampler_iter = iter(loader._index_sampler)
         self._dataset_iter = iter(loader.dataset) if loader._iterable else None  # type: ignore[call-overload]
@@ -262,7 +309,9 @@ class _AsyncLoaderIter:
 
     def __init__(self, loader: DataLoader[Any]) -> None:
         self._it = _LoaderIter(loader)  # samplers are read here, on the caller's thread
-        self._pool: ThreadPoolExecutor | None = ThreadPoolExecutor(1, thread_name_prefix="aiograd-dataloader")
+        self._pool: ThreadPoolExecutor | None = ThreadPoolExecutor(
+            1, thread_name_prefix="aiograd-dataloader"
+        )
         self._pending: Future[Any] | None = None
 
     def __aiter__(self) -> _AsyncLoaderIter:
@@ -274,19 +323,27 @@ class _AsyncLoaderIter:
     async def __anext__(self) -> Any:
         if self._pool is None:
             raise StopAsyncIteration
-        future = self._pending if self._pending is not None else self._pool.submit(_next_or_end, self._it)
+        future = (
+            self._pending
+            if self._pending is not None
+            else self._pool.submit(_next_or_end, self._it)
+        )
         self._pending = None
         try:
             # waiting for the thread in another thread keeps the loop free and works on any
             # backend anyio knows (asyncio, uvloop, trio)
-            batch = future.result() if future.done() else await anyio.to_thread.run_sync(future.result)
+            batch = (
+                future.result() if future.done() else await anyio.to_thread.run_sync(future.result)
+            )
         except BaseException:
             await self.aclose()
             raise
         if batch is _END:
             await self.aclose()
             raise StopAsyncIteration
-        self._pending = self._pool.submit(_next_or_end, self._it)  # the next batch, while the caller trains
+        self._pending = self._pool.submit(
+            _next_or_end, self._it
+        )  # the next batch, while the caller trains
         return batch
 
     async def aclose(self) -> None:
