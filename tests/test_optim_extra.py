@@ -1,4 +1,4 @@
-"""aiograd.optim's Adagrad, Adamax, NAdam, RAdam, ASGD and LBFGS, and the schedulers
+"""aiograd.optim's Adagrad, Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD and LBFGS, and the schedulers
 ReduceLROnPlateau, SequentialLR, ChainedScheduler, CosineAnnealingWarmRestarts, PolynomialLR,
 ConstantLR and CyclicLR, against torch: 100 steps on the same float64 parameters give the same
 parameters (to 1e-12) and state; a torch state dict loads and continues identically; each
@@ -87,6 +87,12 @@ CASES = [
     ("ASGD", {}),
     ("ASGD", {"lr": 0.05, "lambd": 1e-3, "alpha": 0.5, "t0": 30, "weight_decay": 0.01}),
     ("ASGD", {"lr": 0.01, "maximize": True}),
+    ("Adadelta", {}),
+    ("Adadelta", {"lr": 0.5, "rho": 0.8, "eps": 1e-5, "weight_decay": 0.1}),
+    ("Adadelta", {"lr": 0.1, "maximize": True}),
+    ("Rprop", {}),
+    ("Rprop", {"lr": 0.003, "etas": (0.3, 1.5), "step_sizes": (1e-4, 0.02)}),
+    ("Rprop", {"lr": 0.01, "maximize": True}),
 ]
 IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'defaults'}" for name, kw in CASES]
 
@@ -131,8 +137,8 @@ def _to_aiograd(value: Any) -> Any:
     return value
 
 
-@pytest.mark.parametrize(("name", "kw"), [CASES[1], CASES[4], CASES[8], CASES[12], CASES[15]],
-                         ids=[IDS[1], IDS[4], IDS[8], IDS[12], IDS[15]])
+@pytest.mark.parametrize(("name", "kw"), [CASES[i] for i in (1, 4, 8, 12, 15, 18, 21)],
+                         ids=[IDS[i] for i in (1, 4, 8, 12, 15, 18, 21)])
 def test_a_torch_state_dict_loads_and_continues_identically(name: str, kw: dict[str, Any]) -> None:
     ours, theirs = _pair()
     topt = _torch_optimizer(name, _groups(theirs, True), kw)
@@ -158,6 +164,10 @@ def test_a_torch_state_dict_loads_and_continues_identically(name: str, kw: dict[
         ("RAdam", {"betas": (0.9, -0.1)}, "Invalid beta parameter at index 1: -0.1"),
         ("ASGD", {"weight_decay": -1.0}, "Invalid weight_decay value: -1.0"),
         ("LBFGS", {"lr": -1.0}, "Invalid learning rate: -1.0"),
+        ("Adadelta", {"rho": 1.5}, "Invalid rho value: 1.5"),
+        ("Adadelta", {"eps": -1.0}, "Invalid epsilon value: -1.0"),
+        ("Rprop", {"etas": (1.2, 0.5)}, "Invalid eta values: 1.2, 0.5"),
+        ("Rprop", {"lr": -0.5}, "Invalid learning rate: -0.5"),
     ],
 )
 def test_invalid_options_are_refused_as_torch(name: str, kw: dict[str, Any], message: str) -> None:

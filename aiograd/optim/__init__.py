@@ -6,12 +6,14 @@
     optimizer.step()
 
 ``Optimizer`` (param groups, state, ``state_dict`` in PyTorch's layout), ``SGD``, ``Adam``,
-``AdamW``, ``RMSprop``, ``Adagrad``, ``Adamax``, ``NAdam``, ``RAdam``, ``ASGD`` and ``LBFGS`` (whose
+``AdamW``, ``RMSprop``, ``Adagrad``, ``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``, ``Rprop``,
+``ASGD`` and ``LBFGS`` (whose
 ``step`` is a coroutine: ``await optimizer.step(closure)``); ``lr_scheduler`` holds the schedulers. A closure that awaits backward
 goes through ``await optimizer.step_async(closure)`` (see aiograd/optim/optimizer.py).
 """
 
 from . import (
+    adadelta,
     adagrad,
     adam,
     adamax,
@@ -23,8 +25,10 @@ from . import (
     optimizer,
     radam,
     rmsprop,
+    rprop,
     sgd,
 )
+from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
@@ -35,12 +39,13 @@ from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = [
-    "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "ASGD",
-    "LBFGS", "lr_scheduler",
+    "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam",
+    "Rprop", "ASGD", "LBFGS", "lr_scheduler",
     # the modules, public as torch.optim's (``optimizer.required``, ...)
-    "optimizer", "sgd", "adam", "adamw", "rmsprop", "adagrad", "adamax", "nadam", "radam",
-    "asgd", "lbfgs",
+    "optimizer", "sgd", "adam", "adamw", "rmsprop", "adagrad", "adadelta", "adamax", "nadam",
+    "radam", "rprop", "asgd", "lbfgs",
 ]
