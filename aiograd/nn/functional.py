@@ -50,7 +50,7 @@ from ._binary_losses import binary_cross_entropy, binary_cross_entropy_with_logi
 # convolutions and pooling (families _conv and _pooling)
 from ._conv import conv1d, conv2d, conv_transpose2d
 from ._distance import cosine_similarity, normalize
-from ._dropout import dropout
+from ._dropout import alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout
 from ._embedding import embedding
 from ._losses import huber_loss, l1_loss, smooth_l1_loss
 from ._losses import legacy_reduction as _reduction
@@ -76,7 +76,7 @@ __all__ = [
     "cross_entropy",
     # activations, dropout, normalization, embedding
     "gelu", "silu", "elu", "leaky_relu", "softplus", "hardtanh", "mish",
-    "dropout", "layer_norm", "batch_norm", "group_norm", "embedding",
+    "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "layer_norm", "batch_norm", "group_norm", "embedding",
     # shape and indexing
     "pad",
     "one_hot",
