@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "viz",  # aiograd.viz (the backward graph as Graphviz DOT)
             "distributed",  # aiograd.distributed (data-parallel gradients on Dask)
             "profiler",  # aiograd.profiler (traces, progress)
+            "accelerator", "backends", "amp",  # torch's namespaces that training scripts touch
         ),
     ),
 )
