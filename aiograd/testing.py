@@ -1,4 +1,6 @@
-"""Gradient checks against central finite differences: ``await gradcheck(fn, inputs)``.
+"""Testing helpers: gradient checks against central finite differences (``await gradcheck(fn,
+inputs)``), and ``assert_close`` (``torch.testing.assert_close``, with torch's tolerances and
+messages; aiograd/_api/_assert_close.py).
 
 ``fn`` takes the tensors in ``inputs`` and returns a tensor or a tuple of tensors; it may be an
 ``async def`` (``gradgradcheck`` builds one). Use float64 inputs: float32 cannot resolve eps=1e-6
@@ -24,12 +26,13 @@ from typing import Any as _Any
 
 import numpy as _np
 
+from ._api._assert_close import assert_close
 from ._api._autograd import grad as _grad
 from ._base._grad_mode import enable_grad as _enable_grad
 from ._core._tensor import Tensor as _Tensor
 from .function import Function as _Function
 
-__all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
+__all__ = ["GradcheckError", "assert_close", "gradcheck", "gradgradcheck"]
 
 _Array = _np.ndarray[_Any, _Any]
 
