@@ -59,6 +59,7 @@ def test_reexports() -> None:
         ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "linear", "mse_loss", "nll_loss",
          "cross_entropy"]
         + ["gelu", "silu", "elu", "leaky_relu", "softplus", "hardtanh", "mish", "dropout",
+           "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
            "layer_norm", "batch_norm", "group_norm", "embedding"]
         + ["pad", "one_hot"]  # shape and indexing
         + ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
