@@ -78,11 +78,6 @@ def _unit(gen: np.random.Generator, n: int, digits: int) -> _Array:
     return (_words(gen, n) & np.uint32((1 << digits) - 1)) * 2.0**-digits
 
 
-def _accumulator(dtype: np.dtype[Any]) -> np.dtype[Any]:
-    """torch's CPU ``dist_acctype``: float and double compute in double, half and bfloat16 in float."""
-    return np.dtype(np.float64) if dtype.itemsize >= 4 else np.dtype(np.float32)
-
-
 def _memory_order(flat: _Array, shape: tuple[int, ...], strides: tuple[int, ...] | None) -> _Array:
     """``flat``, made in the order torch's serial kernels visit an output of these ``strides``
     (memory order: largest stride outermost), laid out in ``shape``'s logical order."""
@@ -98,24 +93,47 @@ def uniform(
     gen: np.random.Generator, shape: tuple[int, ...], dtype: Any, low: float = 0.0, high: float = 1.0,
     strides: tuple[int, ...] | None = None,
 ) -> _Array:
-    """Samples of U[low, high) in ``dtype`` (torch's ``uniform_``: the bounds cast to ``dtype``
-    first, ``x * (to - from) + from`` in the accumulator)."""
+    """Samples of U[low, high) in ``dtype``, as torch's ``uniform_``: ``x * (to - from) + from``
+    with the bounds in ``dtype`` (float32 for float16: torch's accumulator), rounded once for
+    float64 (torch's compiled kernel fuses it), in double then rounded to float for float32 and
+    float16; a value that rounds to ``to`` becomes ``from``, so the interval stays half-open."""
     dtype = np.dtype(dtype)
     n = prod(shape)
     if not _torch(gen):
         return gen.uniform(low, high, shape).astype(dtype)
-    acc = _accumulator(dtype)
-    lo, hi = dtype.type(low), dtype.type(high)
-    x = _unit(gen, n, _uniform_digits(dtype)).astype(acc, copy=False)
+    bound = dtype.type if dtype.itemsize >= 4 else np.float32
+    lo, hi = bound(low), bound(high)
+    x = _unit(gen, n, _uniform_digits(dtype))
     if lo != 0 or hi != 1:
         with np.errstate(over="ignore", invalid="ignore"):
-            x *= acc.type(hi - lo)
-            x += acc.type(lo)
-    values = x.astype(dtype, copy=False)
-    # a value that rounds up to ``to`` (float16's 1 - 2**-12 and up) becomes ``from``, as
-    # torch's, so that the interval stays half-open
-    values[values == hi] = lo
+            if dtype.itemsize == 8:
+                x = _fused_multiply_add(x, float(hi - lo), float(lo))
+            else:  # (the fused rounding cannot show through the rounding to float)
+                x *= float(hi - lo)
+                x += float(lo)
+    values = x.astype(np.float32, copy=False).astype(dtype, copy=False) if dtype.itemsize < 4 else x.astype(dtype, copy=False)
+    values[values == dtype.type(hi)] = dtype.type(lo)
     return _memory_order(values, shape, strides)
+
+
+def _fused_multiply_add(x: _Array, scale: float, shift: float) -> _Array:
+    """``x * scale + shift`` rounded once, as an FMA instruction computes it: the product split
+    exactly into ``p + e`` (Dekker's two-product, Veltkamp's splitting) and the sum into
+    ``s + t`` (Knuth's two-sum), then ``s + (t + e)``; correctly rounded but for ties of the
+    last addition, far rarer than the half of all draws that two roundings put an ulp off."""
+    split = 134217729.0  # 2**27 + 1
+    p = x * scale
+    xs = x * split
+    x_high = xs - (xs - x)
+    x_low = x - x_high
+    ss = scale * split
+    s_high = ss - (ss - scale)
+    s_low = scale - s_high
+    e = ((x_high * s_high - p) + x_high * s_low + x_low * s_high) + x_low * s_low
+    total = p + shift
+    back = total - p
+    t = (p - (total - back)) + (shift - back)
+    return total + (t + e)
 
 
 def _box_muller_16(u: _Array) -> _Array:
