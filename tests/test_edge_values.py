@@ -33,6 +33,7 @@ Fn = Callable[[Any, Any], Any]
 
 UNARY: dict[str, Fn] = {
     "neg": lambda lib, x: -x,
+    "nan_to_num": lambda lib, x: x.nan_to_num(),  # (aiograd/_ops/unary_math.py)
     "exp": lambda lib, x: x.exp(),
     "log": lambda lib, x: x.log(),
     "log1p": lambda lib, x: x.log1p(),
@@ -111,6 +112,12 @@ UNARY: dict[str, Fn] = {
     "F.leaky_relu": lambda lib, x: lib.nn.functional.leaky_relu(x),
     "F.softplus": lambda lib, x: lib.nn.functional.softplus(x),
     "F.hardtanh": lambda lib, x: lib.nn.functional.hardtanh(x),
+    "F.hardswish": lambda lib, x: lib.nn.functional.hardswish(x),
+    "F.hardsigmoid": lambda lib, x: lib.nn.functional.hardsigmoid(x),
+    "F.logsigmoid": lambda lib, x: lib.nn.functional.logsigmoid(x),
+    "F.threshold": lambda lib, x: lib.nn.functional.threshold(x, 0.5, -2.0),
+    "F.selu": lambda lib, x: lib.nn.functional.selu(x),
+    "F.celu": lambda lib, x: lib.nn.functional.celu(x, 0.7),
 }
 
 BINARY: dict[str, Fn] = {
@@ -276,6 +283,11 @@ NOT_POINTWISE |= {"conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_poo
 # the in-place view ops (aiograd/_ops/inplace_variants.py): a new shape, no arithmetic
 NOT_POINTWISE |= {"t_", "transpose_", "squeeze_", "unsqueeze_"}
 NOT_POINTWISE |= {"mv", "addmv", "vdot", "inner"}  # products with vectors (aiograd/_ops/vector_products.py)
+NOT_POINTWISE |= {"addmm", "baddbmm", "addbmm", "meshgrid", "cartesian_prod", "repeat_interleave"}  # products; copies
+# nn (aiograd/nn/_activations_extra.py, _fold.py, _pooling1d.py, _interpolate.py, _grid_sample.py):
+# gated products, learned slopes, convolutions, rearrangements, window selections, resampling
+NOT_POINTWISE |= {"glu", "prelu", "conv_transpose1d", "unfold", "fold", "pixel_shuffle", "pixel_unshuffle",
+                  "adaptive_max_pool2d", "interpolate", "grid_sample", "affine_grid"}
 
 
 def _numpy(t: Any) -> np.ndarray[Any, Any]:

@@ -66,6 +66,11 @@ def test_reexports() -> None:
            "binary_cross_entropy_with_logits", "kl_div", "normalize", "cosine_similarity",
            "scaled_dot_product_attention", "multi_head_attention_forward"]
         + ["conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
+        + ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid"]
+        + ["relu6", "hardswish", "hardsigmoid", "logsigmoid", "glu", "prelu", "selu", "celu", "softsign",
+           "tanhshrink", "threshold", "softmin", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold",
+           "instance_norm", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
+           "adaptive_max_pool2d", "conv_transpose1d"]
     )
     for name in F.__all__:
         assert getattr(F, name).__doc__, name

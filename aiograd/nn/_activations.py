@@ -259,7 +259,12 @@ def _EluBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
     """``alpha * exp(x)`` where ``x <= 0``, 1 elsewhere (NaN included: PyTorch's formula, and
     its scalar loop; its vectorised loop gives NaN there)."""
     g, x = grads[0], self.x.unpack(self)
-    return (g * where(x.data <= 0, exp(x) * self.alpha, 1.0),)
+    scale, input_scale = getattr(self, "scale", 1.0), getattr(self, "input_scale", 1.0)
+    if scale == 1.0 and input_scale == 1.0:
+        return (g * where(x.data <= 0, exp(x) * self.alpha, 1.0),)
+    # (selu's and celu's: PyTorch's elu_backward with its scale and input_scale)
+    inner = exp(x * input_scale) if input_scale != 1.0 else exp(x)
+    return (g * where(x.data <= 0, inner * (self.alpha * scale * input_scale), scale),)
 
 
 @backward(name="EluBackward1", saved=("result",), batched=True)

@@ -49,7 +49,7 @@ from ._windows import (
     xp_of,
 )
 
-__all__ = ["conv1d", "conv2d", "conv_transpose2d"]
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
 
 # ------------------------------------------------------------------------------ the products
@@ -243,7 +243,7 @@ def _convolution(
 ) -> Tensor:
     """``at::convolution`` for 1 or 2 spatial dims (``name`` is ``conv1d``, ``conv2d`` or
     ``conv_transpose2d``), with PyTorch's checks and messages."""
-    dims = 1 if name == "conv1d" else 2
+    dims = 1 if name in ("conv1d", "conv_transpose1d") else 2
     x, w = input.data, weight.data
     if x.ndim not in (dims + 1, dims + 2):
         raise RuntimeError(
@@ -407,3 +407,16 @@ def conv_transpose2d(
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
         raise not_tensor("conv_transpose2d", input)
     return _convolution("conv_transpose2d", input, weight, bias, stride, padding, dilation, groups, True, output_padding)
+
+
+@op(ConvolutionBackward0)
+def conv_transpose1d(
+    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+    output_padding: Any = 0, groups: int = 1, dilation: Any = 1,
+) -> Tensor:
+    """1-D transposed convolution of ``input`` ``(N, C, L)`` or ``(C, L)`` with ``weight``
+    ``(C, O/groups, k)``, as ``torch.nn.functional.conv_transpose1d`` (the 2-D one with a height
+    of 1)."""
+    if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("conv_transpose1d", input)
+    return _convolution("conv_transpose1d", input, weight, bias, stride, padding, dilation, groups, True, output_padding)

@@ -13,7 +13,6 @@ module, and are re-exported here.
 from __future__ import annotations
 
 import typing
-import warnings
 
 import numpy as np
 
@@ -41,23 +40,48 @@ from .._ops.pointwise import masked_fill as _masked_fill
 from .._ops.quiet import quietly as _quietly
 from .._ops.shape import reduce_grad as _reduce_grad
 from .._ops.softmax import log_softmax as _log_softmax
-from .._ops.softmax import softmax as _softmax
 from .._ops.unary_math import relu, sigmoid, tanh
 from ._activations import elu, gelu, hardtanh, leaky_relu, mish, silu, softplus
+from ._activations_extra import (
+    celu,
+    glu,
+    hardsigmoid,
+    hardswish,
+    logsigmoid,
+    prelu,
+    relu6,
+    selu,
+    softmin,
+    softsign,
+    tanhshrink,
+    threshold,
+)
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention
 from ._binary_losses import binary_cross_entropy, binary_cross_entropy_with_logits, kl_div
 
 # convolutions and pooling (families _conv and _pooling)
-from ._conv import conv1d, conv2d, conv_transpose2d
+from ._conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
 from ._distance import cosine_similarity, normalize
 from ._dropout import alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout
 from ._embedding import embedding
+from ._fold import fold, pixel_shuffle, pixel_unshuffle, unfold
+from ._grid_sample import affine_grid, grid_sample  # upsampling and spatial transformers
+from ._instance_norm import instance_norm
+from ._interpolate import interpolate, upsample, upsample_bilinear, upsample_nearest
 from ._losses import huber_loss, l1_loss, smooth_l1_loss
 from ._losses import legacy_reduction as _reduction
 from ._losses import record_loss as _record_loss
 from ._losses import target_size_warning as _target_size_warning
 from ._normalization import batch_norm, group_norm, layer_norm
 from ._pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from ._pooling1d import (
+    adaptive_avg_pool1d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    max_pool1d,
+)
+from ._softmax_functions import log_softmax, softmax
 
 if typing.TYPE_CHECKING:
     from typing import Any
@@ -65,72 +89,23 @@ if typing.TYPE_CHECKING:
     from .._core._tensor import Tensor
 
 __all__ = [
-    "relu",
-    "sigmoid",
-    "tanh",
-    "softmax",
-    "log_softmax",
-    "linear",
-    "mse_loss",
-    "nll_loss",
-    "cross_entropy",
+    "relu", "sigmoid", "tanh", "softmax", "log_softmax", "linear", "mse_loss", "nll_loss", "cross_entropy",
     # activations, dropout, normalization, embedding
-    "gelu", "silu", "elu", "leaky_relu", "softplus", "hardtanh", "mish",
-    "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "layer_norm", "batch_norm", "group_norm", "embedding",
+    "gelu", "silu", "elu", "leaky_relu", "softplus", "hardtanh", "mish", "relu6", "hardswish", "hardsigmoid",
+    "logsigmoid", "glu", "prelu", "selu", "celu", "softsign", "tanhshrink", "threshold", "softmin",
+    "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
+    "layer_norm", "batch_norm", "group_norm", "instance_norm", "embedding",
     # shape and indexing
-    "pad",
-    "one_hot",
+    "pad", "one_hot", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold",
     # losses, distances and attention (aiograd/nn/_losses.py, _distance.py, _attention.py)
-    "l1_loss",
-    "smooth_l1_loss",
-    "huber_loss",
-    "binary_cross_entropy",
-    "binary_cross_entropy_with_logits",
-    "kl_div",
-    "normalize",
-    "cosine_similarity",
-    "scaled_dot_product_attention",
-    "multi_head_attention_forward",
+    "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "kl_div", "normalize", "cosine_similarity", "scaled_dot_product_attention", "multi_head_attention_forward",
     # convolutions and pooling (families _conv and _pooling)
-    "conv1d",
-    "conv2d",
-    "conv_transpose2d",
-    "max_pool2d",
-    "avg_pool2d",
-    "adaptive_avg_pool2d",
+    "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
+    "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    # upsampling and spatial transformers
+    "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid",
 ]
-
-
-def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
-    warnings.warn(
-        f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
-        "dim=X as an argument.",
-        UserWarning,
-        stacklevel=stacklevel,
-    )
-    return 0 if ndim in (0, 1, 3) else 1
-
-
-def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
-    """Softmax over ``dim``: ``exp(x) / exp(x).sum(dim)``, computed without overflow.
-
-    Leaving ``dim`` out picks one as PyTorch's deprecated implicit rule does, with its warning.
-    """
-    if dim is None:
-        dim = _softmax_dim("softmax", input.data.ndim, _stacklevel)
-    return _softmax(input, dim, dtype=dtype)
-
-
-def log_softmax(
-    input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
-) -> Tensor:
-    """Log of the softmax over ``dim``: ``x - logsumexp(x, dim)``, computed without overflow.
-
-    Leaving ``dim`` out picks one as PyTorch's deprecated implicit rule does, with its warning.
-    """
-    if dim is None:
-        dim = _softmax_dim("log_softmax", input.data.ndim, _stacklevel)
-    return _log_softmax(input, dim, dtype=dtype)
 
 
 # ------------------------------------------------------------------------------ mse_loss

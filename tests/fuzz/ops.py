@@ -798,6 +798,40 @@ def o_where(ctx: Ctx) -> dict[str, Arg]:
     return {"condition": c}
 
 
+def o_pixel_shuffle(ctx: Ctx, *, unshuffle: bool = False) -> dict[str, Arg]:
+    src = ctx.src
+    r = src.integer(1, 2)
+    c = src.integer(1, 2) * (1 if unshuffle else r * r)
+    h, w = (src.integer(1, 2) * (r if unshuffle else 1) for _ in range(2))
+    x = ctx.tensor((*((src.integer(1, 2),) if src.chance(0.7) else ()), c, h, w), weighted_dtype(src, FLOATS))
+    return {"input": x, ("downscale_factor" if unshuffle else "upscale_factor"): Const(r)}
+
+
+def o_prelu(ctx: Ctx) -> dict[str, Arg]:
+    src = ctx.src
+    dt = weighted_dtype(src, FLOATS)
+    shape = (src.integer(1, 2), src.integer(1, 3), *draw_shape(src, max_ndim=1, zero=0.0))
+    return {"input": ctx.tensor(shape, dt), "weight": ctx.tensor((pick(src, (1, shape[1])),), dt)}
+
+
+def o_unfold(ctx: Ctx) -> dict[str, Arg]:
+    src = ctx.src
+    k = (src.integer(1, 2), src.integer(1, 2))
+    x = ctx.tensor((src.integer(1, 2), src.integer(1, 2), src.integer(k[0], k[0] + 2), src.integer(k[1], k[1] + 2)),
+                   weighted_dtype(src, FLOATS))
+    return {"input": x, "kernel_size": Const(k), "dilation": Const(1), "padding": Const(src.integer(0, 1)),
+            "stride": Const(src.integer(1, 2))}
+
+
+def o_fold(ctx: Ctx) -> dict[str, Arg]:
+    src = ctx.src
+    k, out = (src.integer(1, 2), src.integer(1, 2)), (src.integer(2, 4), src.integer(2, 4))
+    blocks = (out[0] - k[0] + 1) * (out[1] - k[1] + 1)
+    x = ctx.tensor((src.integer(1, 2), src.integer(1, 2) * k[0] * k[1], blocks), weighted_dtype(src, FLOATS))
+    return {"input": x, "output_size": Const(out), "kernel_size": Const(k), "dilation": Const(1),
+            "padding": Const(0), "stride": Const(1)}
+
+
 OVERRIDES: dict[str, Strategy] = {
     "reshape": o_reshape, "view": o_reshape, "permute": o_permute, "expand": o_expand,
     "broadcast_to": o_broadcast_to, "sum_to_size": o_sum_to_size, "repeat": o_repeat, "tile": o_repeat,
@@ -818,7 +852,10 @@ OVERRIDES: dict[str, Strategy] = {
     "linalg_eigh": both(o_matrix, o_str("UPLO", "L", "U")), "linalg_svd": o_matrix,
     "conv1d": lambda c: o_conv(c, dims=1), "conv2d": lambda c: o_conv(c, dims=2),
     "conv_transpose2d": lambda c: o_conv(c, dims=2, transpose=True),
-    "max_pool2d": o_pool, "avg_pool2d": o_pool, "adaptive_avg_pool2d": o_pool,
+    "max_pool2d": o_pool, "avg_pool2d": o_pool, "adaptive_avg_pool2d": o_pool, "adaptive_max_pool2d": o_pool,
+    "conv_transpose1d": lambda c: o_conv(c, dims=1, transpose=True), "prelu": o_prelu,
+    "pixel_shuffle": o_pixel_shuffle, "pixel_unshuffle": lambda c: o_pixel_shuffle(c, unshuffle=True),
+    "unfold": o_unfold, "fold": o_fold,
     "layer_norm": o_norm_layer, "batch_norm": o_batch_norm, "group_norm": o_group_norm,
     "embedding": o_embedding, "scaled_dot_product_attention": o_sdpa,
     "l1_loss": _loss("plain"), "smooth_l1_loss": _loss("plain"), "huber_loss": _loss("plain"),

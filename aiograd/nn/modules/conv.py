@@ -12,7 +12,7 @@ from ..parameter import Parameter
 from .linear import register_weight_and_bias, reset_weight_and_bias
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 
 
 def _ntuple(value: Any, n: int) -> tuple[Any, ...]:
@@ -201,5 +201,30 @@ class ConvTranspose2d(_ConvNd):
             input, output_size, self.stride, self.padding, self.kernel_size, 2, self.dilation
         )
         return F.conv_transpose2d(  # type: ignore[attr-defined]
+            input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
+        )
+
+
+class ConvTranspose1d(ConvTranspose2d):
+    """1-D transposed convolution over (N, C_in, L) inputs."""
+
+    def __init__(
+        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+        output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
+        padding_mode: str = "zeros", device: Any = None, dtype: Any = None,
+    ) -> None:
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {self.__class__.__name__}')
+        _ConvNd.__init__(
+            self, in_channels, out_channels, _ntuple(kernel_size, 1), _ntuple(stride, 1), _ntuple(padding, 1),
+            _ntuple(dilation, 1), True, _ntuple(output_padding, 1), groups, bias, padding_mode, device, dtype,
+        )
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        """``F.conv_transpose1d``; ``output_size`` picks the output padding, as in torch."""
+        output_padding = self._output_padding(
+            input, output_size, self.stride, self.padding, self.kernel_size, 1, self.dilation
+        )
+        return F.conv_transpose1d(  # type: ignore[attr-defined]
             input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
         )

@@ -9,7 +9,10 @@ from ..._core._tensor import Tensor
 from .. import functional as F
 from .module import Module
 
-__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "MaxPool2d"]
+__all__ = [
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
+    "MaxPool1d", "MaxPool2d",
+]
 
 
 class _Pool2d(Module):
@@ -87,3 +90,78 @@ class AdaptiveAvgPool2d(Module):
     def extra_repr(self) -> str:
         """``output_size=...``."""
         return f"output_size={self.output_size}"
+
+
+class MaxPool1d(MaxPool2d):
+    """Maximum over ``kernel_size`` windows of (N, C, L) inputs."""
+
+    def forward(self, input: Tensor) -> Any:
+        """``F.max_pool1d`` with this layer's settings."""
+        return F.max_pool1d(  # type: ignore[attr-defined]
+            input, self.kernel_size, self.stride, self.padding, self.dilation, ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
+        )
+
+
+def _single(value: Any) -> tuple[Any, ...]:
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,)
+
+
+class AvgPool1d(Module):
+    """Mean over ``kernel_size`` windows of (N, C, L) inputs (settings kept as 1-tuples, as torch's)."""
+
+    kernel_size: tuple[int, ...]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
+        super().__init__()
+        self.kernel_size = _single(kernel_size)
+        self.stride = _single(stride if stride is not None else kernel_size)
+        self.padding = _single(padding)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``F.avg_pool1d`` with this layer's settings."""
+        return F.avg_pool1d(  # type: ignore[attr-defined]
+            input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad
+        )
+
+    def extra_repr(self) -> str:
+        """``kernel_size=..., stride=..., padding=...``."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    """Mean pooling of (N, C, L) inputs to a fixed ``output_size``."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``F.adaptive_avg_pool1d(input, output_size)``."""
+        return F.adaptive_avg_pool1d(input, self.output_size)  # type: ignore[attr-defined]
+
+
+class AdaptiveMaxPool2d(Module):
+    """Max pooling to a fixed ``output_size``; ``return_indices`` also gives the maxima's indices."""
+
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, input: Tensor) -> Any:
+        """``F.adaptive_max_pool2d(input, output_size, return_indices)``."""
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)  # type: ignore[attr-defined]
+
+    def extra_repr(self) -> str:
+        """``output_size=...``."""
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    """Max pooling of (N, C, L) inputs to a fixed ``output_size``."""
+
+    def forward(self, input: Tensor) -> Any:
+        """``F.adaptive_max_pool1d(input, output_size, return_indices)``."""
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..._core._tensor import Tensor
+from ..._ops._util import to_tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter, new_tensor
@@ -136,6 +137,27 @@ class MultiheadAttention(Module):
         return attn_output, attn_output_weights
 
 
+def _get_seq_len(src: Tensor, batch_first: bool) -> int | None:
+    """The sequence length of ``src``: (S, E) unbatched, (N, S, E) or (S, N, E) batched."""
+    size = tuple(src.shape)
+    if len(size) == 2:
+        return size[0]
+    return size[1 if batch_first else 0]
+
+
+def _detect_is_causal_mask(mask: Any, is_causal: bool | None = None, size: int | None = None) -> bool:
+    """torch's: ``is_causal`` as given, else (None) whether ``mask`` equals
+    :meth:`Transformer.generate_square_subsequent_mask` of ``size`` (its own last-but-one
+    dimension when None) in ``mask``'s dtype, same shape and all."""
+    make_causal = is_causal is True
+    if is_causal is None and mask is not None:
+        m = to_tensor(mask)
+        sz = size if size is not None else m.shape[-2]
+        causal = new_tensor((sz, sz), m.dtype, m.device, fill=float("-inf")).triu(1)
+        make_causal = tuple(m.shape) == (sz, sz) and bool((m == causal).all())
+    return make_causal
+
+
 def _get_activation_fn(activation: str) -> Callable[[Tensor], Tensor]:
     if activation == "relu":
         return F.relu
@@ -214,7 +236,9 @@ class TransformerEncoderLayer(Module):
 
 class TransformerEncoder(Module):
     """``num_layers`` copies of ``encoder_layer`` (deep copies, as torch's ``_get_clones``)
-    applied in turn, then ``norm`` if given."""
+    applied in turn, then ``norm`` if given. ``enable_nested_tensor`` and ``mask_check`` are
+    kept, as torch's attributes, and otherwise ignored: aiograd has no nested tensors, so
+    ``use_nested_tensor`` is always False."""
 
     layers: ModuleList
     norm: Module | None
@@ -228,6 +252,7 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = False
         self.mask_check = mask_check
 
     def forward(
@@ -236,8 +261,9 @@ class TransformerEncoder(Module):
     ) -> Tensor:
         """Every layer over ``src`` in turn, then ``norm``."""
         output = src
+        is_causal = _detect_is_causal_mask(mask, is_causal, _get_seq_len(src, self.layers[0].self_attn.batch_first))
         for mod in self.layers:
-            output = mod(output, src_mask=mask, is_causal=bool(is_causal), src_key_padding_mask=src_key_padding_mask)
+            output = mod(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
         if self.norm is not None:
             output = self.norm(output)
         return output

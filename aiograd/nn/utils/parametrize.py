@@ -76,6 +76,9 @@ class ParametrizationList(ModuleList):
     ``original`` (or ``original0``, ``original1``, ... when ``right_inverse`` returns a
     sequence). ``module.parametrizations[name]`` after ``register_parametrization``."""
 
+    is_tensor: bool
+    ntensors: int
+
     original: Tensor
     unsafe: bool
 
