@@ -155,7 +155,7 @@ def test_extras_named_in_install_lines_exist() -> None:
 PROSE_REFERENCE = {
     "float16", "half", "float32", "float64", "double", "int32", "int64", "uint8", "bool_",
     "float", "int", "bool", "long", "short", "int8", "int16",
-    "eq", "ne", "lt", "le", "gt", "ge",
+    "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater", "greater_equal",
 }
 
 

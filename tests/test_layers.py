@@ -29,19 +29,20 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("_base",)),
     ("devices", ("_devices",)),
     ("graph core", ("_core",)),
-    ("ops", ("_ops", "nn")),
+    ("ops", ("_ops", "function", "nn")),
     ("executors", ("executors",)),
     ("engine", ("_engine",)),
     (
         "API",
         (
             "_api",  # backward/grad, checkpointing, factories, the Tensor methods' binding, trio
-            "", "function", "functional", "sync", "testing", "utils", "graph", "cuda", "linalg",  # "": the package's own __init__
+            "", "func", "functional", "sync", "testing", "utils", "graph", "cuda", "linalg",  # "": the package's own __init__
             "optim",  # aiograd.optim (optimizers, lr_scheduler)
             "serving",  # aiograd.serving (dynamic batching, the HTTP service)
             "pytest_plugin",  # aiograd.pytest_plugin (the pytest11 entry point)
             "viz",  # aiograd.viz (the backward graph as Graphviz DOT)
             "distributed",  # aiograd.distributed (data-parallel gradients on Dask)
+            "distributions",  # aiograd.distributions (torch.distributions)
             "profiler",  # aiograd.profiler (traces, progress)
             "accelerator", "backends", "amp",  # torch's namespaces that training scripts touch
         ),

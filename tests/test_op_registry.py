@@ -131,8 +131,11 @@ SPEC_MODULES = (
 SPEC_MODULES += ("test_ops_special", "test_nn_activations", "test_nn_dropout", "test_nn_normalization", "test_nn_embedding")
 # rounding divisions, bitwise and logical ops, products with vectors
 SPEC_MODULES += ("test_ops_rounding", "test_ops_bitwise", "test_ops_vector_products")
+SPEC_MODULES += ("test_nn_layers_extra",)  # relu6...glu, prelu, fold, pixel_shuffle (aiograd/nn/_activations_extra.py, _fold.py)
+SPEC_MODULES += ("test_ops_model_ops",)  # addmm, baddbmm, addbmm, repeat_interleave, meshgrid, unique, histc...
 SPEC_MODULES += ("test_linalg_triangular",)  # linalg.solve_triangular (aiograd/_ops/triangular.py)
 SPEC_MODULES += ("test_ops_inplace_variants",)
+SPEC_MODULES += ("test_nn_interpolate",)  # interpolate, grid_sample, affine_grid (aiograd/nn/_interpolate.py, _grid_sample.py)
 SPEC_MODULES += ("test_dtypes_api",)  # half, int, short, char, byte, type (aiograd/_ops/casting.py)  # sin_, atan2_, lerp_, eq_, t_... (aiograd/_ops/inplace_variants.py)
 
 
@@ -177,6 +180,7 @@ def test_registry_rules_are_consistent() -> None:
     families |= {"losses", "distance", "attention"}  # nn losses, distances, attention (aiograd/nn)
     families |= {"_conv", "_pooling"}  # convolutions and pooling (aiograd/nn/_conv.py, _pooling.py)
     families |= {"rounding", "bitwise", "vector_products"}  # rounding divisions, bitwise, mv/addmv/vdot/inner
+    families |= {"_interpolate", "_grid_sample"}  # upsampling and spatial transformers (aiograd/nn)
     for name, rule in OPS.items():
         assert rule.name == name and rule.family in families, name
         assert callable(rule.forward), name

@@ -103,6 +103,7 @@ CASES = [
     _unary("cosh", "CoshBackward0"),
     _unary("erf", "ErfBackward0"),
     _unary("erfc", "ErfcBackward0"),
+    _unary("nan_to_num", "NanToNumBackward0"),
     _unary("expm1", "Expm1Backward0"),
     _unary("floor", "FloorBackward0", inputs=_kinked(*INTEGERS)),
     _unary("frac", "FracBackward0", inputs=_kinked(*INTEGERS)),

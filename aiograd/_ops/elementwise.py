@@ -41,7 +41,8 @@ from .unary_math import log
 if TYPE_CHECKING:
     from .._core._types import TensorLike
 
-__all__ = ["add", "sub", "mul", "div", "divide", "true_divide", "pow", "where", "eq", "ne", "lt", "le", "gt", "ge"]
+__all__ = ["add", "sub", "mul", "div", "divide", "true_divide", "pow", "where", "eq", "ne", "lt", "le", "gt", "ge",
+           "not_equal", "less", "less_equal", "greater", "greater_equal"]
 
 
 def _binary_edges(a: Any, b: Any) -> tuple[Any, Any]:
@@ -420,7 +421,7 @@ class Comparison(Protocol):
     def __call__(self, input: TensorLike, other: TensorLike) -> Tensor: ...
 
 
-def _compare(name: str, ufunc: str) -> Comparison:
+def _compare(name: str, ufunc: str, alias: str = "") -> Comparison:
     def compare(input: TensorLike, other: TensorLike) -> Tensor:
         input, other = promoted(input, other, fname=name)  # compared in the common dtype
         try:
@@ -432,15 +433,21 @@ def _compare(name: str, ufunc: str) -> Comparison:
 
     compare.__name__ = compare.__qualname__ = ufunc
     compare.__doc__ = f"Elementwise ``{ufunc}`` comparison; a bool tensor (no gradient)."
-    return register(name, compare, family="elementwise")
+    return register(name, compare, family="elementwise", aliases=(alias,) if alias else ())
 
 
 eq: Comparison = _compare("eq", "equal")
-ne: Comparison = _compare("ne", "not_equal")
-lt: Comparison = _compare("lt", "less")
-le: Comparison = _compare("le", "less_equal")
-gt: Comparison = _compare("gt", "greater")
-ge: Comparison = _compare("ge", "greater_equal")
+ne: Comparison = _compare("ne", "not_equal", "not_equal")
+lt: Comparison = _compare("lt", "less", "less")
+le: Comparison = _compare("le", "less_equal", "less_equal")
+gt: Comparison = _compare("gt", "greater", "greater")
+ge: Comparison = _compare("ge", "greater_equal", "greater_equal")
+# PyTorch's aliases
+not_equal: Comparison = ne
+less: Comparison = lt
+less_equal: Comparison = le
+greater: Comparison = gt
+greater_equal: Comparison = ge
 
 
 def _reflected(fn: Any) -> Any:
@@ -466,6 +473,7 @@ TENSOR_METHODS = {
     "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow,
     "divide": div, "true_divide": true_divide, "where": _where_method,
     "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
+    "not_equal": ne, "less": lt, "less_equal": le, "greater": gt, "greater_equal": ge,
     "__add__": add, "__radd__": _reflected(add), "__sub__": sub, "__rsub__": _reflected(sub),
     "__mul__": mul, "__rmul__": _reflected(mul), "__truediv__": div,
     "__rtruediv__": _rtruediv, "__pow__": pow, "__rpow__": _reflected(pow),

@@ -260,6 +260,7 @@ VARIANTS: list[Variant] = [
     Variant("xlogy_", "xlogy"),
     Variant("true_divide_", "true_divide", old_self=_other_requires_grad),
     Variant("lerp_", "lerp"),
+    Variant("nan_to_num_", "nan_to_num"),
     # (their formulas read only tensor1 and tensor2)
     Variant("addcmul_", "addcmul", old_self=False),
     Variant("addcdiv_", "addcdiv", old_self=False),

@@ -8,15 +8,17 @@ zeros for outputs that received none.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from .._base._dtypes import type_name
+from .._base._dtypes import scalar_type_name, type_name
 from .._core._views import MULTI_OUTPUT_NODE, make_view
 from ._registry import backward, op, variant
 from ._util import (
+    UNSET,
     Node,
     Tensor,
     attach,
@@ -29,10 +31,12 @@ from ._util import (
     wrap,
 )
 from .casting import result_type
-from .indexing import getitem
-from .shape import _dim
+from .indexing import IndexSelectBackward0, getitem, index_select
+from .shape import ExpandBackward0, ViewBackward0, _dim, expand, flatten, reshape, unsqueeze
+from .unary_math import clone
 
-__all__ = ["cat", "concat", "concatenate", "stack", "split", "split_with_sizes", "chunk", "unbind"]
+__all__ = ["cat", "concat", "concatenate", "stack", "split", "split_with_sizes", "chunk", "unbind",
+           "meshgrid", "cartesian_prod", "repeat_interleave"]
 
 _FULL = slice(None)
 
@@ -292,3 +296,138 @@ TENSOR_METHODS = {
     "chunk": chunk,
     "unbind": unbind,
 }
+
+
+# ------------------------------------------------------------------------------ meshgrid, cartesian_prod
+_MESHGRID_WARNING = "torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument."
+
+
+@op(ExpandBackward0)
+def meshgrid(*tensors: Tensor | Sequence[Tensor], indexing: str | None = None) -> tuple[Tensor, ...]:
+    """The grids of the 0-D or 1-D ``tensors``: the i-th output holds ``tensors[i]`` along dim i
+    (``indexing="ij"``, the default, with PyTorch's warning when it is not given) or with the
+    first two dims swapped (``"xy"``, Cartesian); each is an expanded view of its input."""
+    items = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else list(tensors)
+    if indexing is None:
+        warnings.warn(_MESHGRID_WARNING, UserWarning, stacklevel=2)
+        indexing = "ij"
+    if not items:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for i, t in enumerate(items):
+        if not isinstance(t, Tensor):
+            raise not_tensor("meshgrid", t, i + 1, "tensors")
+        if t.data.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
+    if any(t.data.dtype != items[0].data.dtype for t in items):
+        raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    common_device(*items)
+    if indexing not in ("xy", "ij"):
+        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    order = list(range(len(items)))
+    if indexing == "xy" and len(items) >= 2:
+        order[0], order[1] = 1, 0
+    shape = [int(items[i].data.size) for i in order]
+    grids = []
+    for t in items:
+        view_shape = [1] * len(items)
+        view_shape[order.index(len(grids))] = -1
+        grids.append(expand(reshape(t, view_shape), shape))
+    return tuple(grids)
+
+
+@op(StackBackward0)
+def cartesian_prod(*tensors: Tensor) -> Tensor:
+    """The Cartesian product of the 1-D ``tensors``: one row per combination (itertools.product's
+    order); a single tensor is returned as it is."""
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise not_tensor("cartesian_prod", t, 1, "tensors")
+        if t.data.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.data.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([flatten(g) for g in grids], 1)
+
+
+# ------------------------------------------------------------------------------ repeat_interleave
+def _repeat_counts(repeats: Tensor, output_size: int | None) -> Tensor:
+    """``repeat_interleave(repeats)``: each index ``i`` repeated ``repeats[i]`` times."""
+    r = repeats.data
+    if r.dtype.kind not in "iu":
+        raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for '{scalar_type_name(r.dtype)}'")
+    if r.ndim != 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+    if r.size and int(r.min()) < 0:
+        raise RuntimeError("repeats can not be negative")
+    xp = repeats._device.xp
+    data = xp.repeat(xp.arange(r.shape[0], dtype=r.dtype), r)
+    if output_size is not None and output_size != data.shape[0]:
+        raise RuntimeError("allocated size does not match required size")
+    return like(data, repeats)
+
+
+_FUNCTION_FORMS = (
+    "\n * (Tensor input, Tensor repeats, int dim = None, *, int output_size = None)"
+    "\n * (Tensor repeats, *, int output_size = None)"
+    "\n * (Tensor input, int repeats, int dim = None, *, int output_size = None)\n"
+)
+_METHOD_FORMS = (
+    "\n * (Tensor repeats, int dim = None, *, int output_size = None)"
+    "\n * (int repeats, int dim = None, *, int output_size = None)\n"
+)
+
+
+def _invalid_repeats(got: str, forms: str = _FUNCTION_FORMS) -> TypeError:
+    return TypeError(f"repeat_interleave() received an invalid combination of arguments - got ({got}), but expected one of:{forms}")
+
+
+def _is_repeats(repeats: Any) -> bool:
+    return isinstance(repeats, Tensor) or (isinstance(repeats, (int, np.integer)) and not isinstance(repeats, bool))
+
+
+@op(ViewBackward0, IndexSelectBackward0)
+def repeat_interleave(
+    input: Tensor, repeats: Tensor | int | None = None, dim: int | None = UNSET, *, output_size: int | None = None
+) -> Tensor:
+    """Each element of ``input`` (along ``dim``; of the flattened tensor without one) repeated
+    ``repeats`` times (a number, or a tensor of one count per element); with only a tensor of
+    counts, ``repeat_interleave(repeats)``: each index repeated that many times."""
+    if repeats is None and dim is UNSET:
+        return _repeat_counts(input, output_size)
+    if not _is_repeats(repeats):
+        got = "Tensor, " + (type_name(repeats) if repeats is not None else f"dim={type_name(dim)}")
+        raise _invalid_repeats(got)
+    dim = None if dim is UNSET else dim
+    x = flatten(input) if dim is None else input
+    d = 0 if dim is None else _dim(dim, input.data.ndim)
+    if not isinstance(repeats, Tensor):
+        if repeats < 0:
+            raise RuntimeError("Repeats must be non-negative")
+        shape = list(x.data.shape)
+        wide = expand(unsqueeze(x, d + 1), [*shape[: d + 1], int(repeats), *shape[d + 1 :]])
+        return flatten(clone(wide), d, d + 1)
+    if repeats.data.ndim > 1:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    size = x.data.shape[d] if x.data.ndim else 1
+    if repeats.data.size == 1:
+        repeats = like(repeats._device.xp.broadcast_to(repeats.data.reshape(1), (size,)), repeats)
+    elif repeats.data.shape[0] != size:
+        raise RuntimeError(
+            f"repeats must have the same size as input along dim, but got repeats.size(0) = {repeats.data.shape[0]} "
+            f"and input.size({d}) = {size}"
+        )
+    return index_select(x, d, _repeat_counts(repeats, output_size))
+
+
+def _repeat_interleave_method(
+    input: Tensor, repeats: Tensor | int | None = None, dim: int | None = None, *, output_size: int | None = None
+) -> Tensor:
+    """``repeat_interleave(self, repeats, dim)``: each element (along ``dim``; of the flattened
+    tensor without one) repeated ``repeats`` times (a number, or a tensor of one count per element)."""
+    if not _is_repeats(repeats):
+        raise _invalid_repeats(type_name(repeats) if repeats is not None else "", _METHOD_FORMS)
+    return repeat_interleave(input, repeats, dim, output_size=output_size)
+
+
+TENSOR_METHODS["repeat_interleave"] = _repeat_interleave_method

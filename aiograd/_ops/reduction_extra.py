@@ -8,17 +8,20 @@ over nothing are shared from there.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from .._base._dtypes import scalar_type_name
+from ._division_util import record_not_implemented
 from ._reduce_util import _check_nonempty, axes_of, expand_reduced
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, like, needs_grad, not_tensor
 from .shape import _dim
 
-__all__ = ["amax", "amin", "all", "any", "count_nonzero"]
+__all__ = ["amax", "amin", "all", "any", "count_nonzero", "histc", "bincount"]
 
 
 @backward(batched=True)
@@ -132,3 +135,65 @@ def count_nonzero(input: Tensor, dim: int | Sequence[int] | None = None) -> Tens
 
 
 TENSOR_METHODS = {"amax": amax, "amin": amin, "all": all, "any": any, "count_nonzero": count_nonzero}
+
+
+# ------------------------------------------------------------------------------ histc, bincount
+def _c_number(v: float) -> str:
+    """A bound as PyTorch's message prints it (C++'s stream: ``1``, ``2.5``, ``inf``, ``-nan``)."""
+    return "-nan" if math.isnan(v) else f"{v:g}"
+
+
+@op()
+def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
+    """The histogram of ``input``'s elements: ``bins`` equal-width bins over ``[min, max]`` (the
+    data's range where ``min == max``, widened by one each way if that is a point); elements
+    outside are ignored, the last bin includes ``max``. Floating point only; no gradient."""
+    if not isinstance(input, Tensor):
+        raise not_tensor("histc", input)
+    xp, x = input._device.xp, input.data
+    if x.dtype.kind not in "f":
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{scalar_type_name(x.dtype)}'")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    lo, hi = float(min), float(max)
+    if lo > hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    if lo == hi and x.size:
+        lo, hi = float(x.min()), float(x.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{_c_number(lo)}, {_c_number(hi)}] is not finite")
+    flat = x.reshape(-1)
+    flat = flat[(flat >= lo) & (flat <= hi)]
+    edges = xp.linspace(lo, hi, bins + 1).astype(x.dtype)
+    pos = xp.clip(xp.searchsorted(edges, flat, side="right") - 1, 0, bins - 1)
+    return like(xp.bincount(pos, minlength=bins).astype(x.dtype), input)
+
+
+@op()
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+    """How often each value ``0..max(input)`` occurs in the 1-D non-negative integer ``input``
+    (at least ``minlength`` counts); with ``weights``, their sums instead (float64 for integer
+    weights). No derivative: weights that require grad give PyTorch's ``NotImplemented`` node."""
+    if not isinstance(input, Tensor):
+        raise not_tensor("bincount", input)
+    xp, x = input._device.xp, input.data
+    if x.dtype.kind not in "iu":
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{scalar_type_name(x.dtype)}'")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if x.ndim != 1 or (x.size and int(x.min()) < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is None:
+        return like(xp.bincount(x, minlength=minlength).astype(np.int64), input)
+    w = weights.data
+    if w.ndim != 1 or w.shape[0] != x.shape[0]:
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    dtype = w.dtype if w.dtype.kind == "f" else np.dtype(np.float64)
+    out = like(xp.bincount(x, weights=w.astype(np.float64), minlength=minlength).astype(dtype), input)
+    record_not_implemented("bincount", out, weights)
+    return out
+
+
+TENSOR_METHODS.update({"histc": histc, "bincount": bincount})

@@ -40,7 +40,7 @@ from .torch_selection import quickselect, topk_order
 if TYPE_CHECKING:
     from .._core._types import ValuesIndices
 
-__all__ = ["sort", "argsort", "topk", "kthvalue", "median"]
+__all__ = ["sort", "argsort", "topk", "kthvalue", "median", "unique", "unique_consecutive"]
 
 SortResult = _return_type("sort")
 TopkResult = _return_type("topk")
@@ -346,3 +346,89 @@ def median(input: Tensor, dim: int = UNSET, keepdim: bool = UNSET) -> Tensor | V
 
 
 TENSOR_METHODS = {"sort": sort, "argsort": argsort, "topk": topk, "kthvalue": kthvalue, "median": median}
+
+
+# ------------------------------------------------------------------------------ unique, unique_consecutive
+def _no_derivative(name: str, op_name: str) -> Any:
+    """PyTorch's node for ``op_name``, which has no derivative formula: its backward raises."""
+
+    def rule(self: Any, grads: list[Any], batch: int = 0) -> Any:
+        raise NotImplementedError(f"the derivative for '{op_name}' is not implemented.")
+
+    rule.__name__ = rule.__qualname__ = name
+    rule.__doc__ = f"PyTorch's ``{name}``: ``{op_name}`` has no derivative (its backward raises)."
+    return backward(name=name, batched=True)(rule)
+
+
+Unique2Backward0 = _no_derivative("Unique2Backward0", "_unique2")
+UniqueDimBackward0 = _no_derivative("UniqueDimBackward0", "unique_dim")
+UniqueConsecutiveBackward0 = _no_derivative("UniqueConsecutiveBackward0", "unique_consecutive")
+
+
+def _unique(input: Tensor, dim: int | None, sort: bool, fname: str) -> tuple[Any, Any, Any]:
+    """The distinct values (slices along ``dim``) of ``input``, sorted (``sort``) or of each run
+    of equal neighbours; the inverse indices and the counts. NaNs are all distinct, as PyTorch's."""
+    if not isinstance(input, Tensor):
+        raise not_tensor(fname, input)
+    xp, x = input._device.xp, input.data
+    if dim is None:
+        rows, rest = x.reshape(-1, 1), ()
+    else:
+        if not x.ndim:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        d = _dim(dim, x.ndim)
+        moved = xp.moveaxis(x, d, 0)
+        rest = moved.shape[1:]
+        if any(s == 0 for s in rest):
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+        rows = moved.reshape(moved.shape[0], int(np.prod(rest, dtype=np.int64)))
+    n = rows.shape[0]
+    if sort:
+        order = xp.lexsort(rows.T[::-1]) if rows.shape[1] > 1 else xp.argsort(rows[:, 0], kind="stable")
+    else:
+        order = xp.arange(n)
+    s = rows[order]
+    first = xp.ones(n, dtype=bool)
+    if n > 1:
+        first[1:] = (s[1:] != s[:-1]).any(axis=1)
+    group = xp.cumsum(first) - 1
+    inverse = xp.empty(n, dtype=np.int64)
+    inverse[order] = group
+    starts = xp.flatnonzero(first)
+    counts = xp.diff(xp.append(starts, n)).astype(np.int64)
+    values = s[first].reshape(-1) if dim is None else xp.moveaxis(s[first].reshape(-1, *rest), 0, d)
+    return values, inverse.reshape(x.shape) if dim is None else inverse, counts
+
+
+def _unique_result(input: Tensor, found: tuple[Any, Any, Any], node: Any, inverse: bool, counts: bool) -> Any:
+    values = like(found[0], input)
+    if needs_grad(input) and values.data.dtype.kind in "fc":
+        attach(node((edge_of(input),)), values)
+    if not (inverse or counts):
+        return values
+    return (values, *(like(a, input) for a, want in zip(found[1:], (inverse, counts)) if want))
+
+
+@op()
+def unique(
+    input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
+) -> Any:
+    """The distinct elements of ``input`` (the distinct slices along ``dim``), in ascending order
+    (also with ``sorted=False``, as PyTorch's CPU kernel); with ``return_inverse`` each element's
+    index among them, with ``return_counts`` how often each occurs. NaNs are all distinct."""
+    found = _unique(input, dim, True, "unique")
+    node = Unique2Backward0 if dim is None else UniqueDimBackward0
+    return _unique_result(input, found, node, return_inverse, return_counts)
+
+
+@op()
+def unique_consecutive(
+    input: Tensor, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
+) -> Any:
+    """``input`` with each run of equal neighbours (slices along ``dim``) kept once; with
+    ``return_inverse`` each element's run, with ``return_counts`` each run's length."""
+    found = _unique(input, dim, False, "unique_consecutive")
+    return _unique_result(input, found, UniqueConsecutiveBackward0, return_inverse, return_counts)
+
+
+TENSOR_METHODS.update({"unique": unique, "unique_consecutive": unique_consecutive})

@@ -12,17 +12,21 @@ a copy, as PyTorch's do, instead of numpy's float result.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ._division_util import refuse_kinds
-from ._registry import Unary, UnaryOp, unary
+from ._registry import Unary, UnaryOp, backward, op, register, unary
+from ._util import Tensor, attach, edge_of, like, needs_grad, not_tensor, save
 from .operands import BOOL, NEG_BOOL_ERROR
 from .quiet import quietly, quietly1, quietly2
 
 __all__ = [
     "neg", "exp", "log", "log1p", "sqrt", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "relu",
     "clone", "expm1", "log2", "log10", "rsqrt", "reciprocal", "tan", "asin", "acos", "atan", "sinh",
-    "cosh", "floor", "ceil", "trunc", "frac",
+    "cosh", "floor", "ceil", "trunc", "frac", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "nan_to_num",
 ]
 
 # PyTorch's constants (derivatives.yaml), to the last bit: ln(10) there is one ulp below
@@ -291,3 +295,67 @@ frac, FracBackward0 = _MADE["frac"]
 
 #: Tensor methods and operators (bound by ``aiograd._api._tensor_methods``), as PyTorch's.
 TENSOR_METHODS = {name: fn for name, (fn, _) in _MADE.items()} | {"__neg__": neg, "__abs__": abs}
+
+
+# ------------------------------------------------------------------------------ isnan, isinf..., nan_to_num
+def _float_check(name: str, test: Any, integer: bool) -> Callable[[Tensor], Tensor]:
+    """The bool op ``name``: ``test(xp, data)`` on a floating tensor, ``integer`` everywhere on an
+    integer or bool one (which holds no NaN or infinity)."""
+
+    def check(input: Tensor) -> Tensor:
+        if not isinstance(input, Tensor):
+            raise not_tensor(name, input)
+        xp, x = input._device.xp, input.data
+        data = test(xp, x) if x.dtype.kind in "fc" else xp.full(x.shape, integer, dtype=bool)
+        return like(data, input)
+
+    check.__name__ = check.__qualname__ = name
+    check.__doc__ = f"Elementwise ``{name}``: a bool tensor (no gradient); integer tensors hold no NaN or infinity."
+    register(name, check, family="unary_math")
+    return check
+
+
+isnan = _float_check("isnan", lambda xp, x: xp.isnan(x), False)
+isinf = _float_check("isinf", lambda xp, x: xp.isinf(x), False)
+isfinite = _float_check("isfinite", lambda xp, x: xp.isfinite(x), True)
+isposinf = _float_check("isposinf", lambda xp, x: xp.isposinf(x), False)
+isneginf = _float_check("isneginf", lambda xp, x: xp.isneginf(x), False)
+
+
+@backward(saved=("x",), batched=True)
+def NanToNumBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
+    """PyTorch's: ``grad * isfinite(input)`` (zero where a NaN or infinity was replaced)."""
+    x = self.x.unpack(self)
+    return (grads[0] * isfinite(x).to(grads[0].dtype),)
+
+
+def _float_arg(value: Any, name: str) -> float | None:
+    if value is not None and (isinstance(value, (str, bytes)) or not isinstance(value, (int, float, np.number))):
+        raise TypeError(f"nan_to_num(): argument '{name}' must be float, not {type(value).__name__}")
+    return value
+
+
+@op(NanToNumBackward0)
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    """``input`` with NaN replaced by ``nan``, positive and negative infinity by ``posinf`` and
+    ``neginf`` (by default the dtype's largest and smallest finite values); integer and bool
+    tensors are copied."""
+    if not isinstance(input, Tensor):
+        raise not_tensor("nan_to_num", input)
+    nan, posinf, neginf = (_float_arg(v, n) for v, n in ((nan, "nan"), (posinf, "posinf"), (neginf, "neginf")))
+    xp, x = input._device.xp, input.data
+    if x.dtype.kind not in "fc":
+        return clone(input)
+    replace = lambda a: xp.nan_to_num(a, nan=nan or 0.0, posinf=posinf, neginf=neginf)  # noqa: E731
+    data = quietly1(replace, x).astype(x.dtype, copy=False)  # (a bound past the dtype's range: inf, as there)
+    out = like(data, input)
+    if needs_grad(input):
+        node: Any = attach(NanToNumBackward0((edge_of(input),)), out)
+        node.x = save(input)
+    return out
+
+
+TENSOR_METHODS.update(
+    {"isnan": isnan, "isinf": isinf, "isfinite": isfinite, "isposinf": isposinf, "isneginf": isneginf,
+     "nan_to_num": nan_to_num}
+)

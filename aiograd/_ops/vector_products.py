@@ -20,7 +20,7 @@ from .linalg import MvBackward0, matmul
 from .products import DotBackward0, dot, tensordot
 from .shape import ViewBackward0, reduce_grad
 
-__all__ = ["addmv", "inner", "mv", "vdot"]
+__all__ = ["addbmm", "addmm", "addmv", "baddbmm", "inner", "mv", "vdot"]
 
 
 # ------------------------------------------------------------------------------ mv, addmv
@@ -138,3 +138,173 @@ def inner(input: Tensor, other: Tensor) -> Tensor:
 
 #: Tensor methods (bound by ``aiograd._api._tensor_methods``), as PyTorch's.
 TENSOR_METHODS = {"mv": mv, "addmv": addmv, "vdot": vdot, "inner": inner}
+
+
+# ------------------------------------------------------------------------------ addmm, baddbmm, addbmm
+def _dim_size(shape: tuple[int, ...], d: int) -> int:
+    """``tensor.size(d)``, with PyTorch's IndexError."""
+    n = len(shape)
+    if not -max(n, 1) <= d < max(n, 1) or not n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-max(n, 1)}, {max(n, 1) - 1}], but got {d})")
+    return shape[d]
+
+
+def _expand_check(input: Tensor, shape: tuple[int, ...]) -> None:
+    """PyTorch's ``expand`` of ``input`` to the result's shape (its messages)."""
+    input.detach().expand(*shape)
+
+
+def _check_mm(input: Any, m1: Any, m2: Any) -> None:
+    """PyTorch's checks of ``addmm`` (also ``addbmm``'s, on the summed product)."""
+    for name, m in (("mat1", m1), ("mat2", m2)):
+        if m.ndim != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {m.ndim}-D tensor")
+    if m1.shape[1] != m2.shape[0]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({m1.shape[0]}x{m1.shape[1]} and {m2.shape[0]}x{m2.shape[1]})"
+        )
+
+
+def _same_dtype(input: Any, m1: Any, m2: Any) -> None:
+    """PyTorch's dtype checks of ``addmm`` (and ``addbmm``), in its order: ``input``, then ``mat1``."""
+    if input.dtype != m2.dtype:
+        raise RuntimeError(
+            f"self and mat2 must have the same dtype, but got {scalar_type_name(input.dtype)} and "
+            f"{scalar_type_name(m2.dtype)}"
+        )
+    if m1.dtype != m2.dtype:
+        raise RuntimeError(
+            f"mat1 and mat2 must have the same dtype, but got {scalar_type_name(m1.dtype)} and {scalar_type_name(m2.dtype)}"
+        )
+
+
+def _scaled(x: Any, factor: float) -> Any:
+    return x if factor == 1 else x * factor
+
+
+def _combine(xp: Any, prod: Any, x: Any, beta: float, alpha: float, shape: tuple[int, ...]) -> Any:
+    """``beta * x + alpha * prod``; ``x`` ignored where ``beta`` is 0 (BLAS's rule)."""
+    prod = prod if alpha == 1 else alpha * prod
+    if beta == 0:
+        return xp.broadcast_to(prod, shape).copy()
+    return prod + (x if beta == 1 else beta * x)
+
+
+def _record_addmm(cls: Any, out: Tensor, input: Tensor, a: Tensor, b: Tensor, beta: float, alpha: float) -> Tensor:
+    if needs_grad(input, a, b):
+        node: Any = attach(cls((edge_of(input), edge_of(a), edge_of(b))), out)
+        _, e_a, e_b = node.next_edges
+        node.a = save(a) if e_b is not None else None
+        node.b = save(b) if e_a is not None else None
+        node.beta, node.alpha, node.input_shape = beta, alpha, input.data.shape
+    return out
+
+
+def _addmm_like_grads(self: Any, g: Any, batch: int, expand: bool) -> tuple[Any, Any, Any]:
+    """The gradients of ``beta * input + alpha * (a @ b)`` (``expand``: ``addbmm``'s, the
+    product summed over the batch of ``a`` and ``b``: the gradient is each matrix's)."""
+    e_input, e_a, e_b = self.next_edges
+    g_input = g_a = g_b = None
+    if e_input is not None:
+        g_input = reduce_grad(_scaled(g, self.beta), self.input_shape, batch)
+    gm = g.unsqueeze(-3) if expand else g
+    if e_a is not None:
+        g_a = _scaled(matmul(gm, self.b.unpack(self).mT), self.alpha)
+    if e_b is not None:
+        g_b = _scaled(matmul(self.a.unpack(self).mT, gm), self.alpha)
+    return (g_input, g_a, g_b)
+
+
+@backward(saved=("a", "b"), batched=True)
+def AddmmBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any, Any]:
+    """PyTorch's: ``beta * grad`` (summed to ``input``'s shape), ``alpha * grad @ mat2^T`` and
+    ``alpha * mat1^T @ grad``."""
+    return _addmm_like_grads(self, grads[0], batch, False)
+
+
+@op(AddmmBackward0)
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)``: ``input`` broadcast to the product's shape; where
+    ``beta`` is 0 ``input`` is ignored, where ``alpha`` is 0 the product is (BLAS's rule)."""
+    a, b, x = mat1.data, mat2.data, input.data
+    _check_mm(x, a, b)
+    shape = (a.shape[0], b.shape[1])
+    _expand_check(input, shape)
+    _same_dtype(x, a, b)
+    if a.dtype.kind == "b":
+        raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+    xp = mat1._device.xp
+    prod = xp.zeros(shape, dtype=a.dtype) if alpha == 0 else a @ b
+    out = on(wrap(_combine(xp, prod, x, beta, 1 if alpha == 0 else alpha, shape)), common_device(input, mat1, mat2))
+    return _record_addmm(AddmmBackward0, out, input, mat1, mat2, beta, alpha)
+
+
+def _check_batches(b1: Any, b2: Any, fname: str) -> None:
+    for name, m in (("batch1", b1), ("batch2", b2)):
+        if m.ndim != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor")
+    if fname == "baddbmm" and (b2.shape[0] != b1.shape[0] or b2.shape[1] != b1.shape[2]):
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{b1.shape[0]}, {b1.shape[2]}] "
+            f"but got: [{b2.shape[0]}, {b2.shape[1]}]."
+        )
+    if fname == "addbmm" and b1.shape[0] != b2.shape[0]:
+        raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {b1.shape[0]} and {b2.shape[0]}")
+    if fname == "addbmm" and b1.shape[2] != b2.shape[1]:
+        raise RuntimeError(
+            f"Incompatible matrix sizes for bmm ({b1.shape[1]}x{b1.shape[2]} and {b2.shape[1]}x{b2.shape[2]})"
+        )
+
+
+@backward(saved=("a", "b"), batched=True)
+def BaddbmmBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any, Any]:
+    """PyTorch's: ``beta * grad`` (summed to ``input``'s shape), ``alpha * grad.bmm(batch2^T)``
+    and ``alpha * batch1^T.bmm(grad)``."""
+    return _addmm_like_grads(self, grads[0], batch, False)
+
+
+@op(BaddbmmBackward0)
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
+    """``beta * input + alpha * bmm(batch1, batch2)``: ``input`` broadcast to ``(b, n, p)``;
+    where ``beta`` is 0 ``input`` is ignored."""
+    a, b, x = batch1.data, batch2.data, input.data
+    shape = (_dim_size(a.shape, 0), _dim_size(a.shape, 1), _dim_size(b.shape, 2))
+    _expand_check(input, shape)
+    if x.dtype != a.dtype:
+        names = [scalar_type_name(t.dtype).lower() for t in (x, a, b)]
+        raise RuntimeError(f"Input dtypes must be the same, got: input {names[0]}, batch1: {names[1]}, batch2: {names[2]}")
+    _check_batches(a, b, "baddbmm")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_type_name(a.dtype)} but found {scalar_type_name(b.dtype)}")
+    if a.dtype.kind == "b":
+        raise NotImplementedError("\"baddbmm\" not implemented for 'Bool'")
+    xp = batch1._device.xp
+    out = on(wrap(_combine(xp, a @ b, x, beta, alpha, shape)), common_device(input, batch1, batch2))
+    return _record_addmm(BaddbmmBackward0, out, input, batch1, batch2, beta, alpha)
+
+
+@backward(saved=("a", "b"), batched=True)
+def AddbmmBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any, Any]:
+    """PyTorch's: ``beta * grad`` (summed to ``input``'s shape), ``alpha * grad.bmm(batch2^T)``
+    and ``alpha * batch1^T.bmm(grad)``, ``grad`` expanded over the batch."""
+    return _addmm_like_grads(self, grads[0], batch, True)
+
+
+@op(AddbmmBackward0)
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: float = 1, alpha: float = 1) -> Tensor:
+    """``beta * input + alpha * sum_i(batch1[i] @ batch2[i])``: ``input`` broadcast to ``(n, p)``;
+    where ``beta`` is 0 ``input`` is ignored, where ``alpha`` is 0 the product is."""
+    a, b, x = batch1.data, batch2.data, input.data
+    shape = (_dim_size(a.shape, 1), _dim_size(b.shape, 2))
+    _expand_check(input, shape)
+    _same_dtype(x, a, b)
+    _check_batches(a, b, "addbmm")
+    if a.dtype.kind == "b":
+        raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+    xp = batch1._device.xp
+    prod = xp.zeros(shape, dtype=a.dtype) if alpha == 0 else (a @ b).sum(axis=0)
+    out = on(wrap(_combine(xp, prod, x, beta, 1 if alpha == 0 else alpha, shape)), common_device(input, batch1, batch2))
+    return _record_addmm(AddbmmBackward0, out, input, batch1, batch2, beta, alpha)
+
+
+TENSOR_METHODS.update({"addmm": addmm, "baddbmm": baddbmm, "addbmm": addbmm})

@@ -125,6 +125,11 @@ if TYPE_CHECKING:
         def lerp_(self, end: Tensor, weight: TensorLike) -> Tensor:
             """``lerp`` in place: the result is written into ``self``, which is returned."""
             ...
+        def nan_to_num_(
+            self, nan: _float = 0.0, posinf: _float | None = None, neginf: _float | None = None
+        ) -> Tensor:
+            """``nan_to_num`` in place: the result is written into ``self``, which is returned."""
+            ...
         def addcmul_(self, tensor1: Tensor, tensor2: Tensor, *, value: _float = 1) -> Tensor:
             """``addcmul`` in place: the result is written into ``self``, which is returned."""
             ...

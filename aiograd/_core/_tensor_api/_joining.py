@@ -40,3 +40,14 @@ if TYPE_CHECKING:
         def unbind(self, dim: _int = 0) -> tuple[Tensor, ...]:
             """The slices along ``dim``, that dimension removed."""
             ...
+        def repeat_interleave(
+            self,
+            repeats: Tensor | _int | None = None,
+            dim: _int | None = None,
+            *,
+            output_size: _int | None = None,
+        ) -> Tensor:
+            """``repeat_interleave(self, repeats, dim)``: each element (along ``dim``; of the
+            flattened tensor without one) repeated ``repeats`` times (a number, or a tensor of one
+            count per element)."""
+            ...

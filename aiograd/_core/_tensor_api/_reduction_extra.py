@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     # Also Tensor methods: inside the class these names mean the methods, so annotations
     # spell the builtins through these aliases.
     _bool: TypeAlias = builtins.bool
+    _float: TypeAlias = builtins.float
     _int: TypeAlias = builtins.int
 
     class ReductionExtraMethods:
@@ -41,4 +42,14 @@ if TYPE_CHECKING:
         def count_nonzero(self, dim: _int | Sequence[_int] | None = None) -> Tensor:
             """How many elements over ``dim`` (int, tuple, or None for all) are non-zero; int64, as
             ``torch.count_nonzero`` (which has no ``keepdim``)."""
+            ...
+        def histc(self, bins: _int = 100, min: _float = 0, max: _float = 0) -> Tensor:
+            """The histogram of ``input``'s elements: ``bins`` equal-width bins over ``[min, max]``
+            (the data's range where ``min == max``, widened by one each way if that is a point);
+            elements outside are ignored, the last bin includes ``max``."""
+            ...
+        def bincount(self, weights: Tensor | None = None, minlength: _int = 0) -> Tensor:
+            """How often each value ``0..max(input)`` occurs in the 1-D non-negative integer
+            ``input`` (at least ``minlength`` counts); with ``weights``, their sums instead (float64
+            for integer weights)."""
             ...

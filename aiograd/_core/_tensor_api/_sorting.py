@@ -61,3 +61,23 @@ if TYPE_CHECKING:
             """The median, as ``torch.median``: the lower of the two middle values for an even
             count."""
             ...
+        def unique(
+            self,
+            sorted: _bool = True,
+            return_inverse: _bool = False,
+            return_counts: _bool = False,
+            dim: _int | None = None,
+        ) -> Any:
+            """The distinct elements of ``input`` (the distinct slices along ``dim``), in ascending
+            order (also with ``sorted=False``, as PyTorch's CPU kernel); with ``return_inverse``
+            each element's index among them, with ``return_counts`` how often each occurs."""
+            ...
+        def unique_consecutive(
+            self,
+            return_inverse: _bool = False,
+            return_counts: _bool = False,
+            dim: _int | None = None,
+        ) -> Any:
+            """``input`` with each run of equal neighbours (slices along ``dim``) kept once; with
+            ``return_inverse`` each element's run, with ``return_counts`` each run's length."""
+            ...

@@ -9,7 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import builtins
+    from typing import TypeAlias
+
     from .._tensor import Tensor
+
+    # Also Tensor methods: inside the class these names mean the methods, so annotations
+    # spell the builtins through these aliases.
+    _float: TypeAlias = builtins.float
 
     class UnaryMathMethods:
         """Declared from ``aiograd._ops.unary_math``."""
@@ -100,3 +107,30 @@ if TYPE_CHECKING:
             ...
         def __neg__(self) -> Tensor: ...
         def __abs__(self) -> Tensor: ...
+        def isnan(self) -> Tensor:
+            """Elementwise ``isnan``: a bool tensor (no gradient); integer tensors hold no NaN or
+            infinity."""
+            ...
+        def isinf(self) -> Tensor:
+            """Elementwise ``isinf``: a bool tensor (no gradient); integer tensors hold no NaN or
+            infinity."""
+            ...
+        def isfinite(self) -> Tensor:
+            """Elementwise ``isfinite``: a bool tensor (no gradient); integer tensors hold no NaN or
+            infinity."""
+            ...
+        def isposinf(self) -> Tensor:
+            """Elementwise ``isposinf``: a bool tensor (no gradient); integer tensors hold no NaN or
+            infinity."""
+            ...
+        def isneginf(self) -> Tensor:
+            """Elementwise ``isneginf``: a bool tensor (no gradient); integer tensors hold no NaN or
+            infinity."""
+            ...
+        def nan_to_num(
+            self, nan: _float = 0.0, posinf: _float | None = None, neginf: _float | None = None
+        ) -> Tensor:
+            """``input`` with NaN replaced by ``nan``, positive and negative infinity by ``posinf``
+            and ``neginf`` (by default the dtype's largest and smallest finite values); integer and
+            bool tensors are copied."""
+            ...

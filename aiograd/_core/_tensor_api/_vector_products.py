@@ -37,3 +37,22 @@ if TYPE_CHECKING:
             """The sum of products over the last dims of ``input`` and ``other`` (``tensordot`` over
             them); with a 0-d operand, the product ``input * other``."""
             ...
+        def addmm(
+            self, mat1: Tensor, mat2: Tensor, *, beta: _float = 1, alpha: _float = 1
+        ) -> Tensor:
+            """``beta * input + alpha * (mat1 @ mat2)``: ``input`` broadcast to the product's shape;
+            where ``beta`` is 0 ``input`` is ignored, where ``alpha`` is 0 the product is (BLAS's
+            rule)."""
+            ...
+        def baddbmm(
+            self, batch1: Tensor, batch2: Tensor, *, beta: _float = 1, alpha: _float = 1
+        ) -> Tensor:
+            """``beta * input + alpha * bmm(batch1, batch2)``: ``input`` broadcast to ``(b, n, p)``;
+            where ``beta`` is 0 ``input`` is ignored."""
+            ...
+        def addbmm(
+            self, batch1: Tensor, batch2: Tensor, *, beta: _float = 1, alpha: _float = 1
+        ) -> Tensor:
+            """``beta * input + alpha * sum_i(batch1[i] @ batch2[i])``: ``input`` broadcast to ``(n,
+            p)``; where ``beta`` is 0 ``input`` is ignored, where ``alpha`` is 0 the product is."""
+            ...
