@@ -19,6 +19,7 @@ import numpy as np
 
 from .._base._dtypes import DEVICE_ARRAY_TYPES, cpp_type_name, numeric_array, scalar_type_name
 from .._base._grad_mode import argument_type_name, grad_enabled
+from .._base._size import Size
 from .._devices._device import CPU, device, device_type
 from ._format import format_tensor
 from ._tensor_api import TensorMethods
@@ -188,9 +189,9 @@ class Tensor(TensorMethods):
         return self._retains_grad
 
     @property
-    def shape(self) -> tuple[int, ...]:
-        """The size of each dimension."""
-        return self.data.shape
+    def shape(self) -> Size:
+        """The size of each dimension (a ``Size``: a tuple that prints as torch's)."""
+        return tuple.__new__(Size, self.data.shape)
 
     @property
     def ndim(self) -> int:
@@ -218,8 +219,8 @@ class Tensor(TensorMethods):
         return 0 if self._vc is None else self._vc[0]
 
     def size(self, dim: int | None = None) -> Any:
-        """The shape, or the size of dimension ``dim``."""
-        return self.data.shape if dim is None else self.data.shape[dim]
+        """The shape (a ``Size``), or the size of dimension ``dim``."""
+        return tuple.__new__(Size, self.data.shape) if dim is None else self.data.shape[dim]
 
     def numel(self) -> int:
         """The number of elements."""
