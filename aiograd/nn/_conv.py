@@ -1,4 +1,5 @@
-"""Convolutions: ``conv1d``, ``conv2d`` and ``conv_transpose2d``, as torch.nn.functional's.
+"""Convolutions: ``conv1d``, ``conv2d`` and ``conv_transpose2d``, as torch.nn.functional's (and,
+through the same code over three spatial dims, ``_conv3d.py``'s ``conv3d``, ``conv_transpose3d``).
 
 All three record PyTorch's ``ConvolutionBackward0`` (``at::convolution``). A convolution is an
 im2col and one matrix product per sample and group: the weight as ``(O/G, C/G*kh*kw)`` times the
@@ -16,6 +17,7 @@ serves the whole batch.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -63,28 +65,28 @@ def _fold(xp: Any, cols: Any, geom: Geometry) -> Any:
 
 def _columns(xp: Any, x: Any, geom: Geometry, groups: int) -> Any:
     """``(*lead, N, C, H, W)`` -> the im2col matrices ``(*lead, N, G, C/G*kh*kw, OH*OW)``."""
-    *lead, n, c = x.shape[:-2]
-    size = geom[0].out * geom[1].out
-    return _unfold(xp, x, geom).reshape(*lead, n, groups, c // groups * geom[0].kernel * geom[1].kernel, size)
+    *lead, n, c = x.shape[: x.ndim - len(geom)]
+    size = math.prod(a.out for a in geom)
+    return _unfold(xp, x, geom).reshape(*lead, n, groups, c // groups * math.prod(a.kernel for a in geom), size)
 
 
 def _image(xp: Any, cols: Any, geom: Geometry) -> Any:
     """The adjoint of ``_columns``: ``(*lead, N, G, C/G*kh*kw, OH*OW)`` -> ``(*lead, N, C, H, W)``."""
     *lead, n, groups, k, _ = cols.shape
-    (kh, *_, oh), (kw, *_, ow) = geom
-    return _fold(xp, cols.reshape(*lead, n, groups * k // (kh * kw), kh, kw, oh, ow), geom)
+    kernel, outs = [a.kernel for a in geom], [a.out for a in geom]
+    return _fold(xp, cols.reshape(*lead, n, groups * k // math.prod(kernel), *kernel, *outs), geom)
 
 
 def _matrices(w: Any, groups: int) -> Any:
-    """A weight ``(A, B, kh, kw)`` as ``groups`` matrices ``(A/G, B*kh*kw)``."""
-    a, b, kh, kw = w.shape
-    return w.reshape(groups, a // groups, b * kh * kw)
+    """A weight ``(A, B, kh, kw)`` (or ``(A, B, kd, kh, kw)``) as ``groups`` matrices ``(A/G, B*kh*kw)``."""
+    a, b, *kernel = w.shape
+    return w.reshape(groups, a // groups, b * math.prod(kernel))
 
 
-def _by_group(t: Any, groups: int) -> Any:
-    """``(*lead, N, C, H, W)`` -> ``(*lead, N, G, C/G, H*W)``."""
-    *lead, n, c, h, w = t.shape
-    return t.reshape(*lead, n, groups, c // groups, h * w)
+def _by_group(t: Any, groups: int, nd: int = 2) -> Any:
+    """``(*lead, N, C, H, W)`` -> ``(*lead, N, G, C/G, H*W)`` (``nd`` spatial dims)."""
+    *lead, n, c = t.shape[: t.ndim - nd]
+    return t.reshape(*lead, n, groups, c // groups, math.prod(t.shape[t.ndim - nd :]))
 
 
 def _conv(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any:
@@ -100,15 +102,15 @@ def _conv(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any:
         xp.matmul(_matrices(w, groups), cols, out=out)
         return out.reshape(n, o, geom[0].out, geom[1].reach)[..., : geom[1].out].copy()  # (never the scratch)
     out = _matrices(w, groups) @ _columns(xp, x, geom, groups)
-    return out.reshape(n, o, geom[0].out, geom[1].out)
+    return out.reshape(n, o, *(a.out for a in geom))
 
 
 def _conv_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
     """The gradients of ``_conv`` for ``g`` ``(*lead, N, O, OH, OW)``."""
-    b = g.ndim - 4
+    b = g.ndim - 2 - len(geom)
     if unit_stride(geom) and not isinstance(x, Tensor) and _flat_is_exact(xp, x, w, want):
         return _conv_grads_flat(xp, x, w, g, geom, groups, want)
-    gm = _by_group(g, groups)  # (*lead, N, G, O/G, OH*OW)
+    gm = _by_group(g, groups, len(geom))  # (*lead, N, G, O/G, OH*OW)
     gx = gw = None
     if want[0]:
         gx = _image(xp, _matrices(w, groups).mT @ gm, geom)
@@ -151,18 +153,18 @@ def _conv_transpose(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any
     """The transposed convolution of ``x`` ``(N, C, H, W)`` with ``w`` ``(C, O/G, kh, kw)``:
     the adjoint of ``_conv`` with that weight (``geom`` is the convolution's: windows over the
     output, one per input position)."""
-    return _image(xp, _matrices(w, groups).mT @ _by_group(x, groups), geom)
+    return _image(xp, _matrices(w, groups).mT @ _by_group(x, groups, len(geom)), geom)
 
 
 def _conv_transpose_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
     """The gradients of ``_conv_transpose`` for ``g`` ``(*lead, N, O, OH, OW)``."""
-    b = g.ndim - 4
+    b = g.ndim - 2 - len(geom)
     cols = _columns(xp, g, geom, groups)  # (*lead, N, G, O/G*kh*kw, H*W)
     gx = gw = None
     if want[0]:
         gx = _matrices(w, groups) @ cols  # (*lead, N, G, C/G, H*W)
     if want[1]:
-        gw = (_by_group(x, groups) @ cols.mT).sum(b)  # (*lead, G, C/G, O/G*kh*kw)
+        gw = (_by_group(x, groups, len(geom)) @ cols.mT).sum(b)  # (*lead, G, C/G, O/G*kh*kw)
     return gx, gw
 
 
@@ -189,7 +191,8 @@ def ConvolutionBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     if eb is not None:
         # on arrays: the samples summed first (a reduction over the outer axis runs vectorised),
         # then each channel's plane; numpy's reduction over (N, OH, OW) at once is ~4x slower
-        gb = ga.sum(_bias_axes(batch)) if recorded else ga.sum(batch).reshape(*ga.shape[:batch], ga.shape[batch + 1], ga.shape[-2] * ga.shape[-1]).sum(-1)
+        nd = len(self.geom)
+        gb = ga.sum(_bias_axes(batch, nd)) if recorded else ga.sum(batch).reshape(*ga.shape[:batch], ga.shape[batch + 1], -1).sum(-1)
     lead = g.shape[:batch]
     if gx is not None:
         gx = gx.reshape(*lead, *x.shape)
@@ -200,9 +203,9 @@ def ConvolutionBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (gx, gw, gb)
 
 
-def _bias_axes(b: int) -> tuple[int, ...]:
+def _bias_axes(b: int, nd: int = 2) -> tuple[int, ...]:
     """The axes of a gradient ``(*lead, N, O, OH, OW)`` that the bias's gradient sums over."""
-    return (b, b + 2, b + 3)
+    return (b, *range(b + 2, b + 2 + nd))
 
 
 # ------------------------------------------------------------------------------ arguments
@@ -241,9 +244,9 @@ def _convolution(
     transposed: bool = False,
     output_padding: Any = 0,
 ) -> Tensor:
-    """``at::convolution`` for 1 or 2 spatial dims (``name`` is ``conv1d``, ``conv2d`` or
-    ``conv_transpose2d``), with PyTorch's checks and messages."""
-    dims = 1 if name in ("conv1d", "conv_transpose1d") else 2
+    """``at::convolution`` for 1, 2 or 3 spatial dims (``name`` is ``conv1d``, ``conv2d``,
+    ``conv_transpose3d``...), with PyTorch's checks and messages."""
+    dims = int(name[-2])  # conv1d, conv_transpose2d, conv3d...
     x, w = input.data, weight.data
     if x.ndim not in (dims + 1, dims + 2):
         raise RuntimeError(
@@ -324,12 +327,12 @@ def _convolution(
     sizes = x.shape[2:]
     if transposed:
         if any(op >= s and op >= d for op, s, d in zip(out_pad, stride, dilation)):
-            if dims == 2:
+            if dims >= 2:
+                names = ("depth", "height", "width")[3 - dims:]
                 raise RuntimeError(
                     "output padding must be smaller than either stride or dilation, but got "
-                    f"output_padding_height: {out_pad[0]} output_padding_width: {out_pad[1]} "
-                    f"stride_height: {stride[0]} stride_width: {stride[1]} "
-                    f"dilation_height: {dilation[0]} dilation_width: {dilation[1]}"
+                    + " ".join(f"{what}_{n}: {v}" for what, vs in (("output_padding", out_pad), ("stride", stride),
+                                                                      ("dilation", dilation)) for n, v in zip(names, vs))
                 )
             raise RuntimeError("output padding must be smaller than either stride or dilation")
         outs = [(n - 1) * s - lo - hi + d * (k - 1) + op + 1
@@ -352,9 +355,9 @@ def _convolution(
                 for k, s, d, (lo, _), n, p, r in zip(kernel, stride, dilation, pads, sizes, padded, reach)]
     if dims == 1:
         axes = [Axis(1, 1, 1, 0, 1, 1), *axes]
-    geom: Geometry = (axes[0], axes[1])
+    geom: Geometry = tuple(axes)
     xp = xp_of(input)
-    xa, wa = (x, w) if dims == 2 else (x[:, :, None, :], w[:, :, None, :])
+    xa, wa = (x, w) if dims != 1 else (x[:, :, None, :], w[:, :, None, :])
     # (quietly: an infinite weight times a padding zero is NaN, silently as in torch)
     data = quietly(_conv_transpose if transposed else _conv, xp, xa, wa, geom, groups)
     if dims == 1:

@@ -25,6 +25,7 @@ import numpy as np
 from .._ops._registry import backward, op, variant
 from .._ops._util import Tensor, attach, edge_of, like, needs_grad, not_tensor, to_tensor
 from ._pooling import adaptive_avg_pool2d
+from ._pooling3d import adaptive_avg_pool3d
 
 __all__ = ["interpolate", "upsample", "upsample_bilinear", "upsample_nearest"]
 
@@ -99,16 +100,6 @@ def _plan(kind: str, n_in: int, n_out: int, align_corners: bool, scale: float | 
     return idx, [c.astype(dtype) for c in _cubic_coefficients(lam)]
 
 
-def _area_plan(n_in: int, n_out: int) -> tuple[list[Any], list[Any]]:
-    """Adaptive average pooling's bins as taps: ``[floor(i*in/out), ceil((i+1)*in/out))``."""
-    start = (np.arange(n_out) * n_in) // n_out
-    end = -((-(np.arange(n_out) + 1) * n_in) // n_out)
-    k = int((end - start).max())
-    idx = [np.minimum(start + j, end - 1) for j in range(k)]
-    w = [np.where(start + j < end, 1.0 / (end - start), 0.0) for j in range(k)]
-    return idx, w
-
-
 def _matrix(idx: list[Any], w: list[Any] | None, n_in: int, dtype: Any) -> Any:
     """The ``(out, in)`` matrix of one axis' taps (a repeated index adds up)."""
     m = np.zeros((len(idx[0]), n_in), dtype=dtype)
@@ -163,7 +154,6 @@ UpsampleLinear1DBackward0 = variant("UpsampleLinear1DBackward0", UpsampleNearest
 UpsampleBilinear2DBackward0 = variant("UpsampleBilinear2DBackward0", UpsampleNearest2DBackward0, module=__name__)
 UpsampleBicubic2DBackward0 = variant("UpsampleBicubic2DBackward0", UpsampleNearest2DBackward0, module=__name__)
 UpsampleTrilinear3DBackward0 = variant("UpsampleTrilinear3DBackward0", UpsampleNearest2DBackward0, module=__name__)
-AdaptiveAvgPool3DBackward0 = variant("AdaptiveAvgPool3DBackward0", UpsampleNearest2DBackward0, module=__name__)
 
 _NODES = {
     ("nearest", 1): UpsampleNearest1DBackward0, ("nearest", 2): UpsampleNearest2DBackward0,
@@ -171,7 +161,6 @@ _NODES = {
     ("nearest-exact", 2): UpsampleNearestExact2DBackward0, ("nearest-exact", 3): UpsampleNearestExact3DBackward0,
     ("linear", 1): UpsampleLinear1DBackward0, ("bilinear", 2): UpsampleBilinear2DBackward0,
     ("bicubic", 2): UpsampleBicubic2DBackward0, ("trilinear", 3): UpsampleTrilinear3DBackward0,
-    ("area", 3): AdaptiveAvgPool3DBackward0,
 }
 _KIND = {"linear": "linear", "bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}
 
@@ -200,10 +189,7 @@ def _resample(input: Tensor, mode: str, out: list[int], scales: list[float] | No
     plans: list[tuple[list[Any], list[Any] | None]] = []
     for j in range(nd):
         n_in, s = x.shape[2 + j], None if scales is None else scales[j]
-        if mode == "area":
-            idx, w = _area_plan(n_in, out[j])
-            plans.append((idx, [wk.astype(x.dtype) for wk in w]))
-        elif mode in ("nearest", "nearest-exact"):
+        if mode in ("nearest", "nearest-exact"):
             plans.append(_plan(mode, n_in, out[j], False, s, x.dtype, nd))
         else:
             plans.append(_plan(_KIND[mode], n_in, out[j], align_corners, s, x.dtype))
@@ -314,8 +300,7 @@ def interpolate(
             return adaptive_avg_pool2d(input.unsqueeze(-2), (1, out[0])).squeeze(-2)
         if dim == 2:
             return adaptive_avg_pool2d(input, out)
-        if out == [1, 1, 1]:  # PyTorch's shortcut: a mean
-            return input.mean((-3, -2, -1), keepdim=True)
+        return adaptive_avg_pool3d(input, out)
     return _resample(input, mode, out, scales, bool(align_corners))
 
 

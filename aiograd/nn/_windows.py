@@ -1,4 +1,4 @@
-"""Sliding windows over the last two dims (im2col) and their adjoint (col2im), on arrays and as
+"""Sliding windows over the last two (or three) dims (im2col) and their adjoint (col2im), on arrays and as
 differentiable tensor ops: what convolutions and pooling are built from.
 
 A window geometry is one ``Axis`` per spatial dim: kernel size, stride, dilation, padding
@@ -14,6 +14,7 @@ Leading dims pass through untouched, batch dims of a batched backward included.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from typing import Any, NamedTuple
 
@@ -41,12 +42,14 @@ class Axis(NamedTuple):
         return (self.out - 1) * self.stride + self.dilation * (self.kernel - 1) + 1
 
 
-Geometry = tuple[Axis, Axis]
+Geometry = tuple[Axis, ...]  # one Axis per spatial dim (two for the 1-D and 2-D ops, three for 3-D)
 
 
 def windows(xp: Any, x: Any, geom: Geometry, fill: float = 0) -> Any:
-    """``(..., H, W) -> (..., kh, kw, OH, OW)``: every window, a strided view of the padded input."""
-    pads = [(0, 0)] * (x.ndim - 2)
+    """``(..., H, W) -> (..., kh, kw, OH, OW)`` (and likewise for any number of spatial dims):
+    every window, a strided view of the padded input."""
+    n = len(geom)
+    pads = [(0, 0)] * (x.ndim - n)
     cut = []
     for a in geom:
         pads.append((a.pad, max(a.reach - a.size - a.pad, 0)))
@@ -54,17 +57,35 @@ def windows(xp: Any, x: Any, geom: Geometry, fill: float = 0) -> Any:
     if any(p != (0, 0) for p in pads):
         x = xp.pad(x, pads, constant_values=fill)
     x = x[(..., *cut)]
-    (kh, sh, dh, *_), (kw, sw, dw, *_) = geom
-    extent = (dh * (kh - 1) + 1, dw * (kw - 1) + 1)
-    view = xp.lib.stride_tricks.sliding_window_view(x, extent, axis=(-2, -1))
-    view = view[..., ::sh, ::sw, ::dh, ::dw]
-    lead = tuple(range(view.ndim - 4))
-    return view.transpose(*lead, view.ndim - 2, view.ndim - 1, view.ndim - 4, view.ndim - 3)
+    if n == 2:  # (the common case spelled out: fewer Python steps per call)
+        (kh, sh, dh, *_), (kw, sw, dw, *_) = geom
+        view = xp.lib.stride_tricks.sliding_window_view(x, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(-2, -1))
+        view = view[..., ::sh, ::sw, ::dh, ::dw]
+        lead = tuple(range(view.ndim - 4))
+        return view.transpose(*lead, view.ndim - 2, view.ndim - 1, view.ndim - 4, view.ndim - 3)
+    extent = tuple(a.dilation * (a.kernel - 1) + 1 for a in geom)
+    view = xp.lib.stride_tricks.sliding_window_view(x, extent, axis=tuple(range(-n, 0)))
+    view = view[(..., *(slice(None, None, a.stride) for a in geom), *(slice(None, None, a.dilation) for a in geom))]
+    lead = tuple(range(view.ndim - 2 * n))
+    return view.transpose(*lead, *range(view.ndim - n, view.ndim), *range(view.ndim - 2 * n, view.ndim - n))
 
 
 def overlap_add(xp: Any, cols: Any, geom: Geometry) -> Any:
     """The adjoint of ``windows``: ``(..., kh, kw, OH, OW) -> (..., H, W)``, each window added
     back at its place (overlaps summed), the padding dropped."""
+    n = len(geom)
+    if n == 2:  # (the common case spelled out: fewer Python steps per call)
+        return _overlap_add_2d(xp, cols, geom)
+    lead = cols.shape[: cols.ndim - 2 * n]
+    out = xp.zeros(lead + tuple(max(a.reach, a.pad + a.size) for a in geom), dtype=cols.dtype)
+    spans = [(a.out - 1) * a.stride + 1 for a in geom]
+    for pos in itertools.product(*(range(a.kernel) for a in geom)):
+        at = tuple(slice(i * a.dilation, i * a.dilation + span, a.stride) for i, a, span in zip(pos, geom, spans))
+        out[(..., *at)] += cols[(..., *pos, *(slice(None),) * n)]
+    return out[(..., *(slice(a.pad, a.pad + a.size) for a in geom))]
+
+
+def _overlap_add_2d(xp: Any, cols: Any, geom: Geometry) -> Any:
     ah, aw = geom
     lead = cols.shape[:-4]
     out = xp.zeros(lead + (max(ah.reach, ah.pad + ah.size), max(aw.reach, aw.pad + aw.size)), dtype=cols.dtype)
@@ -83,8 +104,8 @@ def overlap_add(xp: Any, cols: Any, geom: Geometry) -> Any:
 # row carries ``Wp - OW`` columns past the windows, which the caller crops or zeroes) instead of
 # OW, and a col2im made of kh*kw contiguous adds. Convolutions take this path on arrays.
 def unit_stride(geom: Geometry) -> bool:
-    """Whether ``geom`` has stride 1 along both dims (the flat layout applies)."""
-    return geom[0].stride == 1 and geom[1].stride == 1
+    """Whether ``geom`` is 2-D with stride 1 along both dims (the flat layout applies)."""
+    return len(geom) == 2 and geom[0].stride == 1 and geom[1].stride == 1
 
 
 def _flat_offsets(geom: Geometry) -> list[int]:

@@ -1,6 +1,6 @@
-"""Convolutions (torch/nn/modules/conv.py): ``Conv1d``, ``Conv2d``, ``ConvTranspose2d``. They
-hold torch's weight layout (out, in/groups, *kernel; transposed: in, out/groups, *kernel) and
-initialisation and call ``F.conv1d``/``F.conv2d``/``F.conv_transpose2d``."""
+"""Convolutions (torch/nn/modules/conv.py): ``Conv1d``, ``Conv2d``, ``Conv3d`` and their
+transposed forms. They hold torch's weight layout (out, in/groups, *kernel; transposed: in, out/groups, *kernel) and
+initialisation and call ``F.conv{1,2,3}d``/``F.conv_transpose{1,2,3}d``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ..parameter import Parameter
 from .linear import register_weight_and_bias, reset_weight_and_bias
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
 def _ntuple(value: Any, n: int) -> tuple[Any, ...]:
@@ -148,6 +148,12 @@ class Conv2d(_ConvForwardNd):
     _spatial_dims = 2
 
 
+class Conv3d(_ConvForwardNd):
+    """3-D convolution over (N, C_in, D, H, W) inputs."""
+
+    _spatial_dims = 3
+
+
 class ConvTranspose2d(_ConvNd):
     """2-D transposed convolution (the gradient of a convolution with respect to its input)."""
 
@@ -226,5 +232,30 @@ class ConvTranspose1d(ConvTranspose2d):
             input, output_size, self.stride, self.padding, self.kernel_size, 1, self.dilation
         )
         return F.conv_transpose1d(  # type: ignore[attr-defined]
+            input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
+        )
+
+
+class ConvTranspose3d(ConvTranspose2d):
+    """3-D transposed convolution over (N, C_in, D, H, W) inputs."""
+
+    def __init__(
+        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+        output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
+        padding_mode: str = "zeros", device: Any = None, dtype: Any = None,
+    ) -> None:
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {self.__class__.__name__}')
+        _ConvNd.__init__(
+            self, in_channels, out_channels, _ntuple(kernel_size, 3), _ntuple(stride, 3), _ntuple(padding, 3),
+            _ntuple(dilation, 3), True, _ntuple(output_padding, 3), groups, bias, padding_mode, device, dtype,
+        )
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        """``F.conv_transpose3d``; ``output_size`` picks the output padding, as in torch."""
+        output_padding = self._output_padding(
+            input, output_size, self.stride, self.padding, self.kernel_size, 3, self.dilation
+        )
+        return F.conv_transpose3d(  # type: ignore[attr-defined]
             input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
         )

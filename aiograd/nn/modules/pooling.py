@@ -1,5 +1,5 @@
 """Pooling layers (torch/nn/modules/pooling.py): ``MaxPool2d``, ``AvgPool2d``,
-``AdaptiveAvgPool2d``, calling the ``nn.functional`` pools."""
+``AdaptiveAvgPool2d``, their 1-D and 3-D forms, calling the ``nn.functional`` pools."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .module import Module
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
-    "MaxPool1d", "MaxPool2d",
+    "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d",
 ]
 
 
@@ -165,3 +165,41 @@ class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
     def forward(self, input: Tensor) -> Any:
         """``F.adaptive_max_pool1d(input, output_size, return_indices)``."""
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)  # type: ignore[attr-defined]
+
+
+class MaxPool3d(MaxPool2d):
+    """Maximum over ``kernel_size`` windows of (N, C, D, H, W) inputs."""
+
+    def forward(self, input: Tensor) -> Any:
+        """``F.max_pool3d`` with this layer's settings."""
+        return F.max_pool3d(  # type: ignore[attr-defined]
+            input, self.kernel_size, self.stride, self.padding, self.dilation, ceil_mode=self.ceil_mode,
+            return_indices=self.return_indices,
+        )
+
+
+class AvgPool3d(AvgPool2d):
+    """Mean over ``kernel_size`` windows of (N, C, D, H, W) inputs."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``F.avg_pool3d`` with this layer's settings."""
+        return F.avg_pool3d(  # type: ignore[attr-defined]
+            input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+            self.divisor_override,
+        )
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    """Mean pooling of (N, C, D, H, W) inputs to a fixed ``output_size``."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        """``F.adaptive_avg_pool3d(input, output_size)``."""
+        return F.adaptive_avg_pool3d(input, self.output_size)  # type: ignore[attr-defined]
+
+
+class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
+    """Max pooling of (N, C, D, H, W) inputs to a fixed ``output_size``."""
+
+    def forward(self, input: Tensor) -> Any:
+        """``F.adaptive_max_pool3d(input, output_size, return_indices)``."""
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)  # type: ignore[attr-defined]
