@@ -147,6 +147,7 @@ from ._base._grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from ._base._size import Size
 from ._core._anomaly import (
     detect_anomaly,
     is_anomaly_check_nan_enabled,
@@ -256,6 +257,7 @@ from ._ops.shape import (
 from ._ops.softmax import log_softmax, logsumexp, softmax
 from ._ops.sorting import argsort, kthvalue, median, sort, topk, unique, unique_consecutive
 from ._ops.special import erf, erfc
+from ._ops.special_gamma import digamma, erfinv, lgamma, mvlgamma, polygamma
 from ._ops.unary_math import (
     abs,
     acos,
@@ -310,7 +312,7 @@ __all__ = [
     "bernoulli", "multinomial", "normal",
     # dtypes (numpy dtypes, with torch's names)
     "float16", "half", "float32", "float", "float64", "double", "int8", "int16", "short", "int32", "int",
-    "int64", "long", "uint8", "bool_", "bool", "finfo", "iinfo",
+    "int64", "long", "uint8", "bool_", "bool", "finfo", "iinfo", "Size",
     "set_default_dtype", "get_default_dtype",
     # autograd
     "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
@@ -336,19 +338,20 @@ __all__ += [
     "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift",
     "bitwise_xor", "bmm", "broadcast_to", "cartesian_prod", "cat", "ceil", "chunk", "clamp", "clip",
     "clone", "concat", "concatenate", "cos", "cosh", "count_nonzero", "cumprod", "cumsum", "diag",
-    "diagonal", "div", "divide", "dot", "einsum", "eq", "erf", "erfc", "exp", "expand", "expm1",
-    "flatten", "flip", "floor", "floor_divide", "fmod", "frac", "gather", "ge", "greater",
-    "greater_equal", "gt", "histc", "hypot", "index_add", "index_select", "inner", "isfinite",
-    "isinf", "isnan", "isneginf", "isposinf", "kthvalue", "le", "lerp", "less", "less_equal", "log",
-    "log10", "log1p", "log2", "log_softmax", "logaddexp", "logical_and", "logical_not",
-    "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill", "masked_select", "matmul", "max",
-    "maximum", "mean", "median", "meshgrid", "min", "minimum", "mm", "moveaxis", "movedim", "mul",
-    "mv", "nan_to_num", "narrow", "ne", "neg", "nonzero", "norm", "not_equal", "outer", "permute",
-    "pow", "prod", "reciprocal", "relu", "remainder", "repeat_interleave", "reshape", "roll",
-    "round", "rsqrt", "scatter", "scatter_add", "select", "sigmoid", "sign", "sin", "sinh",
-    "softmax", "sort", "split", "split_with_sizes", "sqrt", "square", "squeeze", "stack", "std",
-    "sub", "sum", "sum_to_size", "t", "take_along_dim", "tan", "tanh", "tensordot", "tile", "topk",
-    "trace", "transpose", "tril", "triu", "true_divide", "trunc", "unbind", "unflatten", "unique",
-    "unique_consecutive", "unsqueeze", "var", "vdot", "where", "xlogy",
+    "diagonal", "digamma", "div", "divide", "dot", "einsum", "eq", "erf", "erfc", "erfinv", "exp",
+    "expand", "expm1", "flatten", "flip", "floor", "floor_divide", "fmod", "frac", "gather", "ge",
+    "greater", "greater_equal", "gt", "histc", "hypot", "index_add", "index_select", "inner",
+    "isfinite", "isinf", "isnan", "isneginf", "isposinf", "kthvalue", "le", "lerp", "less",
+    "less_equal", "lgamma", "log", "log10", "log1p", "log2", "log_softmax", "logaddexp",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "logsumexp", "lt", "masked_fill",
+    "masked_select", "matmul", "max", "maximum", "mean", "median", "meshgrid", "min", "minimum",
+    "mm", "moveaxis", "movedim", "mul", "mv", "mvlgamma", "nan_to_num", "narrow", "ne", "neg",
+    "nonzero", "norm", "not_equal", "outer", "permute", "polygamma", "pow", "prod", "reciprocal",
+    "relu", "remainder", "repeat_interleave", "reshape", "roll", "round", "rsqrt", "scatter",
+    "scatter_add", "select", "sigmoid", "sign", "sin", "sinh", "softmax", "sort", "split",
+    "split_with_sizes", "sqrt", "square", "squeeze", "stack", "std", "sub", "sum", "sum_to_size",
+    "t", "take_along_dim", "tan", "tanh", "tensordot", "tile", "topk", "trace", "transpose", "tril",
+    "triu", "true_divide", "trunc", "unbind", "unflatten", "unique", "unique_consecutive",
+    "unsqueeze", "var", "vdot", "where", "xlogy",
 ]
 # -- end of the generated names --

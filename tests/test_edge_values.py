@@ -104,6 +104,10 @@ UNARY: dict[str, Fn] = {
     # special functions and nn.functional activations
     "erf": lambda lib, x: x.erf(),
     "erfc": lambda lib, x: x.erfc(),
+    "erfinv": lambda lib, x: x.erfinv(),
+    "lgamma": lambda lib, x: x.lgamma(),
+    "digamma": lambda lib, x: x.digamma(),
+    "polygamma": lambda lib, x: x.polygamma(2),
     "F.gelu": lambda lib, x: lib.nn.functional.gelu(x),
     "F.gelu_tanh": lambda lib, x: lib.nn.functional.gelu(x, approximate="tanh"),
     "F.silu": lambda lib, x: lib.nn.functional.silu(x),
@@ -280,12 +284,14 @@ NOT_POINTWISE |= {"binary_cross_entropy", "normalize", "cosine_similarity", "sca
                   "multi_head_attention_forward"}
 # convolutions and pooling (families _conv, _pooling): products and window selections
 NOT_POINTWISE |= {"conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"}
+NOT_POINTWISE |= {"conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"}
 # the in-place view ops (aiograd/_ops/inplace_variants.py): a new shape, no arithmetic
 NOT_POINTWISE |= {"t_", "transpose_", "squeeze_", "unsqueeze_"}
 NOT_POINTWISE |= {"mv", "addmv", "vdot", "inner"}  # products with vectors (aiograd/_ops/vector_products.py)
 NOT_POINTWISE |= {"addmm", "baddbmm", "addbmm", "meshgrid", "cartesian_prod", "repeat_interleave"}  # products; copies
 # nn (aiograd/nn/_activations_extra.py, _fold.py, _pooling1d.py, _interpolate.py, _grid_sample.py):
 # gated products, learned slopes, convolutions, rearrangements, window selections, resampling
+NOT_POINTWISE |= {"mvlgamma"}  # a sum of lgammas over p shifted copies (lgamma's edges are above)
 NOT_POINTWISE |= {"glu", "prelu", "conv_transpose1d", "unfold", "fold", "pixel_shuffle", "pixel_unshuffle",
                   "adaptive_max_pool2d", "interpolate", "grid_sample", "affine_grid"}
 

@@ -71,6 +71,7 @@ def test_reexports() -> None:
            "tanhshrink", "threshold", "softmin", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold",
            "instance_norm", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "conv_transpose1d"]
+        + ["conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"]
     )
     for name in F.__all__:
         assert getattr(F, name).__doc__, name

@@ -125,7 +125,7 @@ SPEC_MODULES = (
     # nn losses, distances and attention (aiograd/nn/_losses.py, _distance.py, _attention.py)
     "test_nn_losses", "test_nn_attention",
     # convolutions and pooling (families _conv, _pooling)
-    "test_nn_conv", "test_nn_pooling",
+    "test_nn_conv", "test_nn_pooling", "test_nn_conv3d",
 )
 # special functions, activations, dropout, normalization, embedding
 SPEC_MODULES += ("test_ops_special", "test_nn_activations", "test_nn_dropout", "test_nn_normalization", "test_nn_embedding")
@@ -135,6 +135,7 @@ SPEC_MODULES += ("test_nn_layers_extra",)  # relu6...glu, prelu, fold, pixel_shu
 SPEC_MODULES += ("test_ops_model_ops",)  # addmm, baddbmm, addbmm, repeat_interleave, meshgrid, unique, histc...
 SPEC_MODULES += ("test_linalg_triangular",)  # linalg.solve_triangular (aiograd/_ops/triangular.py)
 SPEC_MODULES += ("test_ops_inplace_variants",)
+SPEC_MODULES += ("test_ops_special_gamma",)  # erfinv, lgamma, digamma, polygamma, mvlgamma
 SPEC_MODULES += ("test_nn_interpolate",)  # interpolate, grid_sample, affine_grid (aiograd/nn/_interpolate.py, _grid_sample.py)
 SPEC_MODULES += ("test_dtypes_api",)  # half, int, short, char, byte, type (aiograd/_ops/casting.py)  # sin_, atan2_, lerp_, eq_, t_... (aiograd/_ops/inplace_variants.py)
 
@@ -174,7 +175,7 @@ def test_registry_rules_are_consistent() -> None:
     families = {"triangular", "casting", "elementwise", "unary_math", "binary_math", "pointwise", "shape", "reduction", "indexing", "joining", "linalg",
                 "convenience", "inplace", "assign", "functional", "softmax"}
     families |= {"products", "linear_systems", "decompositions", "orthogonal"}  # linear algebra
-    families |= {"special", "activations", "dropout", "normalization", "embedding"}
+    families |= {"special", "special_gamma", "activations", "dropout", "normalization", "embedding"}
     families |= {"reduction_extra", "scans", "sorting"}
     families |= {"rearrange", "scatter", "padding"}  # shape and indexing
     families |= {"losses", "distance", "attention"}  # nn losses, distances, attention (aiograd/nn)

@@ -39,6 +39,7 @@ from .._ops import (
     softmax,
     sorting,
     special,
+    special_gamma,
     unary_math,
     vector_products,
 )
@@ -51,6 +52,7 @@ _FAMILIES = (
     shape, convenience, inplace, inplace_variants, _hooks,
     products,  # linear algebra
     special,  # erf, erfc
+    special_gamma,  # erfinv, lgamma, digamma, polygamma, mvlgamma
     reduction_extra, scans, sorting,
     rearrange, scatter, padding,  # shape and indexing
     rounding, bitwise, vector_products,  # rounding divisions, bitwise and logical ops, mv/addmv/vdot/inner

@@ -43,7 +43,17 @@ import numpy as np
 
 from .._base._dtypes import cpp_type_name
 from .._core._views import View
-from . import binary_math, convenience, elementwise, pointwise, scans, shape, special, unary_math  # noqa: F401
+from . import (  # noqa: F401
+    binary_math,
+    convenience,
+    elementwise,
+    pointwise,
+    scans,
+    shape,
+    special,
+    special_gamma,
+    unary_math,
+)
 from ._inplace_util import (
     OVERLAP_ERROR,
     _alias,
@@ -210,11 +220,14 @@ _UNARY = (
     "ceil",
     "cos",
     "cosh",
+    "digamma",
     "erf",
     "erfc",
+    "erfinv",
     "expm1",
     "floor",
     "frac",
+    "lgamma",
     "log",
     "log10",
     "log1p",

@@ -11,6 +11,7 @@ from .._base._grad_mode import no_grad
 from .._core._tensor import Tensor
 from .._ops.random_ops import normal
 from .._ops.special import erf
+from .._ops.special_gamma import erfinv
 from . import constraints
 from .distribution import Distribution
 from .utils import _standard_normal, broadcast_all
@@ -99,6 +100,10 @@ class Normal(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         return 0.5 * (1 + erf((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)))
+
+    def icdf(self, value: Tensor) -> Tensor:
+        """The inverse of the cumulative distribution function: ``loc + scale * erfinv(2 value - 1) * sqrt(2)``."""
+        return self.loc + self.scale * erfinv(2 * value - 1) * math.sqrt(2)
 
     def entropy(self) -> Tensor:
         """``0.5 + 0.5 * log(2 pi) + log(scale)``."""

@@ -61,6 +61,7 @@ from ._binary_losses import binary_cross_entropy, binary_cross_entropy_with_logi
 
 # convolutions and pooling (families _conv and _pooling)
 from ._conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
+from ._conv3d import conv3d, conv_transpose3d
 from ._distance import cosine_similarity, normalize
 from ._dropout import alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout
 from ._embedding import embedding
@@ -81,6 +82,7 @@ from ._pooling1d import (
     avg_pool1d,
     max_pool1d,
 )
+from ._pooling3d import adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d
 from ._softmax_functions import log_softmax, softmax
 
 if typing.TYPE_CHECKING:
@@ -103,6 +105,7 @@ __all__ = [
     # convolutions and pooling (families _conv and _pooling)
     "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
     # upsampling and spatial transformers
     "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid",
 ]

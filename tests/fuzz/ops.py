@@ -637,13 +637,14 @@ def o_conv(ctx: Ctx, *, dims: int, transpose: bool = False) -> dict[str, Arg]:
             "output_padding": Const(0)}
 
 
-def o_pool(ctx: Ctx) -> dict[str, Arg]:
+def o_pool(ctx: Ctx, *, dims: int = 2) -> dict[str, Arg]:
     src = ctx.src
     k = src.integer(1, 3)
-    x = ctx.tensor((src.integer(1, 2), src.integer(1, 2), src.integer(k, k + 3), src.integer(k, k + 3)),
+    x = ctx.tensor((src.integer(1, 2), src.integer(1, 2), *(src.integer(k, k + 3) for _ in range(dims))),
                    weighted_dtype(src, FLOATS), distinct=True)
     return {"input": x, "kernel_size": Const(k), "stride": Const(pick(src, (None, 1, 2))),
-            "padding": Const(src.integer(0, k // 2)), "output_size": Const(pick(src, (1, 2, (2, 3))))}
+            "padding": Const(src.integer(0, k // 2)),
+            "output_size": Const(pick(src, (1, 2, (2, 3) if dims == 2 else (2, 3, 2))))}
 
 
 def o_norm_layer(ctx: Ctx) -> dict[str, Arg]:
@@ -832,7 +833,16 @@ def o_fold(ctx: Ctx) -> dict[str, Arg]:
             "padding": Const(0), "stride": Const(1)}
 
 
+def o_polygamma(ctx: Ctx) -> dict[str, Arg]:
+    return {"n": Const(pick(ctx.src, (0, 1, 2, 3, -1))), "input": _first(ctx)}
+
+
+def o_mvlgamma(ctx: Ctx) -> dict[str, Arg]:
+    return {"input": _first(ctx), "p": Const(pick(ctx.src, (1, 2, 3)))}
+
+
 OVERRIDES: dict[str, Strategy] = {
+    "polygamma": o_polygamma, "mvlgamma": o_mvlgamma,  # (aiograd/_ops/special_gamma.py)
     "reshape": o_reshape, "view": o_reshape, "permute": o_permute, "expand": o_expand,
     "broadcast_to": o_broadcast_to, "sum_to_size": o_sum_to_size, "repeat": o_repeat, "tile": o_repeat,
     "flip": o_flip, "matmul": _two("matmul", ("input", "other")), "mm": _two("mm", ("input", "mat2")),
@@ -854,6 +864,9 @@ OVERRIDES: dict[str, Strategy] = {
     "conv_transpose2d": lambda c: o_conv(c, dims=2, transpose=True),
     "max_pool2d": o_pool, "avg_pool2d": o_pool, "adaptive_avg_pool2d": o_pool, "adaptive_max_pool2d": o_pool,
     "conv_transpose1d": lambda c: o_conv(c, dims=1, transpose=True), "prelu": o_prelu,
+    "conv3d": lambda c: o_conv(c, dims=3), "conv_transpose3d": lambda c: o_conv(c, dims=3, transpose=True),
+    "max_pool3d": lambda c: o_pool(c, dims=3), "avg_pool3d": lambda c: o_pool(c, dims=3),
+    "adaptive_avg_pool3d": lambda c: o_pool(c, dims=3), "adaptive_max_pool3d": lambda c: o_pool(c, dims=3),
     "pixel_shuffle": o_pixel_shuffle, "pixel_unshuffle": lambda c: o_pixel_shuffle(c, unshuffle=True),
     "unfold": o_unfold, "fold": o_fold,
     "layer_norm": o_norm_layer, "batch_norm": o_batch_norm, "group_norm": o_group_norm,

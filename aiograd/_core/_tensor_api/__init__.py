@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from ._softmax import SoftmaxMethods
     from ._sorting import SortingMethods
     from ._special import SpecialMethods
+    from ._special_gamma import SpecialGammaMethods
     from ._unary_math import UnaryMathMethods
     from ._vector_products import VectorProductsMethods
 
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
         BatchedProductsMethods,
         ProductsMethods,
         SpecialMethods,
+        SpecialGammaMethods,
         ReductionExtraMethods,
         ScansMethods,
         SortingMethods,

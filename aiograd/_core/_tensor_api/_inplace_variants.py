@@ -47,11 +47,17 @@ if TYPE_CHECKING:
         def cosh_(self) -> Tensor:
             """``cosh`` in place: the result is written into ``self``, which is returned."""
             ...
+        def digamma_(self) -> Tensor:
+            """``digamma`` in place: the result is written into ``self``, which is returned."""
+            ...
         def erf_(self) -> Tensor:
             """``erf`` in place: the result is written into ``self``, which is returned."""
             ...
         def erfc_(self) -> Tensor:
             """``erfc`` in place: the result is written into ``self``, which is returned."""
+            ...
+        def erfinv_(self) -> Tensor:
+            """``erfinv`` in place: the result is written into ``self``, which is returned."""
             ...
         def expm1_(self) -> Tensor:
             """``expm1`` in place: the result is written into ``self``, which is returned."""
@@ -61,6 +67,9 @@ if TYPE_CHECKING:
             ...
         def frac_(self) -> Tensor:
             """``frac`` in place: the result is written into ``self``, which is returned."""
+            ...
+        def lgamma_(self) -> Tensor:
+            """``lgamma`` in place: the result is written into ``self``, which is returned."""
             ...
         def log_(self) -> Tensor:
             """``log`` in place: the result is written into ``self``, which is returned."""

@@ -31,7 +31,7 @@ from .activation_extra import (  # noqa: E501
 )
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .container import ModuleDict, ModuleList, Sequential
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from .flatten import Flatten, Unflatten
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
@@ -53,12 +53,16 @@ from .pixelshuffle import Fold, PixelShuffle, PixelUnshuffle, Unfold
 from .pooling import (  # noqa: E501
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
 )
 from .rnn import GRU, LSTM, RNN, RNNBase
 from .rnn_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
@@ -71,7 +75,7 @@ __all__ = [
     "CELU", "GLU", "SELU", "Hardsigmoid", "Hardswish", "LogSigmoid", "PReLU", "Softmax2d", "Softmin", "Softsign",
     "Tanhshrink", "Threshold", "ConvTranspose1d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "Fold",
     "PixelShuffle", "PixelUnshuffle", "Unfold", "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-    "AvgPool1d", "MaxPool1d",
+    "AvgPool1d", "MaxPool1d", "Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d",
     "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
     "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase",
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv1d",
