@@ -106,7 +106,10 @@ CASES = [
     _unary("nan_to_num", "NanToNumBackward0"),
     _unary("erfinv", "ErfinvBackward0", (-0.9, 0.9)),
     _unary("lgamma", "LgammaBackward0", (0.5, 3.0)),
-    _unary("digamma", "DigammaBackward0", (0.5, 3.0)),
+    # (its second derivative, polygamma(2, x), is the Hurwitz zeta, computed in long double on
+    # numpy and in the array module's float64 elsewhere: the device-parity test would see an ulp)
+    Case("digamma_", lambda lib, t: t.digamma_(), ((2, 3),), (0.5, 3.0), "DigammaBackward0", gradgrad=False,
+         why="second derivative checked by tests/test_ops_special_gamma.py"),
     _unary("expm1", "Expm1Backward0"),
     _unary("floor", "FloorBackward0", inputs=_kinked(*INTEGERS)),
     _unary("frac", "FracBackward0", inputs=_kinked(*INTEGERS)),

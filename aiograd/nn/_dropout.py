@@ -145,6 +145,19 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     return _channelwise("dropout1d", input, p, training, inplace, 3)
 
 
+def _warn_rank(name: str, dims: int, spatial: int) -> None:
+    """torch's deprecation warning for ``dropout2d``/``dropout3d`` of an input of another rank
+    (stacklevel 3: the caller of the public function)."""
+    if dims not in (spatial + 1, spatial + 2):
+        warnings.warn(
+            f"{name}: Received a {dims}-D input to {name}, which is deprecated and will result in an error in a "
+            "future release. To retain the behavior and silence this warning, please use dropout instead. Note that "
+            f"{name} exists to provide channel-wise dropout on inputs with {spatial} spatial dimensions, a channel "
+            f"dimension, and an optional batch dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).",
+            stacklevel=3,
+        )
+
+
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero whole channels of a ``(N, C, H, W)`` input with probability ``p``, scaling the rest
     by ``1 / (1 - p)``. As torch's, a 3-D input is taken as ``(N, C, L)`` (with torch's warning)
@@ -152,14 +165,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     dims = input.dim()
-    if dims not in (3, 4):
-        warnings.warn(
-            f"dropout2d: Received a {dims}-D input to dropout2d, which is deprecated and will result in an error in a "
-            "future release. To retain the behavior and silence this warning, please use dropout instead. Note that "
-            "dropout2d exists to provide channel-wise dropout on inputs with 2 spatial dimensions, a channel dimension, "
-            "and an optional batch dimension (i.e. 3D or 4D inputs).",
-            stacklevel=2,
-        )
+    _warn_rank("dropout2d", dims, 2)
     if dims == 3:
         warnings.warn(
             "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is desired - "
@@ -176,15 +182,7 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
     ``p``, scaling the rest by ``1 / (1 - p)``."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    dims = input.dim()
-    if dims not in (4, 5):
-        warnings.warn(
-            f"dropout3d: Received a {dims}-D input to dropout3d, which is deprecated and will result in an error in a "
-            "future release. To retain the behavior and silence this warning, please use dropout instead. Note that "
-            "dropout3d exists to provide channel-wise dropout on inputs with 3 spatial dimensions, a channel dimension, "
-            "and an optional batch dimension (i.e. 4D or 5D inputs).",
-            stacklevel=2,
-        )
+    _warn_rank("dropout3d", input.dim(), 3)
     return _channelwise("dropout3d", input, p, training, inplace, 5)
 
 

@@ -211,51 +211,41 @@ class ConvTranspose2d(_ConvNd):
         )
 
 
-class ConvTranspose1d(ConvTranspose2d):
+class _ConvTransposeOfDims(ConvTranspose2d):
+    """A transposed convolution over ``_dims`` spatial dims (``ConvTranspose1d``, ``3d``): the 2-D
+    layer's arguments, each widened to ``_dims`` values, and the functional form of that rank."""
+
+    _dims = 2
+
+    def __init__(
+        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+        output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
+        padding_mode: str = "zeros", device: Any = None, dtype: Any = None,
+    ) -> None:
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {self.__class__.__name__}')
+        n = self._dims
+        _ConvNd.__init__(
+            self, in_channels, out_channels, _ntuple(kernel_size, n), _ntuple(stride, n), _ntuple(padding, n),
+            _ntuple(dilation, n), True, _ntuple(output_padding, n), groups, bias, padding_mode, device, dtype,
+        )
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        """``F.conv_transpose1d``/``3d``; ``output_size`` picks the output padding, as in torch."""
+        output_padding = self._output_padding(
+            input, output_size, self.stride, self.padding, self.kernel_size, self._dims, self.dilation
+        )
+        functional = F.conv_transpose1d if self._dims == 1 else F.conv_transpose3d  # type: ignore[attr-defined]
+        return functional(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeOfDims):
     """1-D transposed convolution over (N, C_in, L) inputs."""
 
-    def __init__(
-        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-        output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
-        padding_mode: str = "zeros", device: Any = None, dtype: Any = None,
-    ) -> None:
-        if padding_mode != "zeros":
-            raise ValueError(f'Only "zeros" padding mode is supported for {self.__class__.__name__}')
-        _ConvNd.__init__(
-            self, in_channels, out_channels, _ntuple(kernel_size, 1), _ntuple(stride, 1), _ntuple(padding, 1),
-            _ntuple(dilation, 1), True, _ntuple(output_padding, 1), groups, bias, padding_mode, device, dtype,
-        )
-
-    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
-        """``F.conv_transpose1d``; ``output_size`` picks the output padding, as in torch."""
-        output_padding = self._output_padding(
-            input, output_size, self.stride, self.padding, self.kernel_size, 1, self.dilation
-        )
-        return F.conv_transpose1d(  # type: ignore[attr-defined]
-            input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
-        )
+    _dims = 1
 
 
-class ConvTranspose3d(ConvTranspose2d):
+class ConvTranspose3d(_ConvTransposeOfDims):
     """3-D transposed convolution over (N, C_in, D, H, W) inputs."""
 
-    def __init__(
-        self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-        output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
-        padding_mode: str = "zeros", device: Any = None, dtype: Any = None,
-    ) -> None:
-        if padding_mode != "zeros":
-            raise ValueError(f'Only "zeros" padding mode is supported for {self.__class__.__name__}')
-        _ConvNd.__init__(
-            self, in_channels, out_channels, _ntuple(kernel_size, 3), _ntuple(stride, 3), _ntuple(padding, 3),
-            _ntuple(dilation, 3), True, _ntuple(output_padding, 3), groups, bias, padding_mode, device, dtype,
-        )
-
-    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
-        """``F.conv_transpose3d``; ``output_size`` picks the output padding, as in torch."""
-        output_padding = self._output_padding(
-            input, output_size, self.stride, self.padding, self.kernel_size, 3, self.dilation
-        )
-        return F.conv_transpose3d(  # type: ignore[attr-defined]
-            input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
-        )
+    _dims = 3
