@@ -18,7 +18,7 @@ from ._ops._linalg_util import LinAlgError
 from ._ops._linalg_util import check_matrix as _check_matrix
 from ._ops.convenience import norm as _p_norm
 from ._ops.decompositions import cholesky, det, slogdet
-from ._ops.linear_systems import inv, solve
+from ._ops.linear_systems import inv, pinv, solve
 from ._ops.orthogonal import eigh, qr, svd
 from ._ops.triangular import solve_triangular
 
@@ -34,6 +34,7 @@ __all__ = [
     "det",
     "eigh",
     "inv",
+    "pinv",
     "matrix_norm",
     "norm",
     "qr",

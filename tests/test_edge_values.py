@@ -271,7 +271,7 @@ NOT_POINTWISE = {
     "stack", "split_with_sizes", "split", "chunk", "unbind", "matmul", "mm", "linear",
     # linear algebra: matrix functions, not elementwise
     "bmm", "dot", "outer", "trace", "tensordot", "einsum", "linalg_inv", "linalg_solve", "linalg_det",
-    "linalg_slogdet", "linalg_cholesky", "linalg_qr", "linalg_eigh", "linalg_svd", "linalg_solve_triangular",
+    "linalg_slogdet", "linalg_pinv", "linalg_cholesky", "linalg_qr", "linalg_eigh", "linalg_svd", "linalg_solve_triangular",
     # shape and indexing: they move or pick entries, no arithmetic
     "flip", "roll", "narrow", "select", "movedim", "moveaxis", "unflatten", "tril", "triu", "diagonal",
     "diag", "tile", "scatter", "scatter_add", "index_add", "masked_select", "take_along_dim", "pad",

@@ -7,6 +7,7 @@ and PyTorch's errors, type and message."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -53,6 +54,11 @@ SPECS = [
     # ---------------------------------------------------------------- inv, solve
     OpSpec("linalg_inv", lambda lib, a: lib.linalg.inv(a), well_conditioned((3, 3)), grad_fn="LinalgInvExBackward0"),
     OpSpec("linalg_inv_batched", lambda lib, a: lib.linalg.inv(a), well_conditioned((2, 3, 3)), op="linalg_inv"),
+    OpSpec("linalg_pinv", lambda lib, a: lib.linalg.pinv(a), well_conditioned((3, 3)), grad_fn="LinalgPinvBackward0"),
+    OpSpec("linalg_pinv_wide", lambda lib, a: lib.linalg.pinv(a), well_conditioned((2, 4)), op="linalg_pinv"),
+    OpSpec("linalg_pinv_tall_batched", lambda lib, a: lib.linalg.pinv(a), well_conditioned((2, 4, 3)), op="linalg_pinv"),
+    OpSpec("linalg_pinv_hermitian", lambda lib, a: lib.linalg.pinv(sym(a), hermitian=True), well_conditioned((3, 3)),
+           op="linalg_pinv"),
     OpSpec("linalg_solve", lambda lib, a, b: lib.linalg.solve(a, b), well_conditioned((3, 3), (3, 2)),
            grad_fn="LinalgSolveExBackward0"),
     OpSpec("linalg_solve_vector", lambda lib, a, b: lib.linalg.solve(a, b), well_conditioned((3, 3), (3,))),
@@ -400,3 +406,18 @@ def test_slogdet_singular_gradient_batched_equals_torchs() -> None:
     (tg,) = torch.autograd.grad(torch.linalg.slogdet(t).logabsdet, t, torch.tensor(v), is_grads_batched=True)
     assert g.shape == tuple(tg.shape)
     np.testing.assert_array_equal(g.data, tg.numpy())
+
+
+@requires_torch
+def test_pinv_tolerances_rank_deficiency_and_errors_are_torchs() -> None:
+    rank_one = np.outer([1.0, 2.0, 3.0], [1.0, -1.0, 0.5])
+    tiny = np.diag([1.0, 1e-9, 1e-17])
+    for a, kw in [(rank_one, {}), (tiny, {}), (tiny, {"atol": 1e-8}), (tiny, {"rtol": 1e-10}),
+                  (tiny, {"atol": 1e-12, "rtol": 1e-8}), (np.zeros((2, 3)), {}), (np.zeros((0, 3)), {})]:
+        ours = ag.linalg.pinv(ag.tensor(a), **kw).numpy()
+        theirs = torch.linalg.pinv(torch.tensor(a), **kw).numpy()
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+    for bad, message in [(ag.tensor([1.0, 2.0]), "linalg.pinv: The input tensor A must have at least 2 dimensions."),
+                         (ag.tensor([[1, 2], [3, 4]]), "linalg.pinv: Expected a floating point or complex tensor as input. Got Long")]:
+        with pytest.raises(RuntimeError, match=re.escape(message)):
+            ag.linalg.pinv(bad)

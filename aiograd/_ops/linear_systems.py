@@ -1,4 +1,4 @@
-"""Linear systems, as ``torch.linalg``'s: ``inv`` and ``solve`` (batched over leading dims, the
+"""Linear systems, as ``torch.linalg``'s: ``inv``, ``pinv`` and ``solve`` (batched over leading dims, the
 right-hand side a vector or a matrix, batch dims broadcast), with PyTorch's nodes, checks,
 messages and ``LinAlgError`` for singular matrices, and the backward formulas of PyTorch
 (derivatives.yaml's ``linalg_inv_ex``, FunctionsManual.cpp's ``linalg_solve_backward``), written
@@ -15,6 +15,7 @@ from ._linalg_util import (
     LinAlgError,
     batch_prefix,
     check_float,
+    check_matrix,
     check_square,
     has_subnormal,
     linalg_error_type,
@@ -37,7 +38,7 @@ from .linalg import matmul
 from .quiet import quietly
 from .shape import reduce_grad
 
-__all__ = ["inv", "solve"]
+__all__ = ["inv", "pinv", "solve"]
 
 
 # ------------------------------------------------------------------------------ inv
@@ -171,4 +172,58 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
         node: Any = attach(LinalgSolveExBackward0((edge_of(A), edge_of(B))), out)
         node.A, node.result = save(A), save(out, is_output=True)
         node.vector, node.left, node.a_shape, node.b_shape = vector and left, left, a.shape, b.shape
+    return out
+
+
+# ------------------------------------------------------------------------------ pinv
+@backward(saved=("A", "result"), batched=True)
+def LinalgPinvBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
+    """PyTorch's ``pinv_backward`` (FunctionsManual.cpp), in the smaller of the two shapes:
+    the pseudo-inverse's derivative on its row and column spaces and their complements."""
+    g, A, pinv_a = grads[0], self.A.unpack(self), self.result.unpack(self)
+    m, n = A.shape[-2], A.shape[-1]
+    pinv_h, grad_h = pinv_a.mT, g.mT
+    if m <= n:
+        k = matmul(grad_h, pinv_a)
+        k_pinv_h = matmul(k, pinv_h)
+        out = (-matmul(pinv_a, k).mT + k_pinv_h - matmul(matmul(A, pinv_a), k_pinv_h)
+               + matmul(matmul(pinv_h, pinv_a), grad_h - matmul(k, A)))
+    else:
+        k = matmul(pinv_a, grad_h)
+        pinv_h_k = matmul(pinv_h, k)
+        out = (-matmul(k, pinv_a).mT + pinv_h_k - matmul(matmul(pinv_h_k, pinv_a), A)
+               + matmul(matmul(grad_h - matmul(A, k), pinv_a), pinv_h))
+    return (out,)
+
+
+@op(LinalgPinvBackward0, name="linalg_pinv", top_level=False)
+def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None, hermitian: bool = False) -> Tensor:
+    """The Moore-Penrose pseudo-inverse (of each matrix in a batch), from the SVD (the
+    eigendecomposition with ``hermitian=True``): singular values at or below
+    ``max(atol, rtol * largest)`` count as zero; by default ``rtol = eps * max(m, n)``, and 0
+    when only a positive ``atol`` is given, as torch's."""
+    if not isinstance(A, Tensor):  # PyTorch's TypeError, not an AttributeError
+        raise not_tensor("linalg_pinv", A, 1, "A")
+    check_matrix(A, "linalg.pinv")
+    check_float(A, "linalg.pinv")
+    xp, a = A._device.xp, A.data
+    m, n = a.shape[-2:]
+    if rtol is None:
+        rtol = 0.0 if atol is not None and atol > 0 else float(np.finfo(a.dtype).eps) * max(m, n)
+    atol = 0.0 if atol is None else atol
+    if hermitian:
+        s, v = xp.linalg.eigh(a)
+        u, vh = v * xp.sign(s)[..., None, :], xp.swapaxes(v, -1, -2)
+        s = xp.abs(s)
+    else:
+        u, s, vh = xp.linalg.svd(a, full_matrices=False)
+    largest = s.max(axis=-1, keepdims=True) if s.shape[-1] else xp.zeros(s.shape[:-1] + (1,), dtype=s.dtype)
+    keep = s > xp.maximum(atol, rtol * largest)
+    s_inv = xp.where(keep, 1.0 / xp.where(keep, s, 1.0), 0.0).astype(a.dtype)
+    data = xp.matmul(xp.swapaxes(vh, -1, -2) * s_inv[..., None, :], xp.swapaxes(u, -1, -2))
+    out = like(data.astype(a.dtype, copy=False), A)
+    if needs_grad(A):
+        node: Any = attach(LinalgPinvBackward0((edge_of(A),)), out)
+        node.A = save(A)
+        node.result = save(out, is_output=True)
     return out

@@ -856,7 +856,7 @@ OVERRIDES: dict[str, Strategy] = {
     "unflatten": o_unflatten, "movedim": o_movedim, "moveaxis": o_movedim, "topk": o_topk,
     "kthvalue": o_kthvalue, "roll": o_roll, "trace": o_trace, "diag": o_diag, "diagonal": o_diagonal,
     "tril_": o_tril, "triu_": o_tril, "tril": o_tril, "triu": o_tril,
-    "linalg_inv": o_matrix, "linalg_det": o_matrix, "linalg_slogdet": o_matrix, "linalg_solve": o_solve,
+    "linalg_inv": o_matrix, "linalg_pinv": o_matrix, "linalg_det": o_matrix, "linalg_slogdet": o_matrix, "linalg_solve": o_solve,
     "linalg_solve_triangular": o_solve_triangular,
     "linalg_cholesky": o_matrix, "linalg_qr": both(o_matrix, o_str("mode", "reduced", "complete", "r")),
     "linalg_eigh": both(o_matrix, o_str("UPLO", "L", "U")), "linalg_svd": o_matrix,
