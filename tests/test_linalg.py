@@ -417,6 +417,12 @@ def test_pinv_tolerances_rank_deficiency_and_errors_are_torchs() -> None:
         ours = ag.linalg.pinv(ag.tensor(a), **kw).numpy()
         theirs = torch.linalg.pinv(torch.tensor(a), **kw).numpy()
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+    inf = np.array([[1.0, np.inf], [2.0, 3.0]])
+    np.testing.assert_array_equal(ag.linalg.pinv(ag.tensor(inf)).numpy(), torch.linalg.pinv(torch.tensor(inf)).numpy())
+    np.testing.assert_allclose(ag.linalg.pinv(ag.tensor(inf), hermitian=True).numpy(),
+                               torch.linalg.pinv(torch.tensor(inf), hermitian=True).numpy(), rtol=1e-12)
+    with pytest.raises(ag.linalg.LinAlgError, match="linalg.svd: The algorithm failed to converge because the input matrix"):
+        ag.linalg.pinv(ag.tensor([[1.0, np.nan], [2.0, 3.0]]))
     for bad, message in [(ag.tensor([1.0, 2.0]), "linalg.pinv: The input tensor A must have at least 2 dimensions."),
                          (ag.tensor([[1, 2], [3, 4]]), "linalg.pinv: Expected a floating point or complex tensor as input. Got Long")]:
         with pytest.raises(RuntimeError, match=re.escape(message)):

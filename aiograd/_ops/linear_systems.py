@@ -211,6 +211,15 @@ def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None, her
     if rtol is None:
         rtol = 0.0 if atol is not None and atol > 0 else float(np.finfo(a.dtype).eps) * max(m, n)
     atol = 0.0 if atol is None else atol
+    # LAPACK may not return on non-finite input: torch's SVD refuses NaN and gives NaN for an
+    # infinity; those matrices are factored as zeros here, their results set to NaN after
+    seen = xp.tril(a) if hermitian else a
+    bad = ~xp.isfinite(seen).all(axis=(-2, -1))
+    if bad.any():
+        if not hermitian and bool(xp.isnan(a).any()):
+            raise LinAlgError("linalg.svd: The algorithm failed to converge because the input matrix contained "
+                              "non-finite values.")
+        a = xp.where(bad[..., None, None], 0.0, a).astype(A.data.dtype)
     if hermitian:
         s, v = xp.linalg.eigh(a)
         u, vh = v * xp.sign(s)[..., None, :], xp.swapaxes(v, -1, -2)
@@ -221,6 +230,8 @@ def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None, her
     keep = s > xp.maximum(atol, rtol * largest)
     s_inv = xp.where(keep, 1.0 / xp.where(keep, s, 1.0), 0.0).astype(a.dtype)
     data = xp.matmul(xp.swapaxes(vh, -1, -2) * s_inv[..., None, :], xp.swapaxes(u, -1, -2))
+    if bad.any():
+        data = xp.where(bad[..., None, None], xp.nan, data)
     out = like(data.astype(a.dtype, copy=False), A)
     if needs_grad(A):
         node: Any = attach(LinalgPinvBackward0((edge_of(A),)), out)

@@ -18,6 +18,8 @@ KNOWN: dict[tuple[str, str], str] = {
     ('batch_norm', 'grad_nonfinite'): 'deviation #results-that-depend-on-the-cpu: per-lane Welford statistics at non-finite inputs',
     ('batch_norm', 'value_nonfinite'): 'deviation #results-that-depend-on-the-cpu: per-lane Welford statistics at non-finite inputs',
     ('conv1d', 'value_nonfinite'): 'deviation #results-that-depend-on-the-cpu: inf weights meeting padding',
+    ('linalg_pinv', 'value_nonfinite'): "deviation #results-that-depend-on-the-cpu: LAPACK's SVD of a matrix holding an infinity (NaN here, whatever torch's LAPACK returns)",
+    ('linalg_pinv', 'grad_nonfinite'): "deviation #results-that-depend-on-the-cpu: LAPACK's SVD of a matrix holding an infinity, through the gradient",
     ('conv2d', 'value_nonfinite'): 'deviation #results-that-depend-on-the-cpu: inf weights meeting padding',
     ('conv_transpose2d', 'aiograd_raises'): "deviation #results-that-depend-on-the-cpu: an empty output torch's float32 backend accepts and its float64 one refuses",
     ('conv_transpose2d', 'grad_nonfinite'): 'deviation #results-that-depend-on-the-cpu: NaN placement of the convolution backend at inf weights',
