@@ -1,8 +1,7 @@
 """The in-place variants made from the out-of-place ops: ``sin_``, ``sqrt_``, ``atan2_``,
 ``lerp_``, ``masked_fill_``, ``cumsum_``, ``eq_``, ``t_``, ``squeeze_``... (PyTorch's in-place
-Tensor methods whose out-of-place op aiograd has; the ones with a kernel of their own, ``add_``,
-``mul_``, ``exp_``, ``copy_``..., are written in aiograd/_ops/inplace.py, assign.py, rearrange.py
-and scatter.py).
+Tensor methods whose out-of-place op aiograd has; those with a kernel of their own, ``add_``,
+``mul_``, ``exp_``, ``copy_``..., are in aiograd/_ops/inplace.py, assign.py, rearrange.py, scatter.py).
 
 Each is one row of ``VARIANTS`` (``Variant``): the in-place name, the out-of-place op it is
 made from (read from the registry, ``OPS``: its forward, signature and nodes), and what its
