@@ -6,6 +6,7 @@ import importlib.util
 import inspect
 
 import aiograd
+import aiograd.autograd
 import aiograd.distributed
 import aiograd.executors
 import aiograd.function
@@ -26,6 +27,7 @@ import aiograd.viz
 
 PUBLIC_MODULES = (
     aiograd,
+    aiograd.autograd,
     aiograd.cuda,
     aiograd.executors,
     aiograd.function,
@@ -85,7 +87,7 @@ def test_no_internal_module_leaks_into_the_top_level():
         "profiler",
         "distributed",
         "distributions",
-        "accelerator", "backends", "amp",  # torch's namespaces that training scripts touch
+        "accelerator", "backends", "amp", "autograd",  # torch's namespaces that training scripts touch
     }, modules
 
 
