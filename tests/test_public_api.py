@@ -12,6 +12,7 @@ import aiograd.executors
 import aiograd.function
 import aiograd.functional
 import aiograd.graph
+import aiograd.jit
 import aiograd.nn
 import aiograd.nn.functional
 import aiograd.nn.init
@@ -33,6 +34,7 @@ PUBLIC_MODULES = (
     aiograd.function,
     aiograd.functional,
     aiograd.graph,
+    aiograd.jit,
     aiograd.nn.functional,
     aiograd.sync,
     aiograd.testing,
@@ -87,7 +89,7 @@ def test_no_internal_module_leaks_into_the_top_level():
         "profiler",
         "distributed",
         "distributions",
-        "accelerator", "backends", "amp", "autograd",  # torch's namespaces that training scripts touch
+        "accelerator", "backends", "amp", "autograd", "jit",  # torch's namespaces that training scripts touch
     }, modules
 
 

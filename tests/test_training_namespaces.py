@@ -348,3 +348,41 @@ def test_accelerator_with_cuda_is_cuda() -> None:
 def test_the_namespaces_are_exported() -> None:
     for name in ("accelerator", "backends", "amp", "compile", "autocast"):
         assert name in ag.__all__ and getattr(ag, name) is not None
+
+
+# ------------------------------------------------------------------------- torch.jit, precision
+def test_jit_queries_and_decorators_are_eager() -> None:
+    def f(x):
+        return x * 2
+
+    model = ag.nn.Linear(2, 2)
+    assert ag.jit.is_scripting() is torch.jit.is_scripting() is False
+    assert ag.jit.is_tracing() is torch.jit.is_tracing() is False
+    assert ag.jit.script(model) is model and ag.jit.script(f) is f
+    assert ag.jit.trace(f, (ag.ones(2),)) is f
+    assert ag.jit.ignore(f) is f and ag.jit.ignore(drop=True)(f) is f
+    assert ag.jit.unused(f) is f and ag.jit.export(f) is f and ag.jit.annotate(list[int], [1]) == [1]
+    with pytest.raises(NotImplementedError, match="TorchScript"):
+        ag.jit.save(model, "m.pt")
+
+
+def test_assert_as_torchs() -> None:
+    ag._assert(ag.tensor(True), "unused")
+    for mod in (ag, torch):
+        with pytest.raises(AssertionError, match="^shape mismatch$"):
+            mod._assert(False, "shape mismatch")
+
+
+def test_float32_matmul_precision_round_trips_and_ties_to_tf32() -> None:
+    assert ag.get_float32_matmul_precision() == "highest"
+    try:
+        ag.set_float32_matmul_precision("medium")
+        assert (ag.get_float32_matmul_precision(), ag.backends.cuda.matmul.allow_tf32) == ("medium", True)
+        with pytest.warns(UserWarning, match="is not one of 'highest', 'high', or 'medium'"):
+            ag.set_float32_matmul_precision("low")
+        assert ag.get_float32_matmul_precision() == "medium"
+        ag.backends.cuda.matmul.allow_tf32 = False
+        assert ag.get_float32_matmul_precision() == "highest"
+    finally:
+        ag.set_float32_matmul_precision("highest")
+    assert ag.backends.cuda.matmul.allow_tf32 is False
