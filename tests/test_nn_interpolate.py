@@ -10,7 +10,6 @@ checks are compared word for word.
 
 from __future__ import annotations
 
-import re
 import warnings
 from typing import Any
 
@@ -244,11 +243,6 @@ def test_warnings_match_torch(call: Any) -> None:
             call(f, lib.zeros((1, 1, 2, 2), dtype=lib.float64))
         messages.append([str(w.message) for w in caught])
     assert messages[0] and messages[0] == messages[1]
-
-
-def test_antialias_is_refused_clearly() -> None:
-    with pytest.raises(NotImplementedError, match=re.escape("antialias=True is not supported")):
-        F.interpolate(ag.zeros((1, 1, 4, 4)), size=2, mode="bilinear", antialias=True)
 
 
 def test_grid_sample_5d_is_refused_clearly() -> None:

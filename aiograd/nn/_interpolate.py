@@ -10,7 +10,8 @@ interpolating ones (``opmath`` of float is float). ``area`` is adaptive average 
 
 The backward is linear: per axis, the gradient times the ``(out, in)`` matrix of that axis'
 weights (a duplicate index adds up), written with aiograd ops (``transpose`` and ``@`` with a
-constant matrix), so it is differentiable again and batches.
+constant matrix), so it is differentiable again and batches. ``antialias=True`` (``bilinear``,
+``bicubic``, ``lanczos``) computes its weights in ``_interpolate_aa`` and records the same rule.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from .._base._dtypes import scalar_type_name
 from .._ops._registry import backward, op, variant
 from .._ops._util import Tensor, attach, edge_of, like, needs_grad, not_tensor, to_tensor
+from ._interpolate_aa import aa_apply, aa_matrix, aa_weights
 from ._pooling import adaptive_avg_pool2d
 from ._pooling3d import adaptive_avg_pool3d
 
@@ -162,6 +165,11 @@ _NODES = {
     ("linear", 1): UpsampleLinear1DBackward0, ("bilinear", 2): UpsampleBilinear2DBackward0,
     ("bicubic", 2): UpsampleBicubic2DBackward0, ("trilinear", 3): UpsampleTrilinear3DBackward0,
 }
+UpsampleBilinear2DAaBackward0 = variant("UpsampleBilinear2DAaBackward0", UpsampleNearest2DBackward0, module=__name__)
+UpsampleBicubic2DAaBackward0 = variant("UpsampleBicubic2DAaBackward0", UpsampleNearest2DBackward0, module=__name__)
+UpsampleLanczos2DAaBackward0 = variant("UpsampleLanczos2DAaBackward0", UpsampleNearest2DBackward0, module=__name__)
+_AA_NODES = {"bilinear": UpsampleBilinear2DAaBackward0, "bicubic": UpsampleBicubic2DAaBackward0,
+             "lanczos": UpsampleLanczos2DAaBackward0}
 _KIND = {"linear": "linear", "bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}
 
 
@@ -206,6 +214,27 @@ def _resample(input: Tensor, mode: str, out: list[int], scales: list[float] | No
     return result
 
 
+def _resample_aa(input: Tensor, mode: str, out: list[int], scales: list[float] | None,
+                 align_corners: bool) -> Tensor:
+    """``antialias=True``: PyTorch's ``_upsample_{mode}2d_aa`` (see ``_interpolate_aa``)."""
+    x = input.data
+    _check_sizes(x, out)
+    if x.dtype != np.uint8 and x.dtype not in (np.float32, np.float64):
+        raise NotImplementedError(
+            f"\"compute_index_ranges_weights\" not implemented for '{scalar_type_name(x.dtype)}'")
+    wdtype = np.float64 if x.dtype == np.uint8 else x.dtype  # PyTorch's uint8 weights are double
+    t = np.dtype(wdtype).type
+    plans = []
+    for j in range(2):
+        n_in, s = x.shape[2 + j], None if scales is None else scales[j]
+        plans.append(aa_weights(mode, n_in, out[j], _area_scale(n_in, out[j], align_corners, s, t), wdtype))
+    result = like(aa_apply(input._device.xp, x, plans), input)
+    if needs_grad(input):
+        node = attach(_AA_NODES[mode]((edge_of(input),)), result)
+        node.mats = [aa_matrix(*plan, x.shape[2 + j]) for j, plan in enumerate(plans)]
+    return result
+
+
 # ------------------------------------------------------------------------------ interpolate
 def _is_integer(v: Any) -> bool:
     if isinstance(v, bool):
@@ -215,7 +244,7 @@ def _is_integer(v: Any) -> bool:
     return isinstance(v, Tensor) and v.data.dtype.kind in "iub"
 
 
-@op(*_NODES.values(), top_level=False)
+@op(*_NODES.values(), *_AA_NODES.values(), top_level=False)
 def interpolate(
     input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
     align_corners: bool | None = None, recompute_scale_factor: bool | None = None, antialias: bool = False,
@@ -223,7 +252,8 @@ def interpolate(
     """Resample ``input`` ``(N, C, d1[, d2[, d3]])`` to ``size`` or by ``scale_factor``, as
     ``torch.nn.functional.interpolate``: modes ``nearest``, ``nearest-exact``, ``linear`` (3-D),
     ``bilinear`` and ``bicubic`` (4-D), ``trilinear`` (5-D) and ``area`` (adaptive average
-    pooling), with PyTorch's index and weight arithmetic. ``antialias=True`` is not supported."""
+    pooling), with PyTorch's index and weight arithmetic; ``antialias=True`` with ``bilinear``,
+    ``bicubic`` and ``lanczos`` (4-D; float32, float64, and uint8 without a gradient)."""
     if not isinstance(input, Tensor):
         raise not_tensor("interpolate", input)
     if mode in ("nearest", "area", "nearest-exact"):
@@ -283,11 +313,13 @@ def interpolate(
             "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D tensor as input"
         )
     valid = {"nearest": (1, 2, 3), "nearest-exact": (1, 2, 3), "area": (1, 2, 3), "linear": (1,),
-             "bilinear": (2,), "bicubic": (2,), "trilinear": (3,)}
+             "bilinear": (2,), "bicubic": (2,), "trilinear": (3,), "lanczos": (2,)}
     if mode not in valid or dim not in valid[mode]:
         _wrong_dims(input.dim(), mode)
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported by aiograd")
+    if mode == "lanczos" and align_corners:
+        raise ValueError("Lanczos mode does not support align_corners=True")
+    if mode == "lanczos" and not antialias:
+        raise ValueError("Lanczos mode requires antialias=True")
     if output_size is None:  # PyTorch's ``compute_output_size``: the product, truncated
         assert scale_factors is not None
         out = [int(spatial[i] * float(scale_factors[i])) for i in range(dim)]
@@ -301,6 +333,8 @@ def interpolate(
         if dim == 2:
             return adaptive_avg_pool2d(input, out)
         return adaptive_avg_pool3d(input, out)
+    if antialias:
+        return _resample_aa(input, mode, out, scales, bool(align_corners))
     return _resample(input, mode, out, scales, bool(align_corners))
 
 
