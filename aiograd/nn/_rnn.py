@@ -28,10 +28,13 @@ per-step activations are not kept. What is left is mostly the per-step ``h @ W_h
 makes that float32 matmul ~30% faster with OpenBLAS but changes the last bit in some shapes,
 so it is not done.)
 
-The backward is written with array ops and so is not itself differentiable: a backward through
-it with ``create_graph=True`` raises a RuntimeError (:data:`DOUBLE_BACKWARD_ERROR`) rather than
-return gradients that would silently miss their dependence on the weights and inputs (torch's
-CPU kernels are differentiable twice).
+The array backward is not itself differentiable, so a backward run with grad mode on
+(``create_graph=True``) takes another path (aiograd/nn/_rnn_graph.py): it recomputes the layer's
+forward from the node's saved inputs with tensor ops and runs backpropagation through time with
+tensor ops too, so the gradients have graph edges to the weights, the inputs and the incoming
+gradients and the layers are differentiable twice, as torch's CPU kernels are. For that the node
+saves its tensor inputs (``gi``, ``h0``/``c0``, ``W_hh``, ``b_hh``, ``W_hr``), checked against
+in-place changes as any saved tensor; the array path reads only the weights among them.
 """
 
 from __future__ import annotations
@@ -44,18 +47,11 @@ import numpy as np
 from .._base._grad_mode import grad_enabled, no_grad
 from .._core._tensor import Tensor
 from ..function import Function
+from ._rnn_graph import graph_backward
 
 __all__ = ["RecurrentLayer", "recurrent_layer"]
 
 MODES = ("LSTM", "GRU", "RNN_TANH", "RNN_RELU")
-
-#: The error of a backward with ``create_graph=True`` through a recurrent layer.
-DOUBLE_BACKWARD_ERROR = (
-    "aiograd's RNN/LSTM/GRU layers and cells are differentiable once only: their backward "
-    "(backpropagation through time on the arrays) cannot build a graph, so create_graph=True "
-    "through them is not supported"
-)
-
 
 def _sigmoid_(xp: Any, x: Any) -> None:
     """``x = 1 / (1 + exp(-x))`` in place (the same operations, so the same bits, as the
@@ -217,7 +213,8 @@ class RecurrentLayer(Function):
                 ctx.saved_arrays = (hprev,)
         ctx.mode, ctx.steps, ctx.hsz = mode, steps, hsz
         ctx.shapes = (h0.data.shape, None if c0 is None else c0.data.shape)
-        ctx.save_for_backward(w_hh, w_hr)
+        # The inputs, for the differentiable backward (grad mode on); the array one reads the weights.
+        ctx.save_for_backward(gi, h0, c0, w_hh, b_hh, w_hr)
         outs = [_wrap_like(out, gi), _wrap_like(h, gi)]
         if mode == "LSTM":
             outs.append(_wrap_like(c, gi))
@@ -228,14 +225,14 @@ class RecurrentLayer(Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:  # type: ignore[override]
-        if grad_enabled():
-            raise RuntimeError(DOUBLE_BACKWARD_ERROR)
+        if grad_enabled():  # create_graph=True: the gradients as differentiable ops
+            return graph_backward(ctx, *grads)
         with no_grad():
             return RecurrentLayer._backward(ctx, *grads)
 
     @staticmethod
     def _backward(ctx: Any, *grads: Any) -> Any:
-        w_hh, w_hr = ctx.saved_tensors
+        _, _, _, w_hh, _, w_hr = ctx.saved_tensors
         W = w_hh.data
         WR = None if w_hr is None else w_hr.data
         xp = w_hh._device.xp
