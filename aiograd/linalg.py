@@ -1,9 +1,9 @@
 """``aiograd.linalg``: linear algebra as ``torch.linalg``.
 
-Decompositions and solvers (``inv``, ``solve``, ``solve_triangular``, ``det``, ``slogdet``,
-``cholesky``, ``qr``, ``eigh``, ``svd``, ``svdvals``) are ops of ``aiograd._ops.decompositions``,
-``aiograd._ops.orthogonal``, ``aiograd._ops.linear_systems`` and ``aiograd._ops.triangular``,
-re-exported here; the norms (``norm``, ``vector_norm``,
+Decompositions and solvers (``inv``, ``pinv``, ``solve``, ``solve_triangular``, ``lstsq``, ``det``,
+``slogdet``, ``cholesky``, ``qr``, ``eigh``, ``eig``, ``eigvals``, ``svd``, ``svdvals``) are ops of
+``aiograd._ops.decompositions``, ``aiograd._ops.orthogonal``, ``aiograd._ops.linear_systems``,
+``aiograd._ops.linalg_lstsq``, ``aiograd._ops.eig`` and ``aiograd._ops.triangular``, re-exported here; the norms (``norm``, ``vector_norm``,
 ``matrix_norm``) are composed from them as in PyTorch. Every function works on batches of
 matrices (the last two dims), and failures on the input's values raise ``LinAlgError`` (a
 ``RuntimeError``) with PyTorch's message.
@@ -18,6 +18,8 @@ from ._ops._linalg_util import LinAlgError
 from ._ops._linalg_util import check_matrix as _check_matrix
 from ._ops.convenience import norm as _p_norm
 from ._ops.decompositions import cholesky, det, slogdet
+from ._ops.eig import eig, eigvals
+from ._ops.linalg_lstsq import lstsq
 from ._ops.linear_systems import inv, pinv, solve
 from ._ops.orthogonal import eigh, qr, svd
 from ._ops.triangular import solve_triangular
@@ -32,8 +34,11 @@ __all__ = [
     "LinAlgError",
     "cholesky",
     "det",
+    "eig",
     "eigh",
+    "eigvals",
     "inv",
+    "lstsq",
     "pinv",
     "matrix_norm",
     "norm",
@@ -134,3 +139,11 @@ def norm(
     if A.ndim == 1:
         return vector_norm(A, ord, None, keepdim, dtype=dtype)  # type: ignore[arg-type]
     return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+
+
+# torch.linalg.cross, matrix_exp and matrix_power (aiograd/_ops/linalg_compat.py)
+from ._ops.linalg_compat import linalg_cross as cross  # noqa: E402
+from ._ops.linalg_compat import linalg_matrix_exp as matrix_exp  # noqa: E402
+from ._ops.linalg_compat import linalg_matrix_power as matrix_power  # noqa: E402
+
+__all__ += ["cross", "matrix_exp", "matrix_power"]
