@@ -246,6 +246,8 @@ def _svd_arrays(xp: Any, a: Any, full_matrices: bool) -> tuple[Any, Any, Any]:
         u, s, vh = _svd_arrays(xp, xp.where(infinite, 0.0, a), full_matrices)
         return (xp.where(infinite, xp.nan, u), xp.where(infinite[..., 0], xp.nan, s),
                 xp.where(infinite, xp.nan, vh))
+    if peak.dtype.itemsize < 8:  # float32's largest value is far below 2**500: nothing to scale
+        return xp.linalg.svd(a, full_matrices=full_matrices)
     huge = peak > _SVD_SCALE_ABOVE
     if not huge.any():
         return xp.linalg.svd(a, full_matrices=full_matrices)
