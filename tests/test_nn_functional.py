@@ -72,6 +72,13 @@ def test_reexports() -> None:
            "instance_norm", "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "conv_transpose1d"]
         + ["conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"]
+        + ["hardshrink", "softshrink", "channel_shuffle", "bilinear", "pairwise_distance", "rms_norm",
+           "local_response_norm", "gumbel_softmax"]  # aiograd/nn/_functional_more.py
+        + ["cosine_embedding_loss", "ctc_loss", "embedding_bag", "gaussian_nll_loss", "hinge_embedding_loss",
+           "lp_pool1d", "lp_pool2d", "lp_pool3d", "margin_ranking_loss", "max_unpool1d", "max_unpool2d",
+           "max_unpool3d", "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss",
+           "poisson_nll_loss", "soft_margin_loss", "triplet_margin_loss",
+           "triplet_margin_with_distance_loss"]  # aiograd/nn/_functional_losses_more.py
     )
     for name in F.__all__:
         assert getattr(F, name).__doc__, name

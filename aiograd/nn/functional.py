@@ -66,6 +66,18 @@ from ._distance import cosine_similarity, normalize
 from ._dropout import alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout
 from ._embedding import embedding
 from ._fold import fold, pixel_shuffle, pixel_unshuffle, unfold
+from ._functional_losses_more import *  # noqa: F403  (more losses, ctc, embedding_bag, unpool, lp_pool)
+from ._functional_losses_more import __all__ as _losses_more_all
+from ._functional_more import (  # channel shuffle, shrinks, bilinear, distances, rms/lrn norms
+    bilinear,
+    channel_shuffle,
+    gumbel_softmax,
+    hardshrink,
+    local_response_norm,
+    pairwise_distance,
+    rms_norm,
+    softshrink,
+)
 from ._grid_sample import affine_grid, grid_sample  # upsampling and spatial transformers
 from ._instance_norm import instance_norm
 from ._interpolate import interpolate, upsample, upsample_bilinear, upsample_nearest
@@ -108,7 +120,11 @@ __all__ = [
     "conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
     # upsampling and spatial transformers
     "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid",
+    # aiograd/nn/_functional_more.py
+    "hardshrink", "softshrink", "channel_shuffle", "bilinear", "pairwise_distance", "rms_norm",
+    "local_response_norm", "gumbel_softmax",
 ]
+__all__ += _losses_more_all  # aiograd/nn/_functional_losses_more.py
 
 
 # ------------------------------------------------------------------------------ mse_loss

@@ -31,10 +31,20 @@ from .activation_extra import (  # noqa: E501
 )
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .container import ModuleDict, ModuleList, Sequential
+from .container_params import ParameterDict, ParameterList
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
+from .embedding_bag import EmbeddingBag
 from .flatten import Flatten, Unflatten
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from .layers_more import (
+    Bilinear,
+    ChannelShuffle,
+    CosineSimilarity,
+    Hardshrink,
+    PairwiseDistance,
+    Softshrink,
+)
 from .linear import Identity, Linear
 from .loss import (
     BCELoss,
@@ -47,8 +57,40 @@ from .loss import (
     NLLLoss,
     SmoothL1Loss,
 )
+from .loss_more import (
+    CosineEmbeddingLoss,
+    CTCLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    MarginRankingLoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    PoissonNLLLoss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
+)
 from .module import Module
 from .normalization import GroupNorm, LayerNorm
+from .normalization_extra import BatchNorm3d, LocalResponseNorm, RMSNorm, SyncBatchNorm
+from .padding import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
 from .pixelshuffle import Fold, PixelShuffle, PixelUnshuffle, Unfold
 from .pooling import (  # noqa: E501
     AdaptiveAvgPool1d,
@@ -64,6 +106,7 @@ from .pooling import (  # noqa: E501
     MaxPool2d,
     MaxPool3d,
 )
+from .pooling_more import LPPool1d, LPPool2d, LPPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d
 from .rnn import GRU, LSTM, RNN, RNNBase
 from .rnn_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
 from .sparse import Embedding
@@ -84,4 +127,16 @@ __all__ = [
     "LogSoftmax", "MSELoss", "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention",
     "NLLLoss", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax", "Softplus", "Tanh",
     "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten",
+]
+__all__ += [  # container_params, layers_more, normalization_extra, padding
+    "ParameterDict", "ParameterList", "Bilinear", "ChannelShuffle", "CosineSimilarity", "Hardshrink", "PairwiseDistance",
+    "Softshrink", "BatchNorm3d", "LocalResponseNorm", "RMSNorm", "SyncBatchNorm", "CircularPad1d", "CircularPad2d",
+    "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d",
+    "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
+]
+__all__ += [  # embedding_bag, loss_more, pooling_more
+    "EmbeddingBag", "CTCLoss", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss",
+    "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss",
+    "TripletMarginLoss", "TripletMarginWithDistanceLoss", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d",
+    "MaxUnpool2d", "MaxUnpool3d",
 ]
