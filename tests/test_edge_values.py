@@ -32,6 +32,11 @@ EDGES = {
 Fn = Callable[[Any, Any], Any]
 
 UNARY: dict[str, Fn] = {
+    # torch's aliases and more elementwise math (aiograd/_ops/elementwise_more.py, torch_aliases.py)
+    "exp2": lambda lib, x: lib.exp2(x), "deg2rad": lambda lib, x: x.deg2rad(), "rad2deg": lambda lib, x: x.rad2deg(),
+    "sinc": lambda lib, x: lib.sinc(x), "sgn": lambda lib, x: lib.sgn(x), "logit": lambda lib, x: lib.logit(x),
+    "logit_eps": lambda lib, x: lib.logit(x, eps=0.25), "float_power": lambda lib, x: lib.float_power(x, 3),
+    "clamp_min": lambda lib, x: lib.clamp_min(x, 0.0), "clamp_max": lambda lib, x: x.clamp_max(-0.0),
     "neg": lambda lib, x: -x,
     "nan_to_num": lambda lib, x: x.nan_to_num(),  # (aiograd/_ops/unary_math.py)
     "exp": lambda lib, x: x.exp(),
@@ -125,6 +130,12 @@ UNARY: dict[str, Fn] = {
 }
 
 BINARY: dict[str, Fn] = {
+    # (aiograd/_ops/elementwise_more.py, torch_aliases.py)
+    "copysign": lambda lib, ab: lib.copysign(ab[0], ab[1]), "fmax": lambda lib, ab: lib.fmax(ab[0], ab[1]),
+    "fmin": lambda lib, ab: lib.fmin(ab[0], ab[1]), "nextafter": lambda lib, ab: lib.nextafter(ab[0], ab[1]),
+    "rsub": lambda lib, ab: lib.rsub(ab[0], ab[1], alpha=2.0),
+    "clamp_min_tensors": lambda lib, ab: lib.clamp_min(ab[0], ab[1]),
+    "clamp_max_tensors": lambda lib, ab: lib.clamp_max(ab[0], ab[1]),
     "add": lambda lib, ab: ab[0] + ab[1],
     "sub": lambda lib, ab: ab[0] - ab[1],
     "mul": lambda lib, ab: ab[0] * ab[1],
@@ -159,6 +170,10 @@ BINARY: dict[str, Fn] = {
 }
 
 REDUCTIONS: dict[str, Fn] = {
+    # scans and aminmax (aiograd/_ops/scans_more.py)
+    "cummax": lambda lib, x: lib.cummax(x, 0).values, "cummin": lambda lib, x: lib.cummin(x, 0).values,
+    "logcumsumexp": lambda lib, x: lib.logcumsumexp(x, 0),
+    "aminmax": lambda lib, x: lib.aminmax(x).min * 2.0 + lib.aminmax(x).max,
     "sum": lambda lib, x: x.sum(),
     "mean": lambda lib, x: x.mean(),
     "var": lambda lib, x: x.var(),
@@ -272,6 +287,7 @@ NOT_POINTWISE = {
     # linear algebra: matrix functions, not elementwise
     "bmm", "dot", "outer", "trace", "tensordot", "einsum", "linalg_inv", "linalg_solve", "linalg_det",
     "linalg_slogdet", "linalg_pinv", "linalg_cholesky", "linalg_qr", "linalg_eigh", "linalg_svd", "linalg_solve_triangular",
+    "linalg_lstsq", "linalg_eig", "linalg_eigvals",
     # shape and indexing: they move or pick entries, no arithmetic
     "flip", "roll", "narrow", "select", "movedim", "moveaxis", "unflatten", "tril", "triu", "diagonal",
     "diag", "tile", "scatter", "scatter_add", "index_add", "masked_select", "take_along_dim", "pad",
@@ -291,9 +307,24 @@ NOT_POINTWISE |= {"mv", "addmv", "vdot", "inner"}  # products with vectors (aiog
 NOT_POINTWISE |= {"addmm", "baddbmm", "addbmm", "meshgrid", "cartesian_prod", "repeat_interleave"}  # products; copies
 # nn (aiograd/nn/_activations_extra.py, _fold.py, _pooling1d.py, _interpolate.py, _grid_sample.py):
 # gated products, learned slopes, convolutions, rearrangements, window selections, resampling
+NOT_POINTWISE |= {"swapaxes", "adjoint", "ravel"}  # torch's other spellings of transpose and view
 NOT_POINTWISE |= {"mvlgamma"}  # a sum of lgammas over p shifted copies (lgamma's edges are above)
 NOT_POINTWISE |= {"glu", "prelu", "conv_transpose1d", "unfold", "fold", "pixel_shuffle", "pixel_unshuffle",
                   "adaptive_max_pool2d", "interpolate", "grid_sample", "affine_grid"}
+# torch.* statistics, distances and the old linear algebra names (aiograd/_ops/statistics*.py,
+# distances.py, linalg_compat.py): reductions, sorts and matrix functions composed of covered ops
+NOT_POINTWISE |= {"det", "slogdet", "logdet", "inverse", "pinverse", "cholesky", "qr", "svd", "linalg_matrix_exp",
+                  "matrix_exp", "linalg_matrix_power", "matrix_power", "linalg_cross", "cdist", "pdist", "dist",
+                  "renorm", "addr", "var_mean", "std_mean", "nansum", "nanmean", "nanmedian", "mode", "quantile",
+                  "nanquantile", "cov", "corrcoef", "trapezoid", "cumulative_trapezoid"}
+# more joining, shape and scatter ops (aiograd/_ops/joining_more.py, scatter_more.py): they move or pick
+# entries; diff and kron are sub and mul (their edges above); scatter_reduce's edges (NaN, inf, zeros
+# in prod) are compared with torch in tests/test_ops_shape_more.py
+NOT_POINTWISE |= {"atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "dstack", "column_stack",
+                  "broadcast_tensors", "tensor_split", "fliplr", "flipud", "rot90", "diag_embed", "block_diag",
+                  "kron", "diff", "take", "index_fill", "index_fill_", "index_copy", "index_copy_", "index_put",
+                  "index_put_", "masked_scatter", "masked_scatter_", "slice_scatter", "select_scatter",
+                  "diagonal_scatter", "scatter_reduce", "scatter_reduce_"}
 
 
 def _numpy(t: Any) -> np.ndarray[Any, Any]:

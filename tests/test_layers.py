@@ -51,7 +51,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 #: The graph core's modules in their run-time import order (see the last tests); a package here
 #: (``_tensor_api``) stands for its modules too.
-CORE_ORDER: tuple[str, ...] = ("_types", "_format", "_tensor_api", "_anomaly", "_tensor", "_saved", "_node", "_hooks", "_views", "_graph")
+CORE_ORDER: tuple[str, ...] = ("_types", "_format_numbers", "_format", "_tensor_api", "_anomaly", "_tensor", "_saved", "_node", "_hooks", "_views", "_graph")
 
 
 # ------------------------------------------------------------------------------ the import graph

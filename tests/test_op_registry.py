@@ -134,9 +134,13 @@ SPEC_MODULES += ("test_ops_rounding", "test_ops_bitwise", "test_ops_vector_produ
 SPEC_MODULES += ("test_nn_layers_extra",)  # relu6...glu, prelu, fold, pixel_shuffle (aiograd/nn/_activations_extra.py, _fold.py)
 SPEC_MODULES += ("test_ops_model_ops",)  # addmm, baddbmm, addbmm, repeat_interleave, meshgrid, unique, histc...
 SPEC_MODULES += ("test_linalg_triangular",)  # linalg.solve_triangular (aiograd/_ops/triangular.py)
+SPEC_MODULES += ("test_linalg_lstsq_eig",)  # linalg.lstsq, eig, eigvals (aiograd/_ops/linalg_lstsq.py, eig.py)
 SPEC_MODULES += ("test_ops_inplace_variants",)
+SPEC_MODULES += ("test_ops_torch_aliases",)  # exp2...nextafter, isclose, isin, cummax, aminmax, swapaxes, rsub...
 SPEC_MODULES += ("test_ops_special_gamma",)  # erfinv, lgamma, digamma, polygamma, mvlgamma
 SPEC_MODULES += ("test_nn_interpolate",)  # interpolate, grid_sample, affine_grid (aiograd/nn/_interpolate.py, _grid_sample.py)
+SPEC_MODULES += ("test_ops_stats_more",)  # statistics, distances, windows, torch.det... (aiograd/_ops/statistics*.py...)
+SPEC_MODULES += ("test_ops_shape_more",)  # hstack..diff, take..scatter_reduce, searchsorted (joining_more, scatter_more...)
 SPEC_MODULES += ("test_dtypes_api",)  # half, int, short, char, byte, type (aiograd/_ops/casting.py)  # sin_, atan2_, lerp_, eq_, t_... (aiograd/_ops/inplace_variants.py)
 
 
@@ -174,7 +178,7 @@ def test_every_differentiable_op_is_gradchecked_and_every_exception_says_why() -
 def test_registry_rules_are_consistent() -> None:
     families = {"triangular", "casting", "elementwise", "unary_math", "binary_math", "pointwise", "shape", "reduction", "indexing", "joining", "linalg",
                 "convenience", "inplace", "assign", "functional", "softmax"}
-    families |= {"products", "linear_systems", "decompositions", "orthogonal"}  # linear algebra
+    families |= {"products", "linear_systems", "decompositions", "orthogonal", "linalg_lstsq", "eig"}  # linear algebra
     families |= {"special", "special_gamma", "activations", "dropout", "normalization", "embedding"}
     families |= {"reduction_extra", "scans", "sorting"}
     families |= {"rearrange", "scatter", "padding"}  # shape and indexing
@@ -182,6 +186,9 @@ def test_registry_rules_are_consistent() -> None:
     families |= {"_conv", "_pooling"}  # convolutions and pooling (aiograd/nn/_conv.py, _pooling.py)
     families |= {"rounding", "bitwise", "vector_products"}  # rounding divisions, bitwise, mv/addmv/vdot/inner
     families |= {"_interpolate", "_grid_sample"}  # upsampling and spatial transformers (aiograd/nn)
+    families |= {"joining_more", "scatter_more", "scatter_reduce", "search"}  # hstack..diff, take..scatter_reduce
+    families |= {"statistics", "statistics_more", "windows", "distances", "linalg_compat"}  # torch.* statistics...
+    families |= {"elementwise_more", "predicates", "scans_more", "torch_aliases"}  # torch.* aliases, exp2, isclose, cummax...
     for name, rule in OPS.items():
         assert rule.name == name and rule.family in families, name
         assert callable(rule.forward), name

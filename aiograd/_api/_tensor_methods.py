@@ -19,14 +19,19 @@ from .._ops import (
     bitwise,
     casting,
     convenience,
+    distances,
     elementwise,
+    elementwise_more,
     indexing,
     inplace,
     inplace_variants,
     joining,
+    joining_more,
     linalg,
+    linalg_compat,
     padding,
     pointwise,
+    predicates,
     products,
     random_ops,
     rearrange,
@@ -34,14 +39,22 @@ from .._ops import (
     reduction_extra,
     rounding,
     scans,
+    scans_more,
     scatter,
+    scatter_more,
+    scatter_reduce,
+    search,
     shape,
     softmax,
     sorting,
     special,
     special_gamma,
+    statistics,
+    statistics_more,
+    torch_aliases,
     unary_math,
     vector_products,
+    windows,
 )
 from ._autograd import tensor_backward
 
@@ -57,7 +70,13 @@ _FAMILIES = (
     rearrange, scatter, padding,  # shape and indexing
     rounding, bitwise, vector_products,  # rounding divisions, bitwise and logical ops, mv/addmv/vdot/inner
     random_ops,  # the in-place fills (uniform_, normal_, ...), bernoulli, multinomial
+    joining_more, scatter_more, scatter_reduce, search,  # hstack..diff, take..diagonal_scatter, searchsorted
 )
+_FAMILIES += (statistics, statistics_more, windows, distances, linalg_compat)  # torch.* statistics, distances, old linalg
+
+
+# torch.* aliases and more elementwise math, predicates, scans (exp2, isclose, cummax, swapaxes...)
+_FAMILIES += (elementwise_more, predicates, scans_more, torch_aliases)
 
 #: Every method and operator bound onto Tensor here: name -> function (a later family wins).
 BOUND_METHODS: dict[str, Callable[..., Any]] = {}

@@ -194,6 +194,7 @@ class Unary:
     fast: Callable[[Any, Any], Any] | None = None
     doc: str = field(default="", compare=False)
     batched: bool = True
+    aliases: tuple[str, ...] = ()  # its other names (``negative`` of ``neg``): see ``OpRule``
 
 
 def _unary_node(row: Unary, module: str) -> type[Node]:
@@ -282,5 +283,5 @@ def unary(row: Unary, module: str) -> tuple[UnaryOp, type[Node]]:
     fn.__name__ = fn.__qualname__ = row.name
     fn.__module__ = module
     fn.__doc__ = row.doc
-    register(row.name, fn, cls, family=module.rsplit(".", 1)[-1])
+    register(row.name, fn, cls, family=module.rsplit(".", 1)[-1], aliases=row.aliases)
     return fn, cls

@@ -133,7 +133,7 @@ def Atan2Backward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, An
     return operand_grads(self, batch, lambda: g * b * recip, lambda: g * -a * recip)
 
 
-@op(Atan2Backward0)
+@op(Atan2Backward0, aliases=("arctan2",))
 def atan2(input: Tensor, other: Tensor) -> Tensor:
     """The angle of the point ``(other, input)``: ``arctan(input / other)`` in the right
     quadrant, elementwise."""
@@ -142,6 +142,9 @@ def atan2(input: Tensor, other: Tensor) -> Tensor:
     if out.grad_fn is not None:
         _mark_bool(out, _is_bool(input))
     return out
+
+
+arctan2 = atan2  # PyTorch's alias
 
 
 @backward(saved=("x0", "x1", "result"), batched=True)

@@ -137,7 +137,7 @@ def SubBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]
 RsubBackward1 = variant("RsubBackward1", SubBackward0, "``number - tensor`` (the reflected form).")
 
 
-@op(SubBackward0, RsubBackward1)
+@op(SubBackward0, RsubBackward1, aliases=("subtract",))
 def sub(input: TensorLike, other: TensorLike, *, alpha: float = 1) -> Tensor:
     """``input - alpha * other`` with broadcasting."""
     # (the device test rides on the unwrapping, as in ``add``)
@@ -194,7 +194,7 @@ def _keep(x: Any) -> Any:
     return save(x) if isinstance(x, Tensor) else x
 
 
-@op(MulBackward0)
+@op(MulBackward0, aliases=("multiply",))
 def mul(input: TensorLike, other: TensorLike) -> Tensor:
     """Elementwise product with broadcasting."""
     # (the device test rides on the unwrapping, as in ``add``)
@@ -469,8 +469,10 @@ def _rtruediv(self: Tensor, other: TensorLike) -> Tensor:
     return mul(reciprocal(self), other)
 
 
+multiply, subtract = mul, sub  # PyTorch's aliases
+
 TENSOR_METHODS = {
-    "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow,
+    "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow, "multiply": mul, "subtract": sub,
     "divide": div, "true_divide": true_divide, "where": _where_method,
     "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
     "not_equal": ne, "less": lt, "less_equal": le, "greater": gt, "greater_equal": ge,

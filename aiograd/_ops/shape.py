@@ -210,7 +210,7 @@ def TransposeBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 TBackward0 = variant("TBackward0", TransposeBackward0, doc="Backward of ``t()``: the transpose back.")
 
 
-@op(TransposeBackward0)
+@op(TransposeBackward0, aliases=("swapdims",))
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dimensions."""
     if not isinstance(input, Tensor):  # PyTorch's TypeError, not an AttributeError
@@ -456,7 +456,10 @@ def reduce_grad(grad: Tensor, shape: tuple[int, ...], batch: int) -> Tensor:
     return batched_sum_to(grad, shape, batch) if batch else sum_to_size(grad, shape)
 
 
+swapdims = transpose  # PyTorch's alias
+
 TENSOR_METHODS = {
+    "swapdims": transpose,
     "reshape": reshape,
     "view": view,
     "flatten": flatten,

@@ -173,7 +173,7 @@ def _zero(g: Any, _: Any) -> Any:
 # grad mode off (no tensors made on that hot path).
 UNARY = [
     Unary("neg", "NegBackward0", _negative, lambda g, _: -g,
-          doc="``-input``."),
+          doc="``-input``.", aliases=("negative",)),
     Unary("exp", "ExpBackward0", _quiet("exp"), lambda g, y: g * y, "result",
           doc="Elementwise ``e ** input``."),
     Unary("log", "LogBackward0", _quiet("log"), lambda g, x: g / x, "input",
@@ -183,7 +183,7 @@ UNARY = [
     Unary("sqrt", "SqrtBackward0", _quiet("sqrt"), lambda g, y: g / (y * 2.0), "result",
           doc="Elementwise square root."),
     Unary("abs", "AbsBackward0", _abs, lambda g, x: g * sign(x), "input",
-          doc="Elementwise absolute value (gradient 0 at 0, as PyTorch)."),
+          doc="Elementwise absolute value (gradient 0 at 0, as PyTorch).", aliases=("absolute",)),
     Unary("sign", "SignBackward0", lambda xp, x: x.copy() if x.dtype.kind == "b" else xp.where(xp.isnan(x), 0, xp.sign(x)), lambda g, _: g * 0.0,
           doc="Elementwise sign: -1, 0 or 1, and 0 at NaN as PyTorch (gradient zero everywhere)."),
     Unary("sin", "SinBackward0", _quiet("sin"), lambda g, x: g * cos(x), "input",
@@ -229,7 +229,7 @@ UNARY = [
     Unary("ceil", "CeilBackward0", _rounding("ceil"), _zero,
           doc="Round up (gradient zero, as PyTorch)."),
     Unary("trunc", "TruncBackward0", _rounding("trunc"), _zero,
-          doc="Round toward zero (gradient zero, as PyTorch)."),
+          doc="Round toward zero (gradient zero, as PyTorch).", aliases=("fix",)),
     Unary("frac", "FracBackward0", _frac, lambda g, _: g,
           doc="``input - trunc(input)``, the fractional part with the input's sign."),
 ]
@@ -295,6 +295,8 @@ frac, FracBackward0 = _MADE["frac"]
 
 #: Tensor methods and operators (bound by ``aiograd._api._tensor_methods``), as PyTorch's.
 TENSOR_METHODS = {name: fn for name, (fn, _) in _MADE.items()} | {"__neg__": neg, "__abs__": abs}
+negative, absolute, fix = neg, abs, trunc  # PyTorch's aliases (registered as the rows' aliases)
+TENSOR_METHODS |= {"negative": neg, "absolute": abs, "fix": trunc}
 
 
 # ------------------------------------------------------------------------------ isnan, isinf..., nan_to_num

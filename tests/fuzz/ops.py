@@ -45,13 +45,21 @@ FUNCTIONAL_FAMILIES = {"activations", "losses", "functional", "_conv", "_pooling
 SKIPPED: dict[str, str] = {
     "multi_head_attention_forward": "two dozen interlocked arguments; covered by test_nn_attention",
     "cpu": "device move: nothing to compare on a CPU-only build",
+    # (aiograd/_ops/joining_more.py, scatter_more.py, scatter_reduce.py, search.py: index and sorted
+    # operands no rule draws yet; compared with torch in tests/test_ops_shape_more.py)
+    **dict.fromkeys(("index_fill", "index_fill_", "index_put", "index_put_", "scatter_reduce", "scatter_reduce_",
+                     "select_scatter", "tensor_split", "unravel_index"), "index operands; covered by test_ops_shape_more"),
+    **dict.fromkeys(("bucketize", "searchsorted"), "a sorted operand; covered by test_ops_shape_more"),
+    **dict.fromkeys(("tril_indices", "triu_indices", "logspace"), "a constructor; covered by test_ops_shape_more"),
+    "linalg_eig": "complex outputs, eigenvectors up to a phase each LAPACK picks; covered by test_linalg_lstsq_eig",
+    "linalg_eigvals": "complex outputs; covered by test_linalg_lstsq_eig",
 }
 
 #: Ops whose ties (equal values) pick an index by an unspecified rule: drawn without ties.
 DISTINCT = {"sort", "argsort", "topk", "kthvalue", "median", "max", "min", "argmax", "argmin"}
 
 #: Dim-like int parameter names.
-DIM_NAMES = {"dim", "dim0", "dim1", "dim2", "start_dim", "end_dim", "source", "destination"}
+DIM_NAMES = {"dim", "dim0", "dim1", "dim2", "start_dim", "end_dim", "source", "destination", "axis0", "axis1"}
 
 
 @dataclass
@@ -589,6 +597,20 @@ def o_solve(ctx: Ctx) -> dict[str, Arg]:
     return {"A": a, "B": ctx.tensor(b_shape, a.dtype)}
 
 
+def o_lstsq(ctx: Ctx) -> dict[str, Arg]:
+    """A (batched) m x n matrix, B a vector, a matrix or a batch of either (rarely mismatched),
+    a driver drawn (rarely an unknown one), rcond rarely given."""
+    src = ctx.src
+    m, n = src.integer(0 if src.chance(0.1) else 1, 4), src.integer(0 if src.chance(0.1) else 1, 3)
+    batch = draw_shape(src, max_ndim=1)
+    a = ctx.tensor((*batch, m, n), weighted_dtype(src, FLOATS), views=True)
+    rows = m + src.chance(0.03)
+    b_shape = pick(src, [(rows,), (rows, 2), (*batch, rows), (*batch, rows, 1)])
+    driver = pick(src, [None, None, "gels", "gelsy", "gelsd", "gelss", "gelsx" if src.chance(0.1) else None])
+    return {"A": a, "B": ctx.tensor(b_shape, a.dtype), "rcond": Const(1e-3 if src.chance(0.1) else None),
+            "driver": Const(driver)}
+
+
 def o_solve_triangular(ctx: Ctx) -> dict[str, Arg]:
     """Square (batched) A, B with matching rows (left) or columns, flags drawn; rarely a
     mismatch, a vector B or another dtype (PyTorch's errors, B converted to A's dtype)."""
@@ -857,7 +879,7 @@ OVERRIDES: dict[str, Strategy] = {
     "kthvalue": o_kthvalue, "roll": o_roll, "trace": o_trace, "diag": o_diag, "diagonal": o_diagonal,
     "tril_": o_tril, "triu_": o_tril, "tril": o_tril, "triu": o_tril,
     "linalg_inv": o_matrix, "linalg_pinv": o_matrix, "linalg_det": o_matrix, "linalg_slogdet": o_matrix, "linalg_solve": o_solve,
-    "linalg_solve_triangular": o_solve_triangular,
+    "linalg_solve_triangular": o_solve_triangular, "linalg_lstsq": o_lstsq,
     "linalg_cholesky": o_matrix, "linalg_qr": both(o_matrix, o_str("mode", "reduced", "complete", "r")),
     "linalg_eigh": both(o_matrix, o_str("UPLO", "L", "U")), "linalg_svd": o_matrix,
     "conv1d": lambda c: o_conv(c, dims=1), "conv2d": lambda c: o_conv(c, dims=2),

@@ -23,15 +23,20 @@ if TYPE_CHECKING:
     from ._bitwise import BitwiseMethods
     from ._casting import CastingMethods
     from ._convenience import ConvenienceMethods
+    from ._distances import DistancesMethods
     from ._elementwise import ElementwiseMethods
+    from ._elementwise_more import ElementwiseMoreMethods
     from ._hooks import HooksMethods
     from ._indexing import IndexingMethods
     from ._inplace import InplaceMethods
     from ._inplace_variants import InplaceVariantsMethods
     from ._joining import JoiningMethods
+    from ._joining_more import JoiningMoreMethods
     from ._linalg import LinalgMethods
+    from ._linalg_compat import LinalgCompatMethods
     from ._operator_util import OperatorUtilMethods
     from ._pointwise import PointwiseMethods
+    from ._predicates import PredicatesMethods
     from ._products import ProductsMethods
     from ._random_ops import RandomOpsMethods
     from ._rearrange import RearrangeMethods
@@ -39,14 +44,21 @@ if TYPE_CHECKING:
     from ._reduction_extra import ReductionExtraMethods
     from ._rounding import RoundingMethods
     from ._scans import ScansMethods
+    from ._scans_more import ScansMoreMethods
     from ._scatter import ScatterMethods
+    from ._scatter_more import ScatterMoreMethods
+    from ._scatter_reduce import ScatterReduceMethods
     from ._shape import ShapeMethods
     from ._softmax import SoftmaxMethods
     from ._sorting import SortingMethods
     from ._special import SpecialMethods
     from ._special_gamma import SpecialGammaMethods
+    from ._statistics import StatisticsMethods
+    from ._statistics_more import StatisticsMoreMethods
+    from ._torch_aliases import TorchAliasesMethods
     from ._unary_math import UnaryMathMethods
     from ._vector_products import VectorProductsMethods
+    from ._windows import WindowsMethods
 
     class TensorMethods(
         ElementwiseMethods,
@@ -79,6 +91,18 @@ if TYPE_CHECKING:
         BitwiseMethods,
         VectorProductsMethods,
         RandomOpsMethods,
+        JoiningMoreMethods,
+        ScatterMoreMethods,
+        ScatterReduceMethods,
+        StatisticsMethods,
+        StatisticsMoreMethods,
+        WindowsMethods,
+        DistancesMethods,
+        LinalgCompatMethods,
+        ElementwiseMoreMethods,
+        PredicatesMethods,
+        ScansMoreMethods,
+        TorchAliasesMethods,
         AutogradMethods,
     ):
         """Declarations (for type checkers only) of the methods bound onto Tensor by ``_tensor_methods``."""

@@ -38,6 +38,12 @@ if TYPE_CHECKING:
         def pow(self, exponent: TensorLike) -> Tensor:
             """``input ** exponent`` with broadcasting; either side may be a number."""
             ...
+        def multiply(self, other: TensorLike) -> Tensor:
+            """Elementwise product with broadcasting."""
+            ...
+        def subtract(self, other: TensorLike, *, alpha: _float = 1) -> Tensor:
+            """``input - alpha * other`` with broadcasting."""
+            ...
         def divide(self, other: TensorLike, *, rounding_mode: str | None = None) -> Tensor:
             """Elementwise true division with broadcasting; ``rounding_mode="trunc"`` rounds the
             quotient toward zero, ``"floor"`` down (``rounding.rounded_div``: zero gradients)."""

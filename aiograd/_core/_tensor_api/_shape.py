@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     class ShapeMethods:
         """Declared from ``aiograd._ops.shape``."""
 
+        def swapdims(self, dim0: _int, dim1: _int) -> Tensor:
+            """Swap two dimensions."""
+            ...
         def reshape(self, *shape: Dims) -> Tensor:
             """The same data with a new shape (one dim may be -1): a view when numpy can make one,
             else a copy."""
