@@ -33,8 +33,13 @@ from .._core._tensor import Tensor
 from .._devices._device import CPU
 from .._ops._inplace_util import _bump
 from ..nn.modules.module import typename  # (torch.typename; one implementation, nn's)
+from ._hooks import (
+    OptimizerHooks,
+    register_optimizer_step_post_hook,
+    register_optimizer_step_pre_hook,
+)
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
 
 
 class _RequiredParameter:
@@ -177,12 +182,14 @@ def check_flags(defaults: dict[str, Any]) -> None:
 
 
 # ------------------------------------------------------------------------------ the base class
-class Optimizer:
+class Optimizer(OptimizerHooks):
     """Base class of all optimizers (``torch.optim.Optimizer``).
 
     ``params`` is an iterable of tensors, of ``(name, tensor)`` pairs, or of dicts (parameter
     groups: ``{"params": [...], "lr": ...}``, options missing from a group take ``defaults``).
     ``state`` maps each parameter to its state dict; ``param_groups`` lists the groups.
+    Hooks (``register_step_pre_hook``, ``register_state_dict_post_hook``...) as torch's: see
+    aiograd/optim/_hooks.py.
     """
 
     #: The options a loaded (unpickled) group gets when it lacks them, in PyTorch's order.
@@ -190,6 +197,7 @@ class Optimizer:
 
     def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
+        self._init_hooks()
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or dicts, "
@@ -341,7 +349,9 @@ class Optimizer:
     # ----------------------------------------------------------------------------- state dicts
     def state_dict(self) -> dict[str, Any]:
         """The optimizer's state in PyTorch's layout: ``state`` keyed by parameter index (in the
-        order of the groups), ``param_groups`` with ``params`` as those indices."""
+        order of the groups), ``param_groups`` with ``params`` as those indices. The state-dict
+        pre-hooks run first, the post-hooks last (they may replace the dict)."""
+        self._state_dict_pre_hooks()
         mapping: dict[int, int] = {}
         start = 0
 
@@ -359,13 +369,14 @@ class Optimizer:
         packed_state = {
             (mapping[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()
         }
-        return {"state": packed_state, "param_groups": param_groups}
+        return self._state_dict_post_hooks({"state": packed_state, "param_groups": param_groups})
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a state dict (this class's, or a PyTorch optimizer's, its tensors as torch or
         aiograd tensors or numpy arrays): state tensors move to their parameter's device and, for
-        floating parameters, dtype (``step`` stays as saved), as in PyTorch."""
-        state_dict = state_dict.copy()
+        floating parameters, dtype (``step`` stays as saved), as in PyTorch. The load-state-dict
+        pre-hooks see (and may replace) a shallow copy of ``state_dict``; the post-hooks run last."""
+        state_dict = self._load_state_dict_pre_hooks(state_dict.copy())
         groups = self.param_groups
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -396,12 +407,14 @@ class Optimizer:
 
         param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
         self.__setstate__({"state": state, "param_groups": param_groups})
+        self._load_state_dict_post_hooks()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._init_hooks()
         self.defaults.setdefault("differentiable", False)
         for group in self.param_groups:
             for p in group["params"]:

@@ -1,6 +1,7 @@
 """``Module``'s forward hooks and ``__call__`` (torch/nn/modules/module.py's ``_call_impl``):
 pre-hooks may replace the arguments, hooks the output, ``with_kwargs`` hooks see the keyword
-arguments, ``always_call`` hooks run even when ``forward`` raises; removable handles."""
+arguments, ``always_call`` hooks run even when ``forward`` raises; removable handles. The
+backward hooks' set-up around ``forward`` is ``_backward_hooks``'s."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..._core._node import RemovableHandle
+from ._backward_hooks import backward_hooks_of, finish_backward_hooks, has_backward_hooks
 
 __all__ = ["ForwardHooks"]
 
@@ -54,8 +56,10 @@ class ForwardHooks:
         return _Handle(handle, self._forward_hooks_with_kwargs, self._forward_hooks_always_called)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not (self._forward_hooks or self._forward_pre_hooks):
+        if not (self._forward_hooks or self._forward_pre_hooks or has_backward_hooks(self)):
             return self.forward(*args, **kwargs)
+        # (the backward hooks to use are those registered before the forward pre-hooks run)
+        non_full_backward_hooks, bw_hook = backward_hooks_of(self)
         for hook_id, hook in list(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 args_kwargs_result = hook(self, args, kwargs)
@@ -75,6 +79,8 @@ class ForwardHooks:
                     args = args_result
         called: set[int] = set()
         try:
+            if bw_hook is not None:
+                args = bw_hook.setup_input_hook(args)
             result = self.forward(*args, **kwargs)
             for hook_id, hook in list(self._forward_hooks.items()):
                 called.add(hook_id)
@@ -84,6 +90,7 @@ class ForwardHooks:
                     hook_result = hook(self, args, result)
                 if hook_result is not None:
                     result = hook_result
+            result = finish_backward_hooks(self, bw_hook, non_full_backward_hooks, args, result)
         except Exception:
             for hook_id, hook in list(self._forward_hooks.items()):
                 if hook_id in self._forward_hooks_always_called and hook_id not in called:

@@ -14,12 +14,21 @@ from typing import Any
 from ..._core._format import legacy_type_name
 from ..._core._tensor import Tensor
 from ..parameter import Buffer, Parameter
+from ._backward_hooks import (
+    BackwardHooks,
+    register_module_backward_hook,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+)
 from ._casting import Casting
 from ._hooks import ForwardHooks
 from ._state_dict import StateDict
 from ._traversal import Traversal
 
-__all__ = ["Module", "typename"]
+__all__ = [
+    "Module", "typename", "register_module_backward_hook", "register_module_full_backward_hook",
+    "register_module_full_backward_pre_hook",
+]
 
 
 def typename(obj: Any) -> str:
@@ -45,11 +54,12 @@ def _addindent(s_: str, num_spaces: int) -> str:
     return first + "\n" + "\n".join((num_spaces * " ") + line for line in lines)
 
 
-class Module(ForwardHooks, StateDict, Traversal, Casting):
+class Module(ForwardHooks, BackwardHooks, StateDict, Traversal, Casting):
     """Base class of every layer and model, as ``torch.nn.Module``.
 
     Assigning a ``Parameter``, a ``Module`` or a registered buffer name as an attribute registers
-    it; ``__call__`` runs the forward pre-hooks, ``forward`` and the forward hooks.
+    it; ``__call__`` runs the forward pre-hooks, ``forward`` and the forward hooks, and sets up
+    the backward hooks (``register_full_backward_hook``...) as torch does.
     """
 
     dump_patches: bool = False
@@ -75,6 +85,9 @@ class Module(ForwardHooks, StateDict, Traversal, Casting):
         setattr_("_forward_hooks", OrderedDict())
         setattr_("_forward_hooks_with_kwargs", {})
         setattr_("_forward_hooks_always_called", {})
+        setattr_("_backward_pre_hooks", OrderedDict())
+        setattr_("_backward_hooks", OrderedDict())
+        setattr_("_is_full_backward_hook", None)
         setattr_("_state_dict_hooks", OrderedDict())
         setattr_("_load_state_dict_post_hooks", OrderedDict())
         setattr_("_modules", {})
