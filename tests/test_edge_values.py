@@ -293,6 +293,7 @@ NOT_POINTWISE = {
     "diag", "tile", "scatter", "scatter_add", "index_add", "masked_select", "take_along_dim", "pad",
     "tril_", "triu_", "scatter_", "scatter_add_", "index_add_",
 }
+NOT_POINTWISE |= {"ctc_loss"}  # a sequence loss over log-probabilities (tests/test_nn_losses_more.py)
 NOT_POINTWISE |= {"dropout", "embedding"}  # a random mask (a mul); a row lookup
 # nn: binary_cross_entropy raises for inputs outside [0, 1], NaN included (its 0 and 1 are in
 # tests/test_nn_losses.py); the distances and attention are composites of the ops covered here.
@@ -317,6 +318,7 @@ NOT_POINTWISE |= {"det", "slogdet", "logdet", "inverse", "pinverse", "cholesky",
                   "matrix_exp", "linalg_matrix_power", "matrix_power", "linalg_cross", "cdist", "pdist", "dist",
                   "renorm", "addr", "var_mean", "std_mean", "nansum", "nanmean", "nanmedian", "mode", "quantile",
                   "nanquantile", "cov", "corrcoef", "trapezoid", "cumulative_trapezoid"}
+NOT_POINTWISE |= {"poisson"}  # random samples, zero gradient: its edges (inf, NaN, negative rates) in test_random_poisson
 # more joining, shape and scatter ops (aiograd/_ops/joining_more.py, scatter_more.py): they move or pick
 # entries; diff and kron are sub and mul (their edges above); scatter_reduce's edges (NaN, inf, zeros
 # in prod) are compared with torch in tests/test_ops_shape_more.py

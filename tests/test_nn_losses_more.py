@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers import requires_torch, torch
+from op_factory import OpSpec, make_op_tests
 
 import aiograd as ag
 import aiograd.nn as nn
@@ -246,6 +247,17 @@ def _ctc_targets(concat: bool) -> Any:
     if concat:
         return np.concatenate([CTC_TARGETS[b, : CTC_TL[b]] for b in range(B_)])
     return CTC_TARGETS
+
+
+# The op factory's row: through log_softmax (the gradient is the logits', as torch's), lengths
+# whose losses are all finite, every check but the second derivative (torch has none).
+CTC_SPECS = [
+    OpSpec("ctc_loss", lambda lib, x: fn_of(lib).ctc_loss(
+        x.log_softmax(2), lib.tensor(CTC_TARGETS), lib.tensor([7, 6, 7, 5]), lib.tensor([3, 4, 0, 2])),
+        ((T_, B_, C_),), grad_fn="MeanBackward0", gradgrad=False,
+        why="torch's CtcLossBackward0 is not differentiable (its derivative is not implemented)"),
+]
+globals().update(make_op_tests(CTC_SPECS))
 
 
 @pytest.mark.parametrize("zero_infinity", [False, True])

@@ -410,8 +410,10 @@ def test_parameter_dict_loads_torch_state_dict() -> None:
     np.testing.assert_array_equal(_arr(ours["w"]), theirs["w"].detach().numpy())
 
 
-def test_no_new_warnings_from_the_modules() -> None:
+def test_the_modules_run_without_warnings() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        nn.RMSNorm(3)(ag.ones(2, 3))
-        nn.LocalResponseNorm(2)(ag.ones(1, 3, 2))
+        rms = nn.RMSNorm(3)(ag.ones(2, 3))
+        lrn = nn.LocalResponseNorm(2)(ag.ones(1, 3, 2))
+    np.testing.assert_allclose(rms.detach().numpy(), np.ones((2, 3)), rtol=1e-6)
+    assert lrn.shape == (1, 3, 2)

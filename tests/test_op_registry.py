@@ -137,9 +137,11 @@ SPEC_MODULES += ("test_linalg_triangular",)  # linalg.solve_triangular (aiograd/
 SPEC_MODULES += ("test_linalg_lstsq_eig",)  # linalg.lstsq, eig, eigvals (aiograd/_ops/linalg_lstsq.py, eig.py)
 SPEC_MODULES += ("test_ops_inplace_variants",)
 SPEC_MODULES += ("test_ops_torch_aliases",)  # exp2...nextafter, isclose, isin, cummax, aminmax, swapaxes, rsub...
+SPEC_MODULES += ("test_nn_losses_more",)  # ctc_loss (aiograd/nn/_ctc.py); the other new losses compose ops
 SPEC_MODULES += ("test_ops_special_gamma",)  # erfinv, lgamma, digamma, polygamma, mvlgamma
 SPEC_MODULES += ("test_nn_interpolate",)  # interpolate, grid_sample, affine_grid (aiograd/nn/_interpolate.py, _grid_sample.py)
 SPEC_MODULES += ("test_ops_stats_more",)  # statistics, distances, windows, torch.det... (aiograd/_ops/statistics*.py...)
+SPEC_MODULES += ("test_random_poisson",)  # poisson (aiograd/_ops/random_poisson.py)
 SPEC_MODULES += ("test_ops_shape_more",)  # hstack..diff, take..scatter_reduce, searchsorted (joining_more, scatter_more...)
 SPEC_MODULES += ("test_dtypes_api",)  # half, int, short, char, byte, type (aiograd/_ops/casting.py)  # sin_, atan2_, lerp_, eq_, t_... (aiograd/_ops/inplace_variants.py)
 
@@ -188,6 +190,7 @@ def test_registry_rules_are_consistent() -> None:
     families |= {"_interpolate", "_grid_sample"}  # upsampling and spatial transformers (aiograd/nn)
     families |= {"joining_more", "scatter_more", "scatter_reduce", "search"}  # hstack..diff, take..scatter_reduce
     families |= {"statistics", "statistics_more", "windows", "distances", "linalg_compat"}  # torch.* statistics...
+    families |= {"random_poisson"}  # poisson (aiograd/_ops/random_poisson.py)
     families |= {"elementwise_more", "predicates", "scans_more", "torch_aliases"}  # torch.* aliases, exp2, isclose, cummax...
     for name, rule in OPS.items():
         assert rule.name == name and rule.family in families, name

@@ -20,6 +20,7 @@ from .._core._format import _LEGACY_NAMES, legacy_type_name
 from .._devices._device import CPU, device, device_type, mixed_devices_error, placement
 from ._registry import backward, op
 from ._util import Tensor, attach, edge_of, needs_grad, wrap
+from .quiet import quietly2
 
 __all__ = [
     "bool_", "byte", "char", "cpu", "cuda", "double", "element_size", "float_", "half", "int_", "join_devices",
@@ -195,6 +196,18 @@ def _to_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, b
     return dev, dtype, bool(flags["copy"])
 
 
+def _cast(data: Any, dtype: Any) -> Any:
+    # torch casts silently: a float64 value beyond float32's range becomes inf, one below its
+    # smallest subnormal 0, a NaN cast to an integer whatever the CPU gives; numpy warns of
+    # each (under np.seterr's "warn"; raises under "raise"), and a backward through a cast
+    # would surface it.
+    return quietly2(_astype, data, dtype)
+
+
+def _astype(data: Any, dtype: Any) -> Any:
+    return data.astype(dtype)
+
+
 @op(ToCopyBackward0, top_level=False)
 def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """Move to a device and/or cast to a dtype, as ``torch.Tensor.to``: ``t.to("sim:0")``,
@@ -215,9 +228,9 @@ def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         # between numpy devices; host and device memory for an accelerator).
         data = device_type(dev.type).to_device(device_type(src.type).to_host(data), dev.index)
         if dtype is not None and dtype != data.dtype:
-            data = data.astype(dtype)
+            data = _cast(data, dtype)
     elif dtype is not None and dtype != data.dtype:
-        data = data.astype(dtype)
+        data = _cast(data, dtype)
     elif copy:
         data = data.copy()
     else:

@@ -17,7 +17,9 @@ never changes it. Two ways out, by cost:
   (docs/gradients-at-edges.md).
 
 The context holds nothing but numpy's state: only pure numpy calls run inside it (aiograd's own
-context variables, grad mode for one, are read outside).
+context variables, grad mode for one, are read outside: an op run inside it would see grad mode
+on during a first-order backward and record a graph). A backward formula written with aiograd
+ops that meets such values goes through ``quietly_ops`` (``np.errstate``, in the caller's context).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["quietly", "quietly1", "quietly2"]
+__all__ = ["quietly", "quietly1", "quietly2", "quietly_ops"]
 
 
 def _quiet_context() -> contextvars.Context:
@@ -79,3 +81,11 @@ def quietly2(fn: Any, x: Any, y: Any) -> Any:
         return _QUIET.run(fn, x, y)
     except RuntimeError as e:
         return _elsewhere(e, fn, (x, y))
+
+
+def quietly_ops(fn: Any, *args: Any) -> Any:
+    """``fn(*args)``, which may call aiograd ops, with numpy's floating-point warnings off: in the
+    caller's own context (grad mode and the running GraphTask hold inside), through
+    ``np.errstate`` (about 1 µs), not ``quietly``'s numpy-only context."""
+    with np.errstate(all="ignore"):
+        return fn(*args)

@@ -17,7 +17,7 @@ from ._reduce_util import _check_nonempty, axes_of, expand_reduced
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, like, needs_grad, not_tensor, save
 from .elementwise import where
-from .quiet import quietly
+from .quiet import quietly, quietly_ops
 from .rearrange import flip
 from .reduction_extra import _first_extreme
 from .scans import _scan_dim
@@ -116,7 +116,7 @@ def LogcumsumexpBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
         negative = where(g < 0, log_abs, lowest)
         return exp(_reversed(positive - result, d) + x) - exp(_reversed(negative - result, d) + x)
 
-    return (quietly(formula),)
+    return (quietly_ops(formula),)
 
 
 @op(LogcumsumexpBackward0)

@@ -22,7 +22,7 @@ from ._util import Tensor, attach, common_device, edge_of, like, needs_grad, not
 from .elementwise import where
 from .indexing import gather, getitem
 from .padding import pad
-from .quiet import quietly
+from .quiet import quietly_ops
 from .rearrange import in_place
 from .scatter import _checked_index, _mesh, scatter, scatter_add
 from .shape import reshape
@@ -49,7 +49,7 @@ def _to_src(g: Tensor, shape: tuple[int, ...]) -> Tensor:
 
 @backward(saved=("x", "src", "result", "indices"))
 def ScatterReduceBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
-    return quietly(_scatter_reduce_backward, self, grads[0])  # (NaN and infinities as torch's, silently)
+    return quietly_ops(_scatter_reduce_backward, self, grads[0])  # (NaN and infinities as torch's, silently)
 
 
 def _scatter_reduce_backward(self: Any, g: Tensor) -> Any:
