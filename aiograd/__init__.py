@@ -294,6 +294,7 @@ from ._ops.linalg_compat import (
 from ._ops.pointwise import addcdiv, addcmul, clamp, clip, lerp, masked_fill, maximum, minimum
 from ._ops.predicates import isclose, isin
 from ._ops.products import dot, einsum, outer, tensordot, trace
+from ._ops.random_poisson import poisson
 from ._ops.rearrange import (
     diag,
     diagonal,
@@ -461,9 +462,9 @@ __all__ += [
     "meshgrid", "min", "minimum", "mm", "mode", "moveaxis", "movedim", "mul", "multiply", "mv",
     "mvlgamma", "nan_to_num", "nanmean", "nanmedian", "nanquantile", "nansum", "narrow", "ne",
     "neg", "negative", "nextafter", "nonzero", "norm", "not_equal", "outer", "pdist", "permute",
-    "pinverse", "polygamma", "pow", "prod", "qr", "quantile", "rad2deg", "ravel", "reciprocal",
-    "relu", "remainder", "renorm", "repeat_interleave", "reshape", "roll", "rot90", "round",
-    "rsqrt", "rsub", "scatter", "scatter_add", "scatter_reduce", "searchsorted", "select",
+    "pinverse", "poisson", "polygamma", "pow", "prod", "qr", "quantile", "rad2deg", "ravel",
+    "reciprocal", "relu", "remainder", "renorm", "repeat_interleave", "reshape", "roll", "rot90",
+    "round", "rsqrt", "rsub", "scatter", "scatter_add", "scatter_reduce", "searchsorted", "select",
     "select_scatter", "sgn", "sigmoid", "sign", "signbit", "sin", "sinc", "sinh", "slice_scatter",
     "slogdet", "softmax", "sort", "split", "split_with_sizes", "sqrt", "square", "squeeze", "stack",
     "std", "std_mean", "sub", "subtract", "sum", "sum_to_size", "svd", "swapaxes", "swapdims", "t",

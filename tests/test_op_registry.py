@@ -217,3 +217,22 @@ def test_generated_nodes_keep_saved_fields_and_costs() -> None:
     assert not linalg.MmBackward0.cost_scales_with_grads
     assert not linalg.AddmmBackward0.cost_scales_with_grads
     assert elementwise.MulBackward0.cost_scales_with_grads
+
+
+def test_no_op_records_a_graph_under_no_grad() -> None:
+    """Under ``no_grad`` an op records no node (its outputs have no ``grad_fn``; a view of a leaf
+    still says ``requires_grad``, as torch's): an op that computed through aiograd ops in a
+    context of its own (numpy's quiet one) would see grad mode on there and record."""
+    import aiograd as ag
+
+    recorded = []
+    for spec in all_specs():
+        if not spec.grad:
+            continue
+        xs = spec.tensors()
+        with ag.no_grad():
+            out = spec.run(*xs)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        if any(isinstance(o, ag.Tensor) and o.grad_fn is not None for o in outs):
+            recorded.append(spec.name)
+    assert not recorded, f"nodes recorded under no_grad: {recorded}"

@@ -34,6 +34,7 @@ from .._ops import (
     predicates,
     products,
     random_ops,
+    random_poisson,
     rearrange,
     reduction,
     reduction_extra,
@@ -73,6 +74,7 @@ _FAMILIES = (
     joining_more, scatter_more, scatter_reduce, search,  # hstack..diff, take..diagonal_scatter, searchsorted
 )
 _FAMILIES += (statistics, statistics_more, windows, distances, linalg_compat)  # torch.* statistics, distances, old linalg
+_FAMILIES += (random_poisson,)  # poisson (no Tensor method: registered by the import)
 
 
 # torch.* aliases and more elementwise math, predicates, scans (exp2, isclose, cummax, swapaxes...)

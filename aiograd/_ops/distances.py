@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._base._dtypes import scalar_type_name
 from ._registry import backward, op
 from ._util import Tensor, attach, edge_of, infer_size, like, needs_grad, not_tensor, save
 from .batching import batched_sum_to
@@ -99,11 +100,16 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
     if x1.data.dtype.kind != "f":
         raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype}")
-    if p < 0:
-        raise RuntimeError(f"cdist only supports non-negative p values, got: {p}")
+    if x2.data.dtype.kind != "f":
+        raise RuntimeError(f"cdist only supports floating-point dtypes, X2 got: {x2.dtype}")
+    if not p >= 0:  # (NaN included)
+        raise RuntimeError("cdist only supports non-negative p values")
     mode = compute_mode or _MODES[0]
     if mode not in _MODES:
         raise RuntimeError(f"{mode} is not a valid value for compute_mode")
+    if x1.data.dtype != x2.data.dtype:  # (the kernel's dispatch)
+        raise RuntimeError(f"expected scalar type {scalar_type_name(x1.data.dtype)} but found "
+                           f"{scalar_type_name(x2.data.dtype)}")
     P, R = x1.shape[-2], x2.shape[-2]
     batch = infer_size(tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
     if p == 2 and P and R and (mode == _MODES[1] or (mode == _MODES[0] and (P > 25 or R > 25))):
@@ -142,7 +148,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     if input.data.dtype.kind != "f":
         raise RuntimeError("pdist only supports floating-point dtypes")
-    if p < 0:
+    if not p >= 0:  # (NaN included)
         raise RuntimeError("pdist only supports non-negative p values")
     xp, data = input._device.xp, input.data
     i, j = np.triu_indices(data.shape[0], 1)
@@ -170,13 +176,17 @@ def DistBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
         grad = gd * where(zero, 0.0, diff / where(zero, 1.0, norm))
     else:
         shape = (*gd.shape[: gd.ndim - diff.ndim], *diff.shape)
-        grad = _norm_grad(diff, norm.expand(*diff.shape), gd.expand(*shape), self.p, None)
+        grad = _norm_grad(diff, norm.expand(tuple(diff.shape)), gd.expand(tuple(shape)), self.p, None)
     ga = gb = None
-    if self.next_edges[0] is not None:
-        ga = batched_sum_to(grad, tuple(a.shape), batch)
+    if self.next_edges[0] is not None:  # (each in its operand's dtype, as PyTorch's engine casts)
+        ga = _as_dtype(batched_sum_to(grad, tuple(a.shape), batch), a)
     if self.next_edges[1] is not None:
-        gb = batched_sum_to(-grad, tuple(b.shape), batch)
+        gb = _as_dtype(batched_sum_to(-grad, tuple(b.shape), batch), b)
     return ga, gb
+
+
+def _as_dtype(g: Tensor, x: Tensor) -> Tensor:
+    return g if g.data.dtype == x.data.dtype else g.to(x.dtype)
 
 
 @op(DistBackward0)
@@ -186,12 +196,19 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
         raise not_tensor("dist", input)
     if not isinstance(other, Tensor):
         raise not_tensor("dist", other, 2, "other")
+    from .casting import result_type
+    from .operands import refuse_bool_sub
+
+    if input.data.dtype == np.bool_ or other.data.dtype == np.bool_:  # (PyTorch's ``input - other``)
+        refuse_bool_sub(input.data, other.data)
     xp = input._device.xp
     shape = infer_size(tuple(input.shape), tuple(other.shape))
-    diff = xp.broadcast_to(input.data, shape) - xp.broadcast_to(other.data, shape)
-    if diff.dtype.kind != "f":
-        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
-                           f"{str(input.dtype).capitalize() if False else 'Long'}")
+    dtype = result_type(input, other)
+    if dtype.kind != "f":
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{scalar_type_name(dtype)} instead.")
+    diff = xp.broadcast_to(input.data.astype(dtype, copy=False), shape) - \
+        xp.broadcast_to(other.data.astype(dtype, copy=False), shape)
     out = like(xp.asarray(quietly(_norm_values, xp, diff, float(p), None, False, diff.size)), input)
     if needs_grad(input, other):
         node: Any = attach(DistBackward0((edge_of(input), edge_of(other))), out)
@@ -226,14 +243,17 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
         raise not_tensor("renorm", input)
     from .shape import _dim
 
-    if p < 0:
-        raise RuntimeError(f"renorm: expected p to be non-negative, but got {float(p)}")
-    if maxnorm < 0:
-        raise RuntimeError(f"renorm: expected maxnorm to be non-negative but got {float(maxnorm)}")
+    if not p > 0:  # (NaN included)
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if not maxnorm >= 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm:g}")
     data, xp = input.data, input._device.xp
-    if data.dtype.kind != "f":
-        raise RuntimeError("renorm: input needs to be a floating point tensor")
+    if data.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {data.ndim} dimensions")
     d = _dim(int(dim), data.ndim)
+    if data.dtype.kind != "f":
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{scalar_type_name(data.dtype)}")
     axes = tuple(a for a in range(data.ndim) if a != d)
     norm = quietly(_norm_values, xp, data, float(p), axes, True, 2)
     factor = xp.where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0).astype(data.dtype)

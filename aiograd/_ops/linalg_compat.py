@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .._base._dtypes import scalar_type_name
 from ._linalg_util import LinAlgError, check_float, check_square
 from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, infer_size, like, needs_grad, not_tensor, save
@@ -103,6 +104,11 @@ def cholesky(input: Tensor, upper: bool = False) -> Tensor:
         out = _linalg_cholesky(input, upper=upper)
     except LinAlgError as e:
         raise LinAlgError(str(e).replace("linalg.cholesky: ", "cholesky: ", 1)) from None
+    except RuntimeError as e:
+        if "Expected a floating point" in str(e):  # (the old op's kernel: its dispatch's error)
+            name = scalar_type_name(input.data.dtype)
+            raise NotImplementedError(f"\"cholesky_cpu\" not implemented for '{name}'") from None
+        raise RuntimeError(str(e).replace("linalg.cholesky: ", "cholesky: ", 1)) from None
     if out.grad_fn is not None:
         out.grad_fn.__class__ = CholeskyBackward0
     return out
@@ -218,6 +224,8 @@ def _matrix_power(A: Tensor, n: int, fname: str) -> Tensor:
     a = A
     if n < 0:
         a, n = _linalg_inv(A), -n
+        if n == 1:  # (PyTorch returns the inverse itself)
+            return a
     if n == 1:
         return a.clone()
     if n == 2:
@@ -235,7 +243,7 @@ def _matrix_power(A: Tensor, n: int, fname: str) -> Tensor:
     return result
 
 
-@op(MmBackward0, name="linalg_matrix_power", top_level=False)
+@op(MmBackward0, LinalgInvExBackward0, name="linalg_matrix_power", top_level=False)
 def linalg_matrix_power(A: Tensor, n: int) -> Tensor:
     """``A`` to the integer power ``n`` (the inverse's power for ``n < 0``, the identity for 0),
     by repeated products as ``torch.linalg.matrix_power`` (its ``MmBackward0`` nodes)."""
@@ -243,7 +251,7 @@ def linalg_matrix_power(A: Tensor, n: int) -> Tensor:
     return _matrix_power(A, n, "linalg_matrix_power")
 
 
-@op(MmBackward0)
+@op(MmBackward0, LinalgInvExBackward0)
 def matrix_power(input: Tensor, n: int) -> Tensor:
     """``input`` to the integer power ``n``, as ``torch.matrix_power`` (= ``linalg.matrix_power``)."""
     _tensor("matrix_power", input)
@@ -264,12 +272,15 @@ def LinalgCrossBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     its operand's shape where it was broadcast."""
     g = grads[0]
     a, b = self.a.unpack(self), self.b.unpack(self)
+    a_shape, b_shape = tuple(a.shape), tuple(b.shape)
+    if batch:  # (linalg.cross wants operands of one rank: the batch dims as size-1 dims)
+        a, b = a.reshape((1,) * batch + tuple(a.shape)), b.reshape((1,) * batch + tuple(b.shape))
     dim = self.dim - len(self.shape)  # from the end: the batch dims come first
     ga = gb = None
     if self.next_edges[0] is not None:
-        ga = batched_sum_to(linalg_cross(b, g, dim=dim), tuple(a.shape), batch)
+        ga = batched_sum_to(linalg_cross(b, g, dim=dim), a_shape, batch)
     if self.next_edges[1] is not None:
-        gb = batched_sum_to(linalg_cross(g, a, dim=dim), tuple(b.shape), batch)
+        gb = batched_sum_to(linalg_cross(g, a, dim=dim), b_shape, batch)
     return ga, gb
 
 
@@ -278,20 +289,23 @@ def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """The cross product of 3-vectors along ``dim`` (operands broadcast), as ``torch.linalg.cross``."""
     _tensor("linalg_cross", input)
     _tensor("linalg_cross", other, "other")
-    if input.data.dtype != other.data.dtype:
-        raise RuntimeError(f"linalg.cross: expected out tensor to have dtype {other.dtype}, but got {input.dtype} "
-                           "instead")
-    if input.ndim != other.ndim:
+    if input.ndim != other.ndim:  # (PyTorch's order of checks: its meta function's, then the kernel's)
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
-    shape = infer_size(tuple(input.shape), tuple(other.shape))
-    nd = max(len(shape), 1)
+    if input.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    nd = input.ndim
     if not -nd <= dim < nd:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})")
     d = dim % nd
-    sa = input.shape[d - nd] if input.ndim >= nd - d else 1
-    sb = other.shape[d - nd] if other.ndim >= nd - d else 1
+    sa, sb = input.shape[d], other.shape[d]
     if sa != 3 or sb != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {sa} and {sb}")
+    shape = infer_size(tuple(input.shape), tuple(other.shape))
+    if input.data.dtype == np.bool_:  # (the kernel dispatches on input's dtype, then checks other's)
+        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
+    if input.data.dtype != other.data.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_type_name(input.data.dtype)} but found "
+                           f"{scalar_type_name(other.data.dtype)}")
     xp = input._device.xp
     a, b = xp.broadcast_to(input.data, shape), xp.broadcast_to(other.data, shape)
     out = like(_cross_arrays(xp, a, b, d), input)
@@ -311,8 +325,7 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
             "Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim explicitly "
             "or simply use torch.linalg.cross.\nThe default value of dim will change to agree with that of "
             "linalg.cross in a future release.", UserWarning, stacklevel=2)
-        sizes = infer_size(tuple(input.shape), tuple(other.shape)) if isinstance(other, Tensor) else input.shape
-        found = [i for i, s in enumerate(sizes) if s == 3]
+        found = [i for i, s in enumerate(input.shape) if s == 3]  # (``_default_cross_dim``: input's sizes)
         if not found:
             raise RuntimeError("no dimension of size 3 in input")
         dim = found[0]

@@ -21,6 +21,7 @@ so that ``create_graph=True`` differentiates them again:
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 from collections.abc import Callable, Sequence
@@ -379,6 +380,32 @@ def _region_backward(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (grad_self, grad_src)
 
 
+# What the backward reads and writes again, per op: module-level functions bound by partial (not
+# closures), so that a node shipped to another process (a Dask worker) pickles.
+def _read_slice(where: Any, g: Tensor) -> Tensor:
+    return getitem(g, where)
+
+
+def _again_slice(d: int, start: Any, end: Any, step: int, g: Tensor, z: Tensor) -> Tensor:
+    return slice_scatter(g, z, d, start, end, step)
+
+
+def _read_select(d: int, i: int, g: Tensor) -> Tensor:
+    return select(g, d, i)
+
+
+def _again_select(d: int, i: int, g: Tensor, z: Tensor) -> Tensor:
+    return select_scatter(g, z, d, i)
+
+
+def _read_diagonal(k: int, d1: int, d2: int, g: Tensor) -> Tensor:
+    return diagonal(g, k, d1, d2)
+
+
+def _again_diagonal(k: int, d1: int, d2: int, g: Tensor, z: Tensor) -> Tensor:
+    return diagonal_scatter(g, z, k, d1, d2)
+
+
 SliceScatterBackward0 = backward(name="SliceScatterBackward0")(_region_backward)
 SelectScatterBackward0 = backward(name="SelectScatterBackward0")(_region_backward)
 DiagonalScatterBackward0 = backward(name="DiagonalScatterBackward0")(_region_backward)
@@ -395,8 +422,8 @@ def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = 
     d = _dim(dim, max(input.data.ndim, 1))
     where = (slice(None),) * d + (slice(start, end, step),)
     return _region_scatter(
-        input, src, SliceScatterBackward0, lambda a: a[where], lambda g: getitem(g, where),
-        lambda g, z: slice_scatter(g, z, d, start, end, step),
+        input, src, SliceScatterBackward0, lambda a: a[where], functools.partial(_read_slice, where),
+        functools.partial(_again_slice, d, start, end, step),
     )
 
 
@@ -414,8 +441,8 @@ def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
     i = i + size if i < 0 else i
     where = (slice(None),) * d + (i, Ellipsis)
     return _region_scatter(
-        input, src, SelectScatterBackward0, lambda a: a[where], lambda g: select(g, d, i),
-        lambda g, z: select_scatter(g, z, d, i),
+        input, src, SelectScatterBackward0, lambda a: a[where], functools.partial(_read_select, d, i),
+        functools.partial(_again_select, d, i),
     )
 
 
@@ -432,7 +459,7 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
     xp = input._device.xp
     return _region_scatter(
         input, src, DiagonalScatterBackward0, lambda a: _diagonal_of(xp, a, k, d1, d2),
-        lambda g: diagonal(g, k, d1, d2), lambda g, z: diagonal_scatter(g, z, k, d1, d2),
+        functools.partial(_read_diagonal, k, d1, d2), functools.partial(_again_diagonal, k, d1, d2),
     )
 
 

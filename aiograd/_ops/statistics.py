@@ -18,6 +18,7 @@ from ._registry import backward, op, variant
 from ._util import Tensor, attach, edge_of, like, needs_grad, not_tensor, save
 from ._variance import grad_scale, var_grad, variance
 from .elementwise import DivBackward0
+from .reduction import _check_differentiable
 from .shape import _dim
 
 if TYPE_CHECKING:
@@ -131,7 +132,8 @@ def std_mean(
 def NansumBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """The gradient on every element that is not NaN, zero on the NaNs."""
     g = expand_reduced(grads[0], self.mask.shape, self.axes, self.keepdim)
-    return (g * self.mask.astype(g.data.dtype),)
+    out = g * self.mask.astype(g.data.dtype)
+    return (out if out.data.dtype == self.dtype else out.to(self.dtype),)  # (a ``dtype=`` sum: the input's)
 
 
 @op(NansumBackward0)
@@ -141,6 +143,8 @@ def nansum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool 
     _check("nansum", input)
     data, xp = input.data, input._device.xp
     if dtype is not None:
+        if needs_grad(input):
+            _check_differentiable(dtype)
         data = data.astype(dtype)
     if data.dtype.kind == "c":
         raise RuntimeError("nansum does not support complex inputs")
@@ -152,7 +156,7 @@ def nansum(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool 
     out = like(xp.asarray(xp.where(nan, 0, data).sum(axis=axes, keepdims=keepdim)).astype(data.dtype), input)
     if needs_grad(input) and data.dtype.kind == "f":
         node: Any = attach(NansumBackward0((edge_of(input),)), out)
-        node.mask, node.axes, node.keepdim = ~nan, axes, keepdim
+        node.mask, node.axes, node.keepdim, node.dtype = ~nan, axes, keepdim, input.data.dtype
     return out
 
 
@@ -162,10 +166,12 @@ def nanmean(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool
     """The mean over ``dim`` of the elements that are not NaN, as ``torch.nanmean``
     (``nansum / count``: NaN where a slice is all NaN)."""
     _check("nanmean", input)
-    kind = np.dtype(dtype).kind if dtype is not None else input.data.dtype.kind
-    if kind not in "fc":
-        name = scalar_type_name(np.dtype(dtype) if dtype is not None else input.data.dtype)
-        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got {name}")
+    if input.data.dtype.kind not in "fc":
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{scalar_type_name(input.data.dtype)}")
+    if dtype is not None and np.dtype(dtype).kind not in "fc":
+        raise RuntimeError("nanmean(): could not infer output dtype. Optional dtype must be either a floating point "
+                           f"or complex dtype. Got: {scalar_type_name(np.dtype(dtype))}")
     xp = input._device.xp
     axes = axes_of(dim, input.ndim) if not (isinstance(dim, (tuple, list)) and not dim) else None
     count = (~xp.isnan(input.data)).sum(axis=axes, keepdims=keepdim)
@@ -216,12 +222,12 @@ def nanmedian(input: Tensor, dim: int = UNSET, keepdim: bool = UNSET) -> Any:
     equal medians the index is the stable order's (PyTorch's ``nth_element`` may pick another)."""
     _check("nanmedian", input)
     data, xp = input.data, input._device.xp
+    if dim is UNSET and keepdim is not UNSET:  # (PyTorch's argument parser, first)
+        raise TypeError('nanmedian() missing 1 required positional arguments: "dim"')
     if data.dtype == np.bool_:
         raise NotImplementedError('"nanmedian_cpu" not implemented for \'Bool\'' if dim is UNSET
                                   else '"median_out" not implemented for \'Bool\'')
     if dim is UNSET:
-        if keepdim is not UNSET:
-            raise TypeError('nanmedian() missing 1 required positional arguments: "dim"')
         flat = data.reshape(-1)
         if flat.size == 0:
             from .quiet import quietly

@@ -14,10 +14,12 @@ from typing import Any
 import numpy as np
 
 from .._base._dtypes import scalar_type_name
-from ._registry import op
-from ._util import Tensor, like, not_tensor
+from ._reduce_util import invalid_arguments
+from ._registry import op, variant
+from ._util import UNSET, Tensor, like, not_tensor
 from .elementwise import DivBackward0, MulBackward0, WhereBackward0  # noqa: F401 (node lists)
-from .shape import _dim
+from .quiet import quietly_ops
+from .shape import SqueezeBackward1, SqueezeBackward4, _dim
 
 __all__ = ["corrcoef", "cov", "cumulative_trapezoid", "nanquantile", "quantile", "trapezoid", "trapz"]
 
@@ -96,12 +98,12 @@ def _quantile(input: Tensor, q: Any, dim: int | None, keepdim: bool, interpolati
             weights = (ranks - below).astype(data.dtype)
         above = srt.gather(-1, like(xp.ceil(ranks).astype(np.int64), input))
         values = values.lerp(above, like(weights, input))
-    if qd.ndim == 0:
-        return values.squeeze(-1)
-    return values.unsqueeze(0).transpose(0, -1).squeeze(-1)
+    if qd.ndim != 0:
+        values = values.unsqueeze(0).transpose(0, -1)
+    return _renamed(values.squeeze(-1), SqueezeBackward1, SqueezeBackward4)  # (PyTorch's ``squeeze_(-1)``)
 
 
-@op(*_nodes("squeeze"))
+@op(SqueezeBackward4)
 def quantile(input: Tensor, q: float | Tensor, dim: int | None = None, keepdim: bool = False, *,
              interpolation: str = "linear") -> Tensor:
     """The ``q``-th quantiles (``q`` a number or a 1-D tensor in [0, 1]) over ``dim`` (all
@@ -111,7 +113,7 @@ def quantile(input: Tensor, q: float | Tensor, dim: int | None = None, keepdim: 
     return _quantile(input, q, dim, keepdim, interpolation, False)
 
 
-@op(*_nodes("squeeze"))
+@op(SqueezeBackward4)
 def nanquantile(input: Tensor, q: float | Tensor, dim: int | None = None, keepdim: bool = False, *,
                 interpolation: str = "linear") -> Tensor:
     """``quantile`` of the elements that are not NaN (NaN where a slice is all NaN), as
@@ -177,9 +179,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         norm = norm * 0
     x = x - avg.unsqueeze(1)
     c = x.mm((x if w is None else x * w).t())
-    from .quiet import quietly
-
-    return quietly(lambda: c.true_divide(norm)).squeeze()
+    return quietly_ops(lambda: c.true_divide(norm)).squeeze()
 
 
 @op(*_nodes("clip", "div"))
@@ -191,22 +191,55 @@ def corrcoef(input: Tensor) -> Tensor:
     if input.ndim > 2:
         raise RuntimeError(f"corrcoef(): expected input to have two or fewer dimensions but got an input with "
                            f"{input.ndim} dimensions")
-    from .quiet import quietly
-
     c = cov(input)
     if c.ndim == 0:
-        return quietly(lambda: c / c)
+        return quietly_ops(lambda: c / c)
     std = c.diagonal().sqrt()
-    c = quietly(lambda: c / std.reshape(-1, 1))
-    c = quietly(lambda: c / std.reshape(1, -1))
+    c = quietly_ops(lambda: c / std.reshape(-1, 1))
+    c = quietly_ops(lambda: c / std.reshape(1, -1))
     return c.clip(-1, 1)
 
 
 # ------------------------------------------------------------------------------ trapezoid
-def _trapezoid_checks(y: Any, fname: str) -> int:
-    if not isinstance(y, Tensor):
-        raise not_tensor(fname, y, 1, "y")
-    return 0
+# ATen's ``tensor * double`` and ``tensor / double`` (``mul.Scalar``, ``div.Scalar``): the nodes
+# that end Integration.cpp's compositions
+MulBackward1 = variant("MulBackward1", MulBackward0, "``tensor * number`` (ATen's ``mul.Scalar``).",
+                       module=__name__)
+DivBackward1 = variant("DivBackward1", DivBackward0, "``tensor / number`` (ATen's ``div.Scalar``).",
+                       module=__name__)
+
+
+def _renamed(out: Tensor, old: Any, new: Any) -> Tensor:
+    node: Any = out.grad_fn
+    if type(node) is old:
+        node.__class__ = new
+    return out
+
+
+def _parse(fname: str, y: Any, x: Any, dx: Any, dim: Any) -> tuple[Tensor | None, float]:
+    """PyTorch's two signatures, ``(y, x, *, dim)`` and ``(y, *, dx=1, dim)``: anything else
+    (None for ``x``, ``dx`` or ``dim``, both ``x`` and ``dx``, a number for ``x``) is its
+    argument parser's TypeError."""
+    sigs = ("Tensor y, Tensor x, *, int dim = -1)", "Tensor y, *, Number dx = 1, int dim = -1")
+    bad_x = x is not UNSET and not isinstance(x, Tensor)
+    if not isinstance(y, Tensor) or bad_x or dx is None or dim is None or (x is not UNSET and dx is not UNSET):
+        kw = {"dx": dx, "dim": dim}
+        raise invalid_arguments(fname, [s.rstrip(")") for s in sigs], y, x, **kw)
+    if x is not UNSET:
+        return x, 1.0
+    if dx is UNSET:
+        return None, 1.0
+    if isinstance(dx, Tensor):
+        dx = dx.item()
+    if isinstance(dx, (bool, np.bool_, complex)):
+        raise RuntimeError(f"{fname}: Currently, we only support dx as a real number.")
+    return None, float(dx)
+
+
+def _halves(t: Tensor, d: int) -> tuple[Tensor, Tensor]:
+    """``t.slice(d, 0, -1)`` and ``t.slice(d, 1)``."""
+    n = t.shape[d]
+    return t.narrow(d, 0, max(n - 1, 0)), t.narrow(d, min(n, 1), max(n - 1, 0))
 
 
 def _dx_of(y: Tensor, x: Tensor, d: int, fname: str) -> Tensor:
@@ -215,13 +248,13 @@ def _dx_of(y: Tensor, x: Tensor, d: int, fname: str) -> Tensor:
             raise RuntimeError(f"{fname}: There must be one `x` value for each sample point")
         sizes = [1] * y.ndim
         sizes[d] = x.shape[0]
-        xv = x.reshape(*sizes)
+        xv = x.view(*sizes)
     elif x.ndim < y.ndim:
-        xv = x.reshape(*([1] * (y.ndim - x.ndim)), *x.shape)
+        xv = x.view(*([1] * (y.ndim - x.ndim)), *x.shape)
     else:
         xv = x
-    n = xv.shape[d]
-    return xv.narrow(d, 1, n - 1) - xv.narrow(d, 0, n - 1)
+    left, right = _halves(xv, d)
+    return right - left
 
 
 def _zeros_except(y: Tensor, d: int) -> Tensor:
@@ -229,47 +262,47 @@ def _zeros_except(y: Tensor, d: int) -> Tensor:
     return like(y._device.xp.zeros(shape, dtype=y.data.dtype), y)
 
 
-@op(*_nodes("mul", "div"), aliases=("trapz",))
-def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
+@op(MulBackward1, DivBackward1, aliases=("trapz",))
+def trapezoid(y: Tensor, x: Tensor = UNSET, *, dx: float = UNSET, dim: int = -1) -> Tensor:
     """The trapezoidal rule along ``dim``: samples ``y`` at points ``x`` (a tensor) or spaced
     ``dx`` apart (1 by default), as ``torch.trapezoid`` (alias ``trapz``); 0 over no samples."""
-    _trapezoid_checks(y, "trapezoid")
-    if x is not None and dx is not None:
-        raise TypeError("trapezoid() received an invalid combination of arguments - got (Tensor, Tensor, dx=float)")
+    xt, step = _parse("trapezoid", y, x, dx, dim)
+    if y.ndim == 0:  # (``y.size(dim)``)
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = _dim(int(dim), y.ndim)
     if y.shape[d] == 0:
         return _zeros_except(y, d)
-    if y.data.dtype == np.bool_ or (isinstance(x, Tensor) and x.data.dtype == np.bool_):
-        raise RuntimeError("trapezoid: received a bool input for `x` or `y`, but bool is not supported")
-    n = y.shape[d]
-    if isinstance(x, Tensor):
-        dxt = _dx_of(y, x, d, "trapezoid")
-        return (dxt * (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1))).sum(d) / 2.0
-    step = 1.0 if dx is None else float(dx) if not isinstance(dx, Tensor) else dx.item()
-    if isinstance(x, (int, float)):
-        step = float(x)
-    return (y.sum(d) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * step
+    if xt is not None:
+        if y.data.dtype == np.bool_ or xt.data.dtype == np.bool_:
+            raise RuntimeError("trapezoid: received a bool input for `x` or `y`, but bool is not supported")
+        left, right = _halves(y, d)
+        return _renamed(((left + right) * _dx_of(y, xt, d, "trapezoid")).sum(d) / 2.0, DivBackward0, DivBackward1)
+    if y.data.dtype == np.bool_:
+        raise RuntimeError("trapezoid: received a bool input for `y`, but bool is not supported")
+    out = (y.sum(d) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * step
+    return _renamed(out, MulBackward0, MulBackward1)
 
 
-@op(*_nodes("cumsum", "div"))
-def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
+@op(*_nodes("cumsum"), DivBackward1)
+def cumulative_trapezoid(y: Tensor, x: Tensor = UNSET, *, dx: float = UNSET, dim: int = -1) -> Tensor:
     """The running trapezoidal rule along ``dim`` (one value fewer than ``y`` has samples), as
     ``torch.cumulative_trapezoid``."""
-    _trapezoid_checks(y, "cumulative_trapezoid")
+    xt, step = _parse("cumulative_trapezoid", y, x, dx, dim)
+    if xt is not None:
+        d = _dim(int(dim), y.ndim)
+        if y.data.dtype == np.bool_ or xt.data.dtype == np.bool_:
+            raise RuntimeError("cumulative_trapezoid: received a bool input for `x` or `y`, but bool is not "
+                               "supported")
+        dxt = _dx_of(y, xt, d, "cumulative_trapezoid")
+        left, right = _halves(y, d)
+        return _renamed(((left + right) * dxt).cumsum(d) / 2.0, DivBackward0, DivBackward1)
+    if y.data.dtype == np.bool_:
+        raise RuntimeError("cumulative_trapezoid: received a bool input for `y`, but bool is not supported")
+    if y.ndim == 0:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     d = _dim(int(dim), y.ndim)
-    n = y.shape[d]
-    if y.data.dtype == np.bool_ or (isinstance(x, Tensor) and x.data.dtype == np.bool_):
-        raise RuntimeError("cumulative_trapezoid: received a bool input for `x` or `y`, but bool is not supported")
-    if n == 0:
-        return y.narrow(d, 0, 0) * 1.0
-    pairs = y.narrow(d, 0, n - 1) + y.narrow(d, 1, n - 1)
-    if isinstance(x, Tensor):
-        dxt = _dx_of(y, x, d, "cumulative_trapezoid")
-        return (dxt * pairs).cumsum(d) / 2.0
-    step = 1.0 if dx is None else float(dx)
-    if isinstance(x, (int, float)):
-        step = float(x)
-    return (pairs * (step / 2.0)).cumsum(d)
+    left, right = _halves(y, d)
+    return ((left + right) * (step / 2.0)).cumsum(d)
 
 
 TENSOR_METHODS = {"quantile": quantile, "nanquantile": nanquantile, "cov": cov, "corrcoef": corrcoef}

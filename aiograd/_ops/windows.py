@@ -8,15 +8,24 @@ from __future__ import annotations
 
 import math
 from collections import namedtuple
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._base._dtypes import get_default_dtype, scalar_type_name
+from ._division_util import not_implemented
+from ._reduce_util import invalid_arguments
 from ._registry import op
-from ._util import Tensor, not_tensor, wrap
+from ._util import UNSET, Tensor, attach, edge_of, needs_grad, not_tensor, wrap
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 __all__ = ["bartlett_window", "blackman_window", "hamming_window", "hann_window", "histogram"]
+
+#: C++'s names of the dtypes, as torch's histogram messages print them.
+_C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int", "bool": "bool",
+            "float16": "c10::Half", "int16": "short int", "int8": "signed char", "uint8": "unsigned char"}
 
 HistogramResult = namedtuple("histogram", ["hist", "bin_edges"])  # type: ignore[name-match]
 HistogramResult.__module__ = "aiograd.return_types"
@@ -46,17 +55,29 @@ def _hamming(x: Any, n: int, dt: Any, alpha: float, beta: float) -> Any:
     return np.cos(x * dt.type(2 * math.pi / (n - 1))) * dt.type(-beta) + dt.type(alpha)
 
 
+_HAMMING_FORMS = tuple(
+    f"int window_length, {lead}*, torch.dtype dtype = None, torch.layout layout = None, torch.device device = None, "
+    "bool pin_memory = False, bool requires_grad = False"
+    for lead in ("", "bool periodic, ", "bool periodic, float alpha, ", "bool periodic, float alpha, float beta, "))
+
+
 @op()
-def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54, beta: float = 0.46, *,
-                   dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def hamming_window(window_length: int, periodic: bool = UNSET, alpha: float = UNSET, beta: float = UNSET, *,
+                   dtype: DTypeLike | None = None, requires_grad: bool = False) -> Tensor:
     """The Hamming window ``alpha - beta cos(2 pi n / (N - 1))`` (periodic: of length N + 1, the
-    last dropped), as ``torch.hamming_window``."""
-    return _window("hamming_window", window_length, periodic, dtype, requires_grad,
-                   lambda x, n, dt: _hamming(x, n, dt, alpha, beta))
+    last dropped; ``alpha`` 0.54 and ``beta`` 0.46 by default), as ``torch.hamming_window``:
+    ``alpha`` only with ``periodic``, ``beta`` only with ``alpha`` (its four forms)."""
+    if (alpha is not UNSET and periodic is UNSET) or (beta is not UNSET and alpha is UNSET):
+        given = {"periodic": periodic, "alpha": alpha, "beta": beta, "dtype": dtype if dtype is not None else UNSET}
+        raise invalid_arguments("hamming_window", _HAMMING_FORMS, window_length, **given)
+    a = 0.54 if alpha is UNSET else alpha
+    b = 0.46 if beta is UNSET else beta
+    return _window("hamming_window", window_length, True if periodic is UNSET else periodic, dtype, requires_grad,
+                   lambda x, n, dt: _hamming(x, n, dt, a, b))
 
 
 @op()
-def hann_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
+def hann_window(window_length: int, periodic: bool = True, *, dtype: DTypeLike | None = None,
                 requires_grad: bool = False) -> Tensor:
     """The Hann window (a Hamming window with ``alpha = beta = 0.5``), as ``torch.hann_window``."""
     return _window("hann_window", window_length, periodic, dtype, requires_grad,
@@ -69,7 +90,7 @@ def _blackman(x: Any, n: int, dt: Any) -> Any:
 
 
 @op()
-def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
+def blackman_window(window_length: int, periodic: bool = True, *, dtype: DTypeLike | None = None,
                     requires_grad: bool = False) -> Tensor:
     """The Blackman window, as ``torch.blackman_window``."""
     return _window("blackman_window", window_length, periodic, dtype, requires_grad, _blackman)
@@ -83,19 +104,20 @@ def _bartlett(x: Any, n: int, dt: Any) -> Any:
 
 
 @op()
-def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
+def bartlett_window(window_length: int, periodic: bool = True, *, dtype: DTypeLike | None = None,
                     requires_grad: bool = False) -> Tensor:
     """The Bartlett (triangular) window, as ``torch.bartlett_window``."""
     return _window("bartlett_window", window_length, periodic, dtype, requires_grad, _bartlett)
 
 
-@op()
+@op()  # (no derivative: its ``NotImplemented`` node is not a rule)
 def histogram(input: Tensor, bins: int | Tensor = 100, *, range: tuple[float, float] | None = None,
               weight: Tensor | None = None, density: bool = False) -> Any:
     """``(hist, bin_edges)`` of ``input``'s elements, as ``torch.histogram``: ``bins`` equal bins
     over ``range`` (the data's by default, widened by 0.5 each way if a point) or the given
     increasing edges; the last bin includes its right edge; ``weight`` sums weights instead of
-    counting, ``density`` normalises to unit area. Floating point; no gradient."""
+    counting, ``density`` normalises to unit area. Floating point; no derivative (a backward
+    through it raises, as PyTorch's)."""
     if not isinstance(input, Tensor):
         raise not_tensor("histogram", input)
     x = input.data
@@ -130,6 +152,15 @@ def histogram(input: Tensor, bins: int | Tensor = 100, *, range: tuple[float, fl
             lo, hi = lo - 0.5, hi + 0.5
         edges = np.linspace(lo, hi, n + 1).astype(x.dtype)
     nb = edges.size - 1
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise RuntimeError("torch.histogramdd: if weight tensor is provided it should have the same shape as the "
+                               f"input tensor excluding its innermost dimension, but got input with shape "
+                               f"[{flat.size}, 1] and weight with shape {list(weight.shape)}")
+        if weight.data.dtype != x.dtype:
+            raise RuntimeError("torch.histogramdd: if weight tensor is provided, input tensor and weight tensor should "
+                               f"have the same dtype, but got input({_C_NAMES.get(x.dtype.name, x.dtype.name)}), and "
+                               f"weight({_C_NAMES.get(weight.data.dtype.name, weight.data.dtype.name)})")
     w = None if weight is None else weight.data.reshape(-1)
     keep = (flat >= edges[0]) & (flat <= edges[-1]) if nb > 0 else np.zeros(flat.shape, dtype=bool)
     pos = np.clip(np.searchsorted(edges, flat[keep], side="right") - 1, 0, max(nb - 1, 0))
@@ -138,7 +169,12 @@ def histogram(input: Tensor, bins: int | Tensor = 100, *, range: tuple[float, fl
     if density and nb:
         widths = np.diff(edges)
         hist = (hist / (hist.sum() * widths)).astype(x.dtype)
-    return HistogramResult(wrap(hist), wrap(np.ascontiguousarray(edges)))
+    out = HistogramResult(wrap(hist), wrap(np.ascontiguousarray(edges)))
+    operands = [t for t in (input, bins, weight) if isinstance(t, Tensor)]
+    if needs_grad(*operands):  # PyTorch's: no derivative, a ``NotImplemented`` node whose backward raises
+        node: Any = attach(not_implemented("histogram")(tuple(edge_of(t) for t in operands)), *out)
+        node.num_inputs = 2
+    return out
 
 
 TENSOR_METHODS = {"histogram": histogram}

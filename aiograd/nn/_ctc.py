@@ -11,6 +11,7 @@ target lengths (at least 1), ``'sum'`` their sum.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -126,6 +127,19 @@ def _CtcLossBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
     return (like(self.coef, g) * g.reshape(1, -1, 1),)
 
 
+def _compute_coef(lp_all: Any, samples: list[Any], nll: Any, zero_infinity: bool, input_lengths: list[int],
+                  target_lengths: list[int]) -> Any:
+    """Every sample's ``_grad_coef`` in one ``(T, N, C)`` array (zeros for a sample whose
+    infinite loss ``zero_infinity`` zeroes)."""
+    coef = np.zeros(lp_all.shape, dtype=lp_all.dtype)
+    with np.errstate(all="ignore"):
+        for b, (lp, primes, alpha) in enumerate(samples):
+            if zero_infinity and nll[b] == np.inf:
+                continue
+            coef[:, b, :] = _grad_coef(lp, primes, alpha, float(nll[b]), input_lengths[b], target_lengths[b])
+    return coef
+
+
 def _targets_of(targets: Tensor, target_lengths: list[int], batch: int) -> list[Any]:
     tg = np.asarray(targets.data)
     out = []
@@ -200,16 +214,10 @@ def _ctc_forward(log_probs: Tensor, targets: Tensor, input_lengths: list[int], t
         node: Any = attach(_CtcLossBackward0((edge_of(log_probs),)), out)
         node.coef = None
 
-        def compute_coef() -> Any:
-            coef = np.zeros(lp_all.shape, dtype=lp_all.dtype)
-            with np.errstate(all="ignore"):
-                for b, (lp, primes, alpha) in enumerate(samples):
-                    if zero_infinity and nll[b] == np.inf:
-                        continue
-                    coef[:, b, :] = _grad_coef(lp, primes, alpha, float(nll[b]), input_lengths[b], target_lengths[b])
-            return coef
-
-        node.compute_coef = compute_coef
+        # (a partial of a module-level function, not a closure: a node shipped to another
+        # process, a Dask worker's, is pickled with what it holds)
+        node.compute_coef = functools.partial(
+            _compute_coef, lp_all, samples, nll, zero_infinity, input_lengths, target_lengths)
     return out
 
 

@@ -33,7 +33,7 @@ KINDS = ("value", "grad", "value_nonfinite", "grad_nonfinite", "dtype", "shape",
 
 #: Outputs unique only up to a choice each library makes its own way (eigenvectors' and singular
 #: vectors' signs): only the listed outputs are compared and enter the backward.
-GAUGE: dict[str, tuple[int, ...]] = {"linalg_eigh": (0,), "linalg_svd": (1,)}
+GAUGE: dict[str, tuple[int, ...]] = {"linalg_eigh": (0,), "linalg_svd": (1,), "svd": (1,)}
 
 
 @dataclass

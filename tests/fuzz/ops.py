@@ -53,6 +53,7 @@ SKIPPED: dict[str, str] = {
     **dict.fromkeys(("tril_indices", "triu_indices", "logspace"), "a constructor; covered by test_ops_shape_more"),
     "linalg_eig": "complex outputs, eigenvectors up to a phase each LAPACK picks; covered by test_linalg_lstsq_eig",
     "linalg_eigvals": "complex outputs; covered by test_linalg_lstsq_eig",
+    "poisson": "random samples (torch's for torch's seed, but the programs do not seed); covered by test_random_poisson",
 }
 
 #: Ops whose ties (equal values) pick an index by an unspecified rule: drawn without ties.
@@ -863,6 +864,33 @@ def o_mvlgamma(ctx: Ctx) -> dict[str, Arg]:
     return {"input": _first(ctx), "p": Const(pick(ctx.src, (1, 2, 3)))}
 
 
+def o_window(ctx: Ctx) -> dict[str, Arg]:
+    """A window's length (sometimes negative: invalid) and dtype (sometimes an integer one)."""
+    src = ctx.src
+    dtype = Const(None) if src.chance(0.4) else DTypeArg(pick(src, ("float64", "float32", "float32", "int64")))
+    return {"window_length": Const(pick(src, (0, 1, 2, 3, 5, 8, -1))), "dtype": dtype}
+
+
+def o_quantile(ctx: Ctx) -> dict[str, Arg]:
+    """``q``: a number in [0, 1] (sometimes not) or a 0-d/1-D tensor of them in the input's
+    dtype (sometimes another); an interpolation mode (sometimes an unknown one)."""
+    src = ctx.src
+    x = _first(ctx)
+    if src.chance(0.5):
+        q: Arg = Const(pick(src, (0.0, 0.25, 0.5, 0.7, 1.0, 1.5, -0.1)))
+    else:
+        dt = x.dtype if x.dtype in FLOATS and not src.chance(0.05) else pick(src, FLOATS)
+        q = ctx.tensor(pick(src, [(), (1,), (3,)]), dt, grad=False, lo=0.0, hi=1.0, specials=False)
+    return {"input": x, "q": q,
+            "interpolation": Const(pick(src, ("linear", "lower", "higher", "midpoint", "nearest", "cubic")))}
+
+
+def o_matrix_power(name: str) -> Strategy:
+    def strategy(ctx: Ctx) -> dict[str, Arg]:
+        return {name: o_matrix(ctx)["A"], "n": Const(pick(ctx.src, (0, 1, 2, 3, 4, 6, -1, -2)))}
+    return strategy
+
+
 OVERRIDES: dict[str, Strategy] = {
     "polygamma": o_polygamma, "mvlgamma": o_mvlgamma,  # (aiograd/_ops/special_gamma.py)
     "reshape": o_reshape, "view": o_reshape, "permute": o_permute, "expand": o_expand,
@@ -899,6 +927,10 @@ OVERRIDES: dict[str, Strategy] = {
     "dropout": o_dropout, "cosine_similarity": o_cosine, "normalize": o_normalize, "norm": o_norm,
     "gelu": o_str("approximate", "none", "tanh"), "expand_as": o_expand_as, "view_as": o_view_as,
     "reshape_as": o_view_as, "where": o_where,
+    # (aiograd/_ops/windows.py, statistics_more.py, linalg_compat.py)
+    **dict.fromkeys(("hann_window", "hamming_window", "blackman_window", "bartlett_window"), o_window),
+    "quantile": o_quantile, "nanquantile": o_quantile, "svd": o_matrix_arg("input"),
+    "matrix_power": o_matrix_power("input"), "linalg_matrix_power": o_matrix_power("A"),
 }
 
 

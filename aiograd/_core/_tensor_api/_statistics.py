@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any, TypeAlias
 
+    from numpy.typing import DTypeLike
+
     from .._tensor import Tensor
 
     # Also Tensor methods: inside the class these names mean the methods, so annotations
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
             dim: _int | Sequence[_int] | None = None,
             keepdim: _bool = False,
             *,
-            dtype: Any = None,
+            dtype: DTypeLike | None = None,
         ) -> Tensor:
             """The sum over ``dim`` with NaNs counted as zero, as ``torch.nansum``."""
             ...
@@ -37,12 +39,12 @@ if TYPE_CHECKING:
             dim: _int | Sequence[_int] | None = None,
             keepdim: _bool = False,
             *,
-            dtype: Any = None,
+            dtype: DTypeLike | None = None,
         ) -> Tensor:
             """The mean over ``dim`` of the elements that are not NaN, as ``torch.nanmean``
             (``nansum / count``: NaN where a slice is all NaN)."""
             ...
-        def nanmedian(self, dim: _int = ..., keepdim: _bool = False) -> Any:
+        def nanmedian(self, dim: _int = ..., keepdim: _bool = ...) -> Any:
             """The lower median of the elements that are not NaN (NaN where all are), as
             ``torch.nanmedian``; with ``dim``, a ``(values, indices)`` named tuple per slice."""
             ...
