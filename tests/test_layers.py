@@ -44,7 +44,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "distributed",  # aiograd.distributed (data-parallel gradients on Dask)
             "distributions",  # aiograd.distributions (torch.distributions)
             "profiler",  # aiograd.profiler (traces, progress)
-            "accelerator", "backends", "amp", "autograd", "jit",  # torch's namespaces that training scripts touch
+            "accelerator", "backends", "amp", "autograd", "jit", "special",  # torch's namespaces that training scripts touch
         ),
     ),
 )

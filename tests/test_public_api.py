@@ -21,6 +21,7 @@ import aiograd.optim
 import aiograd.optim.lr_scheduler
 import aiograd.profiler
 import aiograd.serving
+import aiograd.special
 import aiograd.sync
 import aiograd.testing
 import aiograd.utils.checkpoint
@@ -48,6 +49,7 @@ PUBLIC_MODULES = (
     aiograd.nn.init,
     aiograd.nn.utils,
     aiograd.serving,
+    aiograd.special,
     aiograd.viz,
     aiograd.profiler,
     aiograd.distributed,
@@ -89,7 +91,7 @@ def test_no_internal_module_leaks_into_the_top_level():
         "profiler",
         "distributed",
         "distributions",
-        "accelerator", "backends", "amp", "autograd", "jit",  # torch's namespaces that training scripts touch
+        "accelerator", "backends", "amp", "autograd", "jit", "special",  # torch's namespaces that training scripts touch
     }, modules
 
 

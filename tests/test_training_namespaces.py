@@ -386,3 +386,42 @@ def test_float32_matmul_precision_round_trips_and_ties_to_tf32() -> None:
     finally:
         ag.set_float32_matmul_precision("highest")
     assert ag.backends.cuda.matmul.allow_tf32 is False
+
+
+# ------------------------------------------------------------------------------- torch.special
+SPECIAL = ["digamma", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "log1p", "logit", "psi", "sinc"]
+
+
+@pytest.mark.parametrize("name", SPECIAL)
+async def test_special_functions_are_torchs(name: str) -> None:
+    x = np.linspace(0.05, 0.95, 7)  # (inside every one's domain: erfinv, logit)
+    ours, theirs = ag.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    y, ty = getattr(ag.special, name)(ours), getattr(torch.special, name)(theirs)
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-12)
+    assert y.grad_fn.name() == ty.grad_fn.name()
+    (g,) = await ag.grad(y.sum(), ours)
+    (tg,) = torch.autograd.grad(ty.sum(), theirs)
+    np.testing.assert_allclose(g.numpy(), tg.numpy(), rtol=1e-10)
+
+
+def test_special_reductions_and_aliases() -> None:
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    for name, args in [("softmax", (1,)), ("log_softmax", (0,)), ("logsumexp", (1,)), ("multigammaln", (1,)),
+                       ("polygamma", ()), ("round", ()), ("xlogy", ())]:
+        a, t = ag.tensor(np.abs(x) + 1), torch.tensor(np.abs(x) + 1)
+        if name == "polygamma":
+            got, want = ag.special.polygamma(1, a), torch.special.polygamma(1, t)
+        elif name == "xlogy":
+            got, want = ag.special.xlogy(a, a), torch.special.xlogy(t, t)
+        else:
+            got, want = getattr(ag.special, name)(a, *args), getattr(torch.special, name)(t, *args)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, err_msg=name)
+    assert ag.special.expit is ag.sigmoid and ag.special.gammaln is ag.lgamma
+
+
+def test_top_level_cosine_similarity_and_pairwise_distance() -> None:
+    x, y = np.random.default_rng(1).standard_normal((2, 3, 5))
+    for name in ("cosine_similarity", "pairwise_distance"):
+        got = getattr(ag, name)(ag.tensor(x), ag.tensor(y))
+        want = getattr(torch, name)(torch.tensor(x), torch.tensor(y))
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
