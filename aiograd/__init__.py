@@ -82,6 +82,7 @@ from . import (
 )
 from ._api import (
     _tensor_methods,  # noqa: F401  (binds the ops as Tensor methods and operators)
+    _threads,
     _trio_bridge,  # noqa: F401  (installs the backward path for trio tasks)
 )
 from ._api._autograd import backward, grad
@@ -123,6 +124,12 @@ from ._api._factories import (
 from ._api._precision import get_float32_matmul_precision, set_float32_matmul_precision
 from ._api._runner import run
 from ._api._serialization import load, save
+from ._api._threads import (
+    get_num_interop_threads,
+    get_num_threads,
+    set_num_interop_threads,
+    set_num_threads,
+)
 from ._api._torch_functions import (
     allclose,
     can_cast,
@@ -434,6 +441,7 @@ __all__ = [
     "cuda", "executors", "func", "function", "functional", "graph", "nn", "sync", "testing", "utils",
     "optim", "serving", "viz", "profiler", "distributed", "distributions", "linalg", "accelerator", "backends", "amp", "autograd", "jit", "special",
     "get_float32_matmul_precision", "set_float32_matmul_precision",
+    "get_num_threads", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads",
 ]
 
 # torch's functions that are no registered op (Python results; positive returns its input)
@@ -477,3 +485,6 @@ __all__ += [
     "unsqueeze", "var", "var_mean", "vdot", "vstack", "where", "xlogy",
 ]
 # -- end of the generated names --
+
+# AIOGRAD_NUM_THREADS=n caps numpy's BLAS threads as set_num_threads(n) does, from the start.
+_threads.apply_environment()

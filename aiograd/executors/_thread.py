@@ -29,6 +29,16 @@ class ThreadExecutor(Executor):
         _instances.add(self)
 
     @property
+    def max_workers(self) -> int:
+        """The number of threads (``aiograd.get_num_interop_threads()`` for the default one)."""
+        return self._max_workers
+
+    @property
+    def started(self) -> bool:
+        """Whether the threads have been started (by the first node run here)."""
+        return self._pool is not None
+
+    @property
     def capacity(self) -> int:
         """Two calls per thread: each worker has the next node queued when it finishes one, so
         it does not sleep between nodes (and get woken onto a busy CPU)."""

@@ -1,0 +1,103 @@
+"""``torch.set_num_threads``/``get_num_threads`` and the inter-op pair, for aiograd's two kinds of
+threads: the BLAS (and OpenMP) pools that numpy's kernels use inside one matrix product, limited
+through threadpoolctl, and the executor threads that run independent heavy nodes side by side
+(the default CPU ``ThreadExecutor``, torch's inter-op pool).
+
+``set_num_threads(n)`` caps the first at ``n`` in this process, as torch's caps its intra-op pool:
+a script's ``torch.set_num_threads(1)`` keeps numpy's BLAS on one thread (what a loaded machine
+or a DataLoader worker wants). The environment variable ``AIOGRAD_NUM_THREADS`` does the same at
+``import aiograd``. ``set_num_interop_threads(n)`` sizes the default CPU executor, once, before it
+has run anything (torch's rule). BLAS threads times executor threads can still exceed the cores
+when several heavy nodes run at once with multithreaded BLAS; docs/executors.md says how to size
+the two together.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from .. import executors
+from .._engine import get_executor, set_executor
+
+__all__ = ["apply_environment", "get_num_interop_threads", "get_num_threads", "set_num_interop_threads",
+           "set_num_threads"]
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {"num_threads": None, "controller": None, "interop_set": False}
+
+
+def _controller() -> Any:
+    # threadpoolctl scans the loaded libraries (about 10 ms): only when a thread count is asked
+    # for or set, and after numpy (and its BLAS) is loaded, which aiograd's import guarantees.
+    with _lock:
+        if _state["controller"] is None:
+            from threadpoolctl import ThreadpoolController
+
+            _state["controller"] = ThreadpoolController()
+        return _state["controller"]
+
+
+def _positive_int(name: str, n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise RuntimeError(f"{name} expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError(f"{name} expects a positive integer")
+    return n
+
+
+def set_num_threads(int: int) -> None:  # noqa: A002  (torch's parameter name)
+    """Cap the threads numpy's BLAS (and any OpenMP runtime loaded) use for one operation at
+    ``int``, in the whole process, as ``torch.set_num_threads`` caps torch's intra-op pool; a
+    RuntimeError (torch's message) for a non-int or a count below 1."""
+    n = _positive_int("set_num_threads", int)
+    _controller().limit(limits=n)
+    _state["num_threads"] = n
+
+
+def get_num_threads() -> int:
+    """The threads one BLAS operation may use: what ``set_num_threads`` set, else the most that
+    any loaded BLAS or OpenMP pool is configured for (numpy's default: one per core)."""
+    if _state["num_threads"] is not None:
+        return int(_state["num_threads"])
+    counts = [int(lib["num_threads"]) for lib in _controller().info() if lib.get("num_threads")]
+    return max(counts) if counts else 1
+
+
+def _default_executor_started() -> bool:
+    executor = get_executor("cpu")
+    return isinstance(executor, executors.ThreadExecutor) and executor.started
+
+
+def set_num_interop_threads(int: int) -> None:  # noqa: A002  (torch's parameter name)
+    """Run independent heavy CPU nodes on ``int`` executor threads (a new default
+    ``ThreadExecutor(int)``, as ``torch.set_num_interop_threads`` sizes torch's inter-op pool).
+    As torch, once only, and before the default executor has run anything: a RuntimeError
+    otherwise."""
+    n = _positive_int("set_num_interop_threads", int)
+    if _state["interop_set"] or _default_executor_started():
+        raise RuntimeError(
+            "Error: cannot set number of interop threads after parallel work has started or "
+            "set_num_interop_threads called"
+        )
+    set_executor("cpu", executors.ThreadExecutor(n))
+    _state["interop_set"] = True
+
+
+def get_num_interop_threads() -> int:
+    """The threads that run heavy CPU nodes side by side: the CPU executor's ``max_workers`` (1
+    for an executor that runs nodes on the loop's own thread)."""
+    executor = get_executor("cpu")
+    return executor.max_workers if isinstance(executor, executors.ThreadExecutor) else 1
+
+
+def apply_environment() -> None:
+    """``AIOGRAD_NUM_THREADS=n`` in the environment: ``set_num_threads(n)`` at import."""
+    value = os.environ.get("AIOGRAD_NUM_THREADS")
+    if value:
+        try:
+            n = int(value)
+        except ValueError:
+            raise ValueError(f"AIOGRAD_NUM_THREADS must be a positive integer, got {value!r}") from None
+        set_num_threads(n)
