@@ -1,5 +1,5 @@
 """Upsampling and spatial transformers of aiograd.nn.functional: ``interpolate`` (every mode),
-``upsample*``, ``grid_sample`` (4-D), ``affine_grid`` and the ``nn.Upsample`` layers.
+``upsample*``, ``grid_sample`` (4-D; 5-D in tests/test_grid_sample_3d.py), ``affine_grid`` and the ``nn.Upsample`` layers.
 
 The ``OpSpec`` rows (tests/op_factory.py) gradcheck a row per mode (``interpolate`` twice
 differentiable, ``grid_sample`` first order); the sweeps below compare values, gradients and
@@ -245,9 +245,12 @@ def test_warnings_match_torch(call: Any) -> None:
     assert messages[0] and messages[0] == messages[1]
 
 
-def test_grid_sample_5d_is_refused_clearly() -> None:
-    with pytest.raises(NotImplementedError, match="4-D inputs only"):
-        F.grid_sample(ag.zeros((1, 1, 2, 2, 2)), ag.zeros((1, 1, 1, 1, 3)), align_corners=False)
+@requires_torch
+def test_grid_sample_bicubic_5d_error_matches_torch() -> None:
+    ours, theirs = _errors(lambda lib, x, g: nnf(lib).grid_sample(x, g, mode="bicubic", align_corners=False),
+                           (1, 1, 2, 2, 2), (1, 1, 1, 1, 3))
+    assert type(ours) is type(theirs) is RuntimeError
+    assert str(ours) == str(theirs) == "grid_sampler(): bicubic interpolation only supports 4D input"
 
 
 # ------------------------------------------------------------------------------ layers

@@ -1,29 +1,35 @@
-"""Spatial transformers: ``grid_sample`` (4-D input) and ``affine_grid``, as torch.nn.functional's.
+"""Spatial transformers: ``grid_sample`` (4-D and 5-D input) and ``affine_grid``, as torch.nn.functional's.
 
-``grid_sample`` follows PyTorch's CPU kernel (``GridSampler.cpp``): a grid coordinate is
-unnormalized (``(g + 1) * (size - 1) / 2`` with ``align_corners``, ``(g + 1) * size / 2 - 0.5``
-without), then clipped (``border``) or reflected and clipped (``reflection``); ``bilinear`` reads
-the four neighbours, ``nearest`` the one at ``rint``, ``bicubic`` the 4x4 around with A = -0.75
-(each neighbour's coordinate put through the padding). A neighbour outside the input reads 0.
-Each sample is separable into taps along x and along y (an index, a weight and the weight's
-derivative with respect to the coordinate), which the forward and the backward share.
+``grid_sample`` follows PyTorch's CPU kernels (``GridSamplerKernel.cpp`` in 2-D,
+``grid_sampler_3d_cpu`` in 3-D): a grid coordinate is unnormalized (``(g + 1) * (size - 1) / 2``
+with ``align_corners``, ``(g + 1) * size / 2 - 0.5`` without), then clipped (``border``) or
+reflected and clipped (``reflection``); ``bilinear`` (trilinear in 3-D) reads the corners of the
+cell, ``nearest`` the one at ``rint``, ``bicubic`` (4-D only, as in PyTorch) the 4x4 around with
+A = -0.75 (each neighbour's coordinate put through the padding). A neighbour outside the input
+reads 0. Each sample is separable into taps along each axis (an index, a weight and the weight's
+derivative with respect to the coordinate), which the forward and the backward share; the same
+code serves 2-D and 3-D (the grid's last axis is x, y[, z]: W, H[, D]).
 
-The backward is on arrays (a scatter-add for the input's gradient, the weights' derivatives for
-the grid's): first order only. Under ``create_graph=True`` the gradients carry PyTorch's
-``NotImplemented`` node, so a second derivative through them raises. ``affine_grid`` is linear in
-``theta``; its backward is written with aiograd ops.
+The backward is on arrays (one bincount scatter-add for the input's gradient, the weights'
+derivatives for the grid's; nearest gives the grid a zero gradient): first order only. Under
+``create_graph=True`` the gradients carry a ``NotImplemented`` node for
+``grid_sampler_{2,3}d_backward``, so a second derivative through them raises (PyTorch 2.13
+differentiates them: ``GridSampler2DBackwardBackward0``; aiograd does not yet). ``affine_grid``
+is linear in ``theta``; its backward is written with aiograd ops.
 """
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from typing import Any
 
 import numpy as np
 
+from .._base._dtypes import scalar_type_name
 from .._base._grad_mode import grad_enabled
 from .._ops._division_util import record_not_implemented
-from .._ops._registry import backward, op
+from .._ops._registry import backward, op, variant
 from .._ops._util import (
     Tensor,
     attach,
@@ -97,9 +103,11 @@ def _cubic(t: Any) -> tuple[list[Any], list[Any]]:
     return w, [-v for v in d]  # (PyTorch's are the negated derivatives, subtracted)
 
 
-def _taps(g: Any, size: int, mode: str, padding: str, align: bool) -> list[tuple[Any, Any, Any, Any]]:
+def _taps(g: Any, size: int, mode: str, padding: str, align: bool, safe: bool) -> list[tuple[Any, Any, Any, Any]]:
     """Along one axis, for grid coordinates ``g``: the taps ``(index, in-bounds, weight, d weight
-    / d g)``."""
+    / d g)``. ``safe``: the 3-D kernel's ``std::min``/``std::max`` clipping (NaN to the far
+    border) and ``safe_downgrade_to_int_range`` (a coordinate beyond ``int`` or not finite reads
+    as -100, outside)."""
     t = g.dtype.type
     scale = t((size - 1) / 2) if align else t(size / 2)
     c = (g + t(1)) * scale if align else (g + t(1)) * scale - t(0.5)
@@ -113,6 +121,8 @@ def _taps(g: Any, size: int, mode: str, padding: str, align: bool) -> list[tuple
             taps.append((idx, (at >= 0) & (at <= size - 1), w[k], d[k] * scale))
         return taps
     c, dc = _pad(c, size, padding, align)
+    if safe:
+        c = np.where((c >= -(2.0**31)) & (c <= 2.0**31 - 2), c, t(-100) if padding == "zeros" else t(size - 1))
     if mode == "nearest":
         idx = np.rint(c).astype(np.int64)
         return [(idx, (idx >= 0) & (idx < size), np.ones_like(c), np.zeros_like(c))]
@@ -123,63 +133,81 @@ def _taps(g: Any, size: int, mode: str, padding: str, align: bool) -> list[tuple
             (idx + 1, (idx + 1 >= 0) & (idx + 1 < size), frac, dc * scale)]
 
 
+def _product(factors: list[Any]) -> Any:
+    """The product of arrays, left to right."""
+    out = factors[0]
+    for f in factors[1:]:
+        out = out * f
+    return out
+
+
 def _sample(x: Any, grid: Any, mode: str, padding: str, align: bool) -> tuple[Any, list[Any]]:
-    """The forward on arrays: ``(N, C, OH, OW)``, and the taps it read."""
-    n, c, h, w = x.shape
-    xs = _taps(grid[..., 0], w, mode, padding, align)
-    ys = _taps(grid[..., 1], h, mode, padding, align)
-    batch = np.arange(n)[:, None, None]
-    out = np.zeros((n, c) + grid.shape[1:3], dtype=x.dtype)
+    """The forward on arrays: ``(N, C, *grid.shape[1:-1])``, and the taps it read. An output point
+    reads the corners of its cell (2 taps per axis; 4 for bicubic, 1 for nearest): for each
+    combination of taps (z outermost, x innermost, PyTorch's order), the flat index, whether it is
+    inside, the weight along each spatial axis (D,) H, W and its derivative, and the values read."""
+    n, c, *spatial = x.shape
+    nd, size = len(spatial), int(np.prod(spatial))
+    axes = [_taps(grid[..., nd - 1 - k], s, mode, padding, align, nd == 3) for k, s in enumerate(spatial)]
+    strides = [int(np.prod(spatial[k + 1:])) for k in range(nd)]
+    flat_x = x.reshape(n, c, size)
+    p = int(np.prod(grid.shape[1:-1]))
+    out = np.zeros((n, c, p), dtype=x.dtype)
     taps = []
-    for iy, oky, wy, dwy in ys:
-        row = None
-        for ix, okx, wx, dwx in xs:
-            ok = oky & okx
-            v = x[batch, :, np.where(ok, iy, 0), np.where(ok, ix, 0)]  # (N, OH, OW, C)
-            v = np.where(ok[..., None], v, 0).transpose(0, 3, 1, 2)
-            taps.append((iy, ix, ok, wy, wx, dwy, dwx, v))
-            term = v * wx[:, None]
-            row = term if row is None else row + term
-        out = out + row * wy[:, None]
-    return out, taps
+    for combo in itertools.product(*axes):
+        ok = _product([tap[1] for tap in combo]).reshape(n, 1, p)
+        flat = sum((tap[0] * st for tap, st in zip(combo, strides)), np.zeros((), np.int64))
+        flat = np.where(ok, flat.reshape(n, 1, p), 0)
+        v = np.where(ok, np.take_along_axis(flat_x, flat, axis=2), 0)  # (N, C, P)
+        ws = [tap[2].reshape(n, 1, p) for tap in combo]
+        out += v * _product(ws[::-1])  # (x, y, z: the kernels' product)
+        taps.append((flat, ok, ws, [tap[3].reshape(n, 1, p) for tap in combo], v))
+    return out.reshape((n, c) + grid.shape[1:-1]), taps
 
 
 @backward(saved=("input", "grid"))
 def GridSampler2DBackward0(self: Any, grads: list[Any]) -> Any:
-    """PyTorch's ``grid_sampler_2d_backward`` on arrays: the gradient scattered back at the
-    taps (weighted) for the input, the weights' derivatives for the grid."""
+    """PyTorch's ``grid_sampler_2d_backward`` (``_3d_`` for ``GridSampler3DBackward0``) on arrays:
+    the gradient scattered back at the taps (weighted) for the input, the weights' derivatives for
+    the grid's."""
     g = grads[0]
-    gd = g.data
-    n, c, h, w = self.shape
-    gi = np.zeros((n, c, h * w), dtype=gd.dtype)
-    gx = np.zeros(gd.shape[:1] + gd.shape[2:], dtype=gd.dtype)
-    gy = np.zeros_like(gx)
-    for iy, ix, ok, wy, wx, dwy, dwx, v in self.taps:
-        flat = np.where(ok, iy * w + ix, 0).reshape(n, -1)
-        contrib = np.where(ok[:, None], gd * (wy * wx)[:, None], 0).reshape(n, c, -1)
-        for b in range(n):
-            np.add.at(gi[b], (slice(None), flat[b]), contrib[b])
-        gv = (gd * v).sum(axis=1)
-        gx += gv * wy * dwx
-        gy += gv * dwy * wx
-    ggrid = np.stack([gx, gy], axis=-1)
-    grad_input = like(gi.reshape(n, c, h, w), g) if self.next_edges[0] is not None else None
-    grad_grid = like(ggrid, g) if self.next_edges[1] is not None else None
-    if grad_enabled():  # recorded: a second derivative through these raises, as in PyTorch
+    n, c, *spatial = self.shape
+    nd, size = len(spatial), int(np.prod(spatial))
+    gd = g.data.reshape(n, c, int(np.prod(g.data.shape[2:])))
+    grad_input = grad_grid = None
+    if self.next_edges[0] is not None:  # one scatter-add (bincount) over every tap
+        base = (np.arange(n * c).reshape(n, c, 1) * size)
+        index = np.concatenate([(base + flat).ravel() for flat, _, _, _, _ in self.taps])
+        weights = np.concatenate([np.where(ok, gd * _product(ws[::-1]), 0).ravel() for _, ok, ws, _, _ in self.taps])
+        gi = np.bincount(index, weights=weights, minlength=n * c * size).astype(gd.dtype, copy=False)
+        grad_input = like(gi.reshape(self.shape), g)
+    if self.next_edges[1] is not None:
+        parts = [np.zeros((n, gd.shape[-1]), dtype=gd.dtype) for _ in range(nd)]  # along (D,) H, W
+        if self.mode != "nearest":  # (nearest: a zero gradient)
+            for _, _, ws, dws, v in self.taps:
+                gv = (gd * v).sum(axis=1)
+                for k in range(nd):
+                    parts[k] += gv * _product([dws[j] if j == k else ws[j] for j in range(nd)][::-1])[:, 0]
+        grad_grid = like(np.stack(parts[::-1], axis=-1).reshape(g.data.shape[:1] + g.data.shape[2:] + (nd,)), g)
+    if grad_enabled():  # recorded: a second derivative through these raises (PyTorch 2.13's does not)
         operands = (g, self.input.unpack(self), self.grid.unpack(self))
         for out in (grad_input, grad_grid):
             if out is not None:
-                record_not_implemented("grid_sampler_2d_backward", out, *operands)
+                record_not_implemented(f"grid_sampler_{nd}d_backward", out, *operands)
     return grad_input, grad_grid
 
 
-@op(GridSampler2DBackward0, top_level=False)
+GridSampler3DBackward0 = variant("GridSampler3DBackward0", GridSampler2DBackward0,
+                                 "PyTorch's ``grid_sampler_3d_backward``: ``GridSampler2DBackward0``'s rule, in 3-D.")
+
+
+@op(GridSampler2DBackward0, GridSampler3DBackward0, top_level=False)
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
                 align_corners: bool | None = None) -> Tensor:
     """Sample ``input`` ``(N, C, H, W)`` at the normalized ``(x, y)`` locations of ``grid``
-    ``(N, OH, OW, 2)``, as ``torch.nn.functional.grid_sample`` (modes ``bilinear``, ``nearest``,
-    ``bicubic``; padding ``zeros``, ``border``, ``reflection``). 4-D inputs only; the gradients
-    are first order."""
+    ``(N, OH, OW, 2)`` (or ``(N, C, D, H, W)`` at the ``(x, y, z)`` of ``(N, OD, OH, OW, 3)``), as
+    ``torch.nn.functional.grid_sample`` (modes ``bilinear``, ``nearest``, ``bicubic`` (4-D only);
+    padding ``zeros``, ``border``, ``reflection``). The gradients are first order."""
     if not isinstance(input, Tensor):
         raise not_tensor("grid_sampler", input)
     if not isinstance(grid, Tensor):
@@ -197,37 +225,46 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         warnings.warn(_DEFAULT_WARNING, stacklevel=2)
         align_corners = False
     x, gr = input.data, grid.data
-    if x.dtype != gr.dtype:
-        raise RuntimeError(
-            "grid_sampler(): expected input and grid to have same dtype, but input has "
-            f"{input.dtype} and grid has {grid.dtype}"
-        )
-    if x.ndim != gr.ndim or x.ndim not in (4, 5):
-        raise RuntimeError(
-            f"grid_sampler(): expected {x.ndim}D input and grid with same number of dimensions, but got input with "
-            f"sizes {list(x.shape)} and grid with sizes {list(gr.shape)}"
-        )
-    if x.shape[0] != gr.shape[0]:
-        raise RuntimeError(
-            "grid_sampler(): expected grid and input to have same batch size, but got input with sizes "
-            f"{list(x.shape)} and grid with sizes {list(gr.shape)}"
-        )
-    if gr.shape[-1] != x.ndim - 2:
-        raise RuntimeError(
-            f"grid_sampler(): expected grid to have size {x.ndim - 2} in last dimension, but got grid with sizes "
-            f"{list(gr.shape)}"
-        )
-    if x.ndim == 5:
-        raise NotImplementedError("grid_sample: aiograd supports 4-D inputs only (5-D is not implemented)")
+    _check(x, gr, mode)
     if input._device.xp is not np:
         raise NotImplementedError("grid_sample: aiograd computes it on numpy arrays (cpu) only")
     data, taps = quietly(_sample, x, gr, mode, padding_mode, bool(align_corners))
     out = like(data, input)
     if needs_grad(input, grid):
-        node = attach(GridSampler2DBackward0((edge_of(input), edge_of(grid))), out)
-        node.taps, node.shape = taps, x.shape
+        node_class = GridSampler2DBackward0 if x.ndim == 4 else GridSampler3DBackward0
+        node: Any = attach(node_class((edge_of(input), edge_of(grid))), out)
+        node.taps, node.shape, node.mode = taps, x.shape, mode
         node.input, node.grid = save(input), save(grid)
     return out
+
+
+def _check(x: Any, gr: Any, mode: str) -> None:
+    """PyTorch's checks, in its order (``check_grid_sampler_common``, then ``_2d``/``_3d``, then
+    the kernel's dtypes)."""
+    shapes = f"input with sizes {list(x.shape)} and grid with sizes {list(gr.shape)}"
+    if x.shape[0] != gr.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got {shapes}")
+    if gr.shape[-1] != x.ndim - 2:
+        raise RuntimeError(
+            f"grid_sampler(): expected grid to have size {x.ndim - 2} in last dimension, but got grid with sizes "
+            f"{list(gr.shape)}"
+        )
+    for i in range(2, x.ndim):
+        if x.shape[i] <= 0:
+            raise RuntimeError(
+                "grid_sampler(): expected input to have non-empty spatial dimensions, but input has sizes "
+                f"{list(x.shape)} with dimension {i} being empty"
+            )
+    nd = 4 if x.ndim == 4 else 5
+    if x.ndim != nd or gr.ndim != nd:
+        raise RuntimeError(f"grid_sampler(): expected {nd}D input and grid with same number of dimensions, but got {shapes}")
+    if nd == 5 and mode == "bicubic":
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if x.dtype.kind != "f":
+        kernel = "grid_sampler_2d_cpu_kernel_impl" if nd == 4 else "grid_sampler3d_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(x.dtype)}\'')
+    if x.dtype != gr.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_type_name(x.dtype)} but found {scalar_type_name(gr.dtype)}")
 
 
 # ------------------------------------------------------------------------------ affine_grid
@@ -302,7 +339,7 @@ def affine_grid(theta: Tensor, size: Any, align_corners: bool | None = None) -> 
     data = xp.asarray(base) @ xp.swapaxes(theta.data, -1, -2)  # (N, L, nd)
     out = like(data.reshape(size[0], *spatial, len(spatial)), theta)
     if needs_grad(theta):
-        node = attach(AffineGridGeneratorBackward0((edge_of(theta),)), out)
+        node: Any = attach(AffineGridGeneratorBackward0((edge_of(theta),)), out)
         node.base, node.spatial = base, spatial
     return out
 
