@@ -79,6 +79,10 @@ def test_reexports() -> None:
            "max_unpool3d", "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss",
            "poisson_nll_loss", "soft_margin_loss", "triplet_margin_loss",
            "triplet_margin_with_distance_loss"]  # aiograd/nn/_functional_losses_more.py
+        + ["relu_", "elu_", "leaky_relu_", "hardtanh_", "selu_", "celu_", "threshold_", "rrelu", "rrelu_",
+           "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+           "adaptive_max_pool3d_with_indices", "pdist"]  # aiograd/nn/_inplace_activations.py
     )
     for name in F.__all__:
         assert getattr(F, name).__doc__, name

@@ -79,6 +79,8 @@ from ._functional_more import (  # channel shuffle, shrinks, bilinear, distances
     softshrink,
 )
 from ._grid_sample import affine_grid, grid_sample  # upsampling and spatial transformers
+from ._inplace_activations import *  # noqa: F403  (in-place activations, rrelu, *_with_indices, pdist)
+from ._inplace_activations import __all__ as _rest_all
 from ._instance_norm import instance_norm
 from ._interpolate import interpolate, upsample, upsample_bilinear, upsample_nearest
 from ._losses import huber_loss, l1_loss, smooth_l1_loss
@@ -125,6 +127,7 @@ __all__ = [
     "local_response_norm", "gumbel_softmax",
 ]
 __all__ += _losses_more_all  # aiograd/nn/_functional_losses_more.py
+__all__ += _rest_all  # aiograd/nn/_inplace_activations.py
 
 
 # ------------------------------------------------------------------------------ mse_loss
