@@ -114,12 +114,10 @@ def test_grid_sample_3d_non_finite_coordinates_match_torch(mode: str, padding: s
 # ------------------------------------------------------------------------------ finite differences
 SPECS_3D = [
     OpSpec("grid_sample_3d", lambda lib, x, g: nnf(lib).grid_sample(x, g, align_corners=False),
-           grid_inside((2, 2, 3, 4, 3), (2, 1, 3), False), grad_fn="GridSampler3DBackward0", gradgrad=False,
-           why="grid_sample's backward is on arrays (first order only, as documented)"),
+           grid_inside((2, 2, 3, 4, 3), (2, 1, 3), False), grad_fn="GridSampler3DBackward0"),
     OpSpec("grid_sample_3d_border", lambda lib, x, g: nnf(lib).grid_sample(x, g, padding_mode="border",
                                                                            align_corners=True),
-           grid_inside((1, 2, 4, 3, 3), (2, 2, 2), True), grad_fn="GridSampler3DBackward0", gradgrad=False,
-           why="grid_sample's backward is on arrays (first order only, as documented)"),
+           grid_inside((1, 2, 4, 3, 3), (2, 2, 2), True), grad_fn="GridSampler3DBackward0"),
 ]
 globals().update({f"{k}_3d": v for k, v in make_op_tests(SPECS_3D).items()})
 
@@ -139,18 +137,6 @@ async def test_grid_sample_3d_nearest_grid_gradient_is_zero() -> None:
     await (F.grid_sample(x, grid, mode="nearest", align_corners=True) ** 2).sum().backward()
     assert grid.grad is not None and x.grad is not None
     assert not grid.grad.data.any() and x.grad.data.any()
-
-
-async def test_grid_sample_3d_second_derivative_raises() -> None:
-    rng = np.random.default_rng(0)
-    x = ag.tensor(rng.standard_normal((1, 1, 3, 3, 3)), requires_grad=True)
-    grid = ag.tensor(rng.uniform(-1, 1, (1, 2, 2, 2, 3)), requires_grad=True)
-    y = F.grid_sample(x, grid, align_corners=True)
-    gx, gg = await ag.grad((y ** 2).sum(), [x, grid], create_graph=True)  # (recording works)
-    for out, wrt in ((gg, grid), (gx, x)):
-        assert out is not None
-        with pytest.raises(RuntimeError, match="derivative for aten::grid_sampler_3d_backward is not implemented"):
-            await ag.grad(out.sum(), [wrt], retain_graph=True)
 
 
 async def test_grid_sample_3d_one_input_needing_grad() -> None:

@@ -1,8 +1,9 @@
 """Upsampling and spatial transformers of aiograd.nn.functional: ``interpolate`` (every mode),
 ``upsample*``, ``grid_sample`` (4-D; 5-D in tests/test_grid_sample_3d.py), ``affine_grid`` and the ``nn.Upsample`` layers.
 
-The ``OpSpec`` rows (tests/op_factory.py) gradcheck a row per mode (``interpolate`` twice
-differentiable, ``grid_sample`` first order); the sweeps below compare values, gradients and
+The ``OpSpec`` rows (tests/op_factory.py) gradcheck a row per mode (``interpolate`` and
+``grid_sample`` twice differentiable; more of the latter in
+tests/test_grid_sample_double_backward.py); the sweeps below compare values, gradients and
 node names with torch over modes, ``align_corners``, sizes and scale factors (with and without
 ``recompute_scale_factor``, up and down, non-integer), in float64 and float32; the argument
 checks are compared word for word.
@@ -52,7 +53,6 @@ def sampler(**kw: Any) -> Any:
     return lambda lib, x, g: nnf(lib).grid_sample(x, g, **kw)
 
 
-FIRST_ORDER = "grid_sample's backward is on arrays (first order only, as documented)"
 SPECS = [
     OpSpec("interpolate_nearest", interp(size=(5, 3)), ((2, 3, 4, 4),), grad_fn="UpsampleNearest2DBackward0"),
     OpSpec("interpolate_nearest_1d", interp(scale_factor=1.5), ((2, 2, 4),), grad_fn="UpsampleNearest1DBackward0"),
@@ -75,13 +75,11 @@ SPECS = [
     OpSpec("affine_grid_3d", lambda lib, t: nnf(lib).affine_grid(t, (1, 1, 2, 3, 4), align_corners=True),
            ((1, 3, 4),), grad_fn="AffineGridGeneratorBackward0"),
     OpSpec("grid_sample", sampler(align_corners=False), grid_inside((2, 3, 4, 5), (3, 2), False),
-           grad_fn="GridSampler2DBackward0", gradgrad=False, why=FIRST_ORDER),
+           grad_fn="GridSampler2DBackward0"),
     OpSpec("grid_sample_bicubic", sampler(mode="bicubic", padding_mode="border", align_corners=True),
-           grid_inside((1, 2, 5, 4), (2, 3), True), grad_fn="GridSampler2DBackward0", gradgrad=False,
-           why=FIRST_ORDER),
+           grid_inside((1, 2, 5, 4), (2, 3), True), grad_fn="GridSampler2DBackward0"),
     OpSpec("grid_sample_reflection", sampler(padding_mode="reflection", align_corners=False),
-           grid_inside((1, 2, 4, 4), (2, 2), False), grad_fn="GridSampler2DBackward0", gradgrad=False,
-           why=FIRST_ORDER),
+           grid_inside((1, 2, 4, 4), (2, 2), False), grad_fn="GridSampler2DBackward0"),
 ]
 globals().update(make_op_tests(SPECS))
 
@@ -166,14 +164,7 @@ async def test_interpolate_double_backward_matches_torch() -> None:
     np.testing.assert_allclose(gga.data, ggt.numpy(), rtol=1e-10)
 
 
-async def test_grid_sample_second_derivative_raises() -> None:
-    rng = np.random.default_rng(0)
-    x = ag.tensor(rng.standard_normal((1, 1, 3, 3)), requires_grad=True)
-    grid = ag.tensor(rng.uniform(-1, 1, (1, 2, 2, 2)), requires_grad=True)
-    y = F.grid_sample(x, grid, align_corners=True)
-    gx, gg = await ag.grad((y ** 2).sum(), [x, grid], create_graph=True)  # (recording works)
-    with pytest.raises(RuntimeError, match="derivative for aten::grid_sampler_2d_backward is not implemented"):
-        await ag.grad(gg.sum(), [grid])
+# (grid_sample's second derivatives: tests/test_grid_sample_double_backward.py)
 
 
 # ------------------------------------------------------------------------------ checks

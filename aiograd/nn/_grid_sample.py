@@ -10,11 +10,13 @@ reads 0. Each sample is separable into taps along each axis (an index, a weight 
 derivative with respect to the coordinate), which the forward and the backward share; the same
 code serves 2-D and 3-D (the grid's last axis is x, y[, z]: W, H[, D]).
 
-The backward is on arrays (one bincount scatter-add for the input's gradient, the weights'
-derivatives for the grid's; nearest gives the grid a zero gradient): first order only. Under
-``create_graph=True`` the gradients carry a ``NotImplemented`` node for
-``grid_sampler_{2,3}d_backward``, so a second derivative through them raises (PyTorch 2.13
-differentiates them: ``GridSampler2DBackwardBackward0``; aiograd does not yet). ``affine_grid``
+The backward is on arrays when grad mode is off (one bincount scatter-add for the input's
+gradient, the weights' derivatives for the grid's; nearest gives the grid a zero gradient). Under
+``create_graph=True`` it is written with aiograd ops (``_grid_sample_graph``: a ``scatter_add``,
+``gather`` from the input, the weights as ops of the grid), so it can be differentiated again with
+respect to the input, the grid and the incoming gradient, as PyTorch 2.13 does; the second-order
+nodes recorded are those ops' (``ScatterAddBackward0``, ``MulBackward0``...), not PyTorch's single
+``GridSampler2DBackwardBackward0`` / ``GridSampler3DBackwardBackward0``. ``affine_grid``
 is linear in ``theta``; its backward is written with aiograd ops.
 """
 
@@ -28,7 +30,6 @@ import numpy as np
 
 from .._base._dtypes import scalar_type_name
 from .._base._grad_mode import grad_enabled
-from .._ops._division_util import record_not_implemented
 from .._ops._registry import backward, op, variant
 from .._ops._util import (
     Tensor,
@@ -41,6 +42,7 @@ from .._ops._util import (
     to_tensor,
 )
 from .._ops.quiet import quietly
+from ._grid_sample_graph import grid_sample_backward_graph
 
 __all__ = ["affine_grid", "grid_sample"]
 
@@ -167,14 +169,21 @@ def _sample(x: Any, grid: Any, mode: str, padding: str, align: bool) -> tuple[An
 
 @backward(saved=("input", "grid"))
 def GridSampler2DBackward0(self: Any, grads: list[Any]) -> Any:
-    """PyTorch's ``grid_sampler_2d_backward`` (``_3d_`` for ``GridSampler3DBackward0``) on arrays:
-    the gradient scattered back at the taps (weighted) for the input, the weights' derivatives for
-    the grid's."""
+    """PyTorch's ``grid_sampler_2d_backward`` (``_3d_`` for ``GridSampler3DBackward0``): the
+    gradient scattered back at the taps (weighted) for the input, the weights' derivatives for the
+    grid's; on arrays when grad mode is off, with differentiable ops (``_grid_sample_graph``) when
+    it is on."""
     g = grads[0]
     n, c, *spatial = self.shape
     nd, size = len(spatial), int(np.prod(spatial))
     gd = g.data.reshape(n, c, int(np.prod(g.data.shape[2:])))
     grad_input = grad_grid = None
+    if grad_enabled():  # create_graph: with ops, differentiable again (else on arrays, as before)
+        x, grid = self.input.unpack(self), self.grid.unpack(self)
+        axes = [quietly(_taps, grid.data[..., nd - 1 - k], s, self.mode, self.padding, self.align, nd == 3)
+                for k, s in enumerate(spatial)]
+        want = (self.next_edges[0] is not None, self.next_edges[1] is not None)
+        return grid_sample_backward_graph(g, x, grid, self.taps, axes, self.mode, self.align, want)
     if self.next_edges[0] is not None:  # one scatter-add (bincount) over every tap
         base = (np.arange(n * c).reshape(n, c, 1) * size)
         index = np.concatenate([(base + flat).ravel() for flat, _, _, _, _ in self.taps])
@@ -189,11 +198,6 @@ def GridSampler2DBackward0(self: Any, grads: list[Any]) -> Any:
                 for k in range(nd):
                     parts[k] += gv * _product([dws[j] if j == k else ws[j] for j in range(nd)][::-1])[:, 0]
         grad_grid = like(np.stack(parts[::-1], axis=-1).reshape(g.data.shape[:1] + g.data.shape[2:] + (nd,)), g)
-    if grad_enabled():  # recorded: a second derivative through these raises (PyTorch 2.13's does not)
-        operands = (g, self.input.unpack(self), self.grid.unpack(self))
-        for out in (grad_input, grad_grid):
-            if out is not None:
-                record_not_implemented(f"grid_sampler_{nd}d_backward", out, *operands)
     return grad_input, grad_grid
 
 
@@ -207,7 +211,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     """Sample ``input`` ``(N, C, H, W)`` at the normalized ``(x, y)`` locations of ``grid``
     ``(N, OH, OW, 2)`` (or ``(N, C, D, H, W)`` at the ``(x, y, z)`` of ``(N, OD, OH, OW, 3)``), as
     ``torch.nn.functional.grid_sample`` (modes ``bilinear``, ``nearest``, ``bicubic`` (4-D only);
-    padding ``zeros``, ``border``, ``reflection``). The gradients are first order."""
+    padding ``zeros``, ``border``, ``reflection``). The gradients can be differentiated again."""
     if not isinstance(input, Tensor):
         raise not_tensor("grid_sampler", input)
     if not isinstance(grid, Tensor):
@@ -234,6 +238,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
         node_class = GridSampler2DBackward0 if x.ndim == 4 else GridSampler3DBackward0
         node: Any = attach(node_class((edge_of(input), edge_of(grid))), out)
         node.taps, node.shape, node.mode = taps, x.shape, mode
+        node.padding, node.align = padding_mode, bool(align_corners)
         node.input, node.grid = save(input), save(grid)
     return out
 
