@@ -469,7 +469,8 @@ def _rtruediv(self: Tensor, other: TensorLike) -> Tensor:
     return mul(reciprocal(self), other)
 
 
-multiply, subtract = mul, sub  # PyTorch's aliases
+multiply = mul  # PyTorch's aliases
+subtract = sub
 
 TENSOR_METHODS = {
     "add": add, "sub": sub, "mul": mul, "div": div, "pow": pow, "multiply": mul, "subtract": sub,

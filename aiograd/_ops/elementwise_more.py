@@ -17,7 +17,7 @@ import numpy as np
 
 from .._base._dtypes import get_default_dtype
 from ._division_util import record_not_implemented, refuse_kinds
-from ._registry import Unary, backward, op, unary, variant
+from ._registry import Unary, UnaryOp, backward, op, unary, variant
 from ._util import Tensor, attach, broadcast_error, edge_of, like, needs_grad, not_tensor, save
 from .binary_math import _binary, _tensor_only, operand_grads, saved_operands
 from .elementwise import PowBackward0, PowBackward1, PowBackward2, pow, where
@@ -69,6 +69,11 @@ UNARY = [
           doc="The sign of real ``input`` (as ``sign``), under PyTorch's ``SgnBackward0``."),
 ]
 _MADE = {row.name: unary(row, __name__) for row in UNARY}
+exp2: UnaryOp
+deg2rad: UnaryOp
+rad2deg: UnaryOp
+sinc: UnaryOp
+sgn: UnaryOp
 exp2, Exp2Backward0 = _MADE["exp2"]
 deg2rad, Deg2RadBackward0 = _MADE["deg2rad"]
 rad2deg, Rad2DegBackward0 = _MADE["rad2deg"]

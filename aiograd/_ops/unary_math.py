@@ -295,7 +295,10 @@ frac, FracBackward0 = _MADE["frac"]
 
 #: Tensor methods and operators (bound by ``aiograd._api._tensor_methods``), as PyTorch's.
 TENSOR_METHODS = {name: fn for name, (fn, _) in _MADE.items()} | {"__neg__": neg, "__abs__": abs}
-negative, absolute, fix = neg, abs, trunc  # PyTorch's aliases (registered as the rows' aliases)
+# PyTorch's aliases (registered as the rows' aliases)
+negative: UnaryOp = neg
+absolute: UnaryOp = abs
+fix: UnaryOp = trunc
 TENSOR_METHODS |= {"negative": neg, "absolute": abs, "fix": trunc}
 
 
@@ -317,11 +320,11 @@ def _float_check(name: str, test: Any, integer: bool) -> Callable[[Tensor], Tens
     return check
 
 
-isnan = _float_check("isnan", lambda xp, x: xp.isnan(x), False)
-isinf = _float_check("isinf", lambda xp, x: xp.isinf(x), False)
-isfinite = _float_check("isfinite", lambda xp, x: xp.isfinite(x), True)
-isposinf = _float_check("isposinf", lambda xp, x: xp.isposinf(x), False)
-isneginf = _float_check("isneginf", lambda xp, x: xp.isneginf(x), False)
+isnan: Callable[[Tensor], Tensor] = _float_check("isnan", lambda xp, x: xp.isnan(x), False)
+isinf: Callable[[Tensor], Tensor] = _float_check("isinf", lambda xp, x: xp.isinf(x), False)
+isfinite: Callable[[Tensor], Tensor] = _float_check("isfinite", lambda xp, x: xp.isfinite(x), True)
+isposinf: Callable[[Tensor], Tensor] = _float_check("isposinf", lambda xp, x: xp.isposinf(x), False)
+isneginf: Callable[[Tensor], Tensor] = _float_check("isneginf", lambda xp, x: xp.isneginf(x), False)
 
 
 @backward(saved=("x",), batched=True)

@@ -177,48 +177,78 @@ class _LazyConvXdMixin(LazyModuleMixin):
         return input.shape[1] if input.dim() == num_dims_batch else input.shape[0]  # type: ignore[no-any-return]
 
 
-def _lazy_conv(base: type[Any], dims: int) -> type[Any]:
-    """``Lazy<base>``: ``base`` with in_channels 0 and uninitialized parameters."""
-    base_init: Any = base.__init__
+class _LazyConv(_LazyConvXdMixin):
+    """A convolution whose ``in_channels`` is inferred from its first input (``cls_to_become``'s
+    arguments without ``in_channels``)."""
+
+    cls_to_become: Any
 
     def __init__(
-        self: Any, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
+        self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
         groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device: Any = None, dtype: Any = None,
     ) -> None:
-        base_init(self, 0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, device, dtype)
+        self.cls_to_become.__init__(self, 0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode,
+                                    device, dtype)
         self._lazy_params(out_channels, bias, device, dtype)
 
-    def __init_transposed__(
-        self: Any, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
+
+class _LazyConvTranspose(_LazyConvXdMixin):
+    """A transposed convolution whose ``in_channels`` is inferred from its first input."""
+
+    cls_to_become: Any
+
+    def __init__(
+        self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0, output_padding: Any = 0,
         groups: int = 1, bias: bool = True, dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
         dtype: Any = None,
     ) -> None:
-        base_init(self, 0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation,
-                      padding_mode, device, dtype)
+        self.cls_to_become.__init__(self, 0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation,
+                                    padding_mode, device, dtype)
         self._lazy_params(out_channels, bias, device, dtype)
 
-    transposed = base.__name__.startswith("ConvTranspose")
-    init = __init_transposed__ if transposed else __init__
-    init.__name__ = "__init__"
-    name = f"Lazy{base.__name__}"
-    namespace = {
-        "__init__": init, "cls_to_become": base, "_dims_of_lazy": dims, "__module__": __name__,
-        "__doc__": f"A ``{base.__name__}`` whose ``in_channels`` is inferred from its first input.",
-    }
-    cls = type(name, (_LazyConvXdMixin, base), namespace)
-    cls.__qualname__ = name
-    return cls
+
+class LazyConv1d(_LazyConv, Conv1d):
+    """A ``Conv1d`` whose ``in_channels`` is inferred from its first input."""
+
+    cls_to_become = Conv1d
+    _dims_of_lazy = 1
 
 
-LazyConv1d = _lazy_conv(Conv1d, 1)
-LazyConv2d = _lazy_conv(Conv2d, 2)
-LazyConv3d = _lazy_conv(Conv3d, 3)
-LazyConvTranspose1d = _lazy_conv(ConvTranspose1d, 1)
-LazyConvTranspose2d = _lazy_conv(ConvTranspose2d, 2)
-LazyConvTranspose3d = _lazy_conv(ConvTranspose3d, 3)
+class LazyConv2d(_LazyConv, Conv2d):
+    """A ``Conv2d`` whose ``in_channels`` is inferred from its first input."""
+
+    cls_to_become = Conv2d
+    _dims_of_lazy = 2
 
 
-# ------------------------------------------------------------------------------ norms
+class LazyConv3d(_LazyConv, Conv3d):
+    """A ``Conv3d`` whose ``in_channels`` is inferred from its first input."""
+
+    cls_to_become = Conv3d
+    _dims_of_lazy = 3
+
+
+class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
+    """A ``ConvTranspose1d`` whose ``in_channels`` is inferred from its first input."""
+
+    cls_to_become = ConvTranspose1d
+    _dims_of_lazy = 1
+
+
+class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
+    """A ``ConvTranspose2d`` whose ``in_channels`` is inferred from its first input."""
+
+    cls_to_become = ConvTranspose2d
+    _dims_of_lazy = 2
+
+
+class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
+    """A ``ConvTranspose3d`` whose ``in_channels`` is inferred from its first input."""
+
+    cls_to_become = ConvTranspose3d
+    _dims_of_lazy = 3
+
+
 class _LazyNormBase(LazyModuleMixin, _NormBase):
     num_features: int
     affine: bool
@@ -260,22 +290,46 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
             self.reset_parameters()
 
 
-def _lazy_norm(base: type[Any], family: type[Any]) -> type[Any]:
-    name = f"Lazy{base.__name__}"
-    namespace = {
-        "cls_to_become": base, "_check_input_dim": base._check_input_dim, "__module__": __name__,
-        "__doc__": f"A ``{base.__name__}`` whose ``num_features`` is inferred from its first input.",
-    }
-    if family is _InstanceNorm:
-        namespace["_no_batch_dim"] = base._no_batch_dim
-    cls = type(name, (_LazyNormBase, family), namespace)
-    cls.__qualname__ = name
-    return cls
+class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
+    """A ``BatchNorm1d`` whose ``num_features`` is inferred from its first input."""
+
+    cls_to_become = BatchNorm1d
+    _check_input_dim = BatchNorm1d._check_input_dim
 
 
-LazyBatchNorm1d = _lazy_norm(BatchNorm1d, _BatchNorm)
-LazyBatchNorm2d = _lazy_norm(BatchNorm2d, _BatchNorm)
-LazyBatchNorm3d = _lazy_norm(BatchNorm3d, _BatchNorm)
-LazyInstanceNorm1d = _lazy_norm(InstanceNorm1d, _InstanceNorm)
-LazyInstanceNorm2d = _lazy_norm(InstanceNorm2d, _InstanceNorm)
-LazyInstanceNorm3d = _lazy_norm(InstanceNorm3d, _InstanceNorm)
+class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
+    """A ``BatchNorm2d`` whose ``num_features`` is inferred from its first input."""
+
+    cls_to_become = BatchNorm2d
+    _check_input_dim = BatchNorm2d._check_input_dim
+
+
+class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
+    """A ``BatchNorm3d`` whose ``num_features`` is inferred from its first input."""
+
+    cls_to_become = BatchNorm3d
+    _check_input_dim = BatchNorm3d._check_input_dim
+
+
+class LazyInstanceNorm1d(_LazyNormBase, _InstanceNorm):
+    """An ``InstanceNorm1d`` whose ``num_features`` is inferred from its first input."""
+
+    cls_to_become = InstanceNorm1d
+    _check_input_dim = InstanceNorm1d._check_input_dim
+    _no_batch_dim = InstanceNorm1d._no_batch_dim
+
+
+class LazyInstanceNorm2d(_LazyNormBase, _InstanceNorm):
+    """An ``InstanceNorm2d`` whose ``num_features`` is inferred from its first input."""
+
+    cls_to_become = InstanceNorm2d
+    _check_input_dim = InstanceNorm2d._check_input_dim
+    _no_batch_dim = InstanceNorm2d._no_batch_dim
+
+
+class LazyInstanceNorm3d(_LazyNormBase, _InstanceNorm):
+    """An ``InstanceNorm3d`` whose ``num_features`` is inferred from its first input."""
+
+    cls_to_become = InstanceNorm3d
+    _check_input_dim = InstanceNorm3d._check_input_dim
+    _no_batch_dim = InstanceNorm3d._no_batch_dim

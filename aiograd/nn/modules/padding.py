@@ -6,7 +6,7 @@ gets torch's error (the circular ones check it themselves, the others in ``F.pad
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import repeat
 from typing import Any
 
@@ -21,8 +21,8 @@ __all__ = [
 ]
 
 
-def _ntuple(n: int) -> Any:
-    def parse(x: Any) -> tuple[Any, ...]:
+def _ntuple(n: int) -> Callable[[Any], tuple[int, ...]]:
+    def parse(x: Any) -> tuple[int, ...]:
         if isinstance(x, Iterable):
             return tuple(x)
         return tuple(repeat(x, n))
@@ -30,7 +30,9 @@ def _ntuple(n: int) -> Any:
     return parse
 
 
-_pair, _quadruple, _sextuple = _ntuple(2), _ntuple(4), _ntuple(6)
+_pair = _ntuple(2)
+_quadruple = _ntuple(4)
+_sextuple = _ntuple(6)
 
 
 class _PadNd(Module):

@@ -18,6 +18,9 @@ def _ntuple(value: Any, n: int) -> tuple[Any, ...]:
 
 class _MaxUnpoolNd(Module):
     _n = 2
+    kernel_size: tuple[Any, ...]
+    stride: tuple[Any, ...]
+    padding: tuple[Any, ...]
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
         super().__init__()
