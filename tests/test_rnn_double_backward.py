@@ -16,6 +16,8 @@ from aiograd.nn.utils import rnn as R
 from aiograd.testing import gradcheck, gradgradcheck
 
 torch = pytest.importorskip("torch")
+from test_nn_rnn import flat, leaf  # noqa: E402  (the module-output helpers, shared)
+
 TR = torch.nn.utils.rnn
 
 pytestmark = pytest.mark.aiograd(backends=["asyncio"])
@@ -40,20 +42,6 @@ def pair(kind: str, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
     m = getattr(nn, kind)(*args, **kwargs, dtype=np.float64)
     m.load_state_dict({k: ag.tensor(v.numpy().copy()) for k, v in t.state_dict().items()})
     return t, m
-
-
-def leaf(shape: tuple[int, ...], seed: int) -> tuple[Any, Any]:
-    x = np.random.default_rng(seed).standard_normal(shape)
-    return ag.tensor(x.copy(), requires_grad=True), torch.tensor(x.copy(), requires_grad=True)
-
-
-def flat(out: Any) -> list[Any]:
-    """The tensors of a module's result, in order (a packed output gives its data)."""
-    if isinstance(out, (tuple, list)):
-        return [t for o in out for t in flat(o)]
-    if isinstance(out, (R.PackedSequence, TR.PackedSequence)):
-        return [out.data]
-    return [out]
 
 
 def loss_of(outs: list[Any], lib: Any) -> Any:
