@@ -22,7 +22,8 @@ from .._base._dtypes import (
 )
 from .._base._random import initial_seed, manual_seed, seed
 from .._core._tensor import Tensor
-from .._devices._device import CPU, _default_device, device_type, placement
+from .._devices._device import device_type
+from .._ops._util import new_leaf
 from .._ops.random_ops import (
     Generator,
     bernoulli,
@@ -41,18 +42,8 @@ __all__ = [
 ]
 
 def _finish(data: np.ndarray[Any, Any], requires_grad: bool, device: Any) -> Tensor:
-    """A leaf of ``data`` (made on the host) on ``device``: moved into its memory where its
-    array module is not numpy's (a CUDA device), else kept."""
-    out = Tensor(data, requires_grad=requires_grad)
-    if device is None:
-        device = _default_device.get()
-    if device is not None:
-        dev = placement(device)
-        if dev is not CPU:
-            if dev.xp is not np:
-                out.data = device_type(dev.type).to_device(out.data, dev.index)
-            out._device = dev
-    return out
+    """A leaf of ``data`` (made on the host) on ``device`` (``_ops._util.new_leaf``)."""
+    return new_leaf(data, device, requires_grad)
 
 
 def _host_data(t: Tensor) -> np.ndarray[Any, Any]:

@@ -50,6 +50,16 @@ class RemovableHandle:
         self.id: int = next(_handle_ids)
         self._store = store
 
+    @classmethod
+    def add(cls, store: dict[int, Any], hook: Any, prepend: bool = False) -> RemovableHandle:
+        """Put ``hook`` in ``store`` (``{handle id: hook}``; an OrderedDict where ``prepend``
+        puts it first), last by default; its handle removes it."""
+        handle = cls(store)
+        store[handle.id] = hook
+        if prepend:
+            store.move_to_end(handle.id, last=False)  # type: ignore[attr-defined]  (an OrderedDict)
+        return handle
+
     def remove(self) -> None:
         """Unregister the hook; removing twice is fine."""
         self._store.pop(self.id, None)
@@ -98,9 +108,7 @@ def add_hook(store: dict[int, Any], fn: Callable[..., Any]) -> RemovableHandle:
     """Register ``fn`` in one of a NodeHooks' stores; returns its handle."""
     if not callable(fn):
         raise TypeError(f"hook must be callable, but got {type(fn).__name__}")
-    handle = RemovableHandle(store)
-    store[handle.id] = fn
-    return handle
+    return RemovableHandle.add(store, fn)
 
 # Ops created later run first in backward; AccumulateGrad runs as soon as it is ready.
 _sequence = itertools.count()

@@ -49,7 +49,7 @@ from .._base._grad_mode import grad_enabled
 from .._core._node import Node, edge_of, save
 from .._core._saved import SavedTensor
 from .._core._tensor import Tensor
-from .._devices._device import CPU, device_type, mixed_devices_error
+from .._devices._device import CPU, _default_device, device_type, mixed_devices_error, placement
 
 __all__ = [
     "UNSET",
@@ -67,6 +67,7 @@ __all__ = [
     "infer_size",
     "grad_enabled",
     "like",
+    "new_leaf",
     "needs_grad",
     "not_tensor",
     "on",
@@ -191,6 +192,22 @@ def like(data: Any, tensor: Tensor) -> Tensor:
     out = wrap(data)
     if tensor._device is not CPU:
         out._device = tensor._device
+    return out
+
+
+def new_leaf(data: Any, device: Any, requires_grad: bool = False) -> Tensor:
+    """A factory's result: a leaf of ``data`` (a host array) on ``device``, the default device
+    (``set_default_device``) when None; moved into the device's memory where its array module
+    is not numpy's (a CUDA device)."""
+    out = Tensor(data, requires_grad=requires_grad)
+    if device is None:
+        device = _default_device.get()
+    if device is not None:
+        dev = placement(device)
+        if dev is not CPU:
+            if dev.xp is not np:
+                out.data = device_type(dev.type).to_device(out.data, dev.index)
+            out._device = dev
     return out
 
 

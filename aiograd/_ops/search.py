@@ -12,25 +12,12 @@ from typing import Any
 import numpy as np
 
 from .._base._dtypes import get_default_dtype, scalar_type_name, type_name
-from .._devices._device import CPU, _default_device, device_type, placement
 from ._registry import op
-from ._util import Tensor, common_device, like
+from ._util import Tensor, common_device, like, new_leaf
 
 __all__ = ["tril_indices", "triu_indices", "logspace", "bucketize", "searchsorted"]
 
 
-def _finish(data: Any, device: Any, requires_grad: bool = False) -> Tensor:
-    """A leaf of ``data`` (made on the host) on ``device`` (the factories' placement)."""
-    out = Tensor(data, requires_grad=requires_grad)
-    if device is None:
-        device = _default_device.get()
-    if device is not None:
-        dev = placement(device)
-        if dev is not CPU:
-            if dev.xp is not np:
-                out.data = device_type(dev.type).to_device(out.data, dev.index)
-            out._device = dev
-    return out
 
 
 def _tri_indices(fn: str, row: int, col: int, offset: int, dtype: Any, device: Any, lower: bool) -> Tensor:
@@ -43,7 +30,7 @@ def _tri_indices(fn: str, row: int, col: int, offset: int, dtype: Any, device: A
     if col < 0:
         raise RuntimeError(f"col must be non-negative, got{col}")
     rows, cols = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
-    return _finish(np.stack([rows, cols]).astype(resolved).reshape(2, -1), device)
+    return new_leaf(np.stack([rows, cols]).astype(resolved).reshape(2, -1), device)
 
 
 @op()
@@ -94,7 +81,7 @@ def logspace(
         values = np.concatenate([front, back]).astype(work)
     with np.errstate(all="ignore"):
         data = values.astype(resolved) if integral else values
-    return _finish(data, device, requires_grad)
+    return new_leaf(data, device, requires_grad)
 
 
 def _search(fn: str, seq: Tensor, values: Any, out_int32: bool, right: bool, sorter: Any) -> Tensor:

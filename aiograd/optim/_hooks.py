@@ -38,24 +38,16 @@ _HOOK_DICTS = (
 )
 
 
-def _register(store: OrderedDict[int, Any], hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
-    handle = RemovableHandle(store)
-    store[handle.id] = hook
-    if prepend:
-        store.move_to_end(handle.id, last=False)
-    return handle
-
-
 def register_optimizer_step_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
     """Register a pre-hook common to all optimizers: ``hook(optimizer, args, kwargs) -> None or
     (new_args, new_kwargs)``, run before each optimizer's own."""
-    return _register(_global_optimizer_pre_hooks, hook)
+    return RemovableHandle.add(_global_optimizer_pre_hooks, hook)
 
 
 def register_optimizer_step_post_hook(hook: Callable[..., Any]) -> RemovableHandle:
     """Register a post-hook common to all optimizers: ``hook(optimizer, args, kwargs) -> None``,
     run after each optimizer's own."""
-    return _register(_global_optimizer_post_hooks, hook)
+    return RemovableHandle.add(_global_optimizer_post_hooks, hook)
 
 
 def _pre(func: Callable[..., Any], self: Any, args: Any, kwargs: Any, result: Any) -> tuple[Any, Any]:
@@ -151,30 +143,30 @@ class OptimizerHooks:
     def register_step_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """Run ``hook(optimizer, args, kwargs)`` before each step (``args`` begins with the
         optimizer); a returned ``(new_args, new_kwargs)`` replaces the step's arguments."""
-        return _register(self._optimizer_step_pre_hooks, hook)
+        return RemovableHandle.add(self._optimizer_step_pre_hooks, hook)
 
     def register_step_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """Run ``hook(optimizer, args, kwargs)`` after each step; it returns None."""
-        return _register(self._optimizer_step_post_hooks, hook)
+        return RemovableHandle.add(self._optimizer_step_post_hooks, hook)
 
     def register_state_dict_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
         """Run ``hook(optimizer)`` before ``state_dict()`` builds the dict; ``prepend``: before the
         hooks already registered."""
-        return _register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+        return RemovableHandle.add(self._optimizer_state_dict_pre_hooks, hook, prepend)
 
     def register_state_dict_post_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
         """Run ``hook(optimizer, state_dict)`` after ``state_dict()`` built the dict; it may modify
         it in place or return a new one."""
-        return _register(self._optimizer_state_dict_post_hooks, hook, prepend)
+        return RemovableHandle.add(self._optimizer_state_dict_post_hooks, hook, prepend)
 
     def register_load_state_dict_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
         """Run ``hook(optimizer, state_dict)`` (on a shallow copy of the dict given) before
         ``load_state_dict`` loads it; it may modify it in place or return the dict to load."""
-        return _register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+        return RemovableHandle.add(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
 
     def register_load_state_dict_post_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
         """Run ``hook(optimizer)`` after ``load_state_dict`` loaded the state."""
-        return _register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+        return RemovableHandle.add(self._optimizer_load_state_dict_post_hooks, hook, prepend)
 
     def _state_dict_pre_hooks(self) -> None:
         for pre_hook in self._optimizer_state_dict_pre_hooks.values():

@@ -39,14 +39,6 @@ _global_backward_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
 _global_is_full_backward_hook: bool | None = None
 
 
-def _register(store: OrderedDict[int, Any], hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
-    handle = RemovableHandle(store)
-    store[handle.id] = hook
-    if prepend:
-        store.move_to_end(handle.id, last=False)
-    return handle
-
-
 def register_module_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:
     """Register a backward hook common to all the modules (deprecated, as torch's: use
     :func:`register_module_full_backward_hook`). Returns a handle with ``remove()``."""
@@ -57,13 +49,13 @@ def register_module_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:
             "global Module hook. Please use only one of them."
         )
     _global_is_full_backward_hook = False
-    return _register(_global_backward_hooks, hook)
+    return RemovableHandle.add(_global_backward_hooks, hook)
 
 
 def register_module_full_backward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
     """Register a backward pre-hook common to all the modules: ``hook(module, grad_output)``, run
     before the modules' own (see ``Module.register_full_backward_pre_hook``)."""
-    return _register(_global_backward_pre_hooks, hook)
+    return RemovableHandle.add(_global_backward_pre_hooks, hook)
 
 
 def register_module_full_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:
@@ -76,7 +68,7 @@ def register_module_full_backward_hook(hook: Callable[..., Any]) -> RemovableHan
             "global Module hook. Please use only one of them."
         )
     _global_is_full_backward_hook = True
-    return _register(_global_backward_hooks, hook)
+    return RemovableHandle.add(_global_backward_hooks, hook)
 
 
 class BackwardHookFunction(Function):
@@ -278,7 +270,7 @@ class BackwardHooks:
         non-tensor outputs). ``prepend``: before the hooks already registered (the global ones of
         ``register_module_full_backward_pre_hook`` still run first). The forward receives, and
         the caller gets, views of the tensors: modifying them in place is an error."""
-        return _register(self._backward_pre_hooks, hook, prepend)
+        return RemovableHandle.add(self._backward_pre_hooks, hook, prepend)
 
     def register_backward_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """Deprecated in favor of :meth:`register_full_backward_hook`, as in torch: ``hook(module,
@@ -290,7 +282,7 @@ class BackwardHooks:
                 "single Module. Please use only one of them."
             )
         self._is_full_backward_hook = False
-        return _register(self._backward_hooks, hook)
+        return RemovableHandle.add(self._backward_hooks, hook)
 
     def register_full_backward_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
         """Run ``hook(module, grad_input, grad_output)`` each time the gradients w.r.t. the
@@ -304,7 +296,7 @@ class BackwardHooks:
                 "single Module. Please use only one of them."
             )
         self._is_full_backward_hook = True
-        return _register(self._backward_hooks, hook, prepend)
+        return RemovableHandle.add(self._backward_hooks, hook, prepend)
 
 
 def has_backward_hooks(module: Any) -> bool:

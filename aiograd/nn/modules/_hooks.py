@@ -30,12 +30,9 @@ class ForwardHooks:
     ) -> RemovableHandle:
         """Run ``hook(module, args)`` (``hook(module, args, kwargs)`` with ``with_kwargs``) before
         ``forward``; a result other than None replaces the arguments."""
-        handle = RemovableHandle(self._forward_pre_hooks)
-        self._forward_pre_hooks[handle.id] = hook
+        handle = RemovableHandle.add(self._forward_pre_hooks, hook, prepend)
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
-        if prepend:
-            self._forward_pre_hooks.move_to_end(handle.id, last=False)
         return _Handle(handle, self._forward_pre_hooks_with_kwargs)
 
     def register_forward_hook(
@@ -45,14 +42,11 @@ class ForwardHooks:
         """Run ``hook(module, args, output)`` (``hook(module, args, kwargs, output)`` with
         ``with_kwargs``) after ``forward``; a result other than None replaces the output.
         ``always_call``: run it even if ``forward`` raised."""
-        handle = RemovableHandle(self._forward_hooks)
-        self._forward_hooks[handle.id] = hook
+        handle = RemovableHandle.add(self._forward_hooks, hook, prepend)
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
         if always_call:
             self._forward_hooks_always_called[handle.id] = True
-        if prepend:
-            self._forward_hooks.move_to_end(handle.id, last=False)
         return _Handle(handle, self._forward_hooks_with_kwargs, self._forward_hooks_always_called)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -185,9 +185,7 @@ class StateDict:
     def register_load_state_dict_post_hook(self, hook: Callable[[Any, Any], None]) -> RemovableHandle:
         """Run ``hook(module, incompatible_keys)`` after ``load_state_dict`` loads this module;
         it may edit the key lists in place (clearing them silences a strict load's error)."""
-        handle = RemovableHandle(self._load_state_dict_post_hooks)
-        self._load_state_dict_post_hooks[handle.id] = hook
-        return handle
+        return RemovableHandle.add(self._load_state_dict_post_hooks, hook)
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
         """Copy parameters and buffers from ``state_dict`` (by torch's dotted names) into this

@@ -129,6 +129,15 @@ class Sequential(_ModuleSequence):
         return input
 
 
+def abs_string_index(idx: Any, length: int) -> str:
+    """The registration key of index ``idx`` of a list of ``length`` (negative counts from the
+    end); torch's IndexError outside it."""
+    idx = operator.index(idx)
+    if not (-length <= idx < length):
+        raise IndexError(f"index {idx} is out of range")
+    return str(idx + length if idx < 0 else idx)
+
+
 class ModuleList(_ModuleSequence):
     """A list of registered modules (indexing, slicing, ``append``, ``extend``, ``insert``);
     it has no ``forward``."""
@@ -139,12 +148,7 @@ class ModuleList(_ModuleSequence):
             self += modules
 
     def _get_abs_string_index(self, idx: int) -> str:
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+        return abs_string_index(idx, len(self))
 
     def __getitem__(self, idx: int | slice) -> Any:
         if isinstance(idx, slice):

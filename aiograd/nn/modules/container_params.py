@@ -5,13 +5,13 @@ plain attribute, as torch 2.x allows. Neither can be called."""
 
 from __future__ import annotations
 
-import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, KeysView, Mapping
 from typing import Any
 
 from ..._core._tensor import Tensor
 from ..parameter import Parameter
+from .container import abs_string_index
 from .module import Module, typename
 
 __all__ = ["ParameterDict", "ParameterList"]
@@ -47,12 +47,7 @@ class ParameterList(Module):
 
     def _get_abs_string_index(self, idx: Any) -> str:
         """The key of index ``idx`` (negative counts from the end)."""
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+        return abs_string_index(idx, len(self))
 
     def __getitem__(self, idx: int | slice) -> Any:
         if isinstance(idx, slice):

@@ -11,6 +11,7 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter, new_tensor
 from .module import Module
+from .sparse import padding_row
 
 __all__ = ["EmbeddingBag"]
 
@@ -32,15 +33,7 @@ class EmbeddingBag(Module):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        if padding_idx is not None:
-            if padding_idx > 0:
-                if padding_idx >= self.num_embeddings:
-                    raise AssertionError("padding_idx must be within num_embeddings")
-            elif padding_idx < 0:
-                if padding_idx < -self.num_embeddings:
-                    raise AssertionError("padding_idx must be within num_embeddings")
-                padding_idx = self.num_embeddings + padding_idx
-        self.padding_idx = padding_idx
+        self.padding_idx = padding_row(padding_idx, num_embeddings, "padding_idx")
         if _weight is None:
             self.weight = Parameter(new_tensor((num_embeddings, embedding_dim), dtype, device))
             self.reset_parameters()

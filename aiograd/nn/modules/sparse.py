@@ -15,6 +15,16 @@ from .module import Module
 __all__ = ["Embedding"]
 
 
+def padding_row(padding_idx: int | None, num_embeddings: int, word: str) -> int | None:
+    """``padding_idx`` as a row in ``[0, num_embeddings)`` (negative counts from the end), torch's
+    AssertionError outside it (``word`` capitalised as torch's module spells it)."""
+    if padding_idx is None:
+        return None
+    if (padding_idx > 0 and padding_idx >= num_embeddings) or padding_idx < -num_embeddings:
+        raise AssertionError(f"{word} must be within num_embeddings")  # (0 always passes, as in torch)
+    return padding_idx + num_embeddings if padding_idx < 0 else padding_idx
+
+
 class Embedding(Module):
     """Rows of ``weight`` picked by integer indices."""
 
@@ -29,15 +39,7 @@ class Embedding(Module):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        if padding_idx is not None:
-            if padding_idx > 0:
-                if padding_idx >= self.num_embeddings:
-                    raise AssertionError("Padding_idx must be within num_embeddings")
-            elif padding_idx < 0:
-                if padding_idx < -self.num_embeddings:
-                    raise AssertionError("Padding_idx must be within num_embeddings")
-                padding_idx = self.num_embeddings + padding_idx
-        self.padding_idx = padding_idx
+        self.padding_idx = padding_row(padding_idx, num_embeddings, "Padding_idx")
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
