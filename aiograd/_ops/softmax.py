@@ -83,14 +83,51 @@ def _softmax_input(input: Tensor, dim: Any, dtype: Any, fname: str) -> tuple[Ten
 def _softmax_array(xp: Any, data: Any, axes: tuple[int, ...]) -> Any:
     if not data.size:
         return data.copy()
-    e = xp.exp(data - data.max(axis=axes, keepdims=True))
-    return e / e.sum(axis=axes, keepdims=True)
+    if not data.ndim:  # (numpy's 0-dim results are scalars: no ``out=``)
+        e = xp.exp(data - data.max(axis=axes, keepdims=True))
+        return e / e.sum(axis=axes, keepdims=True)
+    e = xp.subtract(data, data.max(axis=axes, keepdims=True))  # (a new array: exp'd in place)
+    xp.exp(e, out=e)
+    e /= e.sum(axis=axes, keepdims=True)
+    return e
+
+
+def _softmax_vjp(xp: Any, gd: Any, y: Any, axes: tuple[int, ...]) -> Any:
+    """``y * (g - sum(g * y))`` on arrays (torch's order), with one temporary."""
+    if not gd.ndim or gd.shape != y.shape:
+        return y * (gd - (gd * y).sum(axes, keepdims=True))
+    gy = xp.multiply(gd, y)
+    s = gy.sum(axes, keepdims=True)
+    out = xp.subtract(gd, s, out=gy)
+    out *= y
+    return out
 
 
 @backward(saved=("result",), batched=True)
 def SoftmaxBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     y, g = self.result.unpack(self), grads[0]
-    return (y * (g - (g * y).sum(shift_axes(self.axes, batch), keepdim=True)),)
+    axes = shift_axes(self.axes, batch)
+    if first_order() and g.data.dtype == y.data.dtype:
+        return (like(quietly(_softmax_vjp, g._device.xp, g.data, y.data, axes), g),)
+    return (y * (g - (g * y).sum(axes, keepdim=True)),)
+
+
+def _softmax_shifted(xp: Any, data: Any, peak: Any, axes: tuple[int, ...]) -> Any:
+    e = xp.subtract(data, peak)
+    xp.exp(e, out=e)
+    e /= e.sum(axis=axes, keepdims=True)
+    return e
+
+
+def softmax_last_with_max(input: Tensor, peak: Any) -> Tensor:
+    """``softmax(input, -1)`` of a float tensor whose row maxima ``peak`` (kept dims, all
+    finite) the caller has computed already (attention's safe softmax): the same node."""
+    xp, axes = input._device.xp, (input.data.ndim - 1,)
+    out = like(quietly(_softmax_shifted, xp, input.data, peak, axes), input)
+    if needs_grad(input):
+        node = attach(SoftmaxBackward0((edge_of(input),)), out)
+        node.result, node.axes = save(out, is_output=True), axes
+    return out
 
 
 @op(SoftmaxBackward0)
@@ -117,12 +154,21 @@ def LogSoftmaxBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 
 
 def _log_softmax_vjp(xp: Any, gd: Any, y: Any, axes: tuple[int, ...]) -> Any:
-    return gd - xp.exp(y) * gd.sum(axes, keepdims=True)
+    e = xp.exp(y)
+    if not e.ndim or e.shape != gd.shape or e.dtype != gd.dtype:
+        return gd - e * gd.sum(axes, keepdims=True)
+    e *= gd.sum(axes, keepdims=True)
+    return xp.subtract(gd, e, out=e)
 
 
 def _log_softmax_array(xp: Any, data: Any, peak: Any, axes: tuple[int, ...]) -> Any:
-    shifted = data - peak
-    return shifted - xp.log(xp.exp(shifted).sum(axis=axes, keepdims=True))
+    shifted = xp.subtract(data, peak)
+    if not shifted.ndim:
+        return shifted - xp.log(xp.exp(shifted).sum(axis=axes, keepdims=True))
+    e = xp.exp(shifted)
+    lse = xp.log(e.sum(axis=axes, keepdims=True))
+    shifted -= lse
+    return shifted
 
 
 @op(LogSoftmaxBackward0)

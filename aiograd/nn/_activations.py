@@ -158,8 +158,60 @@ def _gelu_grad_from_cdf(xp: Any, g: Any, x: Any, cdf: Any) -> Any:
 
 
 def _gelu_tanh(xp: Any, x: Any) -> Any:
+    if x.ndim and x.dtype in (xp.float32, xp.float64):
+        return _gelu_tanh_chunked(xp, x)
     inner = _TANH_BETA * (x + _TANH_KAPPA * x * x * x)
     return 0.5 * x * (1.0 + xp.tanh(inner))
+
+
+# The tanh GELU on float32/float64 arrays, chunk by chunk in place (each pass in cache), in
+# torch's order: ``inner = kBeta * (x + kKappa * x^3)``, ``0.5 * x * (1 + tanh(inner))``, and
+# for the gradient ``dy * (0.5 * (1 + t) + 0.5 * x * (1 - t^2) * kBeta * (1 + 3 kKappa x^2))``.
+def _gelu_tanh_chunked(xp: Any, x: Any) -> Any:
+    flat = _flat(xp, x)
+    out = xp.empty_like(flat)
+    t = xp.empty((min(flat.shape[0], _CHUNK),), dtype=flat.dtype)
+    for start, stop in _spans(flat.shape[0]):
+        xs, o, b = flat[start:stop], out[start:stop], t[: stop - start]
+        xp.multiply(xs, xs, out=b)
+        b *= xs
+        b *= _TANH_KAPPA
+        b += xs
+        b *= _TANH_BETA
+        xp.tanh(b, out=b)
+        b += 1.0
+        xp.multiply(xs, 0.5, out=o)
+        o *= b
+    return out.reshape(x.shape)
+
+
+def _gelu_tanh_grad(xp: Any, g: Any, x: Any) -> Any:
+    """The tanh GELU's gradient ``g * d gelu(x) / dx`` on arrays of ``x``'s shape and dtype."""
+    xf, gf = _flat(xp, x), _flat(xp, g)
+    out = xp.empty_like(xf)
+    n = min(xf.shape[0], _CHUNK)
+    sq, th = xp.empty((n,), dtype=xf.dtype), xp.empty((n,), dtype=xf.dtype)
+    for start, stop in _spans(xf.shape[0]):
+        xs, o, a, b = xf[start:stop], out[start:stop], sq[: stop - start], th[: stop - start]
+        xp.multiply(xs, xs, out=a)  # x^2
+        xp.multiply(a, xs, out=b)
+        b *= _TANH_KAPPA
+        b += xs
+        b *= _TANH_BETA
+        xp.tanh(b, out=b)  # t
+        a *= 3.0 * _TANH_KAPPA
+        a += 1.0
+        a *= _TANH_BETA  # the inner's derivative
+        xp.multiply(b, b, out=o)
+        xp.subtract(1.0, o, out=o)
+        o *= a
+        o *= xs
+        o *= 0.5  # 0.5 x * (1 - t^2) * inner'
+        b += 1.0
+        b *= 0.5
+        o += b
+        o *= gf[start:stop]
+    return out.reshape(x.shape)
 
 
 @backward(name="GeluBackward0", saved=("x",), batched=True)
@@ -169,6 +221,10 @@ def _GeluBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
     recorded (create_graph), it recomputes it with aiograd ops, so it is differentiable."""
     g, x = grads[0], self.x.unpack(self)
     if self.approximate == "tanh":
+        gd, xd = g.data, x.data
+        if (first_order() and gd.dtype == xd.dtype and gd.shape == xd.shape and xd.ndim
+                and xd.dtype in (np.float32, np.float64)):
+            return (like(quietly(_gelu_tanh_grad, g._device.xp, gd, xd), g),)
         inner = (x + x * x * x * _TANH_KAPPA) * _TANH_BETA
         t = tanh(inner)
         right_derivative = (1.0 - t * t) * ((x * x * (3.0 * _TANH_KAPPA) + 1.0) * _TANH_BETA)

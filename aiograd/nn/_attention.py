@@ -25,7 +25,7 @@ from .._ops.elementwise import where
 from .._ops.joining import cat
 from .._ops.linalg import MmBackward0, linear
 from .._ops.shape import SqueezeBackward1, UnsafeViewBackward0, ViewBackward0
-from .._ops.softmax import softmax
+from .._ops.softmax import softmax, softmax_last_with_max
 from ._dropout import dropout_mask
 
 __all__ = ["multi_head_attention_forward", "scaled_dot_product_attention"]
@@ -90,8 +90,13 @@ def _safe_softmax(scores: Tensor) -> Tensor:
     """Softmax over the last dim, zeros for a row whose scores are all ``-inf`` (ATen's
     ``_safe_softmax``). Such rows are set to 0 before the softmax too, so that their (zero)
     gradient is not NaN."""
-    xp = scores._device.xp
-    empty = xp.all(scores.data == -np.inf, axis=-1, keepdims=True)
+    xp, data = scores._device.xp, scores.data
+    if data.size and data.dtype.kind == "f":
+        # (a row is all -inf where its maximum is: the maxima also shift the softmax)
+        peak = data.max(axis=-1, keepdims=True)
+        if bool(xp.isfinite(peak).all()):
+            return softmax_last_with_max(scores, peak)
+    empty = xp.all(data == -np.inf, axis=-1, keepdims=True)
     if not bool(empty.any()):
         return softmax(scores, -1)
     return where(empty, 0.0, softmax(where(empty, 0.0, scores), -1))

@@ -23,6 +23,7 @@ from .._ops._util import (
     attach,
     common_device,
     edge_of,
+    first_order,
     like,
     needs_grad,
     not_tensor,
@@ -44,7 +45,26 @@ def _EmbeddingBackward0(self: Any, grads: list[Any]) -> tuple[Any]:
         g = where(self.padding_mask, 0.0, g)
     if self.freq_scale is not None:
         g = g * self.freq_scale
+    if first_order() and not needs_grad(g) and g._device.xp is np:  # (add.reduceat: numpy's)
+        return (like(_scatter_rows(g._device.xp, g.data, self.indices, self.weight_shape), g),)
     return (_scatter(g, self.weight_shape, (None, (self.indices,), True), IndexBackward0),)
+
+
+def _scatter_rows(xp: Any, g: Any, idx: Any, shape: tuple[int, ...]) -> Any:
+    """Zeros of ``shape`` with the rows of ``g`` (``idx.shape + (dim,)``) added at ``idx``, on
+    arrays: the indices sorted (stably, so each row's sum runs in input order, as ``add.at``'s
+    and torch's) and each run of equal indices summed by one ``add.reduceat``."""
+    flat = idx.reshape(-1)
+    rows = g.reshape(flat.shape[0], shape[1])
+    out = xp.zeros(shape, dtype=g.dtype)
+    if not flat.shape[0]:
+        return out
+    order = xp.argsort(flat, kind="stable")
+    picked = flat[order]
+    starts = xp.flatnonzero(picked[1:] != picked[:-1]) + 1
+    starts = xp.concatenate((xp.zeros(1, dtype=starts.dtype), starts))
+    out[picked[starts]] = xp.add.reduceat(rows[order], starts, axis=0)
+    return out
 
 
 def _renorm(weight: Tensor, idx: Any, max_norm: float, norm_type: float) -> None:
