@@ -37,6 +37,7 @@ from .._ops._util import (
     save,
 )
 from .._ops.quiet import quietly
+from ._conv_gemm import conv_backward, conv_forward
 from ._windows import (
     Axis,
     Geometry,
@@ -94,6 +95,8 @@ def _conv(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any:
     group, ``(O/G, C/G*kh*kw) @ (C/G*kh*kw, OH*OW)``, already in the output's layout."""
     o = w.shape[0]
     n, c = x.shape[:2]
+    if not isinstance(x, Tensor) and x.size and w.size:  # one product for the batch (``_conv_gemm``)
+        return conv_forward(xp, x, w, geom, groups)
     if unit_stride(geom) and not isinstance(x, Tensor):  # rows of the padded width, cropped after
         # (one product per sample and group: small enough that BLAS runs each on one thread; a
         # whole-batch product is threaded, and one busy core makes that many times slower)
@@ -108,6 +111,15 @@ def _conv(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any:
 def _conv_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
     """The gradients of ``_conv`` for ``g`` ``(*lead, N, O, OH, OW)``."""
     b = g.ndim - 2 - len(geom)
+    if not isinstance(x, Tensor) and x.size and w.size:  # one product for the batch (``_conv_gemm``)
+        if b == 0:
+            return conv_backward(xp, x, w, g, geom, groups, want)
+        # a batched backward: each gradient of the batch as a backward of its own computes it
+        # (the same sums in the same order, bit for bit)
+        each = [conv_backward(xp, x, w, gi, geom, groups, want) for gi in g.reshape(-1, *g.shape[b:])]
+        gx_b, gw_b = (None if not want[i] else xp.stack([r[i] for r in each]).reshape(*g.shape[:b], *each[0][i].shape)
+                      for i in (0, 1))
+        return gx_b, gw_b
     if unit_stride(geom) and not isinstance(x, Tensor) and _flat_is_exact(xp, x, w, want):
         return _conv_grads_flat(xp, x, w, g, geom, groups, want)
     gm = _by_group(g, groups, len(geom))  # (*lead, N, G, O/G, OH*OW)
