@@ -6,9 +6,9 @@ A fresh process per benchmark lets the BLAS thread count be set in the environme
     python benchmarks/run_all.py               # the environment as it is
     python benchmarks/run_all.py --threads 1   # OMP/OPENBLAS/MKL_NUM_THREADS=1 for the children
 
-The rest of the environment is passed through unchanged. ``bench_branches.py`` and
-``bench_responsiveness.py`` run both settings themselves (single-threaded BLAS and default), each
-in subprocesses of their own, whatever ``--threads`` says. Exits non-zero if any benchmark fails.
+The rest of the environment is passed through unchanged. ``bench_branches.py``,
+``bench_responsiveness.py`` and ``bench_threads.py`` run both settings themselves (single-threaded
+BLAS and default), each in subprocesses of their own, whatever ``--threads`` says. Exits non-zero if any benchmark fails.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ BENCHMARKS = (
     "measure_offload.py",
     "bench_branches.py",
     "bench_responsiveness.py",
+    "bench_threads.py",
     "bench_checkpoint.py",
     "bench_saliency.py",
     "bench_jacobian.py",

@@ -15,6 +15,7 @@ from .._core._node import Edge, edge_of, grad_accumulator
 from .._core._tensor import Tensor
 from .._devices._device import CPU, device_type
 from .._engine import get_engine
+from ..executors._blas import budget as blas_budget
 
 __all__ = ["backward", "grad"]
 
@@ -219,6 +220,7 @@ async def _run_backward(
             _run_backward, outputs, grads, keep_graph, create_graph, inputs, accumulate_grad,
             atomic, batch_ndim,
         ))
+    blas_budget.tick()  # BLAS's threads follow the machine's load (aiograd.executors._blas)
     root_edges: list[Edge] = []
     root_grads: list[Tensor] = []
     for i, (out, g) in enumerate(zip(outputs, grads)):

@@ -3,13 +3,13 @@ threads: the BLAS (and OpenMP) pools that numpy's kernels use inside one matrix 
 through threadpoolctl, and the executor threads that run independent heavy nodes side by side
 (the default CPU ``ThreadExecutor``, torch's inter-op pool).
 
-``set_num_threads(n)`` caps the first at ``n`` in this process, as torch's caps its intra-op pool:
-a script's ``torch.set_num_threads(1)`` keeps numpy's BLAS on one thread (what a loaded machine
-or a DataLoader worker wants). The environment variable ``AIOGRAD_NUM_THREADS`` does the same at
-``import aiograd``. ``set_num_interop_threads(n)`` sizes the default CPU executor, once, before it
-has run anything (torch's rule). BLAS threads times executor threads can still exceed the cores
-when several heavy nodes run at once with multithreaded BLAS; docs/executors.md says how to size
-the two together.
+The first is a budget (``aiograd.executors._blas``): by default the cores given to the process
+less those other processes keep busy, shared by the nodes the executor runs side by side, so that
+BLAS threads times executor threads never exceed the cores. ``set_num_threads(n)`` fixes it at
+``n``, as torch's sizes its intra-op pool: a script's ``torch.set_num_threads(1)`` keeps numpy's
+BLAS on one thread. The environment variable ``AIOGRAD_NUM_THREADS`` does the same at ``import
+aiograd``. ``set_num_interop_threads(n)`` sizes the default CPU executor, once, before it has run
+anything (torch's rule).
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from typing import Any
 
 from .. import executors
 from .._engine import get_executor, set_executor
+from ..executors._blas import budget
 
 __all__ = ["apply_environment", "get_num_interop_threads", "get_num_threads", "set_num_interop_threads",
            "set_num_threads"]
 
 _lock = threading.Lock()
-_state: dict[str, Any] = {"num_threads": None, "controller": None, "interop_set": False}
+_state: dict[str, Any] = {"controller": None, "interop_set": False}
 
 
 def _controller() -> Any:
@@ -48,21 +49,21 @@ def _positive_int(name: str, n: Any) -> int:
 
 
 def set_num_threads(int: int) -> None:  # noqa: A002  (torch's parameter name)
-    """Cap the threads numpy's BLAS (and any OpenMP runtime loaded) use for one operation at
-    ``int``, in the whole process, as ``torch.set_num_threads`` caps torch's intra-op pool; a
+    """Use ``int`` threads for one BLAS operation (numpy's, and any OpenMP runtime loaded), in
+    the whole process, as ``torch.set_num_threads`` sizes torch's intra-op pool: fixed from now
+    on, whatever the machine's load, and shared by the nodes the executor runs side by side. A
     RuntimeError (torch's message) for a non-int or a count below 1."""
     n = _positive_int("set_num_threads", int)
     _controller().limit(limits=n)
-    _state["num_threads"] = n
+    budget.fix(n)
 
 
 def get_num_threads() -> int:
-    """The threads one BLAS operation may use: what ``set_num_threads`` set, else the most that
-    any loaded BLAS or OpenMP pool is configured for (numpy's default: one per core)."""
-    if _state["num_threads"] is not None:
-        return int(_state["num_threads"])
-    counts = [int(lib["num_threads"]) for lib in _controller().info() if lib.get("num_threads")]
-    return max(counts) if counts else 1
+    """The threads one BLAS operation may use while one node runs: what ``set_num_threads``
+    set, else the cores given to this process (its CPU affinity, capped by the BLAS's own
+    configuration, ``OPENBLAS_NUM_THREADS`` for instance) less those other processes keep busy
+    (followed as backward passes start; docs/executors.md)."""
+    return budget.threads
 
 
 def _default_executor_started() -> bool:

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ._base import Executor
+from ._blas import budget
 
 
 class ThreadExecutor(Executor):
@@ -55,7 +56,12 @@ class ThreadExecutor(Executor):
         box = [fn]
 
         def call() -> Any:
-            return box.pop()()
+            # BLAS's threads are shared by the nodes running side by side (``_blas``).
+            budget.enter()
+            try:
+                return box.pop()()
+            finally:
+                budget.leave()
 
         return asyncio.wrap_future(pool.submit(call), loop=asyncio.get_running_loop())
 
