@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import executors
 from .._engine import get_executor, set_executor
+from ..executors import _malloc
 from ..executors._blas import budget
 
 __all__ = ["apply_environment", "get_num_interop_threads", "get_num_threads", "set_num_interop_threads",
@@ -94,7 +95,10 @@ def get_num_interop_threads() -> int:
 
 
 def apply_environment() -> None:
-    """``AIOGRAD_NUM_THREADS=n`` in the environment: ``set_num_threads(n)`` at import."""
+    """``AIOGRAD_NUM_THREADS=n`` in the environment: ``set_num_threads(n)`` at import; and
+    glibc's malloc told to keep freed memory for reuse (``aiograd.executors._malloc``), unless
+    ``AIOGRAD_MALLOC_TUNING=0`` or glibc's own variables say otherwise."""
+    _malloc.tune()
     value = os.environ.get("AIOGRAD_NUM_THREADS")
     if value:
         try:
