@@ -95,10 +95,21 @@ CASES: dict[str, dict[str, Callable[[], Any]]] = {
                                                 reduction="sum"), (3, 4)),
         "ignore_index": one(lambda x: F.nll_loss(x, ag.tensor([0, -100, 1])), (3, 4)),
     },
-    "_GeluBackward0": {"exact": one(F.gelu, (3, 4), low=-5, high=5)},
+    "_GeluBackward0": {"exact": one(F.gelu, (3, 4), low=-5, high=5),
+                       "tanh": one(lambda x: F.gelu(x, approximate="tanh"), (3, 4), low=-5, high=5)},
     "LinalgDetBackward0": {"batch": one(ag.linalg.det, (3, 4, 4))},
     "LinalgSlogdetBackward0": {"batch": one(lambda a: ag.linalg.slogdet(a)[1], (3, 4, 4))},
     "CumprodBackward0": {"dim": one(lambda x: x.cumprod(1), (3, 5))},
+    "BmmBackward0": {"bmm": one(ag.bmm, (2, 3, 4), (2, 4, 5)),
+                    "stacked mT": one(lambda a, b: ag.bmm(a, b.mT), (2, 3, 4), (2, 5, 4))},
+    "SoftmaxBackward0": {"dim 1": one(lambda x: F.softmax(x, 1), (3, 5)),
+                         "dim 0": one(lambda x: F.softmax(x, 0), (3, 5)),
+                         "attention's": one(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                                            (2, 4, 3), (2, 4, 3), (2, 4, 3))},
+    "_EmbeddingBackward0": {
+        "repeated rows": one(lambda w: F.embedding(ag.tensor([[0, 2, 2], [3, 0, 2]]), w), (5, 3)),
+        "padding_idx": one(lambda w: F.embedding(ag.tensor([1, 0, 1]), w, padding_idx=1), (4, 2)),
+    },
     "MmBackward0": {"mm": one(ag.mm, (3, 4), (4, 2)), "mT": one(lambda a, b: a @ b.mT, (3, 4), (2, 4))},
     "AddmmBackward0": {"bias": one(F.linear, (3, 4), (2, 4), (2,)), "no bias": one(F.linear, (3, 4), (2, 4))},
     "ConvolutionBackward0": {
@@ -129,7 +140,7 @@ CASES: dict[str, dict[str, Callable[[], Any]]] = {
 # rules that batch, run with a batch of gradients too (the others run once per sample)
 BATCHED = {"_unary_node", "SumBackward0", "MeanBackward0", "LinalgVectorNormBackward0", "LogSoftmaxBackward0",
            "MmBackward0", "AddmmBackward0", "ConvolutionBackward0", "MaxPool2DWithIndicesBackward0",
-           "AdaptiveAvgPool2DBackward0", "_GeluBackward0", "TransposeBackward0"}
+           "AdaptiveAvgPool2DBackward0", "_GeluBackward0", "TransposeBackward0", "BmmBackward0", "SoftmaxBackward0"}
 
 
 async def gradients(make: Callable[[], Any], fast: bool, batched: bool, seed: int) -> list[np.ndarray]:

@@ -49,7 +49,23 @@ def _abs(xp: Any, x: Any) -> Any:
 def _relu(xp: Any, x: Any) -> Any:
     if x.dtype.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu")
+    if x.dtype.kind == "f" and x.ndim:
+        # against an array of zeros, not the number 0: numpy's SIMD loop takes two arrays, and
+        # a scalar operand falls to its scalar loop (2-3x slower); the same values, -0.0 and
+        # NaN (its sign too) passed through as ``maximum(0, x)`` does
+        return xp.maximum(xp.zeros(x.shape, x.dtype), x)
     return xp.maximum(0, x)
+
+
+def _relu_vjp(g: Any, y: Any) -> Any:
+    """``g * (y != 0)`` on arrays: the mask made a float array of ``g``'s dtype first, then
+    multiplied in place (numpy's bool-by-float product casts element by element, slower)."""
+    mask = y != 0
+    if g.dtype.kind != "f" or g.shape != y.shape:
+        return g * mask
+    out = mask.astype(g.dtype)
+    out *= g
+    return out
 
 
 def _sigmoid(xp: Any, x: Any) -> Any:
@@ -199,7 +215,7 @@ UNARY = [
     # y <= 0, so it passes at NaN, both as PyTorch (clamp_min, threshold_backward); y is >= 0
     # or NaN, so ``y != 0`` is that mask in one pass.
     Unary("relu", "ReluBackward0", _relu, lambda g, y: g * (y.data != 0), "result",
-          fast=lambda g, y: g * (y != 0), doc="Elementwise ``max(x, 0)`` (gradient 0 at 0, as PyTorch)."),
+          fast=_relu_vjp, doc="Elementwise ``max(x, 0)`` (gradient 0 at 0, as PyTorch)."),
     Unary("clone", "CloneBackward0", lambda xp, x: preserve_format_copy(x), lambda g, _: g,
           doc="A copy of the data, recorded in the graph (its gradient passes through unchanged)."),
     Unary("expm1", "Expm1Backward0", _quiet("expm1"), lambda g, y: g * (y + 1.0), "result",
