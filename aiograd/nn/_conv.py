@@ -1,18 +1,17 @@
 """Convolutions: ``conv1d``, ``conv2d`` and ``conv_transpose2d``, as torch.nn.functional's (and,
 through the same code over three spatial dims, ``_conv3d.py``'s ``conv3d``, ``conv_transpose3d``).
 
-All three record PyTorch's ``ConvolutionBackward0`` (``at::convolution``). A convolution is an
-im2col and one matrix product per sample and group: the weight as ``(O/G, C/G*kh*kw)`` times the
-input's windows (``_windows.windows``, a strided view) as ``(C/G*kh*kw, OH*OW)``, which lands in
-the output's ``(N, O, OH, OW)`` layout with no transpose. With stride 1 (the common case) the
-array path uses the flat layout of ``_windows.flat_windows`` instead: rows of the padded width,
-copied in long contiguous runs, cropped after. The transposed convolution is the adjoint: a
-product, then a col2im (``overlap_add``). The backward is the same products the other way round
-and runs the same code on tensors when a graph is recorded: the windows through the
-differentiable ``unfold``/``fold`` and the products through ``matmul``, so second derivatives
-come out of ``gradgradcheck`` right. A 1-D convolution is the 2-D one with a height of 1. Leading
-batch dims of a batched backward (``is_grads_batched``) go in front of every matrix, so one call
-serves the whole batch.
+All three record PyTorch's ``ConvolutionBackward0`` (``at::convolution``). On arrays (the forward
+and a first-order backward) a convolution is ``_conv_gemm``'s: an im2col of the whole batch and
+one matrix product per group. A transposed convolution is the adjoint of a convolution with its
+weight, so it runs the same products the other way round: its forward is a convolution's input
+gradient, its input gradient a convolution, its weight gradient a convolution's weight gradient.
+When a graph is recorded (``create_graph=True``) the backward runs on tensors instead: the
+windows through the differentiable ``unfold``/``fold`` (``_windows``) and the products through
+``matmul``, so second derivatives come out of ``gradgradcheck`` right. A 1-D convolution is the
+2-D one with a height of 1. Leading batch dims of a batched backward (``is_grads_batched``) go
+in front of every matrix on tensors; on arrays each gradient of the batch runs a backward of its
+own (bit for bit a per-sample loop's). An empty input or weight gives zeros (sums over nothing).
 """
 
 from __future__ import annotations
@@ -38,44 +37,26 @@ from .._ops._util import (
 )
 from .._ops.quiet import quietly
 from ._conv_gemm import conv_backward, conv_forward
-from ._windows import (
-    Axis,
-    Geometry,
-    flat_overlap_add,
-    flat_windows,
-    fold,
-    overlap_add,
-    scratch,
-    unfold,
-    unit_stride,
-    windows,
-    xp_of,
-)
+from ._windows import Axis, Geometry, fold, unfold, xp_of
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
 
 # ------------------------------------------------------------------------------ the products
-def _unfold(xp: Any, x: Any, geom: Geometry) -> Any:
-    return unfold(x, geom) if isinstance(x, Tensor) else windows(xp, x, geom)
-
-
-def _fold(xp: Any, cols: Any, geom: Geometry) -> Any:
-    return fold(cols, geom) if isinstance(cols, Tensor) else overlap_add(xp, cols, geom)
-
-
-def _columns(xp: Any, x: Any, geom: Geometry, groups: int) -> Any:
+# The recorded path (a graph for ``create_graph=True``): the windows through the differentiable
+# ``unfold``/``fold`` and the products through ``matmul``, per sample and group.
+def _columns(x: Tensor, geom: Geometry, groups: int) -> Tensor:
     """``(*lead, N, C, H, W)`` -> the im2col matrices ``(*lead, N, G, C/G*kh*kw, OH*OW)``."""
     *lead, n, c = x.shape[: x.ndim - len(geom)]
     size = math.prod(a.out for a in geom)
-    return _unfold(xp, x, geom).reshape(*lead, n, groups, c // groups * math.prod(a.kernel for a in geom), size)
+    return unfold(x, geom).reshape(*lead, n, groups, c // groups * math.prod(a.kernel for a in geom), size)
 
 
-def _image(xp: Any, cols: Any, geom: Geometry) -> Any:
+def _image(cols: Tensor, geom: Geometry) -> Tensor:
     """The adjoint of ``_columns``: ``(*lead, N, G, C/G*kh*kw, OH*OW)`` -> ``(*lead, N, C, H, W)``."""
     *lead, n, groups, k, _ = cols.shape
     kernel, outs = [a.kernel for a in geom], [a.out for a in geom]
-    return _fold(xp, cols.reshape(*lead, n, groups * k // math.prod(kernel), *kernel, *outs), geom)
+    return fold(cols.reshape(*lead, n, groups * k // math.prod(kernel), *kernel, *outs), geom)
 
 
 def _matrices(w: Any, groups: int) -> Any:
@@ -90,88 +71,85 @@ def _by_group(t: Any, groups: int, nd: int = 2) -> Any:
     return t.reshape(*lead, n, groups, c // groups, math.prod(t.shape[t.ndim - nd :]))
 
 
+def _empty(x: Any, w: Any) -> bool:
+    """Whether an array convolution has nothing to multiply: its sums are all 0."""
+    return not isinstance(x, Tensor) and (x.size == 0 or w.size == 0)
+
+
+def _zero_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, want: tuple[bool, bool]) -> tuple[Any, Any]:
+    """The gradients of an empty array convolution (sums over nothing), leading batch dims of
+    ``g`` in front."""
+    lead = g.shape[: g.ndim - 2 - len(geom)]
+    return (xp.zeros(lead + x.shape, dtype=g.dtype) if want[0] else None,
+            xp.zeros(lead + w.shape, dtype=g.dtype) if want[1] else None)
+
+
+def _each(xp: Any, fn: Any, g: Any, b: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
+    """A batched backward on arrays (``b`` leading dims of ``g``): each gradient of the batch as a
+    backward of its own computes it (the same sums in the same order, bit for bit)."""
+    each = [fn(gi) for gi in g.reshape(-1, *g.shape[b:])]
+    return tuple(None if not want[i] else xp.stack([r[i] for r in each]).reshape(*g.shape[:b], *each[0][i].shape)
+                 for i in (0, 1))  # type: ignore[return-value]
+
+
 def _conv(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any:
-    """The convolution of ``x`` ``(N, C, H, W)`` with ``w`` ``(O, C/G, kh, kw)``: per sample and
-    group, ``(O/G, C/G*kh*kw) @ (C/G*kh*kw, OH*OW)``, already in the output's layout."""
-    o = w.shape[0]
-    n, c = x.shape[:2]
-    if not isinstance(x, Tensor) and x.size and w.size:  # one product for the batch (``_conv_gemm``)
+    """The convolution of ``x`` ``(N, C, H, W)`` with ``w`` ``(O, C/G, kh, kw)``: on arrays one
+    product for the batch (``_conv_gemm``); on tensors, per sample and group,
+    ``(O/G, C/G*kh*kw) @ (C/G*kh*kw, OH*OW)``, already in the output's layout."""
+    n, o = x.shape[0], w.shape[0]
+    if _empty(x, w):
+        return xp.zeros((n, o, *(a.out for a in geom)), dtype=x.dtype)
+    if not isinstance(x, Tensor):
         return conv_forward(xp, x, w, geom, groups)
-    if unit_stride(geom) and not isinstance(x, Tensor):  # rows of the padded width, cropped after
-        # (one product per sample and group: small enough that BLAS runs each on one thread; a
-        # whole-batch product is threaded, and one busy core makes that many times slower)
-        cols = flat_windows(xp, x, geom).reshape(n, groups, c // groups * geom[0].kernel * geom[1].kernel, geom[0].out * geom[1].reach)
-        out = scratch(xp, "conv", (n, groups, o // groups, cols.shape[-1]), cols.dtype)
-        xp.matmul(_matrices(w, groups), cols, out=out)
-        return out.reshape(n, o, geom[0].out, geom[1].reach)[..., : geom[1].out].copy()  # (never the scratch)
-    out = _matrices(w, groups) @ _columns(xp, x, geom, groups)
-    return out.reshape(n, o, *(a.out for a in geom))
+    return (_matrices(w, groups) @ _columns(x, geom, groups)).reshape(n, o, *(a.out for a in geom))
 
 
 def _conv_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
     """The gradients of ``_conv`` for ``g`` ``(*lead, N, O, OH, OW)``."""
     b = g.ndim - 2 - len(geom)
-    if not isinstance(x, Tensor) and x.size and w.size:  # one product for the batch (``_conv_gemm``)
+    if _empty(x, w):
+        return _zero_grads(xp, x, w, g, geom, want)
+    if not isinstance(x, Tensor):
         if b == 0:
             return conv_backward(xp, x, w, g, geom, groups, want)
-        # a batched backward: each gradient of the batch as a backward of its own computes it
-        # (the same sums in the same order, bit for bit)
-        each = [conv_backward(xp, x, w, gi, geom, groups, want) for gi in g.reshape(-1, *g.shape[b:])]
-        gx_b, gw_b = (None if not want[i] else xp.stack([r[i] for r in each]).reshape(*g.shape[:b], *each[0][i].shape)
-                      for i in (0, 1))
-        return gx_b, gw_b
-    if unit_stride(geom) and not isinstance(x, Tensor) and _flat_is_exact(xp, x, w, want):
-        return _conv_grads_flat(xp, x, w, g, geom, groups, want)
+        return _each(xp, lambda gi: conv_backward(xp, x, w, gi, geom, groups, want), g, b, want)
     gm = _by_group(g, groups, len(geom))  # (*lead, N, G, O/G, OH*OW)
     gx = gw = None
     if want[0]:
-        gx = _image(xp, _matrices(w, groups).mT @ gm, geom)
+        gx = _image(_matrices(w, groups).mT @ gm, geom)
     if want[1]:
-        gw = (gm @ _columns(xp, x, geom, groups).mT).sum(b)  # (*lead, G, O/G, C/G*kh*kw)
+        gw = (gm @ _columns(x, geom, groups).mT).sum(b)  # (*lead, G, O/G, C/G*kh*kw)
     return gx, gw
 
 
-def _flat_is_exact(xp: Any, x: Any, w: Any, want: tuple[bool, bool]) -> bool:
-    """Whether the flat layout's extra columns add exactly 0: they multiply zeros of the
-    widened gradient by the weight (for the input's gradient) and by input values (for the
-    weight's), and ``0 * inf`` is NaN where torch's kernel never forms the product."""
-    return bool((not want[0] or xp.isfinite(w).all()) and (not want[1] or xp.isfinite(x).all()))
-
-
-def _conv_grads_flat(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
-    """``_conv_grads`` on arrays for a unit stride, in the flat layout (``flat_windows``): the
-    gradient widened to the padded width with zeros, so the columns past the windows add 0."""
-    b = g.ndim - 4
-    *lead, n, o, oh, ow = g.shape
-    c = x.shape[1]
-    # (a reused buffer: only [..., :ow] is ever written, the columns past it stay zero)
-    wide = scratch(xp, ("wide", ow), (*lead, n, o, oh, geom[1].reach), g.dtype, zero=True)
-    wide[..., :ow] = g
-    gm = wide.reshape(*lead, n, groups, o // groups, oh * geom[1].reach)
-    gx = gw = None
-    kk = geom[0].kernel * geom[1].kernel
-    if want[0]:
-        cols = scratch(xp, "grad_cols", (*lead, n, groups, c // groups * kk, gm.shape[-1]), g.dtype)
-        xp.matmul(_matrices(w, groups).mT, gm, out=cols)
-        gx = flat_overlap_add(xp, cols.reshape(*lead, n, c, kk, gm.shape[-1]), geom)
-    if want[1]:
-        cols = flat_windows(xp, x, geom).reshape(n, groups, c // groups * geom[0].kernel * geom[1].kernel, geom[0].out * geom[1].reach)
-        # (columns times gradient rows, then transposed: OpenBLAS runs this orientation faster)
-        gw = (cols @ gm.mT).sum(b).mT
-    return gx, gw
-
-
+# A transposed convolution is the adjoint of a convolution with its weight (``geom`` is that
+# convolution's: windows over the transposed one's output, one per input position), so on
+# arrays it runs ``_conv_gemm``'s products: its forward is a convolution's input gradient, its
+# input gradient a convolution and its weight gradient a convolution's weight gradient.
 def _conv_transpose(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any:
-    """The transposed convolution of ``x`` ``(N, C, H, W)`` with ``w`` ``(C, O/G, kh, kw)``:
-    the adjoint of ``_conv`` with that weight (``geom`` is the convolution's: windows over the
-    output, one per input position)."""
-    return _image(xp, _matrices(w, groups).mT @ _by_group(x, groups, len(geom)), geom)
+    """The transposed convolution of ``x`` ``(N, C, H, W)`` with ``w`` ``(C, O/G, kh, kw)``."""
+    n, o = x.shape[0], w.shape[1] * groups
+    if _empty(x, w):
+        return xp.zeros((n, o, *(a.size for a in geom)), dtype=x.dtype)
+    if not isinstance(x, Tensor):
+        out = xp.empty((n, o, *(a.size for a in geom)), dtype=x.dtype)  # (only its shape is read)
+        return conv_backward(xp, out, w, x, geom, groups, (True, False))[0]
+    return _image(_matrices(w, groups).mT @ _by_group(x, groups, len(geom)), geom)
 
 
 def _conv_transpose_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int, want: tuple[bool, bool]) -> tuple[Any, Any]:
     """The gradients of ``_conv_transpose`` for ``g`` ``(*lead, N, O, OH, OW)``."""
     b = g.ndim - 2 - len(geom)
-    cols = _columns(xp, g, geom, groups)  # (*lead, N, G, O/G*kh*kw, H*W)
+    if _empty(x, w):
+        return _zero_grads(xp, x, w, g, geom, want)
+    if not isinstance(x, Tensor):
+        def one(gi: Any) -> tuple[Any, Any]:
+            gx = conv_forward(xp, gi, w, geom, groups) if want[0] else None
+            gw = conv_backward(xp, gi, w, x, geom, groups, (False, True))[1] if want[1] else None
+            return gx, gw
+
+        return one(g) if b == 0 else _each(xp, one, g, b, want)
+    cols = _columns(g, geom, groups)  # (*lead, N, G, O/G*kh*kw, H*W)
     gx = gw = None
     if want[0]:
         gx = _matrices(w, groups) @ cols  # (*lead, N, G, C/G, H*W)

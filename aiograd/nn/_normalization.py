@@ -42,6 +42,14 @@ from .._ops._util import (
     save,
 )
 from .._ops.quiet import quietly
+from ._normalization_fused import (
+    batch_norm_forward,
+    batch_norm_grads,
+    fusable,
+    layer_norm_forward,
+    layer_norm_grads,
+    vector,
+)
 
 __all__ = ["batch_norm", "group_norm", "layer_norm"]
 
@@ -121,6 +129,14 @@ def _array_grads(self: Any, g: Tensor, x: Tensor, w_b: Any, param_axes: tuple[in
     return tuple(None if a is None else like(a.astype(gd.dtype, copy=False), g) for a in quietly(compute))
 
 
+def _wrap(g: Tensor, grads: tuple[Any, Any, Any], param_shape: tuple[int, ...]) -> tuple[Any, ...]:
+    """The fused backward's array gradients as tensors, the parameters' shaped ``param_shape``."""
+    gx, gw, gb = grads
+    gw = None if gw is None else gw.reshape(param_shape)
+    gb = None if gb is None else gb.reshape(param_shape)
+    return tuple(None if a is None else like(a, g) for a in (gx, gw, gb))
+
+
 def _check_float(x: Any, kernel: str) -> None:
     if x.dtype.kind != "f":
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_dtype_name(x.dtype)}\'')
@@ -130,16 +146,19 @@ def _shape_str(shape: Sequence[int]) -> str:
     return str(list(shape))
 
 
-# ------------------------------------------------------------------------------ layer_norm
-# Not batched (runs once per sample under ``is_grads_batched``): a normalization reduces over axes
-# of the saved input, written for one sample (a batched rule would put the batch dims in front of
-# those axes).
 @backward(name="NativeLayerNormBackward0", saved=("input", "weight"))
 def _NativeLayerNormBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
     g, x = grads[0], self.input.unpack(self)
     axes, w = self.axes, self.weight.unpack(self) if self.weight is not None else None
     lead = tuple(range(x.data.ndim - len(axes)))
     if first_order():
+        wd = vector(w)
+        if fusable(x.data, g.data, wd):
+            mean, rstd = self.stats
+            want = tuple(e is not None for e in self.next_edges)
+            grads_ = quietly(layer_norm_grads, x._device.xp, g.data, x.data, wd, mean.reshape(-1),
+                             rstd.reshape(-1), want)
+            return _wrap(g, grads_, self.normalized_shape)
         return _array_grads(self, g, x, w, lead, self.normalized_shape)
     xhat, rstd = _normalized(x, axes, self.eps)
     gx = None
@@ -180,8 +199,14 @@ def layer_norm(
     xp = input._device.xp
     axes = tuple(range(x.ndim - k, x.ndim))
     # (inf and NaN give NaN quietly, as PyTorch)
-    mean, rstd = quietly(_stats, xp, x, axes, eps)
-    y = quietly(lambda: _affine(xp, (x - mean) * rstd, weight, bias, normalized).astype(x.dtype, copy=False))
+    wd, bd = vector(weight), vector(bias)
+    if fusable(x, wd, bd):
+        y, mean, rstd = quietly(layer_norm_forward, xp, x, wd, bd, k, eps)
+        keep = x.shape[: x.ndim - k] + (1,) * k
+        mean, rstd = mean.reshape(keep), rstd.reshape(keep)
+    else:
+        mean, rstd = quietly(_stats, xp, x, axes, eps)
+        y = quietly(lambda: _affine(xp, (x - mean) * rstd, weight, bias, normalized).astype(x.dtype, copy=False))
     out = like(y, input)
     _record(_NativeLayerNormBackward0, out, input, weight, bias, axes=axes, eps=eps, normalized_shape=normalized,
             stats=(mean, rstd))
@@ -198,6 +223,13 @@ def _NativeBatchNormBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
     w_b = w.reshape(shape) if w is not None else None
     if self.training:
         if first_order():
+            wd = vector(w)
+            if x.data.ndim >= 2 and fusable(x.data, g.data, wd):
+                mean, rstd = self.stats
+                want = tuple(e is not None for e in self.next_edges)
+                grads_ = quietly(batch_norm_grads, x._device.xp, g.data, x.data, wd, mean.reshape(-1),
+                                 rstd.reshape(-1), want)
+                return _wrap(g, grads_, (x.data.shape[1],))
             return _array_grads(self, g, x, w_b, axes, (x.data.shape[1],))
         xhat, rstd = _normalized(x, axes, self.eps)
         gx = None
@@ -254,7 +286,14 @@ def batch_norm(
     axes = (0, *range(2, x.ndim))
     shape = (channels,) + (1,) * (x.ndim - 2)
     attrs: dict[str, Any] = {}
-    if training:
+    wd, bd = vector(weight), vector(bias)
+    y = None
+    if training and x.ndim >= 2 and fusable(x, wd, bd):
+        y, mean, rstd, sumsq = quietly(batch_norm_forward, xp, x, wd, bd, eps)
+        mean, rstd = mean.reshape(shape), rstd.reshape(shape)
+        if running_mean is not None and running_var is not None:
+            quietly(_update_running, xp, x, axes, mean, running_mean, running_var, momentum, sumsq)
+    elif training:
         mean, rstd = quietly(_stats, xp, x, axes, eps)
         if running_mean is not None and running_var is not None:
             quietly(_update_running, xp, x, axes, mean, running_mean, running_var, momentum)
@@ -264,22 +303,37 @@ def batch_norm(
         rstd = quietly(lambda: (1.0 / xp.sqrt(running_var.data.reshape(shape) + eps)).astype(x.dtype, copy=False))
         attrs = {"running_mean": mean, "running_rstd": rstd}
     attrs["stats"] = (mean, rstd)
-    y = quietly(lambda: _affine(xp, (x - mean) * rstd, weight, bias, shape).astype(x.dtype, copy=False))
+    if y is None and fusable(x, wd, bd):  # eval: ((x - mean) * (rstd * weight)) + bias, in place
+        y = quietly(_eval_batch_norm, x, mean, rstd if wd is None else rstd * wd.reshape(shape),
+                    None if bd is None else bd.reshape(shape))
+    elif y is None:
+        y = quietly(lambda: _affine(xp, (x - mean) * rstd, weight, bias, shape).astype(x.dtype, copy=False))
     out = like(y, input)
     _record(_NativeBatchNormBackward0, out, input, weight, bias, axes=axes, eps=eps, training=training,
             channel_shape=shape, **attrs)
     return out
 
 
+def _eval_batch_norm(x: Any, mean: Any, scale: Any, bias: Any) -> Any:
+    y = x - mean
+    y *= scale
+    if bias is not None:
+        y += bias
+    return y
+
+
 def _update_running(xp: Any, x: Any, axes: tuple[int, ...], mean: Any, running_mean: Tensor, running_var: Tensor,
-                    momentum: float) -> None:
-    """PyTorch's running-statistics update, in place (the batch variance unbiased)."""
+                    momentum: float, sumsq: Any = None) -> None:
+    """PyTorch's running-statistics update, in place (the batch variance unbiased); ``sumsq``: the
+    channels' sums of squared deviations when already computed."""
     for stat in (running_mean, running_var):  # (PyTorch writes into an expanded one, racing: refused)
         if type(stat.data) is np.ndarray and not stat.data.flags.writeable and _overlapping(stat.data):
             raise RuntimeError(OVERLAP_ERROR)
     n = x.size // x.shape[1]
-    d = x - mean
-    unbiased = (d * d).sum(axis=axes) / max(n - 1, 1) if n > 1 else (d * d).sum(axis=axes) * float("nan")
+    if sumsq is None:
+        d = x - mean
+        sumsq = (d * d).sum(axis=axes)
+    unbiased = sumsq / max(n - 1, 1) if n > 1 else sumsq * float("nan")
     for stat, batch in ((running_mean, mean.reshape(-1)), (running_var, unbiased)):
         data = stat.data
         xp.copyto(data, ((1.0 - momentum) * data + momentum * batch).reshape(data.shape), casting="unsafe")

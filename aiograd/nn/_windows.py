@@ -23,7 +23,7 @@ import numpy as np
 from .._ops._registry import backward
 from .._ops._util import Tensor, attach, edge_of, like, needs_grad
 
-__all__ = ["Axis", "windows", "overlap_add", "unfold", "fold", "permute", "xp_of", "unit_stride", "flat_windows", "flat_overlap_add", "scratch"]
+__all__ = ["Axis", "windows", "overlap_add", "unfold", "fold", "permute", "xp_of", "scratch"]
 
 
 class Axis(NamedTuple):
@@ -95,54 +95,6 @@ def _overlap_add_2d(xp: Any, cols: Any, geom: Geometry) -> Any:
         for j in range(aw.kernel):
             out[..., rows, j * aw.dilation : j * aw.dilation + span_w : aw.stride] += cols[..., i, j, :, :]
     return out[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size]
-
-
-# ------------------------------------------------------------------------------ unit stride, flat
-# With stride 1, the windows at kernel position (i, j) are one shifted copy of the padded input.
-# Read as a flat plane of row width ``Wp`` (the padded width), that copy is the contiguous run
-# ``flat[i*dh*Wp + j*dw : ... + OH*Wp]``: an im2col with rows of OH*Wp elements (each output
-# row carries ``Wp - OW`` columns past the windows, which the caller crops or zeroes) instead of
-# OW, and a col2im made of kh*kw contiguous adds. Convolutions take this path on arrays.
-def unit_stride(geom: Geometry) -> bool:
-    """Whether ``geom`` is 2-D with stride 1 along both dims (the flat layout applies)."""
-    return len(geom) == 2 and geom[0].stride == 1 and geom[1].stride == 1
-
-
-def _flat_offsets(geom: Geometry) -> list[int]:
-    ah, aw = geom
-    return [i * ah.dilation * aw.reach + j * aw.dilation for i in range(ah.kernel) for j in range(aw.kernel)]
-
-
-def flat_windows(xp: Any, x: Any, geom: Geometry) -> Any:
-    """``(..., H, W) -> (..., kh*kw, OH*Wp)`` for a unit-stride ``geom`` (``Wp = geom[1].reach``):
-    the windows of each kernel position as rows of the padded input's width. The result is a
-    scratch buffer (``scratch``): the caller consumes it before returning."""
-    ah, aw = geom
-    lead = x.shape[:-2]
-    # zeros around the input (one spare row: the last kernel column's run ends past the last
-    # row); only the interior is ever written, so a reused buffer keeps its zero border
-    padded = scratch(xp, ("pad", geom), lead + (ah.reach + 1, aw.reach), x.dtype, zero=True)
-    padded[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size] = x
-    flat = padded.reshape(*lead, (ah.reach + 1) * aw.reach)
-    run = ah.out * aw.reach
-    cols = scratch(xp, "cols", lead + (ah.kernel * aw.kernel, run), x.dtype)
-    for k, offset in enumerate(_flat_offsets(geom)):  # one contiguous copy per kernel position
-        cols[..., k, :] = flat[..., offset : offset + run]
-    return cols
-
-
-def flat_overlap_add(xp: Any, cols: Any, geom: Geometry) -> Any:
-    """The adjoint of ``flat_windows``: ``(..., kh*kw, OH*Wp) -> (..., H, W)``, a new array."""
-    ah, aw = geom
-    lead = cols.shape[:-2]
-    out = scratch(xp, "image", lead + ((ah.reach + 1) * aw.reach,), cols.dtype)
-    out.fill(0)
-    run = cols.shape[-1]
-    for k, offset in enumerate(_flat_offsets(geom)):
-        out[..., offset : offset + run] += cols[..., k, :]
-    out = out.reshape(*lead, ah.reach + 1, aw.reach)
-    # a copy, always: a crop that happens to be contiguous would otherwise alias the scratch
-    return out[..., ah.pad : ah.pad + ah.size, aw.pad : aw.pad + aw.size].copy()
 
 
 # ------------------------------------------------------------------------------ scratch buffers
