@@ -13,6 +13,7 @@ imports nothing from the ops.
 from __future__ import annotations
 
 import itertools
+import keyword
 import sys
 import threading
 import weakref
@@ -112,6 +113,7 @@ def add_hook(store: dict[int, Any], fn: Callable[..., Any]) -> RemovableHandle:
 
 # Ops created later run first in backward; AccumulateGrad runs as soon as it is ready.
 _sequence = itertools.count()
+_next_sequence_nr = _sequence.__next__
 MAX_SEQUENCE_NR = sys.maxsize
 
 
@@ -143,11 +145,13 @@ class Node:
 
     def __init__(self, next_edges: tuple[Edge | None, ...]) -> None:
         self.next_edges: tuple[Edge | None, ...] = next_edges
-        self.sequence_nr: int = next(_sequence)
+        self.sequence_nr: int = _next_sequence_nr()
         topo = 0
         for edge in next_edges:
-            if edge is not None and edge[0].topological_nr >= topo:
-                topo = edge[0].topological_nr + 1
+            if edge is not None:
+                nr = edge[0].topological_nr
+                if nr >= topo:
+                    topo = nr + 1
         self.topological_nr: int = topo
         self._metadata: dict[str, Any] | None = None
         self._hooks: Any = None
@@ -161,6 +165,13 @@ class Node:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.cost_scales_with_grads = cls.cost is Node.cost
+        names = cls.__dict__.get("_saved")
+        inherited = cls.release_variables
+        if names and (inherited is Node.release_variables or getattr(inherited, "unrolled", False)):
+            # (not where the class or a base defines its own: that one stays)
+            release = _unrolled_release(names)
+            if release is not None:
+                cls.release_variables = release  # type: ignore[method-assign]
 
     def name(self) -> str:
         """The node's name as PyTorch spells it, e.g. ``"MulBackward0"``."""
@@ -220,6 +231,28 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {hex(id(self))}>"
+
+
+def _unrolled_release(names: tuple[str, ...]) -> Callable[[Node], None] | None:
+    """``Node.release_variables`` for a class whose ``_saved`` is ``names``, with the loop
+    unrolled (one attribute read and test per name, no getattr/setattr calls): the engine calls
+    it for most nodes of a backward. A node that set its own ``_saved`` gets the generic loop.
+    None when a name is not an identifier."""
+    if not all(isinstance(n, str) and n.isidentifier() and not keyword.iskeyword(n) for n in names):
+        return None
+    lines = ["def release_variables(self):", "    if self._saved is not NAMES:", "        return generic(self)"]
+    for name in names:
+        lines.append(f"    if isinstance(self.{name}, SavedTensor):")
+        lines.append(f"        self.{name} = FREED")
+    namespace: dict[str, Any] = {
+        "NAMES": names, "generic": Node.release_variables, "SavedTensor": SavedTensor, "FREED": FREED,
+    }
+    code = compile("\n".join(lines), f"<release_variables of {', '.join(names)}>", "exec")
+    exec(code, namespace)  # noqa: S102 - built from identifiers only
+    release = namespace["release_variables"]
+    release.unrolled = True
+    release.__doc__ = Node.release_variables.__doc__
+    return release  # type: ignore[no-any-return]
 
 
 def undefined_only(node: Node, grads: list[Tensor | None]) -> bool:

@@ -56,6 +56,7 @@ ERR_PACK_INPLACE = (
 )
 
 _wrap = Tensor._wrap
+_new_tensor = object.__new__
 
 PackHook = Callable[[Tensor], Any]
 UnpackHook = Callable[[Any], Tensor]
@@ -186,14 +187,19 @@ class SavedTensor:
     def unpack(self, node: Node) -> Tensor:
         """Return the saved tensor, raising PyTorch's errors if it was freed or modified."""
         tensor = self.tensor
-        if tensor is not None and tensor._detached_inplace and tensor.grad_fn is None:
-            raise RuntimeError(ERR_DETACHED_INPLACE)
-        if self.version_counter[0] != self.version:
-            raise RuntimeError(self._version_message(node))
         if tensor is not None:
+            if tensor._detached_inplace and tensor.grad_fn is None:
+                raise RuntimeError(ERR_DETACHED_INPLACE)
+            if self.version_counter[0] != self.version:
+                raise RuntimeError(self._version_message(node))
             return tensor
-        out = _wrap(self.data)
-        out._vc = self.version_counter
+        counter = self.version_counter
+        if counter[0] != self.version:
+            raise RuntimeError(self._version_message(node))
+        # ``_wrap(self.data)``, inlined: the output's array, already an array
+        out = _new_tensor(Tensor)
+        out.data = self.data
+        out._vc = counter
         device = self.device
         if device is not out._device:  # a non-CPU output (the wrap made a CPU tensor)
             out._device = device

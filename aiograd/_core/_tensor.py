@@ -112,10 +112,14 @@ class Tensor(TensorMethods):
             self._requires_grad = True
 
     @classmethod
-    def _wrap(cls, data: Any, _device_arrays: set[type] = DEVICE_ARRAY_TYPES) -> Tensor:
+    def _wrap(
+        cls, data: Any, _device_arrays: set[type] = DEVICE_ARRAY_TYPES, _new: Any = object.__new__,
+        _ndarray: type = np.ndarray,
+    ) -> Tensor:
         """Wrap an op's result without copying; numpy scalars become 0-d arrays."""
-        out = object.__new__(cls)
-        if type(data) is np.ndarray or type(data) in _device_arrays:
+        # (the defaults are constants read as locals: every op result passes here)
+        out = _new(cls)
+        if type(data) is _ndarray or type(data) in _device_arrays:
             out.data = data  # (a device array, CuPy's, is kept where it is)
         else:
             out.data = np.asarray(data)

@@ -167,26 +167,34 @@ def compute_dependencies(root: Node, min_topo_nr: int) -> dict[Node, int]:
     100,000-node chain works). Nodes below ``min_topo_nr`` cannot lead to a requested input and
     are not expanded."""
     dependencies: dict[Node, int] = {}
-    get = dependencies.get
-    stack = [root]
+    stack: list[Node] = []
     pop, append = stack.pop, stack.append
-    while stack:
-        node = pop()
-        if node.topological_nr < min_topo_nr:
-            continue
-        for edge in node.next_edges:
-            if edge is None:
-                continue
-            child = edge[0]
-            count = get(child)
-            if count is None:
-                # First edge into ``child``: expand it (the root has no entry, and no edge
-                # leads back to it in a DAG, so it is never expanded twice).
-                dependencies[child] = 1
-                append(child)
-            else:
-                dependencies[child] = count + 1
-    return dependencies
+    prune = min_topo_nr > 0  # (every node has a topological_nr >= 0)
+    node = root
+    while True:
+        # Expand ``node``. The first child seen for the first time is expanded next, without
+        # going through the stack (in a chain, every node); the others wait there.
+        after = None
+        if not prune or node.topological_nr >= min_topo_nr:
+            for edge in node.next_edges:
+                if edge is None:
+                    continue
+                child = edge[0]
+                if child in dependencies:
+                    dependencies[child] += 1
+                else:
+                    # First edge into ``child``: expand it (the root has no entry, and no edge
+                    # leads back to it in a DAG, so it is never expanded twice).
+                    dependencies[child] = 1
+                    if after is None:
+                        after = child
+                    else:
+                        append(child)
+        if after is None:
+            if not stack:
+                return dependencies
+            after = pop()
+        node = after
 
 
 def init_to_execute(
