@@ -4,7 +4,11 @@ library's thread count behind it. Scripted counters and clocks: no timing in the
 
 from __future__ import annotations
 
+import math
+import os
 import threading
+import time
+from collections.abc import Callable
 
 import pytest
 import threadpoolctl
@@ -149,19 +153,52 @@ def test_a_blas_configured_for_one_thread_stays_at_one(monkeypatch) -> None:
     assert b.threads == 1 and blas.calls == []
 
 
-def test_nodes_running_side_by_side_share_the_budget() -> None:
+def _wait_until(condition: Callable[[], bool]) -> None:
+    """Until ``condition()`` (another thread's progress), at most 30 s."""
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.001)
+
+
+def test_with_one_blas_thread_nodes_run_side_by_side() -> None:
+    blas = FakeBlas(1)  # OPENBLAS_NUM_THREADS=1 on 4 cores: 4 nodes at once, 1 thread each
+    b = _blas.BlasBudget(load=Script(4).load(), libraries=[blas])
+    assert (b.threads, b.parallel) == (1, 4)
+    for _ in range(4):
+        b.enter()  # none waits
+    assert b._running == 4 and blas.calls == []
+    for _ in range(4):
+        b.leave()
+
+
+def test_when_blas_has_every_core_the_next_node_waits_for_the_running_one() -> None:
+    blas = FakeBlas(2)
+    b = _blas.BlasBudget(load=Script(2).load(), libraries=[blas])
+    assert (b.threads, b.parallel) == (2, 1)
+    b.enter()
+    second = threading.Thread(target=b.enter)
+    second.start()
+    _wait_until(lambda: b._waiting == 1)
+    assert b._running == 1  # the second is not in
+    b.leave()
+    second.join(30)
+    assert (b._running, b._waiting) == (1, 0) and blas.calls == []  # it ran on both threads
+    b.leave()
+
+
+def test_a_budget_that_falls_while_nodes_run_is_shared_between_them() -> None:
     blas = FakeBlas(4)
     b = _blas.BlasBudget(load=Script(4).load(), libraries=[blas])
+    b.fix(1)
     b.enter()
-    assert blas.num_threads == 4  # one node: the whole budget
     b.enter()
+    b.fix(4)  # now one node at a time would get all 4: the two running share them
     assert blas.num_threads == 2
-    b.enter()
-    assert blas.num_threads == 1  # 4 // 3
-    for expected in (2, 4, 4):
-        b.leave()
-        assert blas.num_threads == expected
-    assert blas.calls == [2, 1, 2, 4]
+    b.leave()
+    assert blas.num_threads == 4
+    b.leave()
+    assert blas.calls == [1, 2, 4]
 
 
 def _blas_threads() -> set[int]:
@@ -169,31 +206,64 @@ def _blas_threads() -> set[int]:
 
 
 @pytest.fixture
-def two_threads():
-    ag.set_num_threads(2)
+def restore_budget(monkeypatch):
+    """The process's budget with every core free, whatever else runs on the machine (the other
+    test workers): the load is not sampled during the test; followed again after it."""
+    b = _blas.budget
+    monkeypatch.setattr(b, "_due", math.inf)
+    with b._cond:
+        b._free = b._cores
     yield
-    _blas.budget.unfix()
+    with b._cond:
+        b._due = 0.0
+    b.unfix()
 
 
-async def test_the_thread_executor_shares_the_real_blas_between_its_nodes(two_threads) -> None:
+async def test_one_blas_thread_each_lets_the_thread_executor_run_nodes_side_by_side(restore_budget) -> None:
+    ag.set_num_threads(1)
     pool = executors.ThreadExecutor(2)
     both_in, both_read = threading.Barrier(2, timeout=30), threading.Barrier(2, timeout=30)
     seen: dict[str, set[int]] = {}
 
-    def alone() -> None:
-        seen["alone"] = _blas_threads()
-
     def side_by_side(name: str) -> None:
-        both_in.wait()
+        both_in.wait()  # both inside at once
         seen[name] = _blas_threads()
-        both_read.wait()  # neither leaves before both have looked
+        both_read.wait()
 
     try:
-        await pool.submit(alone)
         a, b = pool.submit(lambda: side_by_side("first")), pool.submit(lambda: side_by_side("second"))
         await a
         await b
     finally:
         pool.close()
-    assert seen == {"alone": {2}, "first": {1}, "second": {1}}
-    assert _blas_threads() == {2} and ag.get_num_threads() == 2
+    assert seen == {"first": {1}, "second": {1}}
+
+
+async def test_with_blas_on_every_core_the_thread_executor_runs_one_node_at_a_time(restore_budget) -> None:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    ag.set_num_threads(cores)
+    pool = executors.ThreadExecutor(2)
+    release = threading.Event()
+    order: list[str] = []
+
+    def first() -> None:
+        order.append("first in")
+        assert release.wait(30)
+        order.append("first out")
+
+    def second() -> None:
+        order.append("second in")
+
+    try:
+        a = pool.submit(first)
+        _wait_until(lambda: order == ["first in"])
+        b = pool.submit(second)
+        _wait_until(lambda: _blas.budget._waiting == 1)  # the second waits for its turn
+        release.set()
+        await a
+        await b
+    finally:
+        release.set()
+        pool.close()
+    assert order == ["first in", "first out", "second in"]
+    assert _blas_threads() == {cores} and ag.get_num_threads() == cores

@@ -4,8 +4,8 @@ through threadpoolctl, and the executor threads that run independent heavy nodes
 (the default CPU ``ThreadExecutor``, torch's inter-op pool).
 
 The first is a budget (``aiograd.executors._blas``): by default the cores given to the process
-less those other processes keep busy, shared by the nodes the executor runs side by side, so that
-BLAS threads times executor threads never exceed the cores. ``set_num_threads(n)`` fixes it at
+less those other processes keep busy; the executor runs at most ``free cores // budget`` nodes at
+once, so that BLAS threads times running nodes never exceed the cores. ``set_num_threads(n)`` fixes it at
 ``n``, as torch's sizes its intra-op pool: a script's ``torch.set_num_threads(1)`` keeps numpy's
 BLAS on one thread. The environment variable ``AIOGRAD_NUM_THREADS`` does the same at ``import
 aiograd``. ``set_num_interop_threads(n)`` sizes the default CPU executor, once, before it has run
@@ -52,7 +52,7 @@ def _positive_int(name: str, n: Any) -> int:
 def set_num_threads(int: int) -> None:  # noqa: A002  (torch's parameter name)
     """Use ``int`` threads for one BLAS operation (numpy's, and any OpenMP runtime loaded), in
     the whole process, as ``torch.set_num_threads`` sizes torch's intra-op pool: fixed from now
-    on, whatever the machine's load, and shared by the nodes the executor runs side by side. A
+    on, whatever the machine's load (the executor then runs ``cores // int`` nodes at once). A
     RuntimeError (torch's message) for a non-int or a count below 1."""
     n = _positive_int("set_num_threads", int)
     _controller().limit(limits=n)
