@@ -1,19 +1,21 @@
 """The array path of a convolution (first order, no leading batch dims of a batched backward):
 one matrix product for the whole batch, in a channel-major im2col layout.
 
-The columns are ``(C, *kernel, N, *outs)``: row ``(c, i, j)`` holds, for every sample and output
-position, the input element that kernel position ``(i, j)`` of channel ``c`` multiplies. With
+The columns are ``(C, *kernel, *outs, N)``: row ``(c, i, j)`` holds, for every output position
+and sample, the input element that kernel position ``(i, j)`` of channel ``c`` multiplies (the
+batch last, so that each kernel position's windows copy in runs of ``OW * N`` elements). With
 the weight as ``(G, O/G, C/G*kh*kw)`` the forward is one product ``(O/G, C/G*kh*kw) @
-(C/G*kh*kw, N*OH*OW)`` per group, and the backward's two are::
+(C/G*kh*kw, OH*OW*N)`` per group, and the backward's two are::
 
-    grad_weight = grad (O/G, N*OH*OW) @ columns.T       (already the weight's layout, contiguous)
-    grad_cols   = weight.T @ grad (O/G, N*OH*OW)        (then col2im into the input's gradient)
+    grad_weight = grad (O/G, OH*OW*N) @ columns.T       (already the weight's layout, contiguous)
+    grad_cols   = weight.T @ grad (O/G, OH*OW*N)        (then col2im into the input's gradient)
 
 so the weight is read once per product (not once per sample), the weight's gradient needs no sum
 over samples and no transposed copy, and the products run over all of a batch's columns (small
 feature maps deep in a network make per-sample products of a few columns, which BLAS runs far
-below its speed). The windows are copied one kernel position at a time from a zero-padded copy of
-the input (strided views, no per-pixel loop), and added back the same way in the col2im.
+below its speed). The windows are copied one kernel position at a time from a zero-padded,
+batch-last copy of the input (strided views, no per-pixel loop), and added back the same way in
+the col2im. Stride 1 on rows at least 8 wide takes the flat layout below instead.
 Only the im2col layout differs from ``_conv``'s generic path: same products, the same sums in
 another order; no column past the windows is formed, so an infinite input or weight gives what
 torch's kernels give (NaN only where a product with a padding zero exists in theirs too).
@@ -46,39 +48,44 @@ def _interior(geom: Geometry) -> tuple[slice, ...]:
     return tuple(slice(a.pad, a.pad + a.size) for a in geom)
 
 
-def _padded(xp: Any, x: Any, geom: Geometry) -> Any:
-    """``x`` ``(N, C, *sizes)`` with the geometry's zeros around it (``x`` itself without any)."""
+def _batch_last_padded(xp: Any, x: Any, geom: Geometry) -> Any:
+    """``x`` ``(N, C, *sizes)`` as ``(C, *padded, N)``, the geometry's zeros around it: the one
+    transposed copy ``columns`` makes."""
+    n, c = x.shape[:2]
+    nd = len(geom)
+    order = (1, *range(2, 2 + nd), 0)  # (N, C, ...) -> (C, ..., N)
     if all(a.pad == 0 and a.reach <= a.size for a in geom):
-        return x
+        return xp.ascontiguousarray(x.transpose(order))
     # a reused buffer: only the interior is ever written, the border stays zero
-    buf = scratch(xp, ("gemm_pad", geom), x.shape[:2] + _padded_shape(geom), x.dtype, zero=True)
-    buf[(..., *_interior(geom))] = x
+    buf = scratch(xp, ("gemm_pad_bl", geom), (c, *_padded_shape(geom), n), x.dtype, zero=True)
+    buf[(slice(None), *_interior(geom))] = x.transpose(order)
     return buf
 
 
 def columns(xp: Any, x: Any, geom: Geometry) -> Any:
-    """``x`` ``(N, C, *sizes)`` -> the columns ``(C, *kernel, N, *outs)``, a new array."""
+    """``x`` ``(N, C, *sizes)`` -> the columns ``(C, *kernel, *outs, N)``, a new array. With the
+    batch last, each kernel position's windows copy in runs of a whole output row of every sample
+    (``OW * N`` elements), not one sample's row: small feature maps copy as fast as big ones."""
     n, c = x.shape[:2]
-    src = _padded(xp, x, geom)
-    nd = len(geom)
-    cols = xp.empty((c, *(a.kernel for a in geom), n, *(a.out for a in geom)), dtype=x.dtype)
-    swap = (1, 0, *range(2, 2 + nd))  # (N, C, ...) -> (C, N, ...)
+    src = _batch_last_padded(xp, x, geom)
+    cols = xp.empty((c, *(a.kernel for a in geom), *(a.out for a in geom), n), dtype=x.dtype)
     for pos, at in _offsets(geom):
-        cols[(slice(None), *pos)] = src[(slice(None), slice(None), *at)].transpose(swap)
+        cols[(slice(None), *pos)] = src[(slice(None), *at)]
     return cols
 
 
 def _image(xp: Any, cols: Any, geom: Geometry) -> Any:
-    """The adjoint of ``columns``: ``(C, *kernel, N, *outs)`` -> ``(N, C, *sizes)``, a new array."""
-    c, n = cols.shape[0], cols.shape[1 + len(geom)]
+    """The adjoint of ``columns``: ``(C, *kernel, *outs, N)`` -> ``(N, C, *sizes)``, a new array
+    (the windows added back batch-last, then transposed once)."""
     nd = len(geom)
-    swap = (1, 0, *range(2, 2 + nd))  # (C, N, ...) -> (N, C, ...)
+    c, n = cols.shape[0], cols.shape[-1]
+    order = (nd + 1, 0, *range(1, 1 + nd))  # (C, ..., N) -> (N, C, ...)
     if all(a.kernel == 1 and a.stride == 1 and a.pad == 0 and a.out == a.size for a in geom):
-        return xp.ascontiguousarray(cols.reshape(c, n, *(a.out for a in geom)).transpose(swap))
-    out = xp.zeros((n, c) + _padded_shape(geom), dtype=cols.dtype)
+        return xp.ascontiguousarray(cols.reshape(c, *(a.out for a in geom), n).transpose(order))
+    out = xp.zeros((c, *_padded_shape(geom), n), dtype=cols.dtype)
     for pos, at in _offsets(geom):
-        out[(slice(None), slice(None), *at)] += cols[(slice(None), *pos)].transpose(swap)
-    return xp.ascontiguousarray(out[(..., *_interior(geom))])
+        out[(slice(None), *at)] += cols[(slice(None), *pos)]
+    return xp.ascontiguousarray(out[(slice(None), *_interior(geom))].transpose(order))
 
 
 # ------------------------------------------------------------------------------ unit stride, flat
@@ -247,9 +254,9 @@ def conv_forward(xp: Any, x: Any, w: Any, geom: Geometry, groups: int) -> Any:
     out = _product(xp, _weight_matrices(w, groups), cols.reshape(groups, w[0].size, -1))
     if flat:  # (O, N, OH, Wp) -> (N, O, OH, OW)
         out = out.reshape(o, n, geom[0].out, geom[1].reach)[..., : geom[1].out]
-    else:  # (O, N, *outs) -> (N, O, *outs)
-        out = out.reshape(o, n, *outs)
-    return xp.ascontiguousarray(out.transpose(1, 0, *range(2, 2 + nd)))
+        return xp.ascontiguousarray(out.transpose(1, 0, 2, 3))
+    # (O, *outs, N) -> (N, O, *outs)
+    return xp.ascontiguousarray(out.reshape(o, *outs, n).transpose(nd + 1, 0, *range(1, 1 + nd)))
 
 
 def conv_backward(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int,
@@ -267,8 +274,8 @@ def conv_backward(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int,
         ah, aw = geom
         gm = xp.zeros((o, n, ah.out, aw.reach), dtype=g.dtype)
         gm[..., : aw.out] = g.transpose(1, 0, 2, 3)
-    else:  # the gradient channel-major: (O, N, *outs)
-        gm = xp.ascontiguousarray(g.transpose(1, 0, *range(2, 2 + nd)))
+    else:  # the gradient channel-major, batch last: (O, *outs, N), as ``columns``
+        gm = xp.ascontiguousarray(g.transpose(1, *range(2, 2 + nd), 0))
     gm = gm.reshape(groups, o // groups, -1)
     gx = gw = None
     if want[1]:
@@ -280,5 +287,5 @@ def conv_backward(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, groups: int,
         if flat:
             gx = _flat_image(xp, gcols.reshape(c, -1, n, gm.shape[-1] // n), geom)
         else:
-            gx = _image(xp, gcols.reshape(c, *(a.kernel for a in geom), n, *(a.out for a in geom)), geom)
+            gx = _image(xp, gcols.reshape(c, *(a.kernel for a in geom), *(a.out for a in geom), n), geom)
     return gx, gw
