@@ -100,6 +100,8 @@ CASES: dict[str, dict[str, Callable[[], Any]]] = {
     "LinalgDetBackward0": {"batch": one(ag.linalg.det, (3, 4, 4))},
     "LinalgSlogdetBackward0": {"batch": one(lambda a: ag.linalg.slogdet(a)[1], (3, 4, 4))},
     "CumprodBackward0": {"dim": one(lambda x: x.cumprod(1), (3, 5))},
+    "MulBackward0": {"tensor * number": one(lambda x: x * 0.9, (3, 4)), "int * tensor": one(lambda x: 3 * x, (3, 4)),
+                     "by zero, inf": one(lambda x: (x * float("inf")) * 0.0, (3, 4))},
     "BmmBackward0": {"bmm": one(ag.bmm, (2, 3, 4), (2, 4, 5)),
                     "stacked mT": one(lambda a, b: ag.bmm(a, b.mT), (2, 3, 4), (2, 5, 4))},
     "SoftmaxBackward0": {"dim 1": one(lambda x: F.softmax(x, 1), (3, 5)),
@@ -140,7 +142,7 @@ CASES: dict[str, dict[str, Callable[[], Any]]] = {
 # rules that batch, run with a batch of gradients too (the others run once per sample)
 BATCHED = {"_unary_node", "SumBackward0", "MeanBackward0", "LinalgVectorNormBackward0", "LogSoftmaxBackward0",
            "MmBackward0", "AddmmBackward0", "ConvolutionBackward0", "MaxPool2DWithIndicesBackward0",
-           "AdaptiveAvgPool2DBackward0", "_GeluBackward0", "TransposeBackward0", "BmmBackward0", "SoftmaxBackward0"}
+           "AdaptiveAvgPool2DBackward0", "_GeluBackward0", "TransposeBackward0", "BmmBackward0", "SoftmaxBackward0", "MulBackward0"}
 
 
 async def gradients(make: Callable[[], Any], fast: bool, batched: bool, seed: int) -> list[np.ndarray]:

@@ -23,6 +23,8 @@ from ._util import (
     broadcast_error,
     data_of,
     edge_of,
+    first_order,
+    like,
     needs_grad,
     save,
     saved,
@@ -184,6 +186,18 @@ def sub(input: TensorLike, other: TensorLike, *, alpha: float = 1) -> Tensor:
 def MulBackward0(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any, Any]:
     g = grads[0]
     ea, eb = self.next_edges
+    # A tensor times a number (``x * 0.9``, ``2 * x``): the gradient times the number, on arrays
+    # (the Tensor product's dispatch and a second node check cost more than the product of a
+    # small tensor).
+    other = self.b if eb is None else self.a if ea is None else None
+    if other.__class__ is float or other.__class__ is int:
+        gd = g.data
+        if gd.shape == (self.a_shape if eb is None else self.b_shape) and first_order():
+            try:
+                product = gd * other
+            except RuntimeWarning:  # 0 * inf made an error by -W error: torch is silent
+                product = quietly(np.multiply, gd, other)
+            return (like(product, g), None) if eb is None else (None, like(product, g))
     ga = reduce_grad(g * saved(self, self.b), self.a_shape, batch) if ea is not None else None
     gb = reduce_grad(g * saved(self, self.a), self.b_shape, batch) if eb is not None else None
     return (ga, gb)
