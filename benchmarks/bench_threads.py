@@ -40,19 +40,23 @@ THREAD_VARS = ("AIOGRAD_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
 SHAPES = {"mlp-512": (512, 256), "mlp-256": (256, 64)}  # hidden width, batch
 
 
+def _training(lib: Any, hidden: int, batch: int) -> tuple[Any, Any, Any, Any]:
+    """The model, its optimizer and a batch, in ``lib`` (aiograd or torch)."""
+    nn = lib.nn
+    lib.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                          nn.Linear(hidden, 10))
+    rng = np.random.default_rng(0)
+    x = lib.from_numpy(rng.standard_normal((batch, 784)).astype(np.float32))
+    return model, lib.optim.SGD(model.parameters(), lr=0.01), x, lib.from_numpy(rng.integers(0, 10, batch))
+
+
 def _aiograd_step(hidden: int, batch: int) -> Any:
     sys.path.insert(0, os.path.join(HERE, os.pardir))
     import aiograd
     import aiograd.nn.functional as F
-    from aiograd import nn, optim
 
-    aiograd.manual_seed(0)
-    model = nn.Sequential(nn.Linear(784, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                          nn.Linear(hidden, 10))
-    opt = optim.SGD(model.parameters(), lr=0.01)
-    rng = np.random.default_rng(0)
-    x = aiograd.from_numpy(rng.standard_normal((batch, 784)).astype(np.float32))
-    y = aiograd.from_numpy(rng.integers(0, 10, batch))
+    model, opt, x, y = _training(aiograd, hidden, batch)
 
     async def step() -> None:
         opt.zero_grad()
@@ -66,17 +70,10 @@ def _aiograd_step(hidden: int, batch: int) -> Any:
 def _torch_step(hidden: int, batch: int, one_thread: bool) -> Any:
     import torch
     import torch.nn.functional as F
-    from torch import nn, optim
 
     if one_thread:
         torch.set_num_threads(1)
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(784, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                          nn.Linear(hidden, 10))
-    opt = optim.SGD(model.parameters(), lr=0.01)
-    rng = np.random.default_rng(0)
-    x = torch.from_numpy(rng.standard_normal((batch, 784)).astype(np.float32))
-    y = torch.from_numpy(rng.integers(0, 10, batch))
+    model, opt, x, y = _training(torch, hidden, batch)
 
     def step() -> None:
         opt.zero_grad()
