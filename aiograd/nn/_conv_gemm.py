@@ -23,6 +23,7 @@ torch's kernels give (NaN only where a product with a padding zero exists in the
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Any
 
@@ -31,13 +32,15 @@ from ._windows import Geometry, scratch
 __all__ = ["conv_forward", "conv_backward"]
 
 
-def _offsets(geom: Geometry) -> list[tuple[tuple[int, ...], tuple[slice, ...]]]:
-    """Each kernel position and the strided slices of the padded input its windows read."""
+@functools.lru_cache(maxsize=256)
+def _offsets(geom: Geometry) -> tuple[tuple[tuple[int, ...], tuple[slice, ...]], ...]:
+    """Each kernel position and the strided slices of the padded input its windows read (per
+    geometry, once: a network has a few, and building them costs more than a small map's copy)."""
     spans = [(a.out - 1) * a.stride + 1 for a in geom]
-    return [
+    return tuple(
         (pos, tuple(slice(i * a.dilation, i * a.dilation + span, a.stride) for i, a, span in zip(pos, geom, spans)))
         for pos in itertools.product(*(range(a.kernel) for a in geom))
-    ]
+    )
 
 
 def _padded_shape(geom: Geometry) -> tuple[int, ...]:
