@@ -267,3 +267,18 @@ async def test_with_blas_on_every_core_the_thread_executor_runs_one_node_at_a_ti
         pool.close()
     assert order == ["first in", "first out", "second in"]
     assert _blas_threads() == {cores} and ag.get_num_threads() == cores
+
+
+async def test_an_executor_that_does_not_share_the_cores_runs_its_nodes_side_by_side(restore_budget) -> None:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    ag.set_num_threads(cores)  # one node at a time for a sharing executor
+    pool = executors.ThreadExecutor(2, share_cores=False)
+    both_in = threading.Barrier(2, timeout=30)
+    try:
+        a, b = pool.submit(both_in.wait), pool.submit(both_in.wait)
+        await a
+        await b
+    finally:
+        pool.close()
+    assert repr(pool) == "ThreadExecutor(max_workers=2, share_cores=False)"
+    assert _blas.budget._running == 0  # the budget never saw them

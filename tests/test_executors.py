@@ -53,7 +53,7 @@ def use(executor: Executor, **engine_options) -> ag.Engine:
 async def test_independent_heavy_branches_run_at_the_same_time():
     # Each branch waits until the other is running too: a serial engine would time out.
     both_running = threading.Barrier(2, timeout=60)  # bounds a hang
-    engine = use(ThreadExecutor(2))
+    engine = use(ThreadExecutor(2, share_cores=False))  # (the BLAS budget may allow one at a time)
     x = ag.tensor([1.0, 2.0], requires_grad=True)
     await heavy_branches(x, 2, probe=both_running.wait).backward(ag.ones(2))
     assert x.grad.tolist() == [2.0, 2.0]
@@ -67,7 +67,7 @@ class CountsInFlight(ThreadExecutor):
     sets ``full`` once ``capacity`` of them are."""
 
     def __init__(self, max_workers: int) -> None:
-        super().__init__(max_workers)
+        super().__init__(max_workers, share_cores=False)  # the engine's bound, not the budget's
         self.in_flight = self.peak = 0
         self.full = threading.Event()
 

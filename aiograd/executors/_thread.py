@@ -18,14 +18,22 @@ class ThreadExecutor(Executor):
 
     Threads are started on first use and shared by every engine (event loop) that uses this
     executor. ``close()`` stops them; a closed executor refuses new work.
+
+    With ``share_cores`` (the default) the threads run at most ``free cores // BLAS threads``
+    nodes at once, the BLAS thread budget's share (``aiograd.executors._blas``, docs/executors.md):
+    when numpy's BLAS already has every free core, a second heavy node waits for the first
+    instead of running beside it on the same cores. ``share_cores=False`` runs up to
+    ``max_workers`` at once whatever BLAS uses (nodes whose math waits on something other than
+    the CPU).
     """
 
-    def __init__(self, max_workers: int | None = None) -> None:
+    def __init__(self, max_workers: int | None = None, *, share_cores: bool = True) -> None:
         if max_workers is None:
             max_workers = min(8, os.cpu_count() or 1)
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
         self._max_workers = max_workers
+        self.share_cores: bool = share_cores
         self._pool: ThreadPoolExecutor | None = None
         _instances.add(self)
 
@@ -56,14 +64,17 @@ class ThreadExecutor(Executor):
         box = [fn]
 
         def call() -> Any:
-            # BLAS's threads are shared by the nodes running side by side (``_blas``).
-            budget.enter()
+            return box.pop()()
+
+        def call_in_turn() -> Any:
+            budget.enter()  # waits while the nodes running have the free cores (``_blas``)
             try:
                 return box.pop()()
             finally:
                 budget.leave()
 
-        return asyncio.wrap_future(pool.submit(call), loop=asyncio.get_running_loop())
+        return asyncio.wrap_future(pool.submit(call_in_turn if self.share_cores else call),
+                                   loop=asyncio.get_running_loop())
 
     def close(self) -> None:
         """Stop the threads once the running calls finish; queued calls are cancelled."""
@@ -72,7 +83,8 @@ class ThreadExecutor(Executor):
             pool.shutdown(wait=False, cancel_futures=True)
 
     def __repr__(self) -> str:
-        return f"ThreadExecutor(max_workers={self._max_workers})"
+        shared = "" if self.share_cores else ", share_cores=False"
+        return f"ThreadExecutor(max_workers={self._max_workers}{shared})"
 
 
 #: Every ThreadExecutor, so that a forked child can forget its parent's threads.
