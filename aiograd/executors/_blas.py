@@ -51,6 +51,7 @@ class BlasBudget:
 
     def __init__(self, load: CpuLoad | None = None, libraries: list[Any] | None = None) -> None:
         self._cond = threading.Condition()
+        self._sampling = threading.Lock()
         self._load = CpuLoad() if load is None else load
         self._cores = len(self._load.cpus)
         self._libraries = libraries  # threadpoolctl's BLAS controllers (or a test's stand-ins)
@@ -140,18 +141,25 @@ class BlasBudget:
         if self._cores <= 1 or not self._load.readable:
             self._due = math.inf  # one core, or no counters: nothing to follow
             return
-        others = self._load.others()
-        if others is None:
+        # One sampler at a time: loops in several threads (``aiograd.sync``'s, a server's) tick
+        # too, and the load's previous sample is one state.
+        if not self._sampling.acquire(blocking=False):
             return
-        # Smoothed over two samples, so that one busy quarter second does not halve the threads.
-        self._others = others if self._others is None else (self._others + others) / 2
-        # Rounded to the nearest core: a process using a whole core (1.0) or most of one takes
-        # it; a light one (a shell, a logger) does not cost a thread.
-        free = max(1, min(self._cores, math.floor(self._cores - self._others + 0.5)))
-        if free != self._free:
-            with self._cond:
-                self._free = free
-                self._settle()
+        try:
+            others = self._load.others()
+            if others is None:
+                return
+            # Smoothed over two samples, so that one busy quarter second does not halve the threads.
+            self._others = others if self._others is None else (self._others + others) / 2
+            # Rounded to the nearest core: a process using a whole core (1.0) or most of one takes
+            # it; a light one (a shell, a logger) does not cost a thread.
+            free = max(1, min(self._cores, math.floor(self._cores - self._others + 0.5)))
+            if free != self._free:
+                with self._cond:
+                    self._free = free
+                    self._settle()
+        finally:
+            self._sampling.release()
 
     # ---------------------------------------------------------------------------- executor threads
     def enter(self) -> None:
@@ -183,6 +191,7 @@ class BlasBudget:
     def after_fork_in_child(self) -> None:
         """A forked child runs none of its parent's nodes and has its own CPU time."""
         self._cond = threading.Condition()
+        self._sampling = threading.Lock()
         self._running = self._waiting = 0
         self._others = None
         self._free = self._cores
