@@ -210,6 +210,15 @@ class SavedTensor:
             out.output_nr = self.output_nr
         return out
 
+    def unpack_data(self, node: Node) -> Any:
+        """``unpack(node).data`` (the same errors), without building a tensor for a saved
+        output: what the first-order array fast paths read."""
+        if self.__class__ is SavedTensor and self.tensor is None:
+            if self.version_counter[0] != self.version:
+                raise RuntimeError(self._version_message(node))
+            return self.data
+        return self.unpack(node).data
+
     def _version_message(self, node: Node) -> str:
         data = self.data if self.tensor is None else self.tensor.data
         kind = _TYPE_NAMES.get(str(data.dtype), f"{data.dtype}Tensor")

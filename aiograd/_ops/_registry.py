@@ -207,14 +207,14 @@ def _unary_node(row: Unary, module: str) -> type[Node]:
     else:
 
         def apply(self: Any, grads: list[Any], batch: int = 0) -> tuple[Any]:
-            s = (self.result if by_result else self.x).unpack(self)
+            saved = self.result if by_result else self.x
             g = grads[0]
             if fast is not None and first_order():
-                out = wrap(fast(g.data, s.data))
+                out = wrap(fast(g.data, saved.unpack_data(self)))
                 if g._device is not CPU:
                     out._device = g._device
                 return (out,)
-            return (vjp(g, s),)
+            return (vjp(g, saved.unpack(self)),)
 
     namespace: dict[str, Any] = {"apply": apply, "__doc__": f"Backward of ``{row.name}``.", "batched": row.batched}
     if row.saves is not None:
