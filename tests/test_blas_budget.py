@@ -205,6 +205,11 @@ def _blas_threads() -> set[int]:
     return {lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"}
 
 
+#: The tests on numpy's real BLAS need one threadpoolctl can set (OpenBLAS, MKL, BLIS: not
+#: Apple's Accelerate).
+real_blas = pytest.mark.skipif(not _blas_threads(), reason="numpy's BLAS has no thread control")
+
+
 @pytest.fixture
 def restore_budget(monkeypatch):
     """The process's budget with every core free, whatever else runs on the machine (the other
@@ -219,6 +224,7 @@ def restore_budget(monkeypatch):
     b.unfix()
 
 
+@real_blas
 async def test_one_blas_thread_each_lets_the_thread_executor_run_nodes_side_by_side(restore_budget) -> None:
     ag.set_num_threads(1)
     pool = executors.ThreadExecutor(2)
@@ -239,6 +245,7 @@ async def test_one_blas_thread_each_lets_the_thread_executor_run_nodes_side_by_s
     assert seen == {"first": {1}, "second": {1}}
 
 
+@real_blas
 async def test_with_blas_on_every_core_the_thread_executor_runs_one_node_at_a_time(restore_budget) -> None:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     ag.set_num_threads(cores)
