@@ -62,19 +62,21 @@ class ThreadExecutor(Executor):
         # after the loop has the result; ``fn`` (a node, its gradients, the GraphTask's context)
         # must not outlive the call, so the thread drops it before the result is published.
         box = [fn]
+        if self.share_cores:
 
-        def call() -> Any:
-            return box.pop()()
+            def call() -> Any:
+                budget.enter()  # waits while the nodes running have the free cores (``_blas``)
+                try:
+                    return box.pop()()
+                finally:
+                    budget.leave()
 
-        def call_in_turn() -> Any:
-            budget.enter()  # waits while the nodes running have the free cores (``_blas``)
-            try:
+        else:
+
+            def call() -> Any:
                 return box.pop()()
-            finally:
-                budget.leave()
 
-        return asyncio.wrap_future(pool.submit(call_in_turn if self.share_cores else call),
-                                   loop=asyncio.get_running_loop())
+        return asyncio.wrap_future(pool.submit(call), loop=asyncio.get_running_loop())
 
     def close(self) -> None:
         """Stop the threads once the running calls finish; queued calls are cancelled."""

@@ -5,22 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._base._grad_mode import no_grad
 from ..._core._tensor import Tensor
 from .. import functional as F
-from .. import init
 from ..parameter import Parameter, new_tensor
-from .module import Module
-from .sparse import padding_row
+from .sparse import _EmbeddingTable, padding_row
 
 __all__ = ["EmbeddingBag"]
 
 
-class EmbeddingBag(Module):
+class EmbeddingBag(_EmbeddingTable):
     """Bags of ``weight`` rows reduced by ``mode`` (``'sum'``, ``'mean'`` or ``'max'``)."""
-
-    weight: Parameter
-    padding_idx: int | None
 
     def __init__(
         self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None, norm_type: float = 2.0,
@@ -44,16 +38,6 @@ class EmbeddingBag(Module):
         self.mode = mode
         self.sparse = sparse
         self.include_last_offset = include_last_offset
-
-    def reset_parameters(self) -> None:
-        """Draw the weight from N(0, 1) again; the padding row zero."""
-        init.normal_(self.weight)
-        self._fill_padding_idx_with_zero()
-
-    def _fill_padding_idx_with_zero(self) -> None:
-        if self.padding_idx is not None:
-            with no_grad():
-                self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input: Tensor, offsets: Tensor | None = None, per_sample_weights: Tensor | None = None) -> Tensor:
         """``F.embedding_bag`` with this layer's settings."""

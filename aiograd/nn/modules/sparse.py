@@ -25,11 +25,26 @@ def padding_row(padding_idx: int | None, num_embeddings: int, word: str) -> int 
     return padding_idx + num_embeddings if padding_idx < 0 else padding_idx
 
 
-class Embedding(Module):
-    """Rows of ``weight`` picked by integer indices."""
+class _EmbeddingTable(Module):
+    """What Embedding and EmbeddingBag share: a ``weight`` table drawn from N(0, 1) whose
+    ``padding_idx`` row is zero."""
 
     weight: Parameter
     padding_idx: int | None
+
+    def reset_parameters(self) -> None:
+        """Draw the weight from N(0, 1) again; the padding row zero."""
+        init.normal_(self.weight)
+        self._fill_padding_idx_with_zero()
+
+    def _fill_padding_idx_with_zero(self) -> None:
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
+
+
+class Embedding(_EmbeddingTable):
+    """Rows of ``weight`` picked by integer indices."""
 
     def __init__(
         self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None, max_norm: float | None = None,
@@ -51,16 +66,6 @@ class Embedding(Module):
                 raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
             self.weight = Parameter(_weight, requires_grad=not _freeze)
         self.sparse = sparse
-
-    def reset_parameters(self) -> None:
-        """Draw the weight from N(0, 1) again; the padding row zero."""
-        init.normal_(self.weight)
-        self._fill_padding_idx_with_zero()
-
-    def _fill_padding_idx_with_zero(self) -> None:
-        if self.padding_idx is not None:
-            with no_grad():
-                self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input: Tensor) -> Tensor:
         """``F.embedding`` with this layer's settings."""
