@@ -128,6 +128,116 @@ async def test_inline_executor_and_no_threshold_keep_everything_on_the_loop():
     assert set(threads) == {loop_thread} and engine.statistics().nodes_offloaded == 0
 
 
+class Costs(Heavy):
+    """``Heavy`` with the cost it claims given: between the offload and stall thresholds of
+    ``use_thresholds``, it leaves the loop only to overlap other heavy work."""
+
+    def __init__(self, edges, cost, probe=None):
+        super().__init__(edges, probe)
+        self.claimed = cost
+
+    def cost(self, grads):
+        return self.claimed
+
+
+class PassesOn(Costs):
+    """A light node, as a view's backward is: the engine never offloads it nor overlaps it."""
+
+    light = True
+
+
+MEDIUM, STALL = 1e4, 1e6  # ns: a node over the offload threshold, and one over the stall bound
+
+
+def use_thresholds() -> ag.Engine:
+    return use(ThreadExecutor(2, share_cores=False), offload_threshold=MEDIUM / 10, stall_threshold=STALL)
+
+
+def records_thread(threads: list[int], name: str):
+    return lambda: threads.append((name, threading.get_ident()))
+
+
+async def test_a_node_beside_only_light_nodes_of_its_call_stays_on_the_loop():
+    # The root makes a medium node and a light one ready together (a view's backward): the light
+    # one would be all the overlap, and the loop would then wait for the medium one's round trip.
+    engine = use_thresholds()
+    threads: list[tuple[str, int]] = []
+    x = ag.tensor([1.0], requires_grad=True)
+    acc = ag._core._node.grad_accumulator(x)
+    light = PassesOn(((acc, 0),), STALL, records_thread(threads, "light"))  # (light whatever it claims)
+    medium = Costs(((acc, 0),), MEDIUM, records_thread(threads, "medium"))  # (runs first)
+    root = ag.Tensor._wrap(np.ones(1))
+    root._requires_grad, root.grad_fn = True, Costs(((medium, 0), (light, 0)), 0.0)
+    await root.backward(ag.ones(1))
+    assert x.grad.tolist() == [2.0]
+    assert threads == [("medium", threading.get_ident()), ("light", threading.get_ident())]
+    assert engine.statistics().nodes_offloaded == 0
+
+
+async def test_a_node_beside_a_ready_node_of_its_call_that_is_not_light_leaves_the_loop():
+    # Two branches, each a tiny node (a branch's ``sum``) before a medium one: the first medium
+    # node leaves the loop since the other branch's tiny node waits (it leads to more work), the
+    # second since the first is in flight. A light node waiting (a view's backward) alone would
+    # not count (the test above), nor does it leave the loop itself whatever its estimate.
+    engine = use_thresholds()
+    threads: list[tuple[str, int]] = []
+    x = ag.tensor([[1.0]], requires_grad=True)
+    acc = ag._core._node.grad_accumulator(x)
+    view = x.reshape(1)  # ViewBackward0: light
+    assert view.grad_fn.light and not Costs.light
+    branches = []
+    for i in range(2):
+        medium = Costs(((acc, 0),), MEDIUM, records_thread(threads, f"m{i}"))
+        branches.append((Costs(((medium, 0),), 0.0), 0))
+    root = ag.Tensor._wrap(np.ones(1))
+    root._requires_grad, root.grad_fn = True, Costs((*branches, (view.grad_fn, 0)), 0.0)
+    await root.backward(ag.ones(1))
+    assert x.grad.tolist() == [[3.0]]
+    assert sorted(name for name, _ in threads) == ["m0", "m1"]
+    assert threading.get_ident() not in {ident for _, ident in threads}
+    assert engine.statistics().nodes_offloaded == 2
+
+
+async def test_a_node_overlaps_a_node_of_its_call_already_in_flight():
+    # The stalling node goes first (created last: the higher sequence number) and is in flight
+    # when the medium one is ready: the two run side by side, both off the loop.
+    engine = use_thresholds()
+    threads: list[tuple[str, int]] = []
+    x = ag.tensor([1.0], requires_grad=True)
+    acc = ag._core._node.grad_accumulator(x)
+    medium = Costs(((acc, 0),), MEDIUM, records_thread(threads, "medium"))
+    stalls = Costs(((acc, 0),), STALL, records_thread(threads, "stalls"))
+    root = ag.Tensor._wrap(np.ones(1))
+    root._requires_grad, root.grad_fn = True, Costs(((medium, 0), (stalls, 0)), 0.0)
+    await root.backward(ag.ones(1))
+    assert x.grad.tolist() == [2.0]
+    assert threading.get_ident() not in {ident for _, ident in threads}
+    assert engine.statistics().nodes_offloaded == 2
+
+
+async def test_a_node_overlaps_another_backward_call_on_the_loop():
+    # Call A's stalling node is in flight when call B runs its lone medium node: B's leaves the
+    # loop to A; alone, the same medium node stays.
+    engine = use_thresholds()
+    threads: list[tuple[str, int]] = []
+
+    def lone(cost: float, name: str) -> tuple[ag.Tensor, ag.Tensor]:
+        x = ag.tensor([1.0], requires_grad=True)
+        root = ag.Tensor._wrap(np.ones(1))
+        node = Costs(((ag._core._node.grad_accumulator(x), 0),), cost, records_thread(threads, name))
+        root._requires_grad, root.grad_fn = True, node
+        return x, root
+
+    (xa, a), (xb, b) = lone(STALL, "a"), lone(MEDIUM, "b")
+    await asyncio.gather(a.backward(ag.ones(1)), b.backward(ag.ones(1)))
+    assert xa.grad.tolist() == xb.grad.tolist() == [1.0]
+    assert threading.get_ident() not in {ident for _, ident in threads}
+    xc, c = lone(MEDIUM, "c")
+    await c.backward(ag.ones(1))
+    assert threads[-1] == ("c", threading.get_ident())
+    assert engine.statistics().nodes_offloaded == 2
+
+
 @pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
 async def test_offloaded_math_sees_the_callers_context_and_grad_mode():
     seen: list[tuple[str, bool, bool]] = []
@@ -253,9 +363,9 @@ async def test_deterministic_mode_matches_the_plain_serial_values():
 
 
 async def test_the_loop_stays_responsive_during_a_heavy_backward():
-    """A ticker keeps running while about a second of matmuls runs in the executor."""
+    """A ticker keeps running while a quarter second of matmuls runs in the executor."""
     rng = np.random.default_rng(0)
-    n = 384
+    n = 512  # (each node's two products estimated at 8 ms: over the 5 ms stall bound)
     a = ag.tensor(rng.standard_normal((n, n)), requires_grad=True)
     y = a
     for _ in range(12):
@@ -328,3 +438,23 @@ async def test_a_cancelled_backward_cancels_the_calls_still_queued_in_its_execut
         await asyncio.sleep(0)
     assert len(ran) == 1 and x.grad is None
     assert engine.statistics().nodes_in_flight == 0
+
+
+@pytest.mark.parametrize("dtype, scale", [(np.float64, 1.0), (np.float32, 0.5)])
+def test_product_nodes_estimate_their_flops_and_single_precision_halves_them(dtype, scale):
+    from aiograd._base._cost import NS_PER_FLOP
+
+    a = ag.tensor(np.ones((64, 128), dtype), requires_grad=True)
+    b = ag.tensor(np.ones((128, 32), dtype), requires_grad=True)
+    y = a @ b
+    assert y.grad_fn.cost([ag.ones_like(y)]) == pytest.approx(2 * (2 * 64 * 128 * 32) * NS_PER_FLOP * scale)
+    # a convolution: each output gradient element times a filter's 16 * 3 * 3 taps, once per
+    # gradient wanted (the input's here; a weight without grad adds no product)
+    x = ag.tensor(np.ones((2, 16, 8, 8), dtype), requires_grad=True)
+    w = ag.tensor(np.ones((4, 16, 3, 3), dtype))
+    out = ag.nn.functional.conv2d(x, w, padding=1)
+    one = 2 * out.numel() * 144 * NS_PER_FLOP * scale
+    assert out.grad_fn.cost([ag.ones_like(out)]) == pytest.approx(one)
+    w.requires_grad_()
+    out = ag.nn.functional.conv2d(x, w, padding=1)
+    assert out.grad_fn.cost([ag.ones_like(out)]) == pytest.approx(2 * one)

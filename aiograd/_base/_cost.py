@@ -13,14 +13,21 @@ from typing import Any
 
 #: Elementwise numpy work per element of a gradient (a few ufunc passes over it).
 NS_PER_ELEMENT = 1.0
-#: Matrix products, per multiply-add pair (2 flops), at BLAS speed on one core.
+#: Matrix products, per multiply-add pair (2 flops), at BLAS speed on one core, in float64;
+#: float32 products take about half as long (0.0119 and 0.0061 ns a flop on the reference
+#: machine, benchmarks/measure_offload.py).
 NS_PER_FLOP = 0.015
+_FLOP_SCALE_BY_ITEMSIZE = {4: 0.5}  # (float16 has no BLAS in numpy: not faster, left at 1)
 #: Default offload threshold: twice the ThreadExecutor round trip measured on the reference
 #: machine (38.6 us median on uvloop, benchmarks/measure_offload.py), so offloading wins clearly.
 DEFAULT_OFFLOAD_THRESHOLD_NS = 80_000.0
-#: A node alone (nothing to overlap with) leaves the loop only from here: a millisecond of work
-#: is the longest the engine holds the event loop on its own.
-DEFAULT_STALL_THRESHOLD_NS = 1_000_000.0
+#: A node with nothing to overlap leaves the loop from here: five milliseconds of estimated work
+#: is the longest the engine holds the event loop by itself. Five, not one: a thread round trip
+#: costs 0.1-0.4 ms on a virtual machine (waking the idle thread, then the loop), which on the
+#: 1-5 ms products of a training step came to 6-13% of the step (docs/executors.md, "When a
+#: node leaves the loop"); and any other Python thread may hold the loop for the GIL's switch
+#: interval, 5 ms, already.
+DEFAULT_STALL_THRESHOLD_NS = 5_000_000.0
 
 
 def elementwise_cost(grads: list[Any]) -> float:
@@ -32,6 +39,13 @@ def elementwise_cost(grads: list[Any]) -> float:
     return size * NS_PER_ELEMENT
 
 
-def matmul_cost(m: int, k: int, n: int, products: int) -> float:
-    """``products`` matrix products of (m, k) by (k, n)."""
-    return 2.0 * m * k * n * products * NS_PER_FLOP
+def matmul_cost(m: int, k: int, n: int, products: int, itemsize: int = 8) -> float:
+    """``products`` matrix products of (m, k) by (k, n), of elements of ``itemsize`` bytes."""
+    return 2.0 * m * k * n * products * NS_PER_FLOP * _FLOP_SCALE_BY_ITEMSIZE.get(itemsize, 1.0)
+
+
+def saved_shape(saved: Any) -> tuple[int, ...]:
+    """The shape of a node's saved operand (empty once freed: the cost no longer matters then)."""
+    tensor = getattr(saved, "tensor", None)
+    data = tensor.data if tensor is not None else getattr(saved, "data", None)
+    return data.shape if data is not None else ()

@@ -130,6 +130,10 @@ class Node:
     #: True for nodes whose ``cost`` is the default (proportional to their gradients' size); set
     #: for every subclass, so the engine can rule small ones out without calling ``cost``.
     cost_scales_with_grads: bool = True
+    #: True for nodes whose backward passes the gradient on, at most copying it (a view's
+    #: reshape or transpose, a clone's): never worth a thread round trip, so the engine neither
+    #: offloads one nor counts it as work another node could overlap.
+    light: ClassVar[bool] = False
     #: True when ``apply`` returns an awaitable (a custom Function with ``async def backward``):
     #: the engine awaits it. Set it with ``mark_async``, which also gives the node a hook table:
     #: the engine's fast path tests only ``_hooks`` to send a node to the slow path.

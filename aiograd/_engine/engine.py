@@ -65,8 +65,9 @@ class Engine:
     ) -> None:
         """``executors`` maps device types to executors for this engine (others come from
         ``set_executor``/the defaults). A node whose estimated cost (ns, ``Node.cost``) reaches
-        ``offload_threshold`` runs in the executor when it can overlap with other work of its
-        GraphTask (other ready nodes, or nodes in flight); a node alone leaves the loop only from
+        ``offload_threshold`` runs in the executor when it overlaps other work (nodes of its
+        GraphTask in flight or waiting, light ones aside, or other GraphTasks being driven); any
+        node leaves the loop from
         ``stall_threshold``, when running it inline would hold the loop that long. None as
         ``offload_threshold`` keeps every node on the loop.
 
@@ -100,7 +101,8 @@ class Engine:
         self.load: ExecutorLoad = ExecutorLoad()  # nodes offloaded, in flight, per executor
         self.deepest_reentrant_depth: int = 0
         self.reentrant_workers_started: int = 0
-        self._driven: set[GraphTask] = set()  # GraphTasks being driven (in flight)
+        # GraphTasks being driven (in flight); more than one: a node may overlap another call.
+        self.driven: set[GraphTask] = set()
         self._device_queues: dict[Any, DeviceQueue] = {}
 
     # ------------------------------------------------------------------------------- entry
@@ -183,7 +185,7 @@ class Engine:
         mode_token = _grad_enabled.set(graph_task.create_graph)
         task_token = current_graph_task.set(graph_task)
         worker_token = current_worker.set((queue, nesting))
-        self._driven.add(graph_task)
+        self.driven.add(graph_task)
         try:
             while not future.done():
                 pending, turn = run(graph_task, turn)
@@ -205,7 +207,7 @@ class Engine:
                 abandon(graph_task)
             raise
         finally:
-            self._driven.discard(graph_task)
+            self.driven.discard(graph_task)
             if graph_task.watch is not None:
                 graph_task.watch.ended(graph_task)
             current_worker.reset(worker_token)
@@ -367,7 +369,7 @@ class Engine:
 
     def statistics(self) -> EngineStatistics:
         """Counters since the engine was created, and what is running now."""
-        return snapshot(self, self._driven, self._device_queues)
+        return snapshot(self, self.driven, self._device_queues)
 
 
 

@@ -24,6 +24,7 @@ from .._core._hooks import (
 from .._core._node import undefined_only
 from .batched import apply_per_sample
 from .input_buffer import buffer_device
+from .node_task import RUN
 from .offload import offload
 from .streams import HOST, NodeStreams, stream_device
 
@@ -61,7 +62,7 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
         if not info.needed:  # reached only to capture its gradient (grad()'s inputs)
             capture(graph_task, info.captures, buffer)
             return None
-    if executor is not None:
+    if executor is not None and not node.light:
         # Most nodes are small and estimate their cost from their gradients' size: the first
         # gradient's size rules them out without calling cost().
         if node.cost_scales_with_grads:
@@ -69,10 +70,14 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
             cost = node.cost(buffer) if first is not None and first.data.size >= graph_task.small_size else 0.0
         else:
             cost = node.cost(buffer)
-        # Offloading pays when the node can overlap with other work (ready nodes, or nodes
-        # already in flight); a lone node leaves the loop only when it would stall it.
+        # Offloading pays when the node overlaps other work: nodes of its call in an executor
+        # or ready to run, or other backward calls on the loop. Ready nodes that are light
+        # (a view's backward) do not count: the loop drains them in microseconds and then waits
+        # for the node, and the thread round trip costs more than the overlap gains
+        # (docs/executors.md, "When a node leaves the loop"). Any node leaves the loop when
+        # running it there would stall it.
         if cost >= engine.offload_threshold and (  # type: ignore[operator]  (an executor: a threshold)
-            graph_task.in_flight or graph_task.queue.has_work() or cost >= engine.stall_threshold
+            graph_task.in_flight or cost >= engine.stall_threshold or len(engine.driven) > 1 or work_waits(graph_task)
         ):
             if exec_info is not None:
                 capture(graph_task, exec_info[node].captures, buffer)
@@ -88,6 +93,16 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
         node.release_variables()
     engine.propagate(graph_task, node, outputs)
     return None
+
+
+def work_waits(graph_task: GraphTask) -> bool:
+    """Whether a node of ``graph_task`` that is not light waits in its queue: work the loop can
+    do while an offloaded node runs (a light one, a view's backward, is done in microseconds;
+    a small one may lead to a heavy branch, as each branch's ``sum`` or ``add`` does)."""
+    for task in graph_task.queue.waiting_tasks():
+        if task[0] == RUN and task[4] is graph_task and not task[5].light:
+            return True
+    return False
 
 
 def evaluate_on_stream(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any], dev: Any) -> None:

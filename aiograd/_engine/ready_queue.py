@@ -1,6 +1,7 @@
 """The ready queue: NodeTasks waiting to run, most urgent first.
 
-An ``asyncio.PriorityQueue`` used through its public API only, with two things beside it:
+An ``asyncio.PriorityQueue`` used through its public API (but for ``waiting_tasks``, which reads its
+heap), with two things beside it:
 
 - a **front slot**: a NodeTask pushed while the queue is empty is held there instead of going
   through the heap, and popped from there. It is the most urgent NodeTask by definition (there
@@ -72,6 +73,14 @@ class ReadyQueue(asyncio.PriorityQueue[NodeTask]):
     def depth(self) -> int:
         """NodeTasks waiting (for statistics)."""
         return self.queued + (self.front is not None)
+
+    def waiting_tasks(self) -> list[NodeTask]:
+        """The NodeTasks waiting, in no particular order (read, not removed). The heap is
+        ``asyncio.PriorityQueue``'s list, ``_queue``: the one read of its internals, made only
+        for a heavy node deciding whether to leave the loop (``evaluate.work_waits``)."""
+        front = self.front
+        heap: list[NodeTask] = self._queue  # type: ignore[attr-defined]
+        return heap if front is None else [front, *heap]
 
     def has_work(self) -> bool:
         """Whether a NodeTask is waiting."""

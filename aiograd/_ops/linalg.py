@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._base._cost import matmul_cost
+from .._base._cost import matmul_cost, saved_shape
 from .._base._dtypes import cpp_type_name, scalar_type_name
 from .._base._graph_context import should_compute
 from .._devices._device import CPU
@@ -49,22 +49,15 @@ if TYPE_CHECKING:
 __all__ = ["matmul", "mm", "linear"]
 
 
-def _saved_shape(saved: Any) -> tuple[int, ...]:
-    """The shape of a saved operand (empty once freed: the cost no longer matters then)."""
-    tensor = getattr(saved, "tensor", None)
-    data = tensor.data if tensor is not None else getattr(saved, "data", None)
-    return data.shape if data is not None else ()
-
-
 def _mm_cost(self: Any, grads: list[Any]) -> float:
     g = grads[0]
     if g is None:
         return 0.0
     m, n = g.data.shape
-    inner = _saved_shape(self.b if self.b is not None else self.a)
+    inner = saved_shape(self.b if self.b is not None else self.a)
     k = inner[0] if self.b is not None and inner else (inner[1] if inner else 0)
     products = sum(e is not None for e in self.next_edges)
-    return matmul_cost(m, k, n, products)
+    return matmul_cost(m, k, n, products, g.data.dtype.itemsize)
 
 
 def _mm_grads(g: Any, a: Any, b: Any, b_transposed: bool, swap: Any) -> tuple[Any, Any]:
@@ -109,11 +102,11 @@ def MmBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 
 def _matmul_cost(self: Any, grads: list[Any]) -> float:
     g = grads[0]
-    b_shape = _saved_shape(self.b)
+    b_shape = saved_shape(self.b)
     if g is None or not b_shape:
         return 0.0
     k = b_shape[-2] if len(b_shape) > 1 else b_shape[0]
-    return matmul_cost(max(g.data.size, 1), k, 1, sum(e is not None for e in self.next_edges))
+    return matmul_cost(max(g.data.size, 1), k, 1, sum(e is not None for e in self.next_edges), g.data.dtype.itemsize)
 
 
 @backward(saved=("a", "b"), cost=_matmul_cost, batched=True)
@@ -309,9 +302,9 @@ def _linear_cost(self: Any, grads: list[Any]) -> float:
     if g is None:
         return 0.0
     batch, out = g.data.shape
-    fan_in = (_saved_shape(self.weight) or _saved_shape(self.x) or (0, 0))[-1]
+    fan_in = (saved_shape(self.weight) or saved_shape(self.x) or (0, 0))[-1]
     products = sum(e is not None for e in self.next_edges[1:])
-    return matmul_cost(batch, fan_in, out, products)
+    return matmul_cost(batch, fan_in, out, products, g.data.dtype.itemsize)
 
 
 @backward(saved=("x", "weight"), cost=_linear_cost, batched=True)

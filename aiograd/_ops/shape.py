@@ -63,7 +63,7 @@ def _dim(dim: int, ndim: int) -> int:
     return dim % max(ndim, 1)
 
 
-@backward(batched=True)
+@backward(batched=True, light=True)
 def ViewBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (grads[0].reshape(batched_shape(grads[0], self.shape, batch)),)
 
@@ -167,7 +167,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(input, shape[:start] + (merged,) + shape[end + 1 :])
 
 
-@backward(batched=True)
+@backward(batched=True, light=True)
 def PermuteBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (grads[0].permute((*range(batch), *(batch + d for d in np.argsort(self.dims).tolist()))),)
 
@@ -194,7 +194,7 @@ def permute(input: Tensor, *dims: Dims) -> Tensor:
     return out
 
 
-@backward(batched=True)
+@backward(batched=True, light=True)
 def TransposeBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     g = grads[0]
     if first_order() and g.data.ndim:
@@ -265,7 +265,7 @@ def mT_property(input: Tensor) -> Tensor:
     return transpose(input, -2, -1)
 
 
-@backward(batched=True)
+@backward(batched=True, light=True)
 def SqueezeBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """``squeeze()``; its subclasses name ``squeeze(dim)`` and ``squeeze(dims)`` as PyTorch does."""
     return (grads[0].reshape(batched_shape(grads[0], self.shape, batch)),)
@@ -314,7 +314,7 @@ def squeeze(input: Tensor, dim: int | Sequence[int] = UNSET) -> Tensor:
     return out
 
 
-@backward(batched=True)
+@backward(batched=True, light=True)
 def UnsqueezeBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     return (grads[0].squeeze(self.dim + batch),)
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .._base._cost import matmul_cost, saved_shape
 from .._base._dtypes import scalar_type_name
 from .._ops._registry import backward, op
 from .._ops._util import (
@@ -159,7 +160,19 @@ def _conv_transpose_grads(xp: Any, x: Any, w: Any, g: Any, geom: Geometry, group
 
 
 # ------------------------------------------------------------------------------ the node
-@backward(saved=("input", "weight"), batched=True)
+def _convolution_cost(self: Any, grads: list[Any]) -> float:
+    """The offload estimate: one product per gradient wanted of the input and the weight, each
+    of the output gradient's elements times a filter's taps (``weight.size / weight.shape[0]``:
+    exact for a convolution, within a few times for a transposed one)."""
+    g, w_shape = grads[0], saved_shape(self.weight)
+    if g is None or not w_shape:
+        return 0.0
+    taps = math.prod(w_shape) // max(w_shape[0], 1)
+    products = (self.next_edges[0] is not None) + (self.next_edges[1] is not None)
+    return matmul_cost(g.data.size, taps, 1, products, g.data.dtype.itemsize)
+
+
+@backward(saved=("input", "weight"), cost=_convolution_cost, batched=True)
 def ConvolutionBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
     """Gradients of a convolution (or a transposed one) for its input, weight and bias."""
     g = grads[0]
