@@ -125,11 +125,14 @@ def weights(seed: int = 0) -> tuple[ag.Tensor, ag.Tensor]:
     return w, x
 
 
+BIG = 600  # (a float64 product of 600 x 600 x 600: 6.5 ms by the engine's estimate)
+
+
 def big() -> tuple[ag.Tensor, ag.Tensor]:
     """Big enough for an engine with the default thresholds (aiograd.sync's) to offload the
-    weight's matrix product alone: over a millisecond of work, by its estimate."""
+    weight's matrix product alone: over the 5 ms stall bound, by its estimate."""
     rng = np.random.default_rng(0)
-    return ag.tensor(rng.standard_normal((400, 400)) / 20, requires_grad=True), ag.tensor(rng.standard_normal((400, 400)))
+    return ag.tensor(rng.standard_normal((BIG, BIG)) / 20, requires_grad=True), ag.tensor(rng.standard_normal((BIG, BIG)))
 
 
 async def reference(w: ag.Tensor, x: ag.Tensor) -> np.ndarray:
@@ -377,7 +380,7 @@ async def test_a_client_of_another_running_loop_serves_a_backward_on_aiograd_syn
     finally:
         ag.set_executor("cpu", None)
         executor.close()
-    np.testing.assert_allclose(g.numpy(), x.numpy().T @ np.ones((400, 400)), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g.numpy(), x.numpy().T @ np.ones((BIG, BIG)), rtol=1e-12, atol=1e-12)
     assert executor.nodes_shipped == 1
 
 
