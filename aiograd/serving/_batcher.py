@@ -31,7 +31,7 @@ from dataclasses import dataclass as _dataclass
 from time import perf_counter as _perf_counter
 
 if typing.TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Coroutine
     from typing import Any
 
 __all__ = ["BatchStatistics", "BatchedFunction", "Overloaded", "batch"]
@@ -99,36 +99,42 @@ class _Batcher:
         self.wait_total = self.wait_max = 0.0
 
     # ------------------------------------------------------------------------------ callers
-    async def submit(self, item: Any) -> Any:
-        if len(self.queue) >= self.config.max_queue_size:
+    def enqueue(self, item: Any) -> _Request:
+        """Queue a caller's item (or refuse it, ``Overloaded``) and arrange its dispatch."""
+        queue = self.queue
+        if len(queue) >= self.config.max_queue_size:
             self.rejected += 1
             raise Overloaded(
-                f"{self.name}: overloaded, {len(self.queue)} items are already queued "
+                f"{self.name}: overloaded, {len(queue)} items are already queued "
                 f"(max_queue_size={self.config.max_queue_size}); retry later"
             )
-        idle = not self.queue and self.running is None
+        idle = not queue and self.running is None
         request = _Request(item, self.loop.create_future(), self.loop.time())
-        self.queue.append(request)
+        queue.append(request)
         # A request that finds the batcher idle goes on the loop's next turn: the callers that
-        # start in this same turn join it, and a lone request is not held for the timeout.
-        self._schedule(now=idle)
-        try:
-            return await request.future
-        except asyncio.CancelledError:
-            if not request.future.done() or request.future.cancelled():
-                self.cancelled += 1
-            elif request.future.exception() is not None:
-                pass  # read, so that asyncio does not log it as never retrieved
-            if not request.dispatched:
-                self.queue.remove(request)
-                self._schedule()
-            elif (
-                self.running is not None
-                and request in self.running_requests
-                and all(r.future.cancelled() for r in self.running_requests)
-            ):
-                self.running.cancel()  # nobody is left to take a result: stop computing in vain
-            raise
+        # start in this same turn join it, and a lone request is not held for the timeout. With
+        # a timer armed and room in the batch, the dispatch is arranged already (the timer is
+        # for the oldest item, or for the next turn: never later than this item's deadline).
+        if idle or self.timer is None or len(queue) >= self.config.max_batch_size:
+            self._schedule(now=idle)
+        return request
+
+    def withdraw(self, request: _Request) -> None:
+        """Its caller was cancelled: take an undispatched item out of the queue, and stop a batch
+        that nobody waits for any more."""
+        if not request.future.done() or request.future.cancelled():
+            self.cancelled += 1
+        elif request.future.exception() is not None:
+            pass  # read, so that asyncio does not log it as never retrieved
+        if not request.dispatched:
+            self.queue.remove(request)
+            self._schedule()
+        elif (
+            self.running is not None
+            and request in self.running_requests
+            and all(r.future.cancelled() for r in self.running_requests)
+        ):
+            self.running.cancel()  # nobody is left to take a result: stop computing in vain
 
     # ----------------------------------------------------------------------------- dispatch
     def _schedule(self, now: bool = False) -> None:
@@ -269,6 +275,18 @@ class _Slot:
             self.batcher = _Batcher(func, name, config, loop)
         return self.batcher
 
+    async def submit(self, func: Callable[..., Any], name: str, config: _Config, item: Any) -> Any:
+        """A caller's whole wait, in one coroutine: its item queued with this loop's batcher,
+        its result awaited (the caller's own coroutine, ``f(item)``, is this one: each request's
+        wake-up passes through one frame, not two)."""
+        batcher = self.get(func, name, config)
+        request = batcher.enqueue(item)
+        try:
+            return await request.future
+        except asyncio.CancelledError:
+            batcher.withdraw(request)
+            raise
+
     def statistics(self) -> BatchStatistics:
         return _EMPTY if self.batcher is None else self.batcher.statistics()
 
@@ -282,9 +300,8 @@ class BatchedFunction(typing.Generic[_T, _R]):
         self._slot = _Slot()
         self._instances: dict[int, tuple[weakref.ref[Any], _Slot]] = {}
 
-    async def __call__(self, item: _T) -> _R:
-        result = await self._slot.get(self._func, self._func.__qualname__, self._config).submit(item)
-        return typing.cast("_R", result)
+    def __call__(self, item: _T) -> Coroutine[Any, Any, _R]:
+        return self._slot.submit(self._func, self._func.__qualname__, self._config, item)
 
     def statistics(self) -> BatchStatistics:
         """The batcher's counters (``BatchStatistics``; all zero before the first call)."""
@@ -318,10 +335,9 @@ class _BoundBatchedMethod:
     def __init__(self, batched: BatchedFunction[Any, Any], instance: Any, slot: _Slot) -> None:
         self._batched, self._instance, self._slot = batched, instance, slot
 
-    async def __call__(self, item: Any) -> Any:
+    def __call__(self, item: Any) -> Coroutine[Any, Any, Any]:
         func = functools.partial(self._batched._func, self._instance)
-        name = self._batched._func.__qualname__
-        return await self._slot.get(func, name, self._batched._config).submit(item)
+        return self._slot.submit(func, self._batched._func.__qualname__, self._batched._config, item)
 
     def statistics(self) -> BatchStatistics:
         """This instance's batcher's counters (``BatchStatistics``)."""
