@@ -11,12 +11,16 @@
 #   versions.txt   GPU, driver, CUDA, CuPy, torch, numpy, Python (nvidia-smi and the libraries)
 #   tests.txt      tests/test_cuda.py and the device tests, every GPU-marked test among them;
 #                  the skips are listed (-rs) so a test skipped for want of the GPU shows
-#   bench.txt      benchmarks/bench_cuda.py: aiograd on the GPU against torch CUDA, same run
+#   bench.txt      benchmarks/bench_cuda.py: the MLP step and a wide backward, aiograd on the
+#                  GPU against torch CUDA in the same run
+#   models.txt     benchmarks/bench_cuda_models.py: a ResNet-18 step (224x224, batch 32), 64
+#                  saliency requests batched, two backward calls on two streams, the event
+#                  loop's longest stall while the GPU works
 #   summary.txt    one line per step: its exit status and seconds
 #
 # Sized for a 15-minute device budget with room for a second run after a fix: the tests take
-# about a minute, the benchmark two to four (BENCH_ARGS below trims it). Each step runs under
-# its own timeout, so one that hangs leaves the others' results.
+# about a minute, the benchmarks two to four each (BENCH_ARGS and MODELS_ARGS trim them). Each
+# step runs under its own timeout, so one that hangs leaves the others' results.
 set -u
 cd "$(dirname "$0")/.."
 RESULTS="${1:-${OUT:-gpu-results}}"
@@ -26,6 +30,7 @@ PY="${PYTHON:-python3}"
 TEST_TIMEOUT="${TEST_TIMEOUT:-300}"
 BENCH_TIMEOUT="${BENCH_TIMEOUT:-300}"
 BENCH_ARGS="${BENCH_ARGS:---repeats 10 --warmup 3 --rounds 2 --cpu-repeats 1}"
+MODELS_ARGS="${MODELS_ARGS:---repeats 10 --warmup 3}"
 : >"$RESULTS/summary.txt"
 
 step() {  # step NAME FILE TIMEOUT COMMAND...: run it, output to FILE, a line in summary.txt
@@ -78,4 +83,6 @@ step tests tests.txt "$TEST_TIMEOUT" "$PY" -m pytest "${PLUGIN[@]}" -p no:cachep
     tests/test_device_types.py tests/test_device_arrays.py tests/test_training_namespaces.py
 # shellcheck disable=SC2086  # (BENCH_ARGS is a list of arguments)
 step bench bench.txt "$BENCH_TIMEOUT" "$PY" benchmarks/bench_cuda.py $BENCH_ARGS
+# ResNet-18 at 224x224 batch 32, 64 saliency requests, two streams, the loop's longest stall
+step models models.txt "$BENCH_TIMEOUT" "$PY" benchmarks/bench_cuda_models.py $MODELS_ARGS
 cat "$RESULTS/summary.txt"

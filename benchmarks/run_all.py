@@ -34,6 +34,7 @@ BENCHMARKS = (
     "bench_models.py",
     "bench_fast_paths.py",
     "bench_cuda.py",  # prints "skipped: no CUDA GPU (...)" and exits 0 without CuPy or a GPU
+    "bench_cuda_models.py",  # the same
     "bench_distributed.py",  # prints "skipped: ..." and exits 0 without distributed
 )
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
