@@ -47,6 +47,7 @@ sys.path.insert(0, os.path.join(HERE, os.pardir))
 sys.path.insert(0, HERE)
 
 from _bench_model_defs import make_resnet18  # noqa: E402
+from bench_responsiveness import Ticker, summary  # noqa: E402
 
 import aiograd  # noqa: E402
 import aiograd.nn.functional as F  # noqa: E402
@@ -129,26 +130,13 @@ async def bench_resnet(torch: Any, sizes: Sizes, dev: str, tdev: str, args: argp
     torch_s = await timed(torch_step, lambda: torch_synchronize(torch, tdev), args.warmup, args.repeats)
 
     # the loop's longest stall while steps run
-    gaps: list[float] = []
-    stop = asyncio.Event()
-
-    async def ticker() -> None:
-        last = time.perf_counter()
-        while not stop.is_set():
-            await asyncio.sleep(0.001)
-            now = time.perf_counter()
-            gaps.append(now - last)
-            last = now
-
-    tick = asyncio.create_task(ticker())
-    await asyncio.sleep(0)
-    for _ in range(sizes.stall_steps):
-        await ag_step(read_loss=False)
-    stop.set()
-    await tick
+    async with Ticker() as ticker:
+        for _ in range(sizes.stall_steps):
+            await ag_step(read_loss=False)
     synchronize(dev)  # (a blocking wait: after the ticker stopped)
+    gaps = summary(ticker.gaps)
     return {"resnet_ag_ms": ag_s * 1e3, "resnet_torch_ms": torch_s * 1e3,
-            "stall_max_ms": max(gaps) * 1e3, "stall_p99_ms": float(np.percentile(gaps, 99)) * 1e3}
+            "stall_max_ms": gaps["max"] * 1e3, "stall_p99_ms": gaps["p99"] * 1e3}
 
 
 # ------------------------------------------------------------------------------ saliency
