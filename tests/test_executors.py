@@ -141,7 +141,8 @@ class Costs(Heavy):
 
 
 class PassesOn(Costs):
-    """A light node, as a view's backward is: the engine never offloads it nor overlaps it."""
+    """A light node, as a view's backward is: the engine offloads it only past the stall bound,
+    and does not count it as work to overlap."""
 
     light = True
 
@@ -164,7 +165,7 @@ async def test_a_node_beside_only_light_nodes_of_its_call_stays_on_the_loop():
     threads: list[tuple[str, int]] = []
     x = ag.tensor([1.0], requires_grad=True)
     acc = ag._core._node.grad_accumulator(x)
-    light = PassesOn(((acc, 0),), STALL, records_thread(threads, "light"))  # (light whatever it claims)
+    light = PassesOn(((acc, 0),), MEDIUM, records_thread(threads, "light"))
     medium = Costs(((acc, 0),), MEDIUM, records_thread(threads, "medium"))  # (runs first)
     root = ag.Tensor._wrap(np.ones(1))
     root._requires_grad, root.grad_fn = True, Costs(((medium, 0), (light, 0)), 0.0)
@@ -172,6 +173,22 @@ async def test_a_node_beside_only_light_nodes_of_its_call_stays_on_the_loop():
     assert x.grad.tolist() == [2.0]
     assert threads == [("medium", threading.get_ident()), ("light", threading.get_ident())]
     assert engine.statistics().nodes_offloaded == 0
+
+
+async def test_a_light_node_over_the_stall_bound_leaves_the_loop_and_under_it_stays():
+    # (a reshape's copy of a huge gradient would hold the loop as long as any other node)
+    engine = use_thresholds()
+    threads: list[tuple[str, int]] = []
+    x = ag.tensor([1.0], requires_grad=True)
+    acc = ag._core._node.grad_accumulator(x)
+    for name, cost in (("huge", STALL), ("medium", MEDIUM)):
+        root = ag.Tensor._wrap(np.ones(1))
+        root._requires_grad, root.grad_fn = True, PassesOn(((acc, 0),), cost, records_thread(threads, name))
+        await root.backward(ag.ones(1))
+    assert x.grad.tolist() == [2.0]
+    assert [name for name, _ in threads] == ["huge", "medium"]
+    assert threads[0][1] != threading.get_ident() and threads[1][1] == threading.get_ident()
+    assert engine.statistics().nodes_offloaded == 1
 
 
 async def test_a_node_beside_a_ready_node_of_its_call_that_is_not_light_leaves_the_loop():

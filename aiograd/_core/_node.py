@@ -131,8 +131,9 @@ class Node:
     #: for every subclass, so the engine can rule small ones out without calling ``cost``.
     cost_scales_with_grads: bool = True
     #: True for nodes whose backward passes the gradient on, at most copying it (a view's
-    #: reshape or transpose, a clone's): never worth a thread round trip, so the engine neither
-    #: offloads one nor counts it as work another node could overlap.
+    #: reshape or transpose, a clone's): not worth a thread round trip to overlap other work,
+    #: so the engine offloads one only past the stall bound (a huge copy) and does not count it
+    #: as work another node could overlap.
     light: ClassVar[bool] = False
     #: True when ``apply`` returns an awaitable (a custom Function with ``async def backward``):
     #: the engine awaits it. Set it with ``mark_async``, which also gives the node a hook table:

@@ -62,7 +62,7 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
         if not info.needed:  # reached only to capture its gradient (grad()'s inputs)
             capture(graph_task, info.captures, buffer)
             return None
-    if executor is not None and not node.light:
+    if executor is not None:
         # Most nodes are small and estimate their cost from their gradients' size: the first
         # gradient's size rules them out without calling cost().
         if node.cost_scales_with_grads:
@@ -71,13 +71,14 @@ def evaluate(engine: Engine, graph_task: GraphTask, node: Node, buffer: list[Any
         else:
             cost = node.cost(buffer)
         # Offloading pays when the node overlaps other work: nodes of its call in an executor
-        # or ready to run, or other backward calls on the loop. Ready nodes that are light
-        # (a view's backward) do not count: the loop drains them in microseconds and then waits
-        # for the node, and the thread round trip costs more than the overlap gains
-        # (docs/executors.md, "When a node leaves the loop"). Any node leaves the loop when
-        # running it there would stall it.
+        # or ready to run, or other backward calls on the loop. Light nodes (a view's backward)
+        # neither leave the loop for that nor count as that work: the loop drains them in
+        # microseconds, and the thread round trip costs more than the overlap gains
+        # (docs/executors.md, "When a node leaves the loop"). Any node, a light one too (a huge
+        # copy), leaves the loop when running it there would stall it.
         if cost >= engine.offload_threshold and (  # type: ignore[operator]  (an executor: a threshold)
-            graph_task.in_flight or cost >= engine.stall_threshold or len(engine.driven) > 1 or work_waits(graph_task)
+            cost >= engine.stall_threshold
+            or not node.light and (graph_task.in_flight or len(engine.driven) > 1 or work_waits(graph_task))
         ):
             if exec_info is not None:
                 capture(graph_task, exec_info[node].captures, buffer)

@@ -46,7 +46,7 @@ def run_plain_turn(engine: Engine, graph_task: GraphTask, turn: int) -> tuple[An
     """``run_turn`` for a plain GraphTask (``is_plain``: a ``backward()`` without
     ``inputs=``, anomaly mode, watch, devices or deterministic sums), with ``handle``,
     ``evaluate``, ``propagate`` and the queue's ``push``/``pop`` inlined for its nodes that
-    take the fast path (no hooks, too small to offload or light): the same steps, in one frame, with
+    take the fast path (no hooks, too small to offload): the same steps, in one frame, with
     the GraphTask's fields read once per turn instead of once per node. Any other NodeTask
     (another GraphTask's, an offloaded result, a node with hooks or one that may be
     offloaded) goes through ``handle``.
@@ -89,7 +89,6 @@ def run_plain_turn(engine: Engine, graph_task: GraphTask, turn: int) -> tuple[An
                 or node._hooks is not None
                 or (offloads and not (
                     node.cost_scales_with_grads and (buffer[0] is None or buffer[0].data.size < small_size)
-                    or node.light
                 ))
             ):
                 pending = handle(task, graph_task)
@@ -145,7 +144,6 @@ def run_plain_turn(engine: Engine, graph_task: GraphTask, turn: int) -> tuple[An
                     and (not offloads or (
                         next_node.cost_scales_with_grads
                         and (next_buffer[0] is None or next_buffer[0].data.size < small_size)
-                        or next_node.light
                     ))
                 ):
                     held, held_buffer = next_node, next_buffer
