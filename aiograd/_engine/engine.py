@@ -67,9 +67,8 @@ class Engine:
         ``set_executor``/the defaults). A node whose estimated cost (ns, ``Node.cost``) reaches
         ``offload_threshold`` runs in the executor when it overlaps other work (nodes of its
         GraphTask in flight or waiting, light ones aside, or other GraphTasks being driven); any
-        node leaves the loop from
-        ``stall_threshold``, when running it inline would hold the loop that long. None as
-        ``offload_threshold`` keeps every node on the loop.
+        node leaves the loop from ``stall_threshold``, when running it inline would hold the loop
+        that long. None as ``offload_threshold`` keeps every node on the loop.
 
         A backward awaited inside a node is reentrant: it is driven by the awaiting code, nested
         on its stack, for up to ``max_reentrant_depth`` levels per stack (and while the stack has

@@ -86,10 +86,7 @@ def _softmax_array(xp: Any, data: Any, axes: tuple[int, ...]) -> Any:
     if not data.ndim:  # (numpy's 0-dim results are scalars: no ``out=``)
         e = xp.exp(data - data.max(axis=axes, keepdims=True))
         return e / e.sum(axis=axes, keepdims=True)
-    e = xp.subtract(data, data.max(axis=axes, keepdims=True))  # (a new array: exp'd in place)
-    xp.exp(e, out=e)
-    e /= e.sum(axis=axes, keepdims=True)
-    return e
+    return _softmax_shifted(xp, data, data.max(axis=axes, keepdims=True), axes)
 
 
 def _softmax_vjp(xp: Any, gd: Any, y: Any, axes: tuple[int, ...]) -> Any:
@@ -113,7 +110,8 @@ def SoftmaxBackward0(self: Any, grads: list[Any], batch: int = 0) -> Any:
 
 
 def _softmax_shifted(xp: Any, data: Any, peak: Any, axes: tuple[int, ...]) -> Any:
-    e = xp.subtract(data, peak)
+    """Softmax of ``data`` (at least 1-dim) over ``axes``, its maxima there ``peak`` (kept dims)."""
+    e = xp.subtract(data, peak)  # (a new array: exp'd in place)
     xp.exp(e, out=e)
     e /= e.sum(axis=axes, keepdims=True)
     return e
