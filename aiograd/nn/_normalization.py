@@ -146,6 +146,10 @@ def _shape_str(shape: Sequence[int]) -> str:
     return str(list(shape))
 
 
+# ------------------------------------------------------------------------------ layer_norm
+# Not batched (runs once per sample under ``is_grads_batched``): a normalization reduces over axes
+# of the saved input, written for one sample (a batched rule would put the batch dims in front of
+# those axes).
 @backward(name="NativeLayerNormBackward0", saved=("input", "weight"))
 def _NativeLayerNormBackward0(self: Any, grads: list[Any]) -> tuple[Any, ...]:
     g, x = grads[0], self.input.unpack(self)

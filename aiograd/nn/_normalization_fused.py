@@ -145,9 +145,3 @@ def batch_norm_grads(xp: Any, g: Any, x: Any, w: Any, mean: Any, rstd: Any,
     if want[2]:
         gb = sum_g
     return gx, gw, gb
-
-
-# ------------------------------------------------------------------------------ layer_norm
-# Not batched (runs once per sample under ``is_grads_batched``): a normalization reduces over axes
-# of the saved input, written for one sample (a batched rule would put the batch dims in front of
-# those axes).
